@@ -1,0 +1,58 @@
+# Two entry points: `make demo` and `make test`. Each builds its own virtualenv (.venv)
+# and installs what it needs, system packages included (kcat, ZooKeeper, a JRE for Spark).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SYSSTAMP := $(VENV)/.system-packages
+
+export SPARK_LOCAL_IP := 127.0.0.1
+export PYSPARK_PYTHON := $(abspath $(BIN)/python)
+export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
+
+.PHONY: all venv system-packages demo test lint typecheck unit bench clean
+
+all: test
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev,spark]'
+	touch $@
+
+# Debian packages the real-component tests use. Installed once per machine when missing.
+$(SYSSTAMP): | $(BIN)/python
+	@if ! command -v kcat >/dev/null || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! command -v java >/dev/null; then \
+		echo "installing Debian packages: kcat zookeeper default-jre-headless"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat zookeeper default-jre-headless >/dev/null; \
+	fi
+	touch $@
+
+venv: $(STAMP) $(SYSSTAMP)
+
+demo: venv
+	$(BIN)/odradek demo
+
+lint: venv
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: venv
+	$(BIN)/mypy
+
+test: venv lint typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+unit: venv
+	$(BIN)/python -m pytest -q tests/unit
+
+bench: venv
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info demo-output

@@ -1,0 +1,150 @@
+"""Kafka's error codes and odradek's exception tree.
+
+``ErrorCode`` is Kafka's error-code table (``org.apache.kafka.common.protocol.Errors``), taken from
+kio, so every code a client knows has the same number and name here.
+
+Every exception that can end up in a response derives from :class:`KafkaError` and carries the
+``error_code`` it maps to. Request handlers catch ``KafkaError`` per partition and answer with its
+code; anything else is a bug, answered with ``UNKNOWN_SERVER_ERROR`` and logged with its traceback.
+
+Tree::
+
+    KafkaError
+    +-- CorruptRecordError          CORRUPT_MESSAGE      CRC mismatch, torn or truncated batch
+    +-- InvalidRecordError          INVALID_RECORD       well-formed frame, invalid batch header
+    +-- RecordTooLargeError         MESSAGE_TOO_LARGE    batch larger than max.message.bytes
+    +-- RecordListTooLargeError     RECORD_LIST_TOO_LARGE
+    +-- OffsetOutOfRangeError       OFFSET_OUT_OF_RANGE
+    +-- UnknownTopicOrPartitionError UNKNOWN_TOPIC_OR_PARTITION
+    +-- TopicExistsError            TOPIC_ALREADY_EXISTS
+    +-- InvalidTopicError           INVALID_TOPIC_EXCEPTION
+    +-- InvalidPartitionsError      INVALID_PARTITIONS
+    +-- InvalidReplicationFactorError INVALID_REPLICATION_FACTOR
+    +-- InvalidConfigError          INVALID_CONFIG       (also raised for bad broker configs)
+    +-- InvalidRequestError         INVALID_REQUEST
+    +-- PolicyViolationError        POLICY_VIOLATION
+    +-- UnsupportedVersionError     UNSUPPORTED_VERSION
+    +-- NotLeaderOrFollowerError    NOT_LEADER_OR_FOLLOWER
+    +-- StaleControllerEpochError   STALE_CONTROLLER_EPOCH
+    +-- KafkaStorageError           KAFKA_STORAGE_ERROR  I/O failure on a log directory
+    +-- InvalidTimestampError       INVALID_TIMESTAMP
+    +-- UnsupportedCompressionTypeError UNSUPPORTED_COMPRESSION_TYPE
+
+``IllegalStateTransition`` (not a ``KafkaError``) is raised by every state machine for a move its
+transition table does not allow.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+__all__ = [
+    "CorruptRecordError",
+    "ErrorCode",
+    "IllegalStateTransition",
+    "InvalidConfigError",
+    "InvalidPartitionsError",
+    "InvalidRecordError",
+    "InvalidReplicationFactorError",
+    "InvalidRequestError",
+    "InvalidTimestampError",
+    "InvalidTopicError",
+    "KafkaError",
+    "KafkaStorageError",
+    "NotLeaderOrFollowerError",
+    "OffsetOutOfRangeError",
+    "PolicyViolationError",
+    "RecordListTooLargeError",
+    "RecordTooLargeError",
+    "StaleControllerEpochError",
+    "TopicExistsError",
+    "UnknownTopicOrPartitionError",
+    "UnsupportedCompressionTypeError",
+    "UnsupportedVersionError",
+]
+
+
+class KafkaError(Exception):
+    """Base of every error that maps to a Kafka error code."""
+
+    error_code: ErrorCode = ErrorCode.unknown_server_error
+
+
+class CorruptRecordError(KafkaError):
+    error_code = ErrorCode.corrupt_message
+
+
+class InvalidRecordError(KafkaError):
+    error_code = ErrorCode.invalid_record
+
+
+class RecordTooLargeError(KafkaError):
+    error_code = ErrorCode.message_too_large
+
+
+class RecordListTooLargeError(KafkaError):
+    error_code = ErrorCode.record_list_too_large
+
+
+class OffsetOutOfRangeError(KafkaError):
+    error_code = ErrorCode.offset_out_of_range
+
+
+class UnknownTopicOrPartitionError(KafkaError):
+    error_code = ErrorCode.unknown_topic_or_partition
+
+
+class TopicExistsError(KafkaError):
+    error_code = ErrorCode.topic_already_exists
+
+
+class InvalidTopicError(KafkaError):
+    error_code = ErrorCode.invalid_topic_exception
+
+
+class InvalidPartitionsError(KafkaError):
+    error_code = ErrorCode.invalid_partitions
+
+
+class InvalidReplicationFactorError(KafkaError):
+    error_code = ErrorCode.invalid_replication_factor
+
+
+class InvalidConfigError(KafkaError):
+    error_code = ErrorCode.invalid_config
+
+
+class InvalidRequestError(KafkaError):
+    error_code = ErrorCode.invalid_request
+
+
+class PolicyViolationError(KafkaError):
+    error_code = ErrorCode.policy_violation
+
+
+class UnsupportedVersionError(KafkaError):
+    error_code = ErrorCode.unsupported_version
+
+
+class NotLeaderOrFollowerError(KafkaError):
+    error_code = ErrorCode.not_leader_or_follower
+
+
+class StaleControllerEpochError(KafkaError):
+    error_code = ErrorCode.stale_controller_epoch
+
+
+class KafkaStorageError(KafkaError):
+    error_code = ErrorCode.kafka_storage_error
+
+
+class InvalidTimestampError(KafkaError):
+    error_code = ErrorCode.invalid_timestamp
+
+
+class UnsupportedCompressionTypeError(KafkaError):
+    error_code = ErrorCode.unsupported_compression_type
+
+
+class IllegalStateTransition(Exception):
+    """A state machine was asked for a move its transition table does not allow."""
