@@ -152,3 +152,12 @@ class ConfigDef:
         if key is None:
             raise InvalidConfigError(f"Unknown configuration {name!r}")
         return key.parse(raw)
+
+
+def render_markdown_table(definition: ConfigDef) -> str:
+    """The table ``docs/configuration.md`` carries for ``definition`` (kept in sync by a test)."""
+    rows = ["| key | type | default | description |", "| --- | --- | --- | --- |"]
+    for key in definition.keys.values():
+        doc = key.doc.replace("|", "\\|")
+        rows.append(f"| `{key.name}` | {key.type} | `{key.default_text()}` | {doc} |")
+    return "\n".join(rows)

@@ -1,0 +1,46 @@
+"""``odradek <command> ...``: the command-line entry point.
+
+Each command lives in its own module with ``main(argv) -> int``; this module only dispatches.
+Commands are imported lazily so ``odradek zk`` does not load the broker, and ``odradek demo``
+alone loads Spark.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "broker": ("odradek.cli.broker", "run a broker (Kafka's kafka-server-start)"),
+    "topics": ("odradek.cli.topics", "create, list, describe, alter and delete topics (kafka-topics)"),
+    "console-producer": ("odradek.cli.console_producer", "produce lines from stdin (kafka-console-producer)"),
+    "console-consumer": ("odradek.cli.console_consumer", "print records to stdout (kafka-console-consumer)"),
+    "consumer-groups": ("odradek.cli.consumer_groups", "list, describe, delete, reset groups (kafka-consumer-groups)"),
+    "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
+    "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
+    "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: odradek <command> [options]", "", "commands:"]
+    lines += [f"  {name:<18} {doc}" for name, (_, doc) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        print(f"odradek: unknown command {name!r}\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    result: int = module.main(rest)
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

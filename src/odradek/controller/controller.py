@@ -1,0 +1,333 @@
+"""The controller: one broker, elected through ``/controller``, that manages partition leadership.
+
+As in Kafka 2.x (``KafkaController``): every broker tries to create the ephemeral ``/controller``
+znode; the winner increments ``/controller_epoch`` and becomes the controller, the others watch
+``/controller`` and try again when it disappears. The controller
+
+- watches ``/brokers/ids`` (brokers joining and leaving), ``/brokers/topics`` (new topics and
+  partitions) and ``/admin/delete_topics`` (deletions);
+- elects partition leaders (``election.py``), writes leader, ISR, ``leader_epoch`` and
+  ``controller_epoch`` to each partition's state znode;
+- sends LeaderAndIsr to the replicas and UpdateMetadata to every live broker.
+
+All work goes through ONE event queue processed by one task (``ControllerEventManager``): watch
+callbacks only enqueue events, so the controller's state is touched by one coroutine at a time.
+Every request it sends carries its ``controller_epoch``; brokers refuse older epochs.
+
+Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from odradek.controller.channel import (
+    ControllerChannelManager,
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
+from odradek.controller.election import initial_leader_and_isr, offline_partition_leader_election
+from odradek.metadata.kafka_zk_client import KafkaZkClient
+from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
+from odradek.replication.partition import PartitionState
+from odradek.storage import TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+class ControllerEvent(enum.Enum):
+    ELECT = "elect"
+    CONTROLLER_CHANGE = "controller_change"
+    BROKER_CHANGE = "broker_change"
+    TOPIC_CHANGE = "topic_change"
+    TOPIC_DELETION = "topic_deletion"
+    PARTITION_MODIFICATION = "partition_modification"
+    SHUTDOWN = "shutdown"
+
+
+@dataclass
+class ControllerContext:
+    """What the active controller knows (Kafka's ``ControllerContext``)."""
+
+    epoch: int = 0
+    live_brokers: dict[int, BrokerInfo] = field(default_factory=dict)
+    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+
+
+class KafkaController:
+    """Controller election and, while active, partition leadership for the whole cluster."""
+
+    def __init__(self, broker_id: int, zk: KafkaZkClient, channel: ControllerChannelManager,
+                 unclean_leader_election: bool = False) -> None:
+        self.broker_id = broker_id
+        self.zk = zk
+        self.channel = channel
+        self.unclean_leader_election = unclean_leader_election
+        self.ctx = ControllerContext()
+        self.active = False
+        self.active_controller_id: int | None = None
+        self._queue: asyncio.Queue[tuple[ControllerEvent, object]] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._watches: list[object] = []
+        self._idle = asyncio.Event()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        """Start the event loop and run the first election; returns once it has been decided."""
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"controller-{self.broker_id}")
+        store = self.zk.store
+        self._watches.append(store.watch_data("/controller", self._on_controller_change))
+        self.put(ControllerEvent.ELECT)
+        await self.wait_idle()
+
+    async def shutdown(self) -> None:
+        for handle in self._watches:
+            handle.cancel()  # type: ignore[attr-defined]
+        self._watches.clear()
+        if self._task is not None:
+            self.put(ControllerEvent.SHUTDOWN)
+            try:
+                await asyncio.wait_for(self._task, 5)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+            self._task = None
+        self.active = False
+
+    def put(self, event: ControllerEvent, payload: object = None) -> None:
+        self._idle.clear()
+        self._queue.put_nowait((event, payload))
+
+    async def wait_idle(self) -> None:
+        """Wait until every queued event has been processed (tests and admin calls use it)."""
+        await self._idle.wait()
+
+    async def _on_controller_change(self, _path: str) -> None:
+        self.put(ControllerEvent.CONTROLLER_CHANGE)
+
+    async def _on_broker_change(self, _path: str) -> None:
+        self.put(ControllerEvent.BROKER_CHANGE)
+
+    async def _on_topic_change(self, _path: str) -> None:
+        self.put(ControllerEvent.TOPIC_CHANGE)
+
+    async def _on_topic_deletion(self, _path: str) -> None:
+        self.put(ControllerEvent.TOPIC_DELETION)
+
+    async def _run(self) -> None:
+        while True:
+            event, payload = await self._queue.get()
+            if event is ControllerEvent.SHUTDOWN:
+                self._idle.set()
+                return
+            try:
+                await self._process(event, payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller %d failed processing %s", self.broker_id, event.value)
+            if self._queue.empty():
+                self._idle.set()
+
+    async def _process(self, event: ControllerEvent, payload: object) -> None:
+        if event in (ControllerEvent.ELECT, ControllerEvent.CONTROLLER_CHANGE):
+            await self._elect()
+        elif not self.active:
+            return
+        elif event is ControllerEvent.BROKER_CHANGE:
+            await self._on_brokers_changed()
+        elif event in (ControllerEvent.TOPIC_CHANGE, ControllerEvent.PARTITION_MODIFICATION):
+            await self._on_topics_changed()
+        elif event is ControllerEvent.TOPIC_DELETION:
+            await self._on_topic_deletion_requested()
+
+    # --- election ----------------------------------------------------------------------------
+
+    async def _elect(self) -> None:
+        current = await self.zk.get_controller_id()
+        if current is not None:
+            self.active_controller_id = current
+            if current != self.broker_id and self.active:
+                self._resign()
+            return
+        if await self.zk.try_create_controller(self.broker_id):
+            self.ctx.epoch = await self.zk.increment_controller_epoch()
+            self.active = True
+            self.active_controller_id = self.broker_id
+            log.info("broker %d is the controller (controller_epoch %d)", self.broker_id, self.ctx.epoch)
+            await self._on_controller_failover()
+        else:
+            self.active_controller_id = await self.zk.get_controller_id()
+
+    def _resign(self) -> None:
+        log.info("broker %d is no longer the controller", self.broker_id)
+        self.active = False
+        for handle in self._watches[1:]:
+            handle.cancel()  # type: ignore[attr-defined]
+        del self._watches[1:]
+        self.ctx = ControllerContext()
+
+    async def _on_controller_failover(self) -> None:
+        store = self.zk.store
+        self._watches.append(store.watch_children("/brokers/ids", self._on_broker_change))
+        self._watches.append(store.watch_children("/brokers/topics", self._on_topic_change))
+        self._watches.append(store.watch_children("/admin/delete_topics", self._on_topic_deletion))
+        await self._refresh_brokers()
+        await self._load_topics()
+        await self._elect_where_needed(set(self.ctx.assignments))
+        await self._send_all_metadata()
+        await self._on_topic_deletion_requested()
+
+    async def _refresh_brokers(self) -> tuple[set[int], set[int]]:
+        brokers = {b.id: b for b in await self.zk.get_all_brokers()}
+        old = set(self.ctx.live_brokers)
+        self.ctx.live_brokers = brokers
+        return set(brokers) - old, old - set(brokers)
+
+    async def _load_topics(self) -> set[str]:
+        """Read assignments (and partition states) of topics not yet known; returns new topics."""
+        topics = set(await self.zk.get_all_topics())
+        for gone in set(self.ctx.assignments) - topics:
+            self._forget_topic(gone)
+        new_or_changed: set[str] = set()
+        for topic in topics:
+            assignment, topic_id = await self.zk.get_topic_assignment(topic)
+            if assignment is None:
+                continue
+            if self.ctx.assignments.get(topic) != assignment:
+                new_or_changed.add(topic)
+                self.ctx.assignments[topic] = assignment
+                self.ctx.topic_ids[topic] = topic_id
+                for partition in assignment:
+                    tp = TopicPartition(topic, partition)
+                    if tp not in self.ctx.states:
+                        state = await self.zk.get_partition_state(tp)
+                        if state is not None:
+                            self.ctx.states[tp] = _to_state(state, assignment[partition])
+        return new_or_changed
+
+    def _forget_topic(self, topic: str) -> None:
+        self.ctx.assignments.pop(topic, None)
+        self.ctx.topic_ids.pop(topic, None)
+        for tp in [tp for tp in self.ctx.states if tp.topic == topic]:
+            del self.ctx.states[tp]
+
+    async def _elect_where_needed(self, topics: set[str]) -> dict[TopicPartition, PartitionState]:
+        """Initialise new partitions and re-elect partitions whose leader is not alive."""
+        live = set(self.ctx.live_brokers)
+        changed: dict[TopicPartition, PartitionState] = {}
+        for topic in sorted(topics):
+            for partition, replicas in sorted(self.ctx.assignments[topic].items()):
+                tp = TopicPartition(topic, partition)
+                state = self.ctx.states.get(tp)
+                if state is None:
+                    initial = initial_leader_and_isr(replicas, live)
+                    if initial is None:
+                        continue
+                    leader, isr = initial
+                    new = PartitionState(leader, 0, isr, list(replicas), self.ctx.epoch, 0)
+                    new.zk_version = await self.zk.create_partition_state(tp, _to_zk(new))
+                elif state.leader in live:
+                    state.replicas = list(replicas)
+                    continue
+                else:
+                    leader = offline_partition_leader_election(
+                        replicas, state.isr, live, self.unclean_leader_election
+                    )
+                    isr = [r for r in state.isr if r in live] or ([leader] if leader is not None else [])
+                    new = PartitionState(
+                        leader if leader is not None else -1,
+                        state.leader_epoch + 1,
+                        isr if leader is not None else state.isr,
+                        list(replicas),
+                        self.ctx.epoch,
+                        state.zk_version,
+                    )
+                    new.zk_version = await self.zk.update_leader_and_isr(tp, _to_zk(new), state.zk_version)
+                self.ctx.states[tp] = new
+                changed[tp] = new
+        return changed
+
+    async def _send_leader_and_isr(self, states: dict[TopicPartition, PartitionState]) -> None:
+        by_broker: dict[int, dict[TopicPartition, PartitionState]] = {}
+        for tp, state in states.items():
+            for replica in state.replicas:
+                if replica in self.ctx.live_brokers:
+                    by_broker.setdefault(replica, {})[tp] = state
+        for broker_id, partitions in by_broker.items():
+            topic_ids = {tp.topic: self.ctx.topic_ids[tp.topic] for tp in partitions}
+            await self.channel.send_leader_and_isr(
+                broker_id, LeaderAndIsrRequest(self.broker_id, self.ctx.epoch, partitions, topic_ids)
+            )
+
+    async def _send_update_metadata(self, states: dict[TopicPartition, PartitionState],
+                                    deleted: set[str] | None = None) -> None:
+        request = UpdateMetadataRequest(
+            self.broker_id,
+            self.ctx.epoch,
+            list(self.ctx.live_brokers.values()),
+            states,
+            dict(self.ctx.topic_ids),
+            deleted or set(),
+        )
+        for broker_id in list(self.ctx.live_brokers):
+            await self.channel.send_update_metadata(broker_id, request)
+
+    async def _send_all_metadata(self) -> None:
+        await self._send_leader_and_isr(dict(self.ctx.states))
+        await self._send_update_metadata(dict(self.ctx.states))
+
+    # --- events ------------------------------------------------------------------------------
+
+    async def _on_brokers_changed(self) -> None:
+        new, dead = await self._refresh_brokers()
+        if new or dead:
+            log.info("controller %d: brokers joined %s, left %s", self.broker_id, sorted(new), sorted(dead))
+        changed = await self._elect_where_needed(set(self.ctx.assignments))
+        if new:
+            # a (re)joining broker gets every partition it hosts and the full metadata
+            await self._send_all_metadata()
+        elif changed:
+            await self._send_leader_and_isr(changed)
+            await self._send_update_metadata(changed)
+        else:
+            await self._send_update_metadata({})
+
+    async def _on_topics_changed(self) -> None:
+        changed_topics = await self._load_topics()
+        changed = await self._elect_where_needed(changed_topics)
+        if changed:
+            await self._send_leader_and_isr(changed)
+            await self._send_update_metadata(changed)
+
+    async def _on_topic_deletion_requested(self) -> None:
+        for topic in await self.zk.get_topic_deletions():
+            assignment = self.ctx.assignments.get(topic) or {}
+            replicas = {r for rs in assignment.values() for r in rs}
+            tps = [TopicPartition(topic, p) for p in assignment]
+            for broker_id in replicas:
+                await self.channel.send_stop_replica(
+                    broker_id, StopReplicaRequest(self.broker_id, self.ctx.epoch, tps, True)
+                )
+            await self.zk.delete_topic(topic)
+            self._forget_topic(topic)
+            await self.zk.delete_topic_deletion(topic)
+            log.info("controller %d deleted topic %s", self.broker_id, topic)
+            await self._send_update_metadata({}, {topic})
+
+
+def _to_state(state: LeaderAndIsr, replicas: list[int]) -> PartitionState:
+    return PartitionState(state.leader, state.leader_epoch, list(state.isr), list(replicas),
+                          state.controller_epoch, state.zk_version)
+
+
+def _to_zk(state: PartitionState) -> LeaderAndIsr:
+    return LeaderAndIsr(leader=state.leader, leader_epoch=state.leader_epoch, isr=list(state.isr),
+                        controller_epoch=state.controller_epoch, zk_version=state.zk_version)

@@ -1,0 +1,525 @@
+"""The coordination store over a real Apache ZooKeeper ensemble, through kazoo.
+
+This is the only module that imports kazoo. ``ZooKeeperStore(connect)`` takes Kafka's
+``zookeeper.connect`` value, ``host:port[,host:port...][/chroot]``; ``await store.start()`` creates
+the chroot if it is missing (as Kafka does) and opens one session, raising
+:class:`~odradek.metadata.errors.StoreUnavailableError` ("cannot reach ZooKeeper at ... within N
+ms") when no server answers within ``connection_timeout_ms``. One store = one ZooKeeper session:
+ephemeral nodes belong to it and vanish on ``close()`` or session expiry.
+
+Bridging: every operation issues kazoo's ``*_async`` call from the event loop (non-blocking) and
+awaits its result, delivered from kazoo's completion thread with ``loop.call_soon_threadsafe``.
+An operation that gets no answer within ``request_timeout_ms`` (default: the session timeout), or
+fails with a connection loss or an expired session, raises ``StoreUnavailableError`` naming the
+connect string; writes are not retried (their outcome is unknown: the caller re-reads).
+
+Watches are one-shot in ZooKeeper; each handle re-arms its watch on the loop before calling the
+callback, so no change goes unseen (events may coalesce). kazoo drops all watches when the
+connection drops; on reconnection every watch is re-armed and its callback called once.
+Session events (``watch_session``): SUSPENDED on connection loss, CONNECTED when the same session
+resumes, EXPIRED once kazoo has replaced an expired session with a new one (re-register ephemerals).
+
+Threading: call everything from the event loop that ran ``start()``; kazoo's threads only
+schedule work onto that loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from kazoo import exceptions as kz
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+
+from odradek.metadata.errors import (
+    BadVersionError,
+    NoChildrenForEphemeralsError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    StoreUnavailableError,
+)
+from odradek.metadata.store import (
+    ANY_VERSION,
+    CheckVersionOp,
+    CoordinationStore,
+    CreateOp,
+    DeleteOp,
+    Op,
+    SessionCallback,
+    SessionState,
+    SetDataOp,
+    WatchCallback,
+    WatchHandle,
+    ZnodeStat,
+    join_path,
+    validate_path,
+)
+
+__all__ = ["ZooKeeperStore", "parse_connect_string"]
+
+log = logging.getLogger(__name__)
+
+
+def parse_connect_string(connect: str) -> tuple[str, str]:
+    """Split Kafka's ``zookeeper.connect`` into ``(hosts, chroot)``; chroot is ``""`` when absent.
+
+    ``"zk1:2181,zk2:2181/kafka"`` -> ``("zk1:2181,zk2:2181", "/kafka")``. Raises ``ValueError``
+    for an empty host list, a port that is not a number, or a malformed chroot.
+    """
+    text = connect.strip()
+    slash = text.find("/")
+    hosts, chroot = (text, "") if slash < 0 else (text[:slash], text[slash:])
+    if chroot == "/":
+        chroot = ""
+    if chroot:
+        validate_path(chroot)
+    entries = [h.strip() for h in hosts.split(",") if h.strip()]
+    if not entries:
+        raise ValueError(f"zookeeper.connect has no host: {connect!r}")
+    for entry in entries:
+        host, sep, port = entry.rpartition(":")
+        if sep and (not host or not port.isdigit()):
+            raise ValueError(f"zookeeper.connect has a bad host:port {entry!r} in {connect!r}")
+    return ",".join(entries), chroot
+
+
+def _stat(s: Any) -> ZnodeStat:
+    return ZnodeStat(
+        version=s.version,
+        cversion=s.cversion,
+        ctime=s.ctime,
+        mtime=s.mtime,
+        ephemeral_owner=s.ephemeralOwner,
+        num_children=s.numChildren,
+        data_length=s.dataLength,
+    )
+
+
+class _ZkWatch(WatchHandle):
+    """A persistent children/data watch built from ZooKeeper's one-shot watches (loop side)."""
+
+    def __init__(self, store: ZooKeeperStore, path: str, children: bool, callback: WatchCallback) -> None:
+        self.store = store
+        self.path = path
+        self.children = children
+        self.callback = callback
+        self._cancelled = False
+        self._need_arm = True
+        self._need_callback = False
+        self._task: asyncio.Task[None] | None = None
+        self._first: Any = None
+
+    def start(self, client: KazooClient) -> None:
+        """Issue the first watch request now, so it precedes the caller's next read of ``path``."""
+        w = self.kazoo_watcher
+        if self.children:
+            self._first = client.get_children_async(self.path, watch=w)
+        else:
+            self._first = client.exists_async(self.path, watch=w)
+        self.trigger(True, False)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self.store._watches.discard(self)
+
+    def kazoo_watcher(self, event: WatchedEvent) -> None:
+        """Runs on a kazoo thread: hand the event to the loop."""
+        if self._cancelled or event.type == EventType.NONE:
+            return  # NONE = connection lost; the store re-arms every watch on reconnection
+        self.store._call_soon(self.trigger, True, True)
+
+    def trigger(self, arm: bool, call: bool) -> None:
+        if self._cancelled:
+            return
+        self._need_arm |= arm
+        self._need_callback |= call
+        if self._task is None or self._task.done():
+            self._task = self.store._loop_or_raise().create_task(self._run())
+
+    async def _run(self) -> None:
+        while not self._cancelled and (self._need_arm or self._need_callback):
+            if self._need_arm:
+                self._need_arm = False
+                try:
+                    if await self._arm():
+                        self._need_callback = True
+                except StoreUnavailableError as e:
+                    log.info("watch on %s not armed (%s); it is re-armed on reconnection", self.path, e)
+                except Exception:
+                    log.exception("cannot arm the watch on %s", self.path)
+            if self._need_callback and not self._cancelled:
+                self._need_callback = False
+                try:
+                    await self.callback(self.path)
+                except Exception:
+                    log.exception("watch callback %r for %s failed", self.callback, self.path)
+
+    async def _arm(self) -> bool:
+        """Set the one-shot watch; True if the node appeared meanwhile (a change to report)."""
+        client = self.store._client_or_raise()
+        w = self.kazoo_watcher
+        first, self._first = self._first, None
+        if not self.children:
+            await self.store._wait(first or client.exists_async(self.path, watch=w), "watch", self.path)
+            return False
+        appeared = False
+        while not self._cancelled:
+            try:
+                request = first or client.get_children_async(self.path, watch=w)
+                first = None
+                await self.store._wait(request, "watch", self.path)
+                return appeared
+            except NoNodeError:
+                pass
+            stat = await self.store._wait(client.exists_async(self.path, watch=w), "watch", self.path)
+            if stat is None:
+                return appeared
+            appeared = True
+        return False
+
+
+class ZooKeeperStore(CoordinationStore):
+    """One kazoo session with a ZooKeeper ensemble; see the module docstring."""
+
+    def __init__(
+        self,
+        connect: str,
+        session_timeout_ms: int = 18000,
+        connection_timeout_ms: int | None = None,
+        request_timeout_ms: int | None = None,
+    ) -> None:
+        self.connect = connect
+        self.hosts, self.chroot = parse_connect_string(connect)
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
+        self.request_timeout_ms = request_timeout_ms or session_timeout_ms
+        self._client: KazooClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session_id = 0
+        self._expired = False
+        self._closed = False
+        self._watches: set[_ZkWatch] = set()
+        self._session_callbacks: list[_SessionWatch] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __repr__(self) -> str:
+        return f"ZooKeeperStore({self.connect!r}, session 0x{self._session_id:x})"
+
+    async def __aenter__(self) -> ZooKeeperStore:
+        await self.start()
+        return self
+
+    # -- connection ----------------------------------------------------------------------------------
+
+    def _new_client(self, hosts: str) -> KazooClient:
+        return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000.0)
+
+    async def start(self) -> None:
+        """Connect (creating the chroot if missing). Raises StoreUnavailableError if unreachable."""
+        if self._client is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        timeout_s = self.connection_timeout_ms / 1000.0
+        unreachable = StoreUnavailableError(
+            f"cannot reach ZooKeeper at {self.connect} within {self.connection_timeout_ms} ms"
+        )
+
+        def connect() -> KazooClient:
+            if self.chroot:
+                bootstrap = self._new_client(self.hosts)
+                try:
+                    bootstrap.start(timeout=timeout_s)
+                    bootstrap.ensure_path(self.chroot)
+                finally:
+                    bootstrap.stop()
+                    bootstrap.close()
+            client = self._new_client(self.hosts + self.chroot)
+            client.start(timeout=timeout_s)
+            return client
+
+        try:
+            client = await asyncio.to_thread(connect)
+        except KazooTimeoutError:
+            raise unreachable from None
+        except kz.KazooException as e:
+            raise StoreUnavailableError(f"cannot use ZooKeeper at {self.connect}: {e!r}") from e
+        client_id = client.client_id
+        self._session_id = client_id[0] if client_id else 0
+        client.add_listener(self._kazoo_state_listener)
+        self._client = client
+        log.info("connected to ZooKeeper at %s, session 0x%x", self.connect, self._session_id)
+
+    @property
+    def session_id(self) -> int:
+        return self._session_id
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None and bool(self._client.connected)
+
+    def _loop_or_raise(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise StoreUnavailableError(f"ZooKeeperStore({self.connect}) is not started")
+        return self._loop
+
+    def _client_or_raise(self) -> KazooClient:
+        if self._closed:
+            raise StoreUnavailableError(f"ZooKeeper session with {self.connect} is closed")
+        if self._client is None:
+            raise StoreUnavailableError(f"ZooKeeperStore({self.connect}) is not started")
+        return self._client
+
+    def _call_soon(self, fn: Callable[..., object], *args: object) -> None:
+        """Schedule ``fn(*args)`` on the loop from any thread (dropped if the loop is gone)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            pass  # loop closed between the check and the call
+
+    def _kazoo_state_listener(self, state: str) -> None:
+        """Runs on a kazoo thread; must not block."""
+        self._call_soon(self._on_state, state)
+
+    def _on_state(self, state: str) -> None:
+        if self._closed:
+            return
+        if state == KazooState.LOST:
+            self._expired = True
+            log.warning("ZooKeeper session 0x%x with %s expired", self._session_id, self.connect)
+            return
+        if state == KazooState.SUSPENDED:
+            log.warning("connection to ZooKeeper at %s lost", self.connect)
+            self._notify_session(SessionState.SUSPENDED)
+            return
+        client = self._client
+        client_id = client.client_id if client is not None else None
+        if client_id is None:
+            return  # already disconnected again; a later CONNECTED follows
+        new_id = client_id[0]
+        expired = self._expired or new_id != self._session_id
+        self._expired = False
+        self._session_id = new_id
+        log.info("ZooKeeper at %s: session 0x%x %s", self.connect, new_id, "new" if expired else "resumed")
+        for watch in list(self._watches):
+            watch.trigger(True, True)
+        self._notify_session(SessionState.EXPIRED if expired else SessionState.CONNECTED)
+
+    def _notify_session(self, state: SessionState) -> None:
+        loop = self._loop_or_raise()
+        for watch in list(self._session_callbacks):
+            if watch.cancelled:
+                continue
+
+            async def run(cb: SessionCallback = watch.callback) -> None:
+                try:
+                    await cb(state)
+                except Exception:
+                    log.exception("session callback %r failed", cb)
+
+            task = loop.create_task(run())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    # -- request bridge ------------------------------------------------------------------------------
+
+    def _translate(self, e: BaseException, what: str, path: str) -> BaseException:
+        if isinstance(e, kz.NoNodeError):
+            return NoNodeError.at(path)
+        if isinstance(e, kz.NodeExistsError):
+            return NodeExistsError.at(path)
+        if isinstance(e, kz.BadVersionError):
+            return BadVersionError(f"Version conflict at {path}", path)
+        if isinstance(e, kz.NotEmptyError):
+            return NotEmptyError.at(path)
+        if isinstance(e, kz.NoChildrenForEphemeralsError):
+            return NoChildrenForEphemeralsError.at(path)
+        if isinstance(e, kz.ConnectionLoss | kz.SessionExpiredError | kz.ConnectionClosedError):
+            return StoreUnavailableError(
+                f"ZooKeeper at {self.connect}: {what} {path} failed: {type(e).__name__}", path
+            )
+        return e
+
+    async def _wait(self, async_result: Any, what: str, path: str) -> Any:
+        loop = self._loop_or_raise()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def settle(value: Any, error: BaseException | None) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+        def done(result: Any) -> None:  # kazoo completion thread
+            try:
+                value, error = result.get(block=False), None
+            except BaseException as e:
+                value, error = None, e
+            self._call_soon(settle, value, error)
+
+        async_result.rawlink(done)
+        try:
+            return await asyncio.wait_for(future, self.request_timeout_ms / 1000.0)
+        except TimeoutError:
+            raise StoreUnavailableError(
+                f"ZooKeeper at {self.connect} did not answer {what} {path} "
+                f"within {self.request_timeout_ms} ms",
+                path,
+            ) from None
+        except Exception as e:
+            raise self._translate(e, what, path) from None
+
+    # -- operations ----------------------------------------------------------------------------------
+
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        makepath: bool = False,
+    ) -> str:
+        client = self._client_or_raise()
+        validate_path(path)
+        result = client.create_async(
+            path, bytes(data), ephemeral=ephemeral, sequence=sequential, makepath=makepath
+        )
+        created: str = await self._wait(result, "create", path)
+        return created
+
+    async def get(self, path: str) -> tuple[bytes, ZnodeStat]:
+        client = self._client_or_raise()
+        data, stat = await self._wait(client.get_async(validate_path(path)), "get", path)
+        return (data or b""), _stat(stat)
+
+    async def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> ZnodeStat:
+        client = self._client_or_raise()
+        stat = await self._wait(client.set_async(validate_path(path), bytes(data), version), "set", path)
+        return _stat(stat)
+
+    async def delete(self, path: str, version: int = ANY_VERSION, recursive: bool = False) -> None:
+        client = self._client_or_raise()
+        if validate_path(path) == "/":
+            raise ValueError("the root znode / cannot be deleted")
+        if recursive:
+            for attempt in range(5):
+                for child in await self.get_children(path):
+                    try:
+                        await self.delete(join_path(path, child), recursive=True)
+                    except NoNodeError:
+                        pass  # deleted concurrently
+                try:
+                    await self._wait(client.delete_async(path, version), "delete", path)
+                    return
+                except NotEmptyError:
+                    if attempt == 4:
+                        raise  # children keep appearing
+        await self._wait(client.delete_async(path, version), "delete", path)
+
+    async def exists(self, path: str) -> ZnodeStat | None:
+        client = self._client_or_raise()
+        stat = await self._wait(client.exists_async(validate_path(path)), "exists", path)
+        return _stat(stat) if stat is not None else None
+
+    async def get_children(self, path: str) -> list[str]:
+        client = self._client_or_raise()
+        children = await self._wait(client.get_children_async(validate_path(path)), "get_children", path)
+        return sorted(children)
+
+    def _watch(self, path: str, children: bool, callback: WatchCallback) -> WatchHandle:
+        client = self._client_or_raise()
+        watch = _ZkWatch(self, validate_path(path), children, callback)
+        self._watches.add(watch)
+        watch.start(client)
+        return watch
+
+    def watch_children(self, path: str, callback: WatchCallback) -> WatchHandle:
+        return self._watch(path, True, callback)
+
+    def watch_data(self, path: str, callback: WatchCallback) -> WatchHandle:
+        return self._watch(path, False, callback)
+
+    def watch_session(self, callback: SessionCallback) -> WatchHandle:
+        watch = _SessionWatch(callback, self._session_callbacks)
+        self._session_callbacks.append(watch)
+        return watch
+
+    async def multi(self, ops: Sequence[Op]) -> list[str | ZnodeStat | None]:
+        client = self._client_or_raise()
+        transaction = client.transaction()
+        for op in ops:
+            validate_path(op.path)
+            if isinstance(op, CreateOp):
+                transaction.create(op.path, bytes(op.data), ephemeral=op.ephemeral, sequence=op.sequential)
+            elif isinstance(op, SetDataOp):
+                transaction.set_data(op.path, bytes(op.data), op.version)
+            elif isinstance(op, DeleteOp):
+                transaction.delete(op.path, op.version)
+            elif isinstance(op, CheckVersionOp):
+                transaction.check(op.path, op.version)
+            else:
+                raise TypeError(f"not a multi op: {op!r}")
+        what = f"multi of {len(ops)} ops on"
+        first = ops[0].path if ops else "/"
+        raw = await self._wait(transaction.commit_async(), what, first)
+        for op, result in zip(ops, raw, strict=False):
+            if isinstance(result, Exception) and not isinstance(result, kz.RolledBackError):
+                raise self._translate(result, "multi", op.path)
+        results: list[str | ZnodeStat | None] = []
+        for op, result in zip(ops, raw, strict=False):
+            if isinstance(op, CreateOp):
+                results.append(str(result))
+            elif isinstance(op, SetDataOp):
+                results.append(_stat(result))
+            else:
+                results.append(None)
+        return results
+
+    async def close(self) -> None:
+        """End the session (ephemeral nodes vanish at once) and stop kazoo's threads. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for watch in list(self._watches):
+            watch.cancel()
+        for session_watch in self._session_callbacks:
+            session_watch.cancel()
+        client, self._client = self._client, None
+        if client is not None:
+            client.remove_listener(self._kazoo_state_listener)
+
+            def stop() -> None:
+                client.stop()
+                client.close()
+
+            await asyncio.to_thread(stop)
+
+
+class _SessionWatch(WatchHandle):
+    def __init__(self, callback: Callable[[SessionState], Awaitable[None]], owner: list[_SessionWatch]) -> None:
+        self.callback = callback
+        self._owner = owner
+        self._cancelled = False
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self in self._owner:
+            self._owner.remove(self)

@@ -1,0 +1,207 @@
+"""Request/response codec over kio's generated message classes.
+
+Wire format (Kafka's): a request frame is ``RequestHeader`` then the request body; a response
+frame is ``ResponseHeader`` then the body.
+
+- Request header v1: api_key i16, api_version i16, correlation_id i32, client_id nullable
+  string (i16 length, -1 = null). v2 (flexible versions) adds tagged fields (uvarint count, then
+  per field uvarint tag, uvarint size, bytes) after client_id. client_id stays a classic string
+  in v2 too.
+- Response header v0: correlation_id i32. v1 (flexible versions) adds an empty tagged-field
+  section (one 0 byte). ApiVersions responses always use v0, so a client that does not yet
+  know our versions can read them (KIP-511).
+
+``api_schema(api_key, version)`` caches the classes, native reader and writer for one message
+version. The header is parsed here by hand (a few ``struct`` calls); bodies go through kio's
+native reader. Responses are returned with their 4-byte size prefix, ready for the socket.
+
+Pure functions and immutable caches: safe from any thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from odradek.errors import InvalidRequestError, UnsupportedVersionError
+
+API_VERSIONS_KEY = 18
+
+_HEAD = struct.Struct(">hhih")
+_I32 = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    size: int
+    """Bytes the header takes in the frame; the body starts there."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSchema:
+    """Everything needed to decode one request version and encode its response."""
+
+    api_key: int
+    version: int
+    request_type: type
+    response_type: type
+    flexible: bool
+    read_request: Callable[[memoryview, int], tuple[Any, int]]
+    write_response: Callable[[io.BytesIO, Any], None]
+
+    @property
+    def response_header_version(self) -> int:
+        return 1 if self.flexible and self.api_key != API_VERSIONS_KEY else 0
+
+
+@functools.cache
+def api_schema(api_key: int, version: int) -> ApiSchema:
+    """The codec for one (api_key, version). Raises UnsupportedVersionError if kio has none."""
+    try:
+        request_type = load_request_schema(api_key, version)
+        response_type = load_response_schema(api_key, version)
+    except (UnknownAPIKey, UnknownEntity, ImportError, ValueError):
+        raise UnsupportedVersionError(f"no codec for api key {api_key} version {version}") from None
+    return ApiSchema(
+        api_key=api_key,
+        version=version,
+        request_type=request_type,
+        response_type=response_type,
+        flexible=bool(request_type.__flexible__),
+        read_request=entity_reader(request_type),
+        write_response=entity_writer(response_type),
+    )
+
+
+def peek_api(frame: bytes | memoryview) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) from the first 8 bytes; InvalidRequestError if short."""
+    if len(frame) < 8:
+        raise InvalidRequestError(f"request of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
+    return api_key, api_version, correlation_id
+
+
+def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    value = 0
+    while True:
+        if pos >= len(buf):
+            raise InvalidRequestError("truncated varint in request header")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise InvalidRequestError("varint too long in request header")
+
+
+def parse_request_header(frame: bytes | memoryview, flexible: bool) -> RequestHeader:
+    """Parse header v1 (or v2 when ``flexible``). Raises InvalidRequestError on a malformed header."""
+    if len(frame) < 10:
+        raise InvalidRequestError(f"request of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id, client_len = _HEAD.unpack_from(frame, 0)
+    pos = 10
+    client_id: str | None = None
+    if client_len >= 0:
+        if pos + client_len > len(frame):
+            raise InvalidRequestError("client_id runs past the end of the request")
+        try:
+            client_id = bytes(frame[pos : pos + client_len]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidRequestError("client_id is not valid UTF-8") from None
+        pos += client_len
+    elif client_len != -1:
+        raise InvalidRequestError(f"invalid client_id length {client_len}")
+    if flexible:
+        count, pos = _read_uvarint(frame, pos)
+        for _ in range(count):
+            _tag, pos = _read_uvarint(frame, pos)
+            size, pos = _read_uvarint(frame, pos)
+            pos += size
+            if pos > len(frame):
+                raise InvalidRequestError("tagged field runs past the end of the request header")
+    return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+
+
+def decode_request(schema: ApiSchema, frame: bytes | memoryview, offset: int) -> Any:
+    """Decode the body at ``offset``. Raises InvalidRequestError on any malformed body or
+    trailing bytes. (kio's reader returns the number of bytes it consumed from ``offset``.)"""
+    try:
+        request, consumed = schema.read_request(memoryview(frame), offset)
+    except Exception as exc:  # kio raises several types for malformed input
+        raise InvalidRequestError(
+            f"malformed {schema.request_type.__name__} v{schema.version}: {exc}"
+        ) from None
+    end = offset + consumed
+    if end != len(frame):
+        raise InvalidRequestError(
+            f"{schema.request_type.__name__} v{schema.version} has {len(frame) - end} trailing bytes"
+        )
+    return request
+
+
+def encode_response(schema: ApiSchema, correlation_id: int, response: Any) -> bytes:
+    """Size prefix + response header + body, ready to write to the socket."""
+    out = io.BytesIO()
+    out.write(b"\x00\x00\x00\x00")
+    out.write(_I32.pack(correlation_id))
+    if schema.response_header_version == 1:
+        out.write(b"\x00")
+    schema.write_response(out, response)
+    data = out.getbuffer()
+    _I32.pack_into(data, 0, len(data) - 4)
+    del data
+    return out.getvalue()
+
+
+def encode_request(schema: ApiSchema, correlation_id: int, client_id: str | None, request: Any) -> bytes:
+    """Size prefix + request header (v1 or v2) + body; used by odradek's own client."""
+    out = io.BytesIO()
+    out.write(b"\x00\x00\x00\x00")
+    out.write(struct.pack(">hhi", schema.api_key, schema.version, correlation_id))
+    if client_id is None:
+        out.write(b"\xff\xff")
+    else:
+        raw = client_id.encode()
+        out.write(struct.pack(">h", len(raw)))
+        out.write(raw)
+    if schema.flexible:
+        out.write(b"\x00")
+    entity_writer(schema.request_type)(out, request)
+    data = out.getbuffer()
+    _I32.pack_into(data, 0, len(data) - 4)
+    del data
+    return out.getvalue()
+
+
+@functools.cache
+def response_reader(api_key: int, version: int) -> Callable[[memoryview, int], tuple[Any, int]]:
+    return entity_reader(api_schema(api_key, version).response_type)
+
+
+def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tuple[int, Any]:
+    """(correlation_id, response) from a response frame body (without size prefix)."""
+    schema = api_schema(api_key, version)
+    (correlation_id,) = _I32.unpack_from(frame, 0)
+    pos = 4
+    if schema.response_header_version == 1:
+        count, pos = _read_uvarint(frame, pos)
+        for _ in range(count):
+            _tag, pos = _read_uvarint(frame, pos)
+            size, pos = _read_uvarint(frame, pos)
+            pos += size
+    response, _end = response_reader(api_key, version)(memoryview(frame), pos)
+    return correlation_id, response

@@ -1,0 +1,261 @@
+"""The replica manager: every partition this broker hosts, and the produce/fetch paths.
+
+Kafka's ``ReplicaManager`` in small. It owns the :class:`Partition` objects, applies the
+controller's LeaderAndIsr decisions (``become_leader_or_follower`` / ``stop_replica``), appends
+produced batches to leaders' logs (``append_records``) and serves fetches, long-polling up to
+``max_wait_ms`` until ``min_bytes`` are available (``fetch_messages``: Kafka's DelayedFetch,
+done with futures that appends complete).
+
+Records are never decoded here: appends pass the producer's bytes to the log, fetches return
+the log's stored bytes.
+
+Called only from the broker's event loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from odradek.errors import (
+    ErrorCode,
+    InvalidRequestError,
+    KafkaError,
+    NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
+)
+from odradek.replication.partition import Partition, PartitionState
+from odradek.storage import LogAppendInfo, LogManager, TopicPartition
+from odradek.storage.config import LogConfig
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+READ_COMMITTED = 1
+
+
+@dataclass(slots=True)
+class FetchRequestPartition:
+    topic_partition: TopicPartition
+    fetch_offset: int
+    partition_max_bytes: int
+
+
+@dataclass(slots=True)
+class FetchPartitionResult:
+    topic_partition: TopicPartition
+    error_code: ErrorCode = ErrorCode.none
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes | None = None
+
+
+class ReplicaManager:
+    """Partitions hosted by one broker. ``log_config_for(topic)`` gives a topic's LogConfig."""
+
+    def __init__(self, broker_id: int, log_manager: LogManager,
+                 log_config_for: Callable[[str], LogConfig]) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.log_config_for = log_config_for
+        self.partitions: dict[TopicPartition, Partition] = {}
+
+    # --- state changes from the controller --------------------------------------------------
+
+    def become_leader_or_follower(self, tp: TopicPartition, state: PartitionState) -> Partition:
+        """Create or update the partition (creating its log if needed) with the controller's state."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            log_ = self.log_manager.get_or_create_log(tp, self.log_config_for(tp.topic))
+            partition = Partition(tp, self.broker_id, log_, state)
+            self.partitions[tp] = partition
+        else:
+            partition.state = state
+        if partition.is_leader:
+            partition.maybe_increment_high_watermark()
+        return partition
+
+    def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+        partition = self.partitions.pop(tp, None)
+        if partition is not None:
+            partition.wake_waiters()
+        if delete:
+            self.log_manager.delete_log(tp)
+
+    def update_log_config(self, topic: str) -> None:
+        config = self.log_config_for(topic)
+        for tp, partition in self.partitions.items():
+            if tp.topic == topic:
+                partition.log.update_config(config)
+
+    def get_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            raise UnknownTopicOrPartitionError(f"this broker hosts no partition {tp.topic}-{tp.partition}")
+        return partition
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.get_partition(tp)
+        partition.check_leader()
+        return partition
+
+    # --- produce -----------------------------------------------------------------------------
+
+    def append_records(self, tp: TopicPartition, records: bytes | memoryview, required_acks: int) -> LogAppendInfo:
+        """Append a producer's batches to the leader's log.
+
+        Raises KafkaError subclasses (per partition): UNKNOWN_TOPIC_OR_PARTITION,
+        NOT_LEADER_OR_FOLLOWER, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
+        NOT_ENOUGH_REPLICAS (acks=-1 with fewer in-sync replicas than min.insync.replicas).
+        """
+        partition = self.leader_partition(tp)
+        if required_acks == -1:
+            min_isr = int(partition.log.config.get("min.insync.replicas"))
+            if len(partition.state.isr) < min_isr:
+                err = KafkaError(
+                    f"{tp.topic}-{tp.partition} has {len(partition.state.isr)} in-sync replicas, "
+                    f"fewer than min.insync.replicas={min_isr}"
+                )
+                err.error_code = ErrorCode.not_enough_replicas
+                raise err
+        info = partition.log.append_as_leader(records, partition.leader_epoch)
+        partition.maybe_increment_high_watermark()
+        return info
+
+    # --- fetch -------------------------------------------------------------------------------
+
+    def _read(self, req: FetchRequestPartition, min_one_message: bool, isolation_level: int,
+              replica_id: int) -> FetchPartitionResult:
+        result = FetchPartitionResult(req.topic_partition)
+        try:
+            partition = self.get_partition(req.topic_partition)
+            if replica_id < 0:
+                partition.check_leader()
+            log_ = partition.log
+            result.high_watermark = partition.high_watermark
+            result.last_stable_offset = partition.last_stable_offset
+            result.log_start_offset = log_.log_start_offset
+            if replica_id >= 0:
+                max_offset = None
+            elif isolation_level == READ_COMMITTED:
+                max_offset = partition.last_stable_offset
+            else:
+                max_offset = partition.high_watermark
+            info = log_.read(req.fetch_offset, req.partition_max_bytes, max_offset, min_one_message)
+            data = info.records_bytes()
+            result.records = data
+        except KafkaError as exc:
+            result.error_code = exc.error_code
+            result.records = b""
+        return result
+
+    async def fetch_messages(
+        self,
+        requests: Sequence[FetchRequestPartition],
+        *,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        isolation_level: int = 0,
+        replica_id: int = -1,
+    ) -> list[FetchPartitionResult]:
+        """Read every requested partition; if fewer than ``min_bytes`` are available and no
+        partition errored, wait up to ``max_wait_ms`` for appends and read again.
+
+        ``max_bytes`` bounds the whole response, each request's ``partition_max_bytes`` its
+        partition; the first partition with data returns at least one whole batch even if it
+        is larger than both (KIP-74), so a consumer can always make progress.
+        """
+        results = self._read_all(requests, max_bytes, isolation_level, replica_id)
+        if max_wait_ms <= 0 or self._satisfied(results, min_bytes):
+            return results
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000.0
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            waiter: asyncio.Future[None] = loop.create_future()
+            watched = [self.partitions[r.topic_partition] for r in requests if r.topic_partition in self.partitions]
+            for partition in watched:
+                partition.add_waiter(waiter)
+            try:
+                await asyncio.wait_for(waiter, remaining)
+            except TimeoutError:
+                break
+            finally:
+                for partition in watched:
+                    partition.remove_waiter(waiter)
+            results = self._read_all(requests, max_bytes, isolation_level, replica_id)
+            if self._satisfied(results, min_bytes):
+                return results
+        return self._read_all(requests, max_bytes, isolation_level, replica_id)
+
+    def _read_all(self, requests: Sequence[FetchRequestPartition], max_bytes: int, isolation_level: int,
+                  replica_id: int) -> list[FetchPartitionResult]:
+        results: list[FetchPartitionResult] = []
+        remaining = max_bytes
+        min_one = True
+        for req in requests:
+            limit = max(0, min(req.partition_max_bytes, remaining))
+            capped = FetchRequestPartition(req.topic_partition, req.fetch_offset, limit)
+            result = self._read(capped, min_one, isolation_level, replica_id)
+            size = len(result.records or b"")
+            if size:
+                min_one = False
+                remaining -= size
+            results.append(result)
+        return results
+
+    @staticmethod
+    def _satisfied(results: list[FetchPartitionResult], min_bytes: int) -> bool:
+        total = 0
+        for r in results:
+            if r.error_code != ErrorCode.none:
+                return True
+            total += len(r.records or b"")
+        return total >= max(min_bytes, 1)
+
+    # --- offsets -----------------------------------------------------------------------------
+
+    def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int,
+                                   isolation_level: int = 0) -> tuple[int, int]:
+        """(offset, timestamp) for ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else
+        the first offset whose timestamp >= ``timestamp`` ((-1, -1) when there is none)."""
+        partition = self.leader_partition(tp)
+        log_ = partition.log
+        upper = partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
+        if timestamp == EARLIEST_TIMESTAMP:
+            return log_.log_start_offset, -1
+        if timestamp == LATEST_TIMESTAMP:
+            return upper, -1
+        if timestamp == MAX_TIMESTAMP:
+            found = log_.latest_timestamp()
+            return found if found is not None else (-1, -1)
+        if timestamp < 0:
+            raise InvalidRequestError(f"invalid ListOffsets timestamp {timestamp}")
+        found = log_.fetch_offset_by_timestamp(timestamp)
+        if found is None or found[0] >= upper:
+            return -1, -1
+        return found
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+        """Advance the log start offset (DeleteRecords); -1 means the high watermark. Returns the new low watermark."""
+        partition = self.leader_partition(tp)
+        return int(partition.log.delete_records(offset))
+
+    def leader_partitions(self) -> list[Partition]:
+        return [p for p in self.partitions.values() if p.is_leader]
+
+    def shutdown(self) -> None:
+        for partition in self.partitions.values():
+            partition.wake_waiters()
+
+
+def not_leader(tp: TopicPartition) -> NotLeaderOrFollowerError:
+    return NotLeaderOrFollowerError(f"not the leader of {tp.topic}-{tp.partition}")

@@ -1,0 +1,49 @@
+"""ListOffsets (key 2): offsets by timestamp.
+
+v1..v8. Timestamps: -2 earliest (log start offset), -1 latest (high watermark, or the last
+stable offset for read_committed), -3 the record with the largest timestamp (v7+), otherwise the
+first offset whose timestamp is at least the given one; (-1, -1) when no record qualifies.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.errors import ErrorCode, KafkaError
+from odradek.server.request import RequestContext
+from odradek.storage import TopicPartition
+
+API_KEY = 2
+MIN_VERSION = 1
+MAX_VERSION = 8
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    rm = ctx.broker.replica_manager
+    isolation = getattr(req, "isolation_level", 0)
+    topics = []
+    for topic in req.topics:
+        partitions = []
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            error = ErrorCode.none
+            offset, timestamp, epoch = -1, -1, -1
+            try:
+                offset, timestamp = rm.fetch_offset_for_timestamp(tp, p.timestamp, isolation)
+                epoch = rm.get_partition(tp).leader_epoch
+            except KafkaError as exc:
+                error = exc.error_code
+            partitions.append(
+                ctx.make(
+                    "ListOffsetsPartitionResponse",
+                    partition_index=p.partition_index,
+                    error_code=error,
+                    timestamp=timestamp,
+                    offset=offset,
+                    leader_epoch=epoch,
+                )
+            )
+        topics.append(ctx.make("ListOffsetsTopicResponse", name=topic.name, partitions=tuple(partitions)))
+    return ctx.response(throttle_time=datetime.timedelta(0), topics=tuple(topics))

@@ -1,0 +1,96 @@
+"""Metadata (key 3): brokers, controller, cluster id, and topics with partition leaders.
+
+v0..v12. ``topics`` null (v1+) means every topic; an empty list in v0 also means every topic.
+An unknown topic is created when ``auto.create.topics.enable`` is true and the request allows
+it (v4+ ``allow_auto_topic_creation``; always in v0..v3) — the answer waits briefly for the new
+topic's leaders and falls back to LEADER_NOT_AVAILABLE (retriable) if they are not ready yet.
+Invalid names get INVALID_TOPIC_EXCEPTION; unknown topics UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from odradek.errors import ErrorCode
+from odradek.server.metadata_cache import TopicMetadata
+from odradek.server.request import RequestContext
+
+API_KEY = 3
+MIN_VERSION = 0
+MAX_VERSION = 12
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+def _partitions(ctx: RequestContext, meta: TopicMetadata) -> tuple[Any, ...]:
+    live = set(ctx.broker.metadata_cache.brokers)
+    out = []
+    for index, state in sorted(meta.partitions.items()):
+        error = ErrorCode.none if state.leader in live else ErrorCode.leader_not_available
+        out.append(
+            ctx.make(
+                "MetadataResponsePartition",
+                error_code=error,
+                partition_index=index,
+                leader_id=state.leader if state.leader in live else -1,
+                leader_epoch=state.leader_epoch,
+                replica_nodes=tuple(state.replicas),
+                isr_nodes=tuple(state.isr),
+                offline_replicas=tuple(r for r in state.replicas if r not in live),
+            )
+        )
+    return tuple(out)
+
+
+def _topic(ctx: RequestContext, name: str | None, error: ErrorCode, meta: TopicMetadata | None) -> Any:
+    return ctx.make(
+        "MetadataResponseTopic",
+        error_code=error,
+        name=name,
+        topic_id=meta.topic_id if meta else uuid.UUID(int=0),
+        is_internal=meta.is_internal if meta else False,
+        partitions=_partitions(ctx, meta) if meta else (),
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+async def handle(ctx: RequestContext) -> Any:
+    broker = ctx.broker
+    cache = broker.metadata_cache
+    req = ctx.request
+    requested = req.topics
+    if requested is None or (ctx.api_version == 0 and not requested):
+        names = [n for n in sorted(cache.topics)]
+        explicit = False
+    else:
+        names = [t.name for t in requested]
+        explicit = True
+    allow_auto = getattr(req, "allow_auto_topic_creation", True)
+    topics = []
+    for name in names:
+        if name is None:
+            topics.append(_topic(ctx, name, ErrorCode.invalid_request, None))
+            continue
+        meta = cache.topic(name)
+        if meta is None and explicit:
+            error = await broker.admin.maybe_auto_create(name, allow_auto)
+            meta = cache.topic(name)
+            if meta is None:
+                topics.append(_topic(ctx, name, error, None))
+                continue
+        if meta is not None:
+            topics.append(_topic(ctx, name, ErrorCode.none, meta))
+    brokers = tuple(
+        ctx.make("MetadataResponseBroker", node_id=b.id, host=b.host, port=b.port, rack=b.rack)
+        for b in sorted(cache.brokers.values(), key=lambda b: b.id)
+    )
+    return ctx.response(
+        throttle_time=datetime.timedelta(0),
+        brokers=brokers,
+        cluster_id=broker.cluster_id,
+        controller_id=cache.controller_id,
+        topics=tuple(topics),
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )

@@ -1,0 +1,307 @@
+"""A broker: the one place that wires storage, metadata, controller and the socket server.
+
+Start-up (Kafka's ``KafkaServer.startup`` order):
+
+1. validate the config; load and recover every partition log (``LogManager.load_logs``);
+2. open the metadata store session: Apache ZooKeeper when ``zookeeper.connect`` is set,
+   otherwise the embedded store in ``<first log dir>/metadata`` (or a store passed in, so several
+   brokers in one process share one tree); create the top-level znodes; read or create the
+   cluster id and check it against each log dir's ``meta.properties``;
+3. bind the listeners (port 0 picks a free port) and work out the advertised endpoints;
+4. register ``/brokers/ids/<id>`` (ephemeral) and join the controller election;
+5. start housekeeping: retention every ``log.retention.check.interval.ms``, flushes per
+   ``log.flush.*``, checkpoints of recovery points and high watermarks.
+
+Shutdown reverses it, ending with a clean-shutdown marker in every log dir so the next start
+skips recovery. Everything runs on one asyncio event loop; storage calls are synchronous on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+import uuid
+from typing import Any
+
+from odradek.controller.channel import (
+    LOCAL_BROKERS,
+    ControllerChannelManager,
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
+from odradek.controller.controller import KafkaController
+from odradek.errors import InvalidConfigError, StaleControllerEpochError
+from odradek.metadata.embedded import EmbeddedStore
+from odradek.metadata.kafka_zk_client import KafkaZkClient
+from odradek.metadata.store import CoordinationStore
+from odradek.metadata.znodes import BrokerInfo
+from odradek.replication.replica_manager import ReplicaManager
+from odradek.server.admin_manager import AdminManager
+from odradek.server.config import Endpoint, KafkaConfig
+from odradek.server.metadata_cache import MetadataCache
+from odradek.server.request_handler import RequestHandler
+from odradek.server.socket_server import SocketServer
+from odradek.storage import LogManager
+from odradek.storage.config import LogConfig
+
+log = logging.getLogger(__name__)
+
+META_PROPERTIES = "meta.properties"
+
+
+def advertised_host(host: str) -> str:
+    """Never advertise a wildcard or ``localhost`` (which clients may resolve to ::1 while we
+    listen on 127.0.0.1): both become 127.0.0.1."""
+    if host in ("", "0.0.0.0", "::", "localhost"):
+        return "127.0.0.1"
+    return host
+
+
+def bind_host(host: str) -> str:
+    return "127.0.0.1" if host == "localhost" else host
+
+
+class Broker:
+    def __init__(self, config: KafkaConfig, store: CoordinationStore | None = None) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self._external_store = store
+        self.store: CoordinationStore | None = store
+        self._embedded: EmbeddedStore | None = None
+        self.metadata_cache = MetadataCache()
+        self.admin = AdminManager(self)
+        self.handler = RequestHandler(self)
+        self.socket_server = SocketServer(
+            self.handler, config["socket.request.max.bytes"], config["queued.max.requests"]
+        )
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
+        self.zk: KafkaZkClient = None  # type: ignore[assignment]
+        self.controller: KafkaController | None = None
+        self.cluster_id = ""
+        self.endpoints: list[Endpoint] = []
+        self.topic_overrides: dict[str, dict[str, str]] = {}
+        self._highest_controller_epoch = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self._watches: list[Any] = []
+        self.extensions: dict[str, Any] = {}
+        self.started = False
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{e.host}:{e.port}" for e in self.endpoints[:1])
+
+    async def startup(self) -> None:
+        t0 = time.monotonic()
+        for d in self.config.log_dirs:
+            os.makedirs(d, exist_ok=True)
+        self.log_manager = LogManager(self.config.log_dirs, self.config.default_log_config())
+        self.log_manager.load_logs()
+        await self._open_store()
+        self.zk = KafkaZkClient(self.store)  # type: ignore[arg-type]
+        await self.zk.create_top_level_paths()
+        self.cluster_id = await self.zk.get_or_create_cluster_id()
+        self._check_meta_properties()
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.log_config_for)
+        await self._bind_listeners()
+        LOCAL_BROKERS[(self.cluster_id, self.broker_id)] = self
+        self._watches.append(self.store.watch_children("/config/changes", self._on_config_change))  # type: ignore[union-attr]
+        first = self.endpoints[0]
+        await self.zk.register_broker(
+            BrokerInfo(
+                id=self.broker_id,
+                host=first.host,
+                port=first.port,
+                endpoints=[str(e) for e in self.endpoints],
+                rack=self.config["broker.rack"],
+                timestamp=int(time.time() * 1000),
+            )
+        )
+        self.controller = KafkaController(
+            self.broker_id,
+            self.zk,
+            ControllerChannelManager(self.cluster_id),
+            bool(self.config["unclean.leader.election.enable"]),
+        )
+        await self.controller.startup()
+        await self.admin.wait_for_metadata(lambda: self.broker_id in self.metadata_cache.brokers, 5000)
+        self._start_housekeeping()
+        for ext in self.extensions.values():
+            if hasattr(ext, "startup"):
+                await ext.startup()
+        self.started = True
+        log.info(
+            "broker %d started in %.0f ms, listening on %s (cluster %s)",
+            self.broker_id,
+            (time.monotonic() - t0) * 1000,
+            ", ".join(map(str, self.endpoints)),
+            self.cluster_id,
+        )
+
+    async def _open_store(self) -> None:
+        if self.store is not None:
+            return
+        connect = self.config.zookeeper_connect
+        if connect:
+            from odradek.metadata.zookeeper import ZooKeeperStore
+
+            timeout = self.config["zookeeper.connection.timeout.ms"] or self.config["zookeeper.session.timeout.ms"]
+            zk_store = ZooKeeperStore(
+                connect,
+                session_timeout_ms=self.config["zookeeper.session.timeout.ms"],
+                connection_timeout_ms=timeout,
+            )
+            await zk_store.start()
+            self.store = zk_store
+        else:
+            self._embedded = EmbeddedStore(os.path.join(self.config.log_dirs[0], "metadata"))
+            self.store = self._embedded.session()
+
+    def _check_meta_properties(self) -> None:
+        for d in self.config.log_dirs:
+            path = os.path.join(d, META_PROPERTIES)
+            if os.path.exists(path):
+                from odradek.server.config import parse_properties
+
+                with open(path, encoding="utf-8") as f:
+                    props = parse_properties(f.read())
+                if props.get("cluster.id") not in (None, self.cluster_id):
+                    raise InvalidConfigError(
+                        f"The cluster id {self.cluster_id} does not match the cluster.id {props.get('cluster.id')} "
+                        f"stored in {path}; this log dir belongs to another cluster"
+                    )
+                if props.get("broker.id") not in (None, str(self.broker_id)):
+                    raise InvalidConfigError(
+                        f"Configured broker.id {self.broker_id} does not match broker.id {props.get('broker.id')} "
+                        f"stored in {path}"
+                    )
+            else:
+                tmp = path + ".tmp"
+                with open(tmp, "w", encoding="utf-8") as f:
+                    f.write(f"version=0\nbroker.id={self.broker_id}\ncluster.id={self.cluster_id}\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+
+    async def _bind_listeners(self) -> None:
+        advertised = {e.listener: e for e in (self.config.advertised_listeners or [])}
+        for endpoint in self.config.listeners:
+            host, port = await self.socket_server.start(bind_host(endpoint.host), endpoint.port)
+            adv = advertised.get(endpoint.listener)
+            if adv is not None:
+                self.endpoints.append(Endpoint(adv.listener, advertised_host(adv.host), adv.port or port))
+            else:
+                self.endpoints.append(Endpoint(endpoint.listener, advertised_host(endpoint.host or host), port))
+
+    def _start_housekeeping(self) -> None:
+        loop = asyncio.get_running_loop()
+        lm = self.log_manager
+        assert lm is not None
+        self._tasks.append(loop.create_task(self._every(
+            self.config["log.retention.check.interval.ms"], lambda now: lm.cleanup_logs(now), "retention")))
+        flush_ms = min(self.config["log.flush.scheduler.interval.ms"], 2**31)
+        if flush_ms < 2**31:
+            self._tasks.append(loop.create_task(self._every(flush_ms, lm.flush_dirty_logs, "flush")))
+        self._tasks.append(loop.create_task(self._every(
+            self.config["log.flush.offset.checkpoint.interval.ms"], lambda now: lm.checkpoint(), "checkpoint")))
+
+    async def _every(self, interval_ms: int, action: Any, name: str) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000.0)
+            try:
+                action(int(time.time() * 1000))
+            except Exception:
+                log.exception("broker %d: %s task failed", self.broker_id, name)
+
+    async def shutdown(self) -> None:
+        log.info("broker %d shutting down", self.broker_id)
+        for ext in reversed(list(self.extensions.values())):
+            if hasattr(ext, "shutdown"):
+                with contextlib.suppress(Exception):
+                    await ext.shutdown()
+        await self.socket_server.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        for handle in self._watches:
+            handle.cancel()
+        self._watches.clear()
+        if self.controller is not None:
+            await self.controller.shutdown()
+        LOCAL_BROKERS.pop((self.cluster_id, self.broker_id), None)
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.store is not None and self._external_store is None:
+            with contextlib.suppress(Exception):
+                await self.store.close()
+        elif self.store is not None:
+            with contextlib.suppress(Exception):
+                await self.store.close()
+        if self.log_manager is not None:
+            self.log_manager.shutdown()
+        self.started = False
+        log.info("broker %d shut down", self.broker_id)
+
+    # --- topic configs -----------------------------------------------------------------------
+
+    def log_config_for(self, topic: str) -> LogConfig:
+        return LogConfig.from_props(self.topic_overrides.get(topic), self.config.log_config_defaults())
+
+    async def reload_topic_config(self, topic: str) -> None:
+        self.topic_overrides[topic] = await self.zk.get_entity_configs("topics", topic)
+        self.replica_manager.update_log_config(topic)
+
+    async def _on_config_change(self, _path: str) -> None:
+        for topic in {tp.topic for tp in self.replica_manager.partitions}:
+            await self.reload_topic_config(topic)
+
+    # --- requests from the controller --------------------------------------------------------
+
+    def _check_epoch(self, epoch: int) -> None:
+        if epoch < self._highest_controller_epoch:
+            raise StaleControllerEpochError(
+                f"controller epoch {epoch} is older than {self._highest_controller_epoch}"
+            )
+        self._highest_controller_epoch = epoch
+
+    async def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> None:
+        self._check_epoch(request.controller_epoch)
+        for tp, state in request.partition_states.items():
+            if tp.topic not in self.topic_overrides:
+                self.topic_overrides[tp.topic] = await self.zk.get_entity_configs("topics", tp.topic)
+            self.replica_manager.become_leader_or_follower(tp, state)
+
+    async def handle_update_metadata(self, request: UpdateMetadataRequest) -> None:
+        self._check_epoch(request.controller_epoch)
+        self.metadata_cache.update(
+            request.controller_id,
+            request.controller_epoch,
+            request.live_brokers,
+            request.partition_states,
+            request.topic_ids,
+            request.deleted_topics,
+        )
+
+    async def handle_stop_replica(self, request: StopReplicaRequest) -> None:
+        self._check_epoch(request.controller_epoch)
+        for tp in request.partitions:
+            self.replica_manager.stop_replica(tp, request.delete_partitions)
+        if request.delete_partitions:
+            for topic in {tp.topic for tp in request.partitions}:
+                self.topic_overrides.pop(topic, None)
+
+
+def new_cluster_id() -> str:
+    """A Kafka-style cluster id: 16 random bytes, URL-safe base64 without padding."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

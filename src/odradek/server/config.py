@@ -1,0 +1,257 @@
+"""Broker configuration: Kafka's ``server.properties`` keys, types and defaults.
+
+``BROKER_CONFIGS`` is the table of every key the broker accepts; ``docs/configuration.md`` is
+generated from it and ``BROKER_CONFIGS`` with :data:`odradek.storage.config.TOPIC_CONFIGS`
+(a unit test keeps them in sync). Keys Kafka has but odradek does not act on are accepted and
+documented as such, so an existing ``server.properties`` loads; a key Kafka does not have, or a
+value of the wrong type or range, is refused with :class:`~odradek.errors.InvalidConfigError`
+(one line naming the key).
+
+Synonyms as Kafka: ``log.retention.ms`` > ``log.retention.minutes`` > ``log.retention.hours``;
+``log.roll.ms`` > ``log.roll.hours``; ``log.dirs`` > ``log.dir``.
+
+:class:`KafkaConfig` is immutable after construction; read it from any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from odradek.configdef import ConfigDef, at_least, between, one_of
+from odradek.errors import InvalidConfigError
+from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig
+
+HOUR_MS = 3600 * 1000
+
+BROKER_CONFIGS = (
+    ConfigDef()
+    # --- identity and listeners
+    .define("broker.id", "int", 0, "This broker's id, unique in the cluster.", at_least(0))
+    .define("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"],
+            "Where the broker listens: NAME://host:port, comma-separated. Port 0 picks a free port. "
+            "`localhost` binds 127.0.0.1.")
+    .define("advertised.listeners", "list", None,
+            "What clients are told to connect to; defaults to `listeners`. A wildcard or `localhost` host is "
+            "advertised as 127.0.0.1, never as a name a client may resolve to ::1.")
+    .define("listener.security.protocol.map", "string",
+            "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+            "Listener name to security protocol. Only PLAINTEXT is served.")
+    .define("inter.broker.listener.name", "string", None, "Listener used between brokers; defaults to the first.")
+    .define("broker.rack", "string", None, "Rack of this broker, reported in metadata.")
+    # --- metadata store
+    .define("zookeeper.connect", "string", None,
+            "host:port[,host:port]/chroot of the ZooKeeper ensemble. Unset: an embedded store in the first "
+            "log dir, with the same znode layout.")
+    .define("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout.", at_least(1))
+    .define("zookeeper.connection.timeout.ms", "int", None,
+            "How long to wait for a ZooKeeper connection at start; defaults to the session timeout.")
+    # --- log directories and storage defaults
+    .define("log.dirs", "list", None, "Directories holding partition logs (the first also holds metadata).")
+    .define("log.dir", "string", "/tmp/odradek-logs", "Used when log.dirs is not set.")
+    .define("log.segment.bytes", "int", 1024 * 1024 * 1024, "Default segment.bytes.", at_least(14))
+    .define("log.roll.ms", "long", None, "Default segment.ms (overrides log.roll.hours).", at_least(1))
+    .define("log.roll.hours", "int", 168, "Default segment.ms in hours.", at_least(1))
+    .define("log.retention.ms", "long", None, "Default retention.ms (overrides minutes and hours).", at_least(-1))
+    .define("log.retention.minutes", "int", None, "Default retention.ms in minutes.", at_least(-1))
+    .define("log.retention.hours", "int", 168, "Default retention.ms in hours.", at_least(-1))
+    .define("log.retention.bytes", "long", -1, "Default retention.bytes.", at_least(-1))
+    .define("log.retention.check.interval.ms", "long", 300000, "How often retention runs.", at_least(1))
+    .define("log.index.interval.bytes", "int", 4096, "Default index.interval.bytes.", at_least(0))
+    .define("log.index.size.max.bytes", "int", 10 * 1024 * 1024, "Default segment.index.bytes.", at_least(8))
+    .define("log.flush.interval.messages", "long", 2**63 - 1, "Default flush.messages.", at_least(1))
+    .define("log.flush.interval.ms", "long", None, "Default flush.ms (unset: leave it to the OS).", at_least(0))
+    .define("log.flush.scheduler.interval.ms", "long", 2**63 - 1, "How often the flusher checks logs.",
+            at_least(1))
+    .define("log.flush.offset.checkpoint.interval.ms", "int", 60000,
+            "How often recovery points are checkpointed.", at_least(1))
+    .define("log.message.timestamp.type", "string", "CreateTime", "Default message.timestamp.type.",
+            one_of("CreateTime", "LogAppendTime"))
+    .define("log.message.timestamp.difference.max.ms", "long", 2**63 - 1, "Accepted for compatibility.")
+    .define("log.cleanup.policy", "list", ["delete"], "Default cleanup.policy.", one_of("delete", "compact"))
+    .define("log.cleaner.enable", "boolean", True, "Accepted for compatibility; compaction is not run.")
+    .define("log.cleaner.delete.retention.ms", "long", 86400000, "Accepted for compatibility.")
+    .define("log.cleaner.min.compaction.lag.ms", "long", 0, "Accepted for compatibility.")
+    .define("log.cleaner.max.compaction.lag.ms", "long", 2**63 - 1, "Accepted for compatibility.")
+    .define("log.cleaner.min.cleanable.ratio", "double", 0.5, "Accepted for compatibility.")
+    .define("log.cleaner.threads", "int", 1, "Accepted for compatibility.")
+    .define("log.preallocate", "boolean", False, "Accepted for compatibility.")
+    .define("log.roll.jitter.ms", "long", None, "Accepted for compatibility.")
+    .define("log.roll.jitter.hours", "int", 0, "Accepted for compatibility.")
+    .define("log.segment.delete.delay.ms", "long", 60000, "Accepted for compatibility; deletion is immediate.")
+    .define("num.recovery.threads.per.data.dir", "int", 1, "Accepted for compatibility; recovery is serial.")
+    .define("message.max.bytes", "int", 1048588, "Default max.message.bytes: largest batch accepted.",
+            at_least(0))
+    .define("compression.type", "string", "producer", "Default compression.type.",
+            one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"))
+    # --- topics
+    .define("num.partitions", "int", 1, "Partitions of an auto-created topic.", at_least(1))
+    .define("default.replication.factor", "int", 1, "Replication factor of an auto-created topic.", at_least(1))
+    .define("auto.create.topics.enable", "boolean", True,
+            "Create a topic on first Metadata request or produce naming it.")
+    .define("delete.topic.enable", "boolean", True, "Allow DeleteTopics.")
+    .define("min.insync.replicas", "int", 1, "Default min.insync.replicas.", at_least(1))
+    .define("unclean.leader.election.enable", "boolean", False, "Default unclean.leader.election.enable.")
+    # --- network
+    .define("socket.request.max.bytes", "int", 104857600,
+            "Largest request frame accepted; larger frames close the connection before being buffered.",
+            at_least(1))
+    .define("socket.send.buffer.bytes", "int", 102400, "SO_SNDBUF of client sockets; -1 for the OS default.")
+    .define("socket.receive.buffer.bytes", "int", 102400, "SO_RCVBUF of client sockets; -1 for the OS default.")
+    .define("num.network.threads", "int", 3, "Accepted for compatibility; one event loop serves all sockets.")
+    .define("num.io.threads", "int", 8, "Accepted for compatibility.")
+    .define("queued.max.requests", "int", 500,
+            "Requests buffered per connection before the broker stops reading from it.", at_least(1))
+    .define("connections.max.idle.ms", "long", 600000, "Close connections idle this long.", at_least(1))
+    # --- replication
+    .define("replica.lag.time.max.ms", "long", 30000, "A follower this far behind leaves the ISR.", at_least(1))
+    .define("replica.fetch.max.bytes", "int", 1048576, "Per-partition bytes a follower fetch asks for.")
+    .define("replica.fetch.wait.max.ms", "int", 500, "Follower fetch long-poll wait.")
+    .define("controlled.shutdown.enable", "boolean", True, "Move leadership away before shutting down.")
+    .define("auto.leader.rebalance.enable", "boolean", True, "Accepted for compatibility.")
+    # --- groups and transactions (defaults as Kafka)
+    .define("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", at_least(1))
+    .define("offsets.topic.replication.factor", "int", 3,
+            "Replication factor of __consumer_offsets (capped at the number of live brokers).", at_least(1))
+    .define("offsets.topic.segment.bytes", "int", 104857600, "segment.bytes of __consumer_offsets.", at_least(14))
+    .define("offsets.retention.minutes", "int", 10080, "Keep committed offsets of empty groups this long.",
+            at_least(1))
+    .define("offsets.retention.check.interval.ms", "long", 600000, "How often offset expiry runs.", at_least(1))
+    .define("offsets.commit.timeout.ms", "int", 5000, "How long a commit waits for its write.", at_least(1))
+    .define("offset.metadata.max.bytes", "int", 4096, "Largest commit metadata string.", at_least(0))
+    .define("group.initial.rebalance.delay.ms", "int", 3000,
+            "Wait this long for more members before the first rebalance of an empty group.", at_least(0))
+    .define("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for.")
+    .define("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask for.")
+    .define("group.max.size", "int", 2147483647, "Most members in one group.", at_least(1))
+    .define("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", at_least(1))
+    .define("transaction.state.log.replication.factor", "int", 3, "Replication of __transaction_state.")
+    .define("transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state.")
+    .define("transaction.max.timeout.ms", "int", 900000, "Largest transaction timeout.", at_least(1))
+    .define("transactional.id.expiration.ms", "int", 604800000, "Expire idle transactional ids.")
+    .define("producer.id.expiration.ms", "int", 86400000, "Expire idle producer ids.")
+    # --- housekeeping
+    .define("background.threads", "int", 10, "Accepted for compatibility.")
+    .define("request.timeout.ms", "int", 30000, "Timeout of requests the broker sends.", between(1, 2**31 - 1))
+)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``k=v`` or ``k: v`` lines, ``#``/``!`` comments, ``\\`` continuation."""
+    props: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip() if not pending else raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending += line[:-1]
+            continue
+        line = pending + line
+        pending = ""
+        for i, ch in enumerate(line):
+            if ch in "=:":
+                key, value = line[:i].strip(), line[i + 1 :].strip()
+                break
+        else:
+            key, value = line.strip(), ""
+        props[key] = value
+    return props
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.listener}://{self.host}:{self.port}"
+
+
+def parse_listener(text: str) -> Endpoint:
+    """``NAME://host:port`` -> Endpoint; raises InvalidConfigError with the offending text."""
+    name, sep, rest = text.partition("://")
+    host, colon, port_text = rest.rpartition(":")
+    if not sep or not colon or not name:
+        raise InvalidConfigError(f"Invalid listener {text!r}: expected NAME://host:port")
+    host = host.strip("[]")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise InvalidConfigError(f"Invalid listener {text!r}: port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise InvalidConfigError(f"Invalid listener {text!r}: port {port} is out of range")
+    return Endpoint(name.upper(), host, port)
+
+
+class KafkaConfig:
+    """Typed broker configuration. ``KafkaConfig(props)`` validates everything at once."""
+
+    def __init__(self, props: Mapping[str, Any] | None = None) -> None:
+        self.originals: dict[str, Any] = dict(props or {})
+        self.values = BROKER_CONFIGS.parse(self.originals)
+        self.listeners = [parse_listener(x) for x in self.values["listeners"]]
+        if not self.listeners:
+            raise InvalidConfigError("Invalid value for configuration listeners: at least one listener is needed")
+        names = [e.listener for e in self.listeners]
+        if len(set(names)) != len(names):
+            raise InvalidConfigError(f"Invalid value for configuration listeners: duplicate listener name in {names}")
+        advertised = self.values["advertised.listeners"]
+        self.advertised_listeners = [parse_listener(x) for x in advertised] if advertised else None
+        if self.advertised_listeners is not None:
+            unknown = {e.listener for e in self.advertised_listeners} - set(names)
+            if unknown:
+                raise InvalidConfigError(
+                    f"Invalid value for configuration advertised.listeners: {sorted(unknown)} not in listeners"
+                )
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.values.get(name, default)
+
+    @property
+    def broker_id(self) -> int:
+        return int(self.values["broker.id"])
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return list(self.values["log.dirs"] or [self.values["log.dir"]])
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        value = self.values["zookeeper.connect"]
+        return str(value) if value else None
+
+    @property
+    def log_roll_ms(self) -> int:
+        value = self.values["log.roll.ms"]
+        return int(value) if value is not None else int(self.values["log.roll.hours"]) * HOUR_MS
+
+    @property
+    def log_retention_ms(self) -> int:
+        if self.values["log.retention.ms"] is not None:
+            return int(self.values["log.retention.ms"])
+        if self.values["log.retention.minutes"] is not None:
+            minutes = int(self.values["log.retention.minutes"])
+            return -1 if minutes < 0 else minutes * 60000
+        hours = int(self.values["log.retention.hours"])
+        return -1 if hours < 0 else hours * HOUR_MS
+
+    def log_config_defaults(self) -> dict[str, Any]:
+        """Broker-level defaults of every topic config, keyed by the topic-level name."""
+        defaults: dict[str, Any] = {}
+        for topic_key, broker_key in BROKER_SYNONYMS.items():
+            if broker_key in self.values and self.values[broker_key] is not None:
+                defaults[topic_key] = self.values[broker_key]
+        defaults["segment.ms"] = self.log_roll_ms
+        defaults["retention.ms"] = self.log_retention_ms
+        if self.values["log.flush.interval.ms"] is None:
+            defaults["flush.ms"] = TOPIC_CONFIGS.keys["flush.ms"].default
+        return defaults
+
+    def default_log_config(self) -> LogConfig:
+        return LogConfig.from_props(None, self.log_config_defaults())

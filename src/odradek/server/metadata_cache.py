@@ -1,0 +1,60 @@
+"""The broker's view of the cluster (Kafka's ``MetadataCache``), filled by UpdateMetadata.
+
+Answers Metadata, DescribeCluster and "who leads this partition" without touching the
+metadata store. Replaced wholesale per topic by each UpdateMetadata from the controller, so
+readers never see a half-applied update. Event loop thread only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from odradek.metadata.znodes import BrokerInfo
+from odradek.replication.partition import PartitionState
+from odradek.storage import TopicPartition
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@dataclass
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionState] = field(default_factory=dict)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class MetadataCache:
+    def __init__(self) -> None:
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+        self.controller_id: int = -1
+        self.controller_epoch: int = 0
+
+    def update(self, controller_id: int, controller_epoch: int, brokers: list[BrokerInfo],
+               states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
+               deleted_topics: set[str]) -> None:
+        self.controller_id = controller_id
+        self.controller_epoch = controller_epoch
+        self.brokers = {b.id: b for b in brokers}
+        for topic in deleted_topics:
+            self.topics.pop(topic, None)
+        for tp, state in states.items():
+            meta = self.topics.get(tp.topic)
+            if meta is None:
+                meta = self.topics[tp.topic] = TopicMetadata(tp.topic, topic_ids.get(tp.topic, uuid.UUID(int=0)))
+            meta.partitions[tp.partition] = state
+
+    def topic(self, name: str) -> TopicMetadata | None:
+        return self.topics.get(name)
+
+    def partition_state(self, tp: TopicPartition) -> PartitionState | None:
+        meta = self.topics.get(tp.topic)
+        return meta.partitions.get(tp.partition) if meta else None
+
+    def alive_broker_ids(self) -> list[int]:
+        return sorted(self.brokers)

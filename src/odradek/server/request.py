@@ -1,0 +1,53 @@
+"""What a request handler receives: the decoded header and body and the broker it runs on.
+
+Handlers live in :mod:`odradek.server.apis`, one module per API, each with ``API_KEY``,
+``MIN_VERSION``, ``MAX_VERSION`` and ``async def handle(ctx) -> response | None`` (None: send
+nothing, e.g. Produce with acks=0). They build responses with
+:func:`odradek.protocol.messages.build` from ``ctx.response_type`` and its nested classes, so one
+handler serves every version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from odradek.protocol.codec import ApiSchema, RequestHeader
+from odradek.protocol.messages import build, nested
+
+if TYPE_CHECKING:
+    from odradek.server.broker import Broker
+
+
+@dataclass(slots=True)
+class RequestContext:
+    broker: Broker
+    header: RequestHeader
+    schema: ApiSchema
+    request: Any
+    client_host: str
+    connection_id: str
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def response_type(self) -> type:
+        return self.schema.response_type
+
+    def response(self, **fields: Any) -> Any:
+        """The top-level response of this request's version from the given fields."""
+        return build(self.schema.response_type, **fields)
+
+    def make(self, name: str, **fields: Any) -> Any:
+        """A nested response entity (e.g. ``"PartitionProduceResponse"``) of this version."""
+        return build(nested(self.schema.response_type, name), **fields)
+
+    def has(self, name: str) -> bool:
+        """Whether this version's response has a nested entity ``name``."""
+        try:
+            nested(self.schema.response_type, name)
+        except LookupError:
+            return False
+        return True

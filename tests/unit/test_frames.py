@@ -1,0 +1,58 @@
+"""The sans-IO frame buffer: split arbitrary chunkings, refuse bad sizes before buffering."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from odradek.protocol.frames import FrameBuffer, FrameTooLargeError, InvalidFrameError
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+@settings(max_examples=300)
+@given(st.lists(st.binary(min_size=1, max_size=300), max_size=20), st.data())
+def test_any_chunking_yields_the_same_frames(bodies: list[bytes], data: st.DataObject) -> None:
+    stream = b"".join(frame(b) for b in bodies)
+    buf = FrameBuffer(1000)
+    out = []
+    pos = 0
+    while pos < len(stream):
+        step = data.draw(st.integers(1, 64))
+        buf.receive_data(stream[pos : pos + step])
+        pos += step
+        while (f := buf.next_frame()) is not None:
+            out.append(f)
+    assert out == bodies
+    assert buf.buffered_bytes == 0
+
+
+def test_oversized_frame_refused_before_body() -> None:
+    buf = FrameBuffer(100)
+    buf.receive_data(struct.pack(">i", 101))
+    with pytest.raises(FrameTooLargeError, match="socket.request.max.bytes=100"):
+        buf.next_frame()
+    assert buf.buffered_bytes == 4
+    with pytest.raises(FrameTooLargeError):
+        buf.receive_data(b"more")
+
+
+@pytest.mark.parametrize("size", [0, -1, -(2**31)])
+def test_non_positive_size_is_invalid(size: int) -> None:
+    buf = FrameBuffer()
+    buf.receive_data(struct.pack(">i", size))
+    with pytest.raises(InvalidFrameError):
+        buf.next_frame()
+
+
+def test_partial_frame_waits() -> None:
+    buf = FrameBuffer()
+    buf.receive_data(frame(b"hello")[:6])
+    assert buf.next_frame() is None
+    buf.receive_data(b"llo")
+    assert buf.next_frame() == b"hello"

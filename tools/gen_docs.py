@@ -1,0 +1,52 @@
+"""Regenerate the generated tables in docs/ (configuration keys, API versions).
+
+Run: .venv/bin/python tools/gen_docs.py  (tests/unit/test_docs_sync.py fails when docs are stale)
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+from kio.schema.index import api_key_map
+
+from odradek.configdef import render_markdown_table
+from odradek.server.apis import API_HANDLERS
+from odradek.server.config import BROKER_CONFIGS
+from odradek.storage.config import TOPIC_CONFIGS
+
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
+
+
+def compatibility_table() -> str:
+    rows = ["| API key | name | min version | max version |", "| --- | --- | --- | --- |"]
+    for key in sorted(API_HANDLERS):
+        module = API_HANDLERS[key]
+        name = "".join(part.capitalize() for part in api_key_map[key].split("_"))
+        rows.append(f"| {key} | {name} | {module.MIN_VERSION} | {module.MAX_VERSION} |")
+    return "\n".join(rows)
+
+
+def replace_block(text: str, name: str, content: str) -> str:
+    pattern = re.compile(rf"(<!-- BEGIN {name} -->\n).*?(\n<!-- END {name} -->)", re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"marker {name} missing")
+    return pattern.sub(lambda m: m.group(1) + content + m.group(2), text)
+
+
+def render() -> dict[pathlib.Path, str]:
+    out = {}
+    cfg = DOCS / "configuration.md"
+    text = cfg.read_text()
+    text = replace_block(text, "BROKER", render_markdown_table(BROKER_CONFIGS))
+    text = replace_block(text, "TOPIC", render_markdown_table(TOPIC_CONFIGS))
+    out[cfg] = text
+    compat = DOCS / "compatibility.md"
+    out[compat] = replace_block(compat.read_text(), "APIS", compatibility_table())
+    return out
+
+
+if __name__ == "__main__":
+    for path, text in render().items():
+        path.write_text(text)
+        print(f"wrote {path}")
