@@ -45,8 +45,14 @@ TEST_DEFAULTS = {
 class BrokerRunner:
     """A broker on a background thread. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, data_dir: str | None = None, overrides: Mapping[str, str] | None = None,
-                 *, broker_id: int = 0, store: Any = None) -> None:
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        overrides: Mapping[str, str] | None = None,
+        *,
+        broker_id: int = 0,
+        store: Any = None,
+    ) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if data_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="odradek-")

@@ -66,7 +66,9 @@ def _produce_some(broker: BrokerRunner, topic: str, n: int) -> None:
 
 
 def _read_all(broker: BrokerRunner, topic: str) -> list[bytes]:
-    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "x", "enable.auto.commit": False})
+    c = Consumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": "x", "enable.auto.commit": False}
+    )
     c.assign([TopicPartition(topic, 0, 0)])
     out: list[bytes] = []
     deadline = time.time() + 10
@@ -105,7 +107,12 @@ def test_api_versions_fallback_for_unknown_version(odradek_broker: BrokerRunner)
 
 def test_oversized_and_invalid_frames(odradek_broker_factory) -> None:  # type: ignore[no-untyped-def]
     broker = odradek_broker_factory(overrides={"socket.request.max.bytes": "10000"})
-    for head in (struct.pack(">i", 10**9), struct.pack(">i", 10001), struct.pack(">i", -5), struct.pack(">i", 0)):
+    for head in (
+        struct.pack(">i", 10**9),
+        struct.pack(">i", 10001),
+        struct.pack(">i", -5),
+        struct.pack(">i", 0),
+    ):
         s = _connect(broker)
         s.sendall(head)
         assert _closed(s), head
@@ -135,9 +142,13 @@ def test_garbage_in_record_batch_rejected_and_log_intact(odradek_broker: BrokerR
             data = bytearray(rng.randbytes(rng.randrange(1, 200)))
         pd = nested(schema.request_type, "PartitionProduceData")
         td = nested(schema.request_type, "TopicProduceData")
-        req = build(schema.request_type, transactional_id=None, acks=1,
-                    timeout=__import__("datetime").timedelta(seconds=5),
-                    topic_data=(build(td, name=topic, partition_data=(build(pd, index=0, records=bytes(data)),)),))
+        req = build(
+            schema.request_type,
+            transactional_id=None,
+            acks=1,
+            timeout=__import__("datetime").timedelta(seconds=5),
+            topic_data=(build(td, name=topic, partition_data=(build(pd, index=0, records=bytes(data)),)),),
+        )
         s.sendall(encode_request(schema, i, "fuzz", req))
         frame = _recv_frame(s)
         assert frame is not None, f"connection closed on case {i}"
@@ -154,8 +165,17 @@ def test_random_bytes_fuzz_loop(odradek_broker: BrokerRunner) -> None:
     """Thousands of random and mutated frames; the broker survives every one."""
     rng = random.Random(20261122)
     schema = api_schema(3, 12)
-    valid = encode_request(schema, 1, "c", build(schema.request_type, topics=None, allow_auto_topic_creation=False,
-                                                   include_topic_authorized_operations=False))
+    valid = encode_request(
+        schema,
+        1,
+        "c",
+        build(
+            schema.request_type,
+            topics=None,
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        ),
+    )
     cases = 0
     s = _connect(odradek_broker)
     for i in range(3000):

@@ -17,7 +17,8 @@ def _admin(broker: BrokerRunner) -> AdminClient:
 
 
 def _create(broker: BrokerRunner, topic: str, partitions: int = 1, **config: str) -> None:
-    fs = _admin(broker).create_topics([NewTopic(topic, partitions, 1, config=config)], operation_timeout=10)
+    admin = _admin(broker)
+    fs = admin.create_topics([NewTopic(topic, partitions, 1, config=config)], operation_timeout=10)
     fs[topic].result(10)
 
 
@@ -38,12 +39,14 @@ def _produce(broker: BrokerRunner, topic: str, messages: list[dict], **conf: obj
 
 
 def _consume_all(broker: BrokerRunner, topic: str, partitions: int, expected: int, **conf: object) -> list:
-    consumer = Consumer({
-        "bootstrap.servers": broker.bootstrap_servers,
-        "group.id": f"g-{uuid.uuid4()}",
-        "enable.auto.commit": False,
-        **conf,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"g-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            **conf,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out: list = []
     deadline = time.time() + 30
@@ -93,7 +96,9 @@ def test_compressed_batches(odradek_broker: BrokerRunner, codec: str) -> None:
     topic = f"comp-{codec}"
     _create(odradek_broker, topic, 1)
     values = [f"{codec}-{i}-".encode() * 20 for i in range(500)]
-    _produce(odradek_broker, topic, [{"value": v, "key": b"k"} for v in values], **{"compression.type": codec})
+    _produce(
+        odradek_broker, topic, [{"value": v, "key": b"k"} for v in values], **{"compression.type": codec}
+    )
     got = _consume_all(odradek_broker, topic, 1, len(values))
     assert [m.value() for m in got] == values
     assert [m.offset() for m in got] == list(range(len(values)))
@@ -103,8 +108,12 @@ def test_one_megabyte_messages(odradek_broker: BrokerRunner) -> None:
     topic = "big"
     _create(odradek_broker, topic, 1, **{"max.message.bytes": str(3 * 1024 * 1024)})
     payloads = [bytes([i]) * (1024 * 1024) for i in range(5)]
-    _produce(odradek_broker, topic, [{"value": p} for p in payloads], **{"message.max.bytes": 3 * 1024 * 1024})
-    got = _consume_all(odradek_broker, topic, 1, 5, **{"fetch.max.bytes": 1024, "max.partition.fetch.bytes": 1024})
+    _produce(
+        odradek_broker, topic, [{"value": p} for p in payloads], **{"message.max.bytes": 3 * 1024 * 1024}
+    )
+    got = _consume_all(
+        odradek_broker, topic, 1, 5, **{"fetch.max.bytes": 1024, "max.partition.fetch.bytes": 1024}
+    )
     assert [m.value() for m in got] == payloads
 
 
@@ -141,8 +150,12 @@ def test_list_offsets_by_time(odradek_broker: BrokerRunner) -> None:
     topic = "times"
     _create(odradek_broker, topic, 1)
     base = 1_700_000_000_000
-    _produce(odradek_broker, topic, [{"value": b"v%d" % i, "timestamp": base + i * 1000} for i in range(50)],
-             **{"linger.ms": 0, "batch.num.messages": 1})
+    _produce(
+        odradek_broker,
+        topic,
+        [{"value": b"v%d" % i, "timestamp": base + i * 1000} for i in range(50)],
+        **{"linger.ms": 0, "batch.num.messages": 1},
+    )
     admin = _admin(odradek_broker)
     tp = TopicPartition(topic, 0)
     res = admin.list_offsets({tp: OffsetSpec.for_timestamp(base + 10_500)}).get(tp)

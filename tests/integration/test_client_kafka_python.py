@@ -27,8 +27,12 @@ def test_produce_consume_in_order(odradek_broker: BrokerRunner) -> None:
     assert all(m.offset >= 0 for m in metas)
     producer.close()
 
-    consumer = KafkaConsumer(bootstrap_servers=odradek_broker.bootstrap_servers, enable_auto_commit=False,
-                             consumer_timeout_ms=3000, auto_offset_reset="earliest")
+    consumer = KafkaConsumer(
+        bootstrap_servers=odradek_broker.bootstrap_servers,
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
+        auto_offset_reset="earliest",
+    )
     tps = [TopicPartition("kp", p) for p in range(3)]
     consumer.assign(tps)
     consumer.seek_to_beginning()
@@ -58,9 +62,14 @@ def test_compression_gzip_and_lz4(odradek_broker: BrokerRunner) -> None:
             producer.send(topic, v)
         producer.flush()
         producer.close()
-        consumer = KafkaConsumer(topic, bootstrap_servers=odradek_broker.bootstrap_servers,
-                                 auto_offset_reset="earliest", enable_auto_commit=False,
-                                 consumer_timeout_ms=3000, group_id=None)
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=odradek_broker.bootstrap_servers,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=3000,
+            group_id=None,
+        )
         got = [m.value for m in consumer]
         consumer.close()
         assert got == values

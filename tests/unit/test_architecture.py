@@ -8,13 +8,20 @@ import pathlib
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "odradek"
 
 LAYER = {
-    "errors": 0, "configdef": 0, "protocol": 0,
+    "errors": 0,
+    "configdef": 0,
+    "protocol": 0,
     "storage": 1,
-    "metadata": 2, "client": 2,
+    "metadata": 2,
+    "client": 2,
     "replication": 3,
-    "controller": 4, "coordinator": 4,
+    "controller": 4,
+    "coordinator": 4,
     "server": 5,
-    "cli": 6, "spark": 6, "testing": 6, "testing_zk": 2,
+    "cli": 6,
+    "spark": 6,
+    "testing": 6,
+    "testing_zk": 2,
 }
 
 
@@ -42,14 +49,17 @@ def test_imports_flow_down() -> None:
                 continue
             if target == pkg or target not in LAYER:
                 continue
-            if LAYER[target] >= LAYER[pkg] and not (pkg in ("cli", "spark", "testing") and LAYER[target] == 6):
+            if LAYER[target] >= LAYER[pkg] and not (
+                pkg in ("cli", "spark", "testing") and LAYER[target] == 6
+            ):
                 problems.append(f"{path.relative_to(SRC)} imports odradek.{target}")
     assert not problems, "\n".join(problems)
 
 
 def test_only_metadata_zookeeper_imports_kazoo() -> None:
     offenders = [
-        str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
         if "import kazoo" in p.read_text() or "from kazoo" in p.read_text()
     ]
     assert all(o.startswith("metadata/") or o == "testing_zk.py" for o in offenders), offenders

@@ -24,12 +24,22 @@ from odradek.protocol.messages import build, nested
 def test_metadata_request_round_trip(version: int) -> None:
     schema = api_schema(3, version)
     topic_cls = nested(schema.request_type, "MetadataRequestTopic")
-    req = build(schema.request_type, topics=(build(topic_cls, name="t1", topic_id=None),), allow_auto_topic_creation=True,
-                include_topic_authorized_operations=False, include_cluster_authorized_operations=False)
+    req = build(
+        schema.request_type,
+        topics=(build(topic_cls, name="t1", topic_id=None),),
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+        include_cluster_authorized_operations=False,
+    )
     wire = encode_request(schema, 99, "client-x", req)
     frame = wire[4:]
     header = parse_request_header(frame, schema.flexible)
-    assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (3, version, 99, "client-x")
+    assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (
+        3,
+        version,
+        99,
+        "client-x",
+    )
     assert decode_request(schema, frame, header.size) == req
 
 
@@ -42,8 +52,16 @@ def test_response_header_versions() -> None:
 
 def test_response_round_trip() -> None:
     schema = api_schema(18, 3)
-    resp = build(schema.response_type, error_code=ErrorCode.none, api_keys=(), throttle_time=datetime.timedelta(0),
-                 supported_features=(), finalized_features_epoch=-1, finalized_features=(), zk_migration_ready=False)
+    resp = build(
+        schema.response_type,
+        error_code=ErrorCode.none,
+        api_keys=(),
+        throttle_time=datetime.timedelta(0),
+        supported_features=(),
+        finalized_features_epoch=-1,
+        finalized_features=(),
+        zk_migration_ready=False,
+    )
     wire = encode_response(schema, 5, resp)
     assert int.from_bytes(wire[:4], "big") == len(wire) - 4
     corr, decoded = decode_response(18, 3, wire[4:])

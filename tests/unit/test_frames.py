@@ -35,7 +35,7 @@ def test_any_chunking_yields_the_same_frames(bodies: list[bytes], data: st.DataO
 def test_oversized_frame_refused_before_body() -> None:
     buf = FrameBuffer(100)
     buf.receive_data(struct.pack(">i", 101))
-    with pytest.raises(FrameTooLargeError, match="socket.request.max.bytes=100"):
+    with pytest.raises(FrameTooLargeError, match=r"socket\.request\.max\.bytes=100"):
         buf.next_frame()
     assert buf.buffered_bytes == 4
     with pytest.raises(FrameTooLargeError):

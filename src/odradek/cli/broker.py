@@ -56,11 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="odradek broker", description="Run an odradek broker.")
     parser.add_argument("config", nargs="?", help="server.properties file (Kafka's format)")
     parser.add_argument("--config", dest="config_opt", help="server.properties file")
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one config key (repeatable)")
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key (repeatable)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="[%(asctime)s] %(levelname)s %(name)s: %(message)s"
+    )
     try:
         config = load_config(args.config_opt or args.config, args.override)
     except InvalidConfigError as exc:

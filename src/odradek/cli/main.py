@@ -15,7 +15,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("odradek.cli.topics", "create, list, describe, alter and delete topics (kafka-topics)"),
     "console-producer": ("odradek.cli.console_producer", "produce lines from stdin (kafka-console-producer)"),
     "console-consumer": ("odradek.cli.console_consumer", "print records to stdout (kafka-console-consumer)"),
-    "consumer-groups": ("odradek.cli.consumer_groups", "list, describe, delete, reset groups (kafka-consumer-groups)"),
+    "consumer-groups": (
+        "odradek.cli.consumer_groups",
+        "list, describe, delete, reset groups (kafka-consumer-groups)",
+    ),
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
     "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),

@@ -76,6 +76,8 @@ class KafkaController:
         self._queue: asyncio.Queue[tuple[ControllerEvent, object]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._watches: list[object] = []
+        self._topic_watches: dict[str, object] = {}
+        """Data watch on ``/brokers/topics/<t>`` per known topic (Kafka's PartitionModificationsHandler)."""
         self._idle = asyncio.Event()
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -89,9 +91,10 @@ class KafkaController:
         await self.wait_idle()
 
     async def shutdown(self) -> None:
-        for handle in self._watches:
+        for handle in [*self._watches, *self._topic_watches.values()]:
             handle.cancel()  # type: ignore[attr-defined]
         self._watches.clear()
+        self._topic_watches.clear()
         if self._task is not None:
             self.put(ControllerEvent.SHUTDOWN)
             try:
@@ -120,6 +123,9 @@ class KafkaController:
 
     async def _on_topic_deletion(self, _path: str) -> None:
         self.put(ControllerEvent.TOPIC_DELETION)
+
+    async def _on_partition_modification(self, _path: str) -> None:
+        self.put(ControllerEvent.PARTITION_MODIFICATION)
 
     async def _run(self) -> None:
         while True:
@@ -169,9 +175,10 @@ class KafkaController:
     def _resign(self) -> None:
         log.info("broker %d is no longer the controller", self.broker_id)
         self.active = False
-        for handle in self._watches[1:]:
+        for handle in [*self._watches[1:], *self._topic_watches.values()]:
             handle.cancel()  # type: ignore[attr-defined]
         del self._watches[1:]
+        self._topic_watches.clear()
         self.ctx = ControllerContext()
 
     async def _on_controller_failover(self) -> None:
@@ -198,6 +205,10 @@ class KafkaController:
             self._forget_topic(gone)
         new_or_changed: set[str] = set()
         for topic in topics:
+            if topic not in self._topic_watches:
+                self._topic_watches[topic] = self.zk.store.watch_data(
+                    f"/brokers/topics/{topic}", self._on_partition_modification
+                )
             assignment, topic_id = await self.zk.get_topic_assignment(topic)
             if assignment is None:
                 continue
@@ -214,6 +225,9 @@ class KafkaController:
         return new_or_changed
 
     def _forget_topic(self, topic: str) -> None:
+        handle = self._topic_watches.pop(topic, None)
+        if handle is not None:
+            handle.cancel()  # type: ignore[attr-defined]
         self.ctx.assignments.pop(topic, None)
         self.ctx.topic_ids.pop(topic, None)
         for tp in [tp for tp in self.ctx.states if tp.topic == topic]:

@@ -40,8 +40,9 @@ def controlled_shutdown_leader_election(
     return None
 
 
-def preferred_replica_leader_election(assignment: Sequence[int], isr: Collection[int],
-                                      live: Collection[int]) -> int | None:
+def preferred_replica_leader_election(
+    assignment: Sequence[int], isr: Collection[int], live: Collection[int]
+) -> int | None:
     """The preferred (first) replica if it is alive and in the ISR, else None."""
     if assignment and assignment[0] in live and assignment[0] in isr:
         return assignment[0]

@@ -1,6 +1,6 @@
 """The embedded coordination store: ZooKeeper's data model in process, persistent nodes on disk.
 
-``store = EmbeddedStore(data_dir)`` holds one znode tree; ``store.session()`` opens a
+``store = EmbeddedStore(metadata_dir)`` holds one znode tree; ``store.session()`` opens a
 :class:`~odradek.metadata.store.CoordinationStore` session for one broker. Several brokers in one
 process share the tree through their own sessions; each session's ephemeral nodes
 (``/brokers/ids/<id>``, ``/controller``) vanish, and the watches of every session fire, when it
@@ -11,13 +11,14 @@ Semantics follow ZooKeeper: versions, cversion-based 10-digit sequence suffixes,
 ephemeral nodes, root ``/`` always present. Differences: ``delete(recursive=True)`` and every other
 call are atomic; nothing is ever unavailable while the session is open.
 
-Persistence: with a ``data_dir``, every change of a persistent node rewrites
-``<data_dir>/metadata/znodes.json`` atomically and durably before the call returns (format and
-crash policy: :mod:`odradek.metadata.snapshot`). The directory is locked (``flock`` on
-``znodes.lock``) so two processes cannot own one tree; ``read_only=True`` (used by
-``odradek zk --data-dir``) neither locks nor writes and sees the persistent nodes only. Without a
-``data_dir`` the tree lives in memory only. Metadata changes are rare (topic creation, leader and
-ISR changes), so a full rewrite per change (a few ms with two fsyncs) is the price of simplicity.
+Persistence: with a ``metadata_dir`` (the broker passes ``<log.dirs[0]>/metadata``; it is created
+if missing), every change of a persistent node rewrites ``<metadata_dir>/znodes.json`` atomically
+and durably before the call returns (format and crash policy: :mod:`odradek.metadata.snapshot`).
+The directory is locked (``flock`` on ``znodes.lock``) so two processes cannot own one tree;
+``read_only=True`` (used by ``odradek zk --data-dir``) neither locks nor writes and sees the
+persistent nodes only. Without a ``metadata_dir`` the tree lives in memory only. Metadata changes
+are rare (topic creation, leader and ISR changes), so a full rewrite per change (a few ms with two
+fsyncs) is the price of simplicity.
 
 Threading: one asyncio event loop drives the store and all its sessions; watch callbacks are
 tasks on that loop. Nothing here is thread-safe.
@@ -45,7 +46,7 @@ from odradek.metadata.errors import (
     NotEmptyError,
     StoreUnavailableError,
 )
-from odradek.metadata.snapshot import SNAPSHOT_DIR, NodeRecord, read_snapshot, snapshot_path, write_snapshot
+from odradek.metadata.snapshot import NodeRecord, read_snapshot, snapshot_path, write_snapshot
 from odradek.metadata.store import (
     ANY_VERSION,
     CheckVersionOp,
@@ -134,8 +135,8 @@ def _now_ms() -> int:
 class EmbeddedStore:
     """The shared tree; see the module docstring. Open sessions with :meth:`session`."""
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> None:
-        self.data_dir = Path(data_dir) if data_dir is not None else None
+    def __init__(self, metadata_dir: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> None:
+        self.metadata_dir = Path(metadata_dir) if metadata_dir is not None else None
         self.read_only = read_only
         self._nodes: dict[str, _Node] = {"/": _Node(b"", 0, 0, 0, 0, 0)}
         self._data_watches: dict[str, list[_Watch]] = {}
@@ -145,8 +146,8 @@ class EmbeddedStore:
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock_file: IO[bytes] | None = None
         self._snapshot: Path | None = None
-        if self.data_dir is not None:
-            self._snapshot = snapshot_path(self.data_dir)
+        if self.metadata_dir is not None:
+            self._snapshot = snapshot_path(self.metadata_dir)
             if not read_only:
                 self._snapshot.parent.mkdir(parents=True, exist_ok=True)
                 self._lock()
@@ -229,8 +230,7 @@ class EmbeddedStore:
 
     def _check_writable(self) -> None:
         if self.read_only:
-            assert self.data_dir is not None
-            raise CoordinationError(f"Embedded metadata store in {self.data_dir} is open read-only")
+            raise CoordinationError(f"Embedded metadata store in {self.metadata_dir} is open read-only")
 
     def _create(self, change: _Change, owner: int, op: CreateOp, makepath: bool) -> str:
         self._check_writable()

@@ -1,9 +1,10 @@
 """The embedded store's snapshot file: every persistent znode, rewritten atomically on each change.
 
-Location: ``<data_dir>/metadata/znodes.json`` where ``data_dir`` is the broker's first log
-directory (``log.dirs[0]``). Next to it: ``znodes.json.bak`` (the previous snapshot),
-``znodes.json.tmp`` (a write in progress; a leftover one is a torn write and is removed at load) and
-``znodes.lock`` (held with ``flock`` by the process that owns the store).
+Location: ``<metadata_dir>/znodes.json``; the broker's ``metadata_dir`` is
+``<log.dirs[0]>/metadata`` (:data:`METADATA_DIR_NAME` inside its first log directory; the log
+manager ignores it, as the name is not ``<topic>-<partition>``). Next to it: ``znodes.json.bak``
+(the previous snapshot), ``znodes.json.tmp`` (a write in progress; a leftover one is a torn write
+and is removed at load) and ``znodes.lock`` (held with ``flock`` by the process owning the store).
 
 File format (UTF-8 text)::
 
@@ -41,15 +42,16 @@ from pathlib import Path
 from odradek.metadata.errors import CorruptStoreError
 
 __all__ = [
-    "SNAPSHOT_DIR",
+    "METADATA_DIR_NAME",
     "SNAPSHOT_FILE",
     "NodeRecord",
+    "find_snapshot",
     "read_snapshot",
     "snapshot_path",
     "write_snapshot",
 ]
 
-SNAPSHOT_DIR = "metadata"
+METADATA_DIR_NAME = "metadata"
 SNAPSHOT_FILE = "znodes.json"
 _FORMAT = "odradek-znodes"
 _FORMAT_VERSION = 1
@@ -67,9 +69,18 @@ class NodeRecord:
     mtime: int
 
 
-def snapshot_path(data_dir: str | os.PathLike[str]) -> Path:
-    """``<data_dir>/metadata/znodes.json``."""
-    return Path(data_dir) / SNAPSHOT_DIR / SNAPSHOT_FILE
+def snapshot_path(metadata_dir: str | os.PathLike[str]) -> Path:
+    """``<metadata_dir>/znodes.json``."""
+    return Path(metadata_dir) / SNAPSHOT_FILE
+
+
+def find_snapshot(data_dir: str | os.PathLike[str]) -> Path | None:
+    """The snapshot of a broker data dir (``<dir>/metadata/znodes.json``) or of a metadata dir
+    (``<dir>/znodes.json``), whichever exists; None if neither does."""
+    for candidate in (Path(data_dir) / METADATA_DIR_NAME / SNAPSHOT_FILE, Path(data_dir) / SNAPSHOT_FILE):
+        if candidate.exists() or candidate.with_name(SNAPSHOT_FILE + ".bak").exists():
+            return candidate
+    return None
 
 
 def _encode_record(record: NodeRecord) -> str:

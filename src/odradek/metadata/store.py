@@ -17,11 +17,14 @@ zero-padded counter kept by the parent (``/config/changes/config_change_00000000
 Watches are persistent (like kazoo's ``ChildrenWatch``/``DataWatch``, not ZooKeeper's one-shot
 triggers): ``watch_children(path, cb)`` calls ``await cb(path)`` after every change of the set of
 ``path``'s children and when ``path`` itself is created or deleted; ``watch_data(path, cb)`` after
-every create, set or delete of ``path``. Callbacks run on the event loop that uses the store,
-carry only the path (re-read the state: events may be coalesced, and after a ZooKeeper
-reconnection every watch fires once because changes may have been missed), are never called
-after ``handle.cancel()``, and are not called at registration. An exception in a callback is
-logged and otherwise ignored.
+every create, set or delete of ``path``. A watch covers the changes made after it is armed, and it
+is armed before the next request of the same session is served, so the usual pattern
+``watch_children(p, cb)`` then ``await get_children(p)`` misses nothing: a change is either in what
+the read returns or reported to ``cb`` (possibly both). Callbacks run on the event loop that uses
+the store, carry only the path (re-read the state: events may be coalesced, and after a ZooKeeper
+reconnection every watch fires once because changes may have been missed), are never called after
+``handle.cancel()``, and are not called at registration. An exception in a callback is logged and
+otherwise ignored.
 
 Threading: every method is called from one asyncio event loop (the broker's); none is thread-safe.
 """

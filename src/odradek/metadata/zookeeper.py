@@ -346,9 +346,7 @@ class ZooKeeperStore(CoordinationStore):
         if isinstance(e, kz.NoChildrenForEphemeralsError):
             return NoChildrenForEphemeralsError.at(path)
         if isinstance(e, kz.ConnectionLoss | kz.SessionExpiredError | kz.ConnectionClosedError):
-            return StoreUnavailableError(
-                f"ZooKeeper at {self.connect}: {what} {path} failed: {type(e).__name__}", path
-            )
+            return StoreUnavailableError(f"ZooKeeper at {self.connect}: {what} {path} failed: {type(e).__name__}", path)
         return e
 
     async def _wait(self, async_result: Any, what: str, path: str) -> Any:
@@ -375,8 +373,7 @@ class ZooKeeperStore(CoordinationStore):
             return await asyncio.wait_for(future, self.request_timeout_ms / 1000.0)
         except TimeoutError:
             raise StoreUnavailableError(
-                f"ZooKeeper at {self.connect} did not answer {what} {path} "
-                f"within {self.request_timeout_ms} ms",
+                f"ZooKeeper at {self.connect} did not answer {what} {path} within {self.request_timeout_ms} ms",
                 path,
             ) from None
         except Exception as e:
@@ -395,9 +392,7 @@ class ZooKeeperStore(CoordinationStore):
     ) -> str:
         client = self._client_or_raise()
         validate_path(path)
-        result = client.create_async(
-            path, bytes(data), ephemeral=ephemeral, sequence=sequential, makepath=makepath
-        )
+        result = client.create_async(path, bytes(data), ephemeral=ephemeral, sequence=sequential, makepath=makepath)
         created: str = await self._wait(result, "create", path)
         return created
 

@@ -22,7 +22,7 @@ def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(cls))
 
 
-def build(cls: type, **fields: Any) -> Any:
+def build(cls: type, /, **fields: Any) -> Any:
     """An instance of ``cls`` from the fields in ``fields`` that ``cls`` has."""
     names = _field_names(cls)
     return cls(**{k: v for k, v in fields.items() if k in names})

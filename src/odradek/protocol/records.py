@@ -59,6 +59,7 @@ __all__ = [
     "CREATE_TIME",
     "CURRENT_MAGIC",
     "DELETE_HORIZON_FLAG_MASK",
+    "HEADER_STRUCT",
     "LAST_OFFSET_DELTA_OFFSET",
     "LOG_APPEND_TIME",
     "LOG_OVERHEAD",
@@ -78,6 +79,7 @@ __all__ = [
     "Record",
     "batch_crc",
     "build_batch",
+    "check_header_fields",
     "decode_records",
     "iter_all_records",
     "iter_batches",
@@ -117,7 +119,9 @@ DELETE_HORIZON_FLAG_MASK = 0x40
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
+"""The 61-byte batch header; ``unpack_from`` gives the fields in :class:`BatchHeader` order."""
+_HEADER = HEADER_STRUCT
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
@@ -269,13 +273,14 @@ def validate_batches(buf: Buffer) -> list[BatchHeader]:
             raise CorruptRecordError(
                 f"CRC mismatch in record batch at position {pos}: stored {h[4]}, computed {computed}"
             )
-        _check_header_fields(h, pos)
+        check_header_fields(h, pos)
         out.append(h)
         pos += size
     return out
 
 
-def _check_header_fields(h: BatchHeader, pos: int) -> None:
+def check_header_fields(h: BatchHeader, pos: int) -> None:
+    """Raise InvalidRecordError for an unknown codec or inconsistent counts (``pos`` for the message)."""
     if h[5] & COMPRESSION_CODEC_MASK > _MAX_CODEC:
         raise InvalidRecordError(
             f"record batch at position {pos} uses unknown compression codec {h[5] & COMPRESSION_CODEC_MASK}"
@@ -364,7 +369,7 @@ def valid_prefix_length(buf: Buffer) -> tuple[int, str | None]:
         if computed != h[4]:
             return pos, f"CRC mismatch: stored {h[4]}, computed {computed}"
         try:
-            _check_header_fields(h, pos)
+            check_header_fields(h, pos)
         except InvalidRecordError as exc:
             return pos, str(exc)
         pos += size
@@ -534,10 +539,8 @@ def decode_records(batch: Buffer, *, verify_crc: bool = True) -> list[DecodedRec
     codec = h.attributes & COMPRESSION_CODEC_MASK
     if codec > _MAX_CODEC:
         raise InvalidRecordError(f"record batch uses unknown compression codec {codec}")
-    if codec:
-        data = memoryview(decompress(codec, view[RECORDS_OFFSET:size]))
-    else:
-        data = view[RECORDS_OFFSET:size]
+    records = view[RECORDS_OFFSET:size]
+    data = memoryview(decompress(codec, records)) if codec else records
     return _decode_body(h, data)
 
 

@@ -101,7 +101,7 @@ _LZ4_HEADER = (
 )
 
 
-def _lz4_frame(data: bytes | memoryview) -> bytes:
+def _lz4_frame(data: bytes | bytearray | memoryview) -> bytes:
     view = memoryview(data)
     out = bytearray(_LZ4_HEADER)
     for start in range(0, len(view), _LZ4_BLOCK):
@@ -117,7 +117,7 @@ def _lz4_frame(data: bytes | memoryview) -> bytes:
     return bytes(out)
 
 
-def _xerial_encode(data: bytes | memoryview) -> bytes:
+def _xerial_encode(data: bytes | bytearray | memoryview) -> bytes:
     view = memoryview(data)
     out = bytearray(_XERIAL_HEADER)
     for start in range(0, max(len(view), 1), _XERIAL_BLOCK):
@@ -127,7 +127,7 @@ def _xerial_encode(data: bytes | memoryview) -> bytes:
     return bytes(out)
 
 
-def _snappy_decode(data: bytes | memoryview) -> bytes:
+def _snappy_decode(data: bytes | bytearray | memoryview) -> bytes:
     view = memoryview(data)
     if bytes(view[:8]) != XERIAL_MAGIC:
         if cramjam.snappy.decompress_raw_len(view) > _MAX_SNAPPY_BLOCK:
@@ -152,7 +152,7 @@ def _snappy_decode(data: bytes | memoryview) -> bytes:
     return bytes(out)
 
 
-def compress(codec: int, data: bytes | memoryview) -> bytes:
+def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     """Compress ``data`` with ``codec`` (0 returns it unchanged)."""
     if codec == NONE:
         return bytes(data)
@@ -167,7 +167,7 @@ def compress(codec: int, data: bytes | memoryview) -> bytes:
     raise InvalidRecordError(f"unknown compression codec {codec}")
 
 
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
+def decompress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     """Decompress ``data`` written with ``codec``.
 
     Raises CorruptRecordError when the data does not decode, InvalidRecordError for an unknown codec.

@@ -58,8 +58,9 @@ class FetchPartitionResult:
 class ReplicaManager:
     """Partitions hosted by one broker. ``log_config_for(topic)`` gives a topic's LogConfig."""
 
-    def __init__(self, broker_id: int, log_manager: LogManager,
-                 log_config_for: Callable[[str], LogConfig]) -> None:
+    def __init__(
+        self, broker_id: int, log_manager: LogManager, log_config_for: Callable[[str], LogConfig]
+    ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.log_config_for = log_config_for
@@ -106,7 +107,9 @@ class ReplicaManager:
 
     # --- produce -----------------------------------------------------------------------------
 
-    def append_records(self, tp: TopicPartition, records: bytes | memoryview, required_acks: int) -> LogAppendInfo:
+    def append_records(
+        self, tp: TopicPartition, records: bytes | memoryview, required_acks: int
+    ) -> LogAppendInfo:
         """Append a producer's batches to the leader's log.
 
         Raises KafkaError subclasses (per partition): UNKNOWN_TOPIC_OR_PARTITION,
@@ -129,8 +132,9 @@ class ReplicaManager:
 
     # --- fetch -------------------------------------------------------------------------------
 
-    def _read(self, req: FetchRequestPartition, min_one_message: bool, isolation_level: int,
-              replica_id: int) -> FetchPartitionResult:
+    def _read(
+        self, req: FetchRequestPartition, min_one_message: bool, isolation_level: int, replica_id: int
+    ) -> FetchPartitionResult:
         result = FetchPartitionResult(req.topic_partition)
         try:
             partition = self.get_partition(req.topic_partition)
@@ -181,7 +185,9 @@ class ReplicaManager:
             if remaining <= 0:
                 break
             waiter: asyncio.Future[None] = loop.create_future()
-            watched = [self.partitions[r.topic_partition] for r in requests if r.topic_partition in self.partitions]
+            watched = [
+                self.partitions[r.topic_partition] for r in requests if r.topic_partition in self.partitions
+            ]
             for partition in watched:
                 partition.add_waiter(waiter)
             try:
@@ -196,8 +202,9 @@ class ReplicaManager:
                 return results
         return self._read_all(requests, max_bytes, isolation_level, replica_id)
 
-    def _read_all(self, requests: Sequence[FetchRequestPartition], max_bytes: int, isolation_level: int,
-                  replica_id: int) -> list[FetchPartitionResult]:
+    def _read_all(
+        self, requests: Sequence[FetchRequestPartition], max_bytes: int, isolation_level: int, replica_id: int
+    ) -> list[FetchPartitionResult]:
         results: list[FetchPartitionResult] = []
         remaining = max_bytes
         min_one = True
@@ -223,13 +230,16 @@ class ReplicaManager:
 
     # --- offsets -----------------------------------------------------------------------------
 
-    def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int,
-                                   isolation_level: int = 0) -> tuple[int, int]:
+    def fetch_offset_for_timestamp(
+        self, tp: TopicPartition, timestamp: int, isolation_level: int = 0
+    ) -> tuple[int, int]:
         """(offset, timestamp) for ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else
         the first offset whose timestamp >= ``timestamp`` ((-1, -1) when there is none)."""
         partition = self.leader_partition(tp)
         log_ = partition.log
-        upper = partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
+        upper = (
+            partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
+        )
         if timestamp == EARLIEST_TIMESTAMP:
             return log_.log_start_offset, -1
         if timestamp == LATEST_TIMESTAMP:

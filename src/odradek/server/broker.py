@@ -43,6 +43,7 @@ from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
 from odradek.server.config import Endpoint, KafkaConfig
 from odradek.server.metadata_cache import MetadataCache
+from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
 from odradek.server.socket_server import SocketServer
 from odradek.storage import LogManager
@@ -105,6 +106,7 @@ class Broker:
         self.log_manager.load_logs()
         await self._open_store()
         self.zk = KafkaZkClient(self.store)  # type: ignore[arg-type]
+        self.producer_ids = ProducerIdManager(self.broker_id, self.zk)
         await self.zk.create_top_level_paths()
         self.cluster_id = await self.zk.get_or_create_cluster_id()
         self._check_meta_properties()
@@ -151,7 +153,9 @@ class Broker:
         if connect:
             from odradek.metadata.zookeeper import ZooKeeperStore
 
-            timeout = self.config["zookeeper.connection.timeout.ms"] or self.config["zookeeper.session.timeout.ms"]
+            timeout = (
+                self.config["zookeeper.connection.timeout.ms"] or self.config["zookeeper.session.timeout.ms"]
+            )
             zk_store = ZooKeeperStore(
                 connect,
                 session_timeout_ms=self.config["zookeeper.session.timeout.ms"],
@@ -197,19 +201,35 @@ class Broker:
             if adv is not None:
                 self.endpoints.append(Endpoint(adv.listener, advertised_host(adv.host), adv.port or port))
             else:
-                self.endpoints.append(Endpoint(endpoint.listener, advertised_host(endpoint.host or host), port))
+                self.endpoints.append(
+                    Endpoint(endpoint.listener, advertised_host(endpoint.host or host), port)
+                )
 
     def _start_housekeeping(self) -> None:
         loop = asyncio.get_running_loop()
         lm = self.log_manager
         assert lm is not None
-        self._tasks.append(loop.create_task(self._every(
-            self.config["log.retention.check.interval.ms"], lambda now: lm.cleanup_logs(now), "retention")))
+        self._tasks.append(
+            loop.create_task(
+                self._every(
+                    self.config["log.retention.check.interval.ms"],
+                    lambda now: lm.cleanup_logs(now),
+                    "retention",
+                )
+            )
+        )
         flush_ms = min(self.config["log.flush.scheduler.interval.ms"], 2**31)
         if flush_ms < 2**31:
             self._tasks.append(loop.create_task(self._every(flush_ms, lm.flush_dirty_logs, "flush")))
-        self._tasks.append(loop.create_task(self._every(
-            self.config["log.flush.offset.checkpoint.interval.ms"], lambda now: lm.checkpoint(), "checkpoint")))
+        self._tasks.append(
+            loop.create_task(
+                self._every(
+                    self.config["log.flush.offset.checkpoint.interval.ms"],
+                    lambda now: lm.checkpoint(),
+                    "checkpoint",
+                )
+            )
+        )
 
     async def _every(self, interval_ms: int, action: Any, name: str) -> None:
         while True:
@@ -240,10 +260,7 @@ class Broker:
         LOCAL_BROKERS.pop((self.cluster_id, self.broker_id), None)
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
-        if self.store is not None and self._external_store is None:
-            with contextlib.suppress(Exception):
-                await self.store.close()
-        elif self.store is not None:
+        if (self.store is not None and self._external_store is None) or self.store is not None:
             with contextlib.suppress(Exception):
                 await self.store.close()
         if self.log_manager is not None:

@@ -35,9 +35,15 @@ class MetadataCache:
         self.controller_id: int = -1
         self.controller_epoch: int = 0
 
-    def update(self, controller_id: int, controller_epoch: int, brokers: list[BrokerInfo],
-               states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
-               deleted_topics: set[str]) -> None:
+    def update(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        brokers: list[BrokerInfo],
+        states: dict[TopicPartition, PartitionState],
+        topic_ids: dict[str, uuid.UUID],
+        deleted_topics: set[str],
+    ) -> None:
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.brokers = {b.id: b for b in brokers}
@@ -46,7 +52,9 @@ class MetadataCache:
         for tp, state in states.items():
             meta = self.topics.get(tp.topic)
             if meta is None:
-                meta = self.topics[tp.topic] = TopicMetadata(tp.topic, topic_ids.get(tp.topic, uuid.UUID(int=0)))
+                meta = self.topics[tp.topic] = TopicMetadata(
+                    tp.topic, topic_ids.get(tp.topic, uuid.UUID(int=0))
+                )
             meta.partitions[tp.partition] = state
 
     def topic(self, name: str) -> TopicMetadata | None:

@@ -40,9 +40,9 @@ class RequestContext:
         """The top-level response of this request's version from the given fields."""
         return build(self.schema.response_type, **fields)
 
-    def make(self, name: str, **fields: Any) -> Any:
+    def make(self, entity: str, /, **fields: Any) -> Any:
         """A nested response entity (e.g. ``"PartitionProduceResponse"``) of this version."""
-        return build(nested(self.schema.response_type, name), **fields)
+        return build(nested(self.schema.response_type, entity), **fields)
 
     def has(self, name: str) -> bool:
         """Whether this version's response has a nested entity ``name``."""

@@ -124,7 +124,9 @@ class KafkaConnection(asyncio.Protocol):
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("unexpected error handling a request from %s; closing the connection", self.peer)
+                log.exception(
+                    "unexpected error handling a request from %s; closing the connection", self.peer
+                )
                 self.close()
                 return
             if response is not None and self.transport is not None and not self._closed:

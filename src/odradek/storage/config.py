@@ -21,38 +21,97 @@ WEEK_MS = 7 * 24 * 3600 * 1000
 
 TOPIC_CONFIGS = (
     ConfigDef()
-    .define("cleanup.policy", "list", ["delete"], "delete or compact (compaction is recorded, not run).",
-            one_of("delete", "compact"))
-    .define("compression.type", "string", "producer",
-            "Kept as the producer sent it; batches are never recompressed.",
-            one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"))
-    .define("segment.bytes", "int", 1024 * 1024 * 1024, "Roll a new segment when the active one reaches this size.",
-            at_least(14))
+    .define(
+        "cleanup.policy",
+        "list",
+        ["delete"],
+        "delete or compact (compaction is recorded, not run).",
+        one_of("delete", "compact"),
+    )
+    .define(
+        "compression.type",
+        "string",
+        "producer",
+        "Kept as the producer sent it; batches are never recompressed.",
+        one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+    )
+    .define(
+        "segment.bytes",
+        "int",
+        1024 * 1024 * 1024,
+        "Roll a new segment when the active one reaches this size.",
+        at_least(14),
+    )
     .define("segment.ms", "long", WEEK_MS, "Roll a new segment when the active one is this old.", at_least(1))
-    .define("segment.index.bytes", "int", 10 * 1024 * 1024,
-            "Maximum size of an offset or time index file; a full index rolls the segment.", at_least(8))
-    .define("index.interval.bytes", "int", 4096, "Bytes of log between two sparse index entries.", at_least(0))
-    .define("retention.ms", "long", WEEK_MS,
-            "Delete a segment once its newest record is older than this; -1 keeps forever.", at_least(-1))
-    .define("retention.bytes", "long", -1,
-            "Delete oldest segments while the partition is larger than this; -1 for no limit.", at_least(-1))
+    .define(
+        "segment.index.bytes",
+        "int",
+        10 * 1024 * 1024,
+        "Maximum size of an offset or time index file; a full index rolls the segment.",
+        at_least(8),
+    )
+    .define(
+        "index.interval.bytes", "int", 4096, "Bytes of log between two sparse index entries.", at_least(0)
+    )
+    .define(
+        "retention.ms",
+        "long",
+        WEEK_MS,
+        "Delete a segment once its newest record is older than this; -1 keeps forever.",
+        at_least(-1),
+    )
+    .define(
+        "retention.bytes",
+        "long",
+        -1,
+        "Delete oldest segments while the partition is larger than this; -1 for no limit.",
+        at_least(-1),
+    )
     .define("max.message.bytes", "int", 1048588, "Largest record batch a producer may append.", at_least(0))
-    .define("flush.messages", "long", 2**63 - 1, "fsync after this many messages (default: leave it to the OS).",
-            at_least(1))
-    .define("flush.ms", "long", 2**63 - 1, "fsync when data is this old (default: leave it to the OS).",
-            at_least(0))
-    .define("file.delete.delay.ms", "long", 60000, "Accepted for compatibility; segments are deleted at once.",
-            at_least(0))
-    .define("message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.",
-            one_of("CreateTime", "LogAppendTime"))
-    .define("min.insync.replicas", "int", 1, "Replicas that must acknowledge an acks=all produce.", at_least(1))
-    .define("unclean.leader.election.enable", "boolean", False, "Elect a leader outside the ISR as a last resort.")
+    .define(
+        "flush.messages",
+        "long",
+        2**63 - 1,
+        "fsync after this many messages (default: leave it to the OS).",
+        at_least(1),
+    )
+    .define(
+        "flush.ms",
+        "long",
+        2**63 - 1,
+        "fsync when data is this old (default: leave it to the OS).",
+        at_least(0),
+    )
+    .define(
+        "file.delete.delay.ms",
+        "long",
+        60000,
+        "Accepted for compatibility; segments are deleted at once.",
+        at_least(0),
+    )
+    .define(
+        "message.timestamp.type",
+        "string",
+        "CreateTime",
+        "CreateTime or LogAppendTime.",
+        one_of("CreateTime", "LogAppendTime"),
+    )
+    .define(
+        "min.insync.replicas", "int", 1, "Replicas that must acknowledge an acks=all produce.", at_least(1)
+    )
+    .define(
+        "unclean.leader.election.enable", "boolean", False, "Elect a leader outside the ISR as a last resort."
+    )
     .define("preallocate", "boolean", False, "Accepted for compatibility; segments are not preallocated.")
     .define("delete.retention.ms", "long", 86400000, "Accepted for compatibility (compaction).", at_least(0))
     .define("min.compaction.lag.ms", "long", 0, "Accepted for compatibility (compaction).", at_least(0))
-    .define("max.compaction.lag.ms", "long", 2**63 - 1, "Accepted for compatibility (compaction).", at_least(1))
+    .define(
+        "max.compaction.lag.ms", "long", 2**63 - 1, "Accepted for compatibility (compaction).", at_least(1)
+    )
     .define("min.cleanable.dirty.ratio", "double", 0.5, "Accepted for compatibility (compaction).")
-    .define("message.timestamp.difference.max.ms", "long", 2**63 - 1, "Accepted for compatibility.", at_least(0))
+    .define(
+        "message.timestamp.difference.max.ms", "long", 2**63 - 1, "Accepted for compatibility.", at_least(0)
+    )
     .define("segment.jitter.ms", "long", 0, "Accepted for compatibility.", at_least(0))
 )
 
@@ -89,8 +148,9 @@ class LogConfig:
     values: Mapping[str, Any]
 
     @classmethod
-    def from_props(cls, overrides: Mapping[str, Any] | None = None,
-                   defaults: Mapping[str, Any] | None = None) -> LogConfig:
+    def from_props(
+        cls, overrides: Mapping[str, Any] | None = None, defaults: Mapping[str, Any] | None = None
+    ) -> LogConfig:
         """Defaults (typed, e.g. from the broker's config) overridden by ``overrides`` (strings ok).
 
         Raises InvalidConfigError for an unknown key or a bad value.

@@ -10,8 +10,17 @@ from __future__ import annotations
 from types import ModuleType
 
 from odradek.server.apis import (
+    alter_configs,
     api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
     fetch,
+    incremental_alter_configs,
+    init_producer_id,
     list_offsets,
     metadata,
     produce,
@@ -23,6 +32,15 @@ _MODULES: list[ModuleType] = [
     list_offsets,
     metadata,
     api_versions,
+    init_producer_id,
+    create_topics,
+    delete_topics,
+    delete_records,
+    describe_configs,
+    alter_configs,
+    create_partitions,
+    incremental_alter_configs,
+    describe_cluster,
 ]
 
 API_HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in _MODULES}

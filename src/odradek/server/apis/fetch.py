@@ -58,7 +58,8 @@ async def handle(ctx: RequestContext) -> Any:
             )
         )
     responses = tuple(
-        ctx.make("FetchableTopicResponse", topic=topic, partitions=tuple(parts)) for topic, parts in by_topic.items()
+        ctx.make("FetchableTopicResponse", topic=topic, partitions=tuple(parts))
+        for topic, parts in by_topic.items()
     )
     return ctx.response(
         throttle_time=datetime.timedelta(0),

@@ -53,7 +53,9 @@ async def handle(ctx: RequestContext) -> Any:
                 error, message = ErrorCode.invalid_record, "no records in produce request"
             else:
                 try:
-                    info = replica_manager.append_records(TopicPartition(name, pdata.index), pdata.records, acks)
+                    info = replica_manager.append_records(
+                        TopicPartition(name, pdata.index), pdata.records, acks
+                    )
                     base_offset = info.first_offset
                     log_start = info.log_start_offset
                     if info.log_append_time >= 0:
@@ -61,8 +63,13 @@ async def handle(ctx: RequestContext) -> Any:
                 except KafkaError as exc:
                     error, message = exc.error_code, str(exc) or None
                     if acks == 0:
-                        log.warning("acks=0 produce to %s-%d from %s failed: %s", name, pdata.index,
-                                    ctx.client_host, exc)
+                        log.warning(
+                            "acks=0 produce to %s-%d from %s failed: %s",
+                            name,
+                            pdata.index,
+                            ctx.client_host,
+                            exc,
+                        )
             partitions.append(
                 ctx.make(
                     "PartitionProduceResponse",

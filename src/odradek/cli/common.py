@@ -1,0 +1,80 @@
+"""Shared plumbing of the client commands (``odradek topics``, ``console-producer``, ``console-consumer``).
+
+- :class:`ArgumentParser`: argparse that reports a bad flag as ONE line on stderr
+  (``odradek topics: error: ...``) and raises :class:`UsageError` instead of exiting, so
+  ``main(argv)`` can return the status (2) instead of raising ``SystemExit``;
+- :func:`parse_args`: the parsed namespace, or the exit status for ``--help`` (0) and usage errors (2);
+- :func:`run`: runs a command's coroutine with ``asyncio.run`` and turns every expected failure
+  into one line on stderr and status 1: Kafka errors (unreachable broker, unknown topic, ...),
+  :class:`CommandError` (an invalid combination of flags), ``ValueError``; Ctrl-C ends with 130.
+  Unexpected exceptions are reported the same way, with their type, never as a traceback;
+- :func:`parse_key_values`: ``--property k=v`` / ``--config k=v`` lists to a dict.
+
+Call from the main thread, outside any running event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, NoReturn
+
+from odradek.errors import KafkaError
+
+__all__ = ["ArgumentParser", "CommandError", "UsageError", "parse_args", "parse_key_values", "run"]
+
+
+class UsageError(Exception):
+    """A command-line usage problem, already reported on stderr."""
+
+
+class CommandError(Exception):
+    """A failure to report as one line (the message) with exit status 1."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors and no ``sys.exit``."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise UsageError(message)
+
+
+def parse_args(parser: ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
+    """The namespace, or an exit status: 0 after ``--help``, 2 after a usage error."""
+    try:
+        return parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except UsageError:
+        return 2
+    except SystemExit as exc:  # --help / --version
+        return exc.code if isinstance(exc.code, int) else 0
+
+
+def parse_key_values(items: Sequence[str] | None, flag: str) -> dict[str, str]:
+    """``["a=1", "b=x=y"]`` -> ``{"a": "1", "b": "x=y"}``; CommandError for an item without ``=``."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(f"invalid {flag} {item!r}: expected key=value")
+        out[key.strip()] = value
+    return out
+
+
+def run(prog: str, main: Callable[[], Coroutine[Any, Any, int]], error_prefix: str | None = None) -> int:
+    """``asyncio.run(main())`` with every failure reported as one line on stderr."""
+    prefix = error_prefix if error_prefix is not None else f"{prog}: error: "
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except (KafkaError, CommandError, ValueError, OSError) as exc:
+        print(f"{prefix}{exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # never a traceback on the console
+        print(f"{prefix}unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,325 @@
+"""One client connection to a Kafka broker over asyncio streams (aiokafka's ``AIOKafkaConnection`` in small).
+
+Wire format (Kafka's): each request is a 4-byte big-endian size, a request header (v1, or v2 for
+flexible versions) and the body; each response a size, the correlation id (plus an empty
+tagged-field section for flexible versions other than ApiVersions) and the body. Encoding and
+decoding use :mod:`odradek.protocol.codec` (kio's generated classes).
+
+Several requests may be in flight: each gets the next correlation id and a future in
+``_pending``; one reader task takes frames off the socket, matches them by correlation id and
+resolves the futures (the broker answers in request order, but matching by id also discards the
+late answer to a request that timed out). Produce with ``acks=0`` gets no response and resolves
+to ``None`` as soon as it is written.
+
+:meth:`KafkaConnection.connect` opens the socket and negotiates versions with ApiVersions (v3,
+falling back to v0 when the broker answers UNSUPPORTED_VERSION); :meth:`version_for` then picks
+the highest version both sides support. :meth:`send` takes a kio request object and sends it at
+its own version, or converts it to ``api_version`` first (fields the target version lacks are
+dropped; a field it requires and the object lacks raises ``UnsupportedVersionError``).
+
+Failures raise :mod:`odradek.client.errors`: :class:`KafkaConnectionError` (cannot connect,
+closed by the broker: every pending request fails with it), :class:`KafkaTimeoutError` (no
+response within ``request_timeout_ms``; the connection stays usable), ``UnsupportedVersionError``
+(a version the broker does not serve). Error codes inside responses are left to the caller.
+
+A connection belongs to the event loop that connected it; call it only from that loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import struct
+from typing import Any
+
+from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
+from odradek.errors import ErrorCode, UnsupportedVersionError
+from odradek.protocol.codec import API_VERSIONS_KEY, api_schema, decode_response, encode_request
+from odradek.protocol.messages import build, nested
+
+__all__ = ["KafkaConnection", "RequestBuilder", "convert", "request_type"]
+
+log = logging.getLogger(__name__)
+
+PRODUCE_KEY = 0
+API_VERSIONS_VERSION = 3
+MAX_RESPONSE_BYTES = 1 << 30
+_I32 = struct.Struct(">i")
+
+
+def request_type(api_key: int, version: int) -> type:
+    """kio's request class of one API version; UnsupportedVersionError if kio has none."""
+    return api_schema(api_key, version).request_type
+
+
+class RequestBuilder:
+    """Builds a request of one (api_key, version) from a superset of fields, like the server's
+    ``RequestContext.response``: ``rb(**fields)`` the request, ``rb.make(name, **fields)`` a nested entity."""
+
+    def __init__(self, api_key: int, version: int) -> None:
+        self.api_key = api_key
+        self.version = version
+        self.type = request_type(api_key, version)
+
+    def __call__(self, **fields: Any) -> Any:
+        return build(self.type, **fields)
+
+    def make(self, entity: str, /, **fields: Any) -> Any:
+        return build(nested(self.type, entity), **fields)
+
+    def has(self, name: str) -> bool:
+        """Whether this version's request class has a field ``name``."""
+        return name in {f.name for f in dataclasses.fields(self.type)}
+
+
+def _convert_value(value: Any, target_root: type) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return convert(value, nested(target_root, type(value).__name__), target_root)
+    if isinstance(value, tuple):
+        return tuple(_convert_value(v, target_root) for v in value)
+    return value
+
+
+def convert(obj: Any, target: type, target_root: type | None = None) -> Any:
+    """``obj`` (a kio message or nested entity) as an instance of ``target`` (the same message at
+    another version). Fields ``target`` lacks are dropped; UnsupportedVersionError when ``target``
+    requires a field ``obj`` does not have."""
+    root = target_root or target
+    fields = {}
+    for f in dataclasses.fields(target):
+        if hasattr(obj, f.name):
+            fields[f.name] = _convert_value(getattr(obj, f.name), root)
+    try:
+        return target(**fields)
+    except TypeError as exc:
+        raise UnsupportedVersionError(
+            f"cannot express {type(obj).__name__} v{getattr(type(obj), '__version__', '?')} as "
+            f"v{getattr(target, '__version__', '?')}: {exc}"
+        ) from None
+
+
+class KafkaConnection:
+    """A connection to one broker. ``await KafkaConnection(host, port).connect()``; ``close()`` when done."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = "odradek",
+        request_timeout_ms: int = 30000,
+        connect_timeout_ms: int = 10000,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.connect_timeout_ms = connect_timeout_ms
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        """API key -> (min, max) the broker supports, filled by :meth:`connect`."""
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._read_task: asyncio.Task[None] | None = None
+        self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
+        self._correlation_ids = itertools.count(1)
+        self._closed_reason: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<KafkaConnection {self.host}:{self.port}{' closed' if self.closed else ''}>"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def closed(self) -> bool:
+        return self._writer is None or self._closed_reason is not None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def connect(self) -> KafkaConnection:
+        """Open the socket and negotiate API versions. Raises KafkaConnectionError."""
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), self.connect_timeout_ms / 1000
+            )
+        except TimeoutError:
+            raise KafkaConnectionError(
+                f"cannot connect to {self.address}: no answer within {self.connect_timeout_ms} ms"
+            ) from None
+        except OSError as exc:
+            raise KafkaConnectionError(f"cannot connect to {self.address}: {exc.strerror or exc}") from None
+        self._closed_reason = None
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        try:
+            await self._negotiate()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def _negotiate(self) -> None:
+        version = API_VERSIONS_VERSION
+        for _attempt in range(2):
+            rb = RequestBuilder(API_VERSIONS_KEY, version)
+            request = rb(client_software_name="odradek", client_software_version="0.1.0")
+            try:
+                response = await self.send(request)
+            except KafkaProtocolError:
+                response = None  # an UNSUPPORTED_VERSION answer comes in v0 format
+            if response is not None and response.error_code == ErrorCode.none:
+                self.api_versions = {
+                    int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
+                }
+                return
+            if version == 0:
+                break
+            version = 0
+        raise KafkaConnectionError(f"{self.address} did not answer ApiVersions; is it a Kafka broker?")
+
+    async def close(self) -> None:
+        """Close the socket; pending requests fail with KafkaConnectionError. Idempotent."""
+        self._fail_pending(f"connection to {self.address} was closed by the client")
+        writer, self._writer = self._writer, None
+        task, self._read_task = self._read_task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def __aenter__(self) -> KafkaConnection:
+        return await self.connect() if self._writer is None else self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- versions ----------------------------------------------------------------------------
+
+    def version_for(self, api_key: int, min_version: int = 0, max_version: int | None = None) -> int:
+        """The highest version of ``api_key`` in both the broker's range and [min, max].
+
+        ``max_version`` None means the highest version kio has a class for. Raises
+        UnsupportedVersionError when the ranges do not overlap (or the broker lacks the API).
+        """
+        if api_key not in self.api_versions:
+            raise UnsupportedVersionError(f"broker {self.address} does not support API key {api_key}")
+        lo, hi = self.api_versions[api_key]
+        top = hi if max_version is None else min(hi, max_version)
+        for version in range(top, max(lo, min_version) - 1, -1):
+            try:
+                request_type(api_key, version)
+            except UnsupportedVersionError:
+                continue
+            return version
+        raise UnsupportedVersionError(
+            f"broker {self.address} supports API key {api_key} v{lo}..v{hi}; this client needs "
+            f"v{min_version}..v{max_version if max_version is not None else 'any'}"
+        )
+
+    def builder(self, api_key: int, min_version: int = 0, max_version: int | None = None) -> RequestBuilder:
+        """A :class:`RequestBuilder` at :meth:`version_for` of ``api_key``."""
+        return RequestBuilder(api_key, self.version_for(api_key, min_version, max_version))
+
+    # --- requests ----------------------------------------------------------------------------
+
+    async def send(self, request: Any, api_version: int | None = None, *, timeout_ms: int | None = None) -> Any:
+        """Send a kio request object and return the decoded response (None for acks=0 Produce).
+
+        Raises KafkaConnectionError, KafkaTimeoutError, KafkaProtocolError, UnsupportedVersionError.
+        """
+        cls = type(request)
+        api_key = int(cls.__api_key__)
+        if api_version is not None and api_version != cls.__version__:
+            request = convert(request, request_type(api_key, api_version))
+            cls = type(request)
+        version = int(cls.__version__)
+        supported = self.api_versions.get(api_key)
+        if self.api_versions and (supported is None or not supported[0] <= version <= supported[1]):
+            raise UnsupportedVersionError(
+                f"broker {self.address} does not support API key {api_key} v{version}"
+                + (f" (supports v{supported[0]}..v{supported[1]})" if supported else "")
+            )
+        writer = self._writer
+        if writer is None or self._closed_reason is not None:
+            raise KafkaConnectionError(self._closed_reason or f"not connected to {self.address}")
+        correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
+        frame = encode_request(api_schema(api_key, version), correlation_id, self.client_id, request)
+        expect_response = not (api_key == PRODUCE_KEY and getattr(request, "acks", -1) == 0)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if expect_response:
+            self._pending[correlation_id] = (api_key, version, future)
+        try:
+            writer.write(frame)
+            await writer.drain()
+        except (OSError, RuntimeError) as exc:
+            self._pending.pop(correlation_id, None)
+            self._fail_pending(f"connection to {self.address} failed: {exc}")
+            raise KafkaConnectionError(f"cannot send to {self.address}: {exc}") from None
+        if not expect_response:
+            return None
+        timeout = (self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            self._pending.pop(correlation_id, None)
+            raise KafkaTimeoutError(
+                f"no response from {self.address} to API key {api_key} v{version} within {timeout * 1000:.0f} ms"
+            ) from None
+
+    async def _read_loop(self) -> None:
+        reader = self._reader
+        assert reader is not None
+        reason = f"connection to {self.address} was closed by the broker"
+        try:
+            while True:
+                head = await reader.readexactly(4)
+                (size,) = _I32.unpack(head)
+                if size < 4 or size > MAX_RESPONSE_BYTES:
+                    reason = f"invalid response size {size} from {self.address}"
+                    break
+                frame = await reader.readexactly(size)
+                self._dispatch(frame)
+        except asyncio.IncompleteReadError:
+            pass
+        except OSError as exc:
+            reason = f"connection to {self.address} failed: {exc}"
+        except asyncio.CancelledError:
+            return
+        self._fail_pending(reason)
+        if self._writer is not None:
+            self._writer.close()
+
+    def _dispatch(self, frame: bytes) -> None:
+        (correlation_id,) = _I32.unpack_from(frame, 0)
+        entry = self._pending.pop(correlation_id, None)
+        if entry is None:
+            log.debug("%s: dropping response to unknown correlation id %d", self.address, correlation_id)
+            return
+        api_key, version, future = entry
+        if future.done():
+            return
+        try:
+            _, response = decode_response(api_key, version, frame)
+        except Exception as exc:
+            future.set_exception(
+                KafkaProtocolError(
+                    f"cannot decode the response of API key {api_key} v{version} from {self.address}: {exc}"
+                )
+            )
+            return
+        future.set_result(response)
+
+    def _fail_pending(self, reason: str) -> None:
+        if self._closed_reason is None:
+            self._closed_reason = reason
+        pending, self._pending = self._pending, {}
+        for _api_key, _version, future in pending.values():
+            if not future.done():
+                future.set_exception(KafkaConnectionError(reason))

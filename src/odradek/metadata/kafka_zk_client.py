@@ -1,0 +1,523 @@
+"""Kafka's ``KafkaZkClient`` verbs over a :class:`~odradek.metadata.store.CoordinationStore`.
+
+Everything the broker, the controller and the admin tools read or write in the coordination store
+goes through these verbs, so the znode layout of :mod:`odradek.metadata.znodes` is used in one
+place. Every method is a coroutine called from the store's event loop.
+
+Broker start-up::
+
+    zk = KafkaZkClient(store)
+    await zk.create_top_level_paths()
+    cluster_id = await zk.get_or_create_cluster_id()
+    await zk.register_broker(BrokerInfo(id=broker_id, host=host, port=port, endpoints=[...]))
+    store.watch_data(ControllerZNode.path(), on_controller_change)   # re-run the election
+    elected = await zk.try_elect_controller(broker_id)  # (epoch, epoch_zk_version) or None
+
+Fencing: :meth:`try_elect_controller` creates ``/controller`` and bumps ``/controller_epoch`` in one
+``multi`` conditioned on the epoch znode's version; the controller then passes that version as
+``controller_epoch_zk_version`` to :meth:`update_leader_and_isr`, so a deposed controller's
+writes fail with :class:`ControllerMovedError` instead of overwriting the new controller's.
+
+Topic deletion, Kafka's way: the admin side marks the topic with :meth:`request_topic_deletion`
+(``/admin/delete_topics/<t>``); the controller, watching that folder, stops the replicas, calls
+:meth:`delete_topic` (``/brokers/topics/<t>`` recursively and ``/config/topics/<t>``) and then
+:meth:`delete_topic_deletion` (removes the mark). A tool without a controller may call the three
+in a row: the znodes go at once.
+
+Topic ids are ``uuid.UUID`` in Python and Kafka's 22-character base64 form in the znode;
+``ZERO_UUID`` stands for "no id".
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+
+from odradek.errors import TopicExistsError
+from odradek.metadata.codec import ZERO_UUID, uuid_to_kafka_string
+from odradek.metadata.errors import (
+    BadVersionError,
+    BrokerIdAlreadyRegisteredError,
+    ControllerMovedError,
+    NodeExistsError,
+    NoNodeError,
+)
+from odradek.metadata.store import (
+    ANY_VERSION,
+    CheckVersionOp,
+    CoordinationStore,
+    CreateOp,
+    Op,
+    SetDataOp,
+    ZnodeStat,
+)
+from odradek.metadata.znodes import (
+    BrokerIdsZNode,
+    BrokerIdZNode,
+    BrokerInfo,
+    ClusterIdZNode,
+    ConfigEntityChangeNotificationSequenceZNode,
+    ConfigEntityZNode,
+    ConfigType,
+    ConsumerOffsetZNode,
+    ControllerEpochZNode,
+    ControllerZNode,
+    DeleteTopicsTopicZNode,
+    DeleteTopicsZNode,
+    IsrChangeNotificationSequenceZNode,
+    IsrChangeNotificationZNode,
+    LeaderAndIsr,
+    PartitionAssignment,
+    ReassignPartitionsZNode,
+    TopicAssignment,
+    TopicPartition,
+    TopicPartitionLike,
+    TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+    TopicsZNode,
+    TopicZNode,
+    ZkData,
+)
+
+__all__ = ["KafkaZkClient", "new_cluster_id"]
+
+
+def new_cluster_id() -> str:
+    """A random cluster id as Kafka makes it: ``Uuid.randomUuid().toString`` (22 base64 characters)."""
+    return uuid_to_kafka_string(uuid.uuid4())
+
+
+class KafkaZkClient:
+    """Kafka's verbs on the znode layout; see the module docstring. Loop-only, like the store."""
+
+    def __init__(self, store: CoordinationStore) -> None:
+        self.store = store
+
+    # -- cluster --------------------------------------------------------------------------------------
+
+    async def create_top_level_paths(self) -> None:
+        """Create :meth:`ZkData.persistent_paths` (idempotent; safe to race with other brokers)."""
+        for path in ZkData.persistent_paths():
+            await self.store.ensure_path(path)
+
+    async def get_or_create_cluster_id(self, proposed: str | None = None) -> str:
+        """The cluster id in ``/cluster/id``, writing ``proposed`` (or a new one) the first time."""
+        try:
+            data, _ = await self.store.get(ClusterIdZNode.path())
+            return ClusterIdZNode.decode(data)
+        except NoNodeError:
+            pass
+        cluster_id = proposed or new_cluster_id()
+        try:
+            await self.store.create(ClusterIdZNode.path(), ClusterIdZNode.encode(cluster_id), makepath=True)
+            return cluster_id
+        except NodeExistsError:
+            data, _ = await self.store.get(ClusterIdZNode.path())
+            return ClusterIdZNode.decode(data)
+
+    # -- brokers --------------------------------------------------------------------------------------
+
+    async def register_broker(self, info: BrokerInfo) -> None:
+        """Create the ephemeral ``/brokers/ids/<id>``.
+
+        If it exists and belongs to this session (a retried registration), it is left alone;
+        otherwise raises :class:`BrokerIdAlreadyRegisteredError`.
+        """
+        path = BrokerIdZNode.path(info.id)
+        try:
+            await self.store.create(path, BrokerIdZNode.encode(info), ephemeral=True, makepath=True)
+        except NodeExistsError:
+            stat = await self.store.exists(path)
+            if stat is not None and stat.ephemeral_owner == self.store.session_id:
+                return
+            raise BrokerIdAlreadyRegisteredError(
+                f"broker id {info.id} already registered: {path} exists and belongs to another "
+                "live broker; give each broker a unique broker.id",
+                path,
+            ) from None
+
+    async def get_broker(self, broker_id: int) -> BrokerInfo | None:
+        try:
+            data, _ = await self.store.get(BrokerIdZNode.path(broker_id))
+        except NoNodeError:
+            return None
+        return BrokerIdZNode.decode(broker_id, data)
+
+    async def get_all_broker_ids(self) -> list[int]:
+        """Registered broker ids, ascending; children that are not integers are skipped."""
+        try:
+            children = await self.store.get_children(BrokerIdsZNode.path())
+        except NoNodeError:
+            return []
+        return sorted(int(c) for c in children if c.lstrip("-").isdigit())
+
+    async def get_all_brokers(self) -> list[BrokerInfo]:
+        """Registered brokers by ascending id (brokers that leave meanwhile are skipped)."""
+        brokers = []
+        for broker_id in await self.get_all_broker_ids():
+            info = await self.get_broker(broker_id)
+            if info is not None:
+                brokers.append(info)
+        return brokers
+
+    # -- controller -----------------------------------------------------------------------------------
+
+    async def get_controller_id(self) -> int | None:
+        try:
+            data, _ = await self.store.get(ControllerZNode.path())
+        except NoNodeError:
+            return None
+        return ControllerZNode.decode(data)
+
+    async def try_create_controller(self, broker_id: int) -> bool:
+        """Create the ephemeral ``/controller`` for ``broker_id``; False if another broker holds it."""
+        try:
+            await self.store.create(ControllerZNode.path(), ControllerZNode.encode(broker_id), ephemeral=True)
+            return True
+        except NodeExistsError:
+            return False
+
+    async def get_controller_epoch(self) -> tuple[int, int] | None:
+        """``(controller_epoch, znode version)`` or None before the first election."""
+        try:
+            data, stat = await self.store.get(ControllerEpochZNode.path())
+        except NoNodeError:
+            return None
+        return ControllerEpochZNode.decode(data), stat.version
+
+    async def increment_controller_epoch(self) -> int:
+        """Bump ``/controller_epoch`` (create it with 1 the first time); return the new epoch.
+
+        Conditional on the version read, so two racing controllers cannot both succeed: the
+        loser gets :class:`ControllerMovedError`.
+        """
+        epoch, _ = await self._increment_controller_epoch()
+        return epoch
+
+    async def _increment_controller_epoch(self) -> tuple[int, int]:
+        path = ControllerEpochZNode.path()
+        current = await self.get_controller_epoch()
+        if current is None:
+            try:
+                await self.store.create(path, ControllerEpochZNode.encode(1))
+                return 1, 0
+            except NodeExistsError:
+                raise ControllerMovedError(f"{path} was created by another controller") from None
+        epoch, version = current
+        try:
+            stat = await self.store.set(path, ControllerEpochZNode.encode(epoch + 1), version)
+        except BadVersionError:
+            raise ControllerMovedError(f"{path} moved past epoch {epoch}: another controller") from None
+        return epoch + 1, stat.version
+
+    async def try_elect_controller(self, broker_id: int) -> tuple[int, int] | None:
+        """Kafka's ``registerControllerAndIncrementControllerEpoch``, atomically.
+
+        Returns ``(controller_epoch, epoch_zk_version)`` when this broker became controller, or
+        None when ``/controller`` is held by another broker (watch it and try again when it goes).
+        """
+        for _ in range(10):
+            if await self.store.exists(ControllerZNode.path()) is not None:
+                return None
+            current = await self.get_controller_epoch()
+            if current is None:
+                try:
+                    await self.store.create(ControllerEpochZNode.path(), ControllerEpochZNode.encode(0))
+                except NodeExistsError:
+                    pass
+                continue
+            epoch, version = current
+            ops: list[Op] = [
+                CreateOp(ControllerZNode.path(), ControllerZNode.encode(broker_id), ephemeral=True),
+                SetDataOp(ControllerEpochZNode.path(), ControllerEpochZNode.encode(epoch + 1), version),
+            ]
+            try:
+                results = await self.store.multi(ops)
+            except NodeExistsError:
+                return None
+            except BadVersionError:
+                continue  # the epoch moved: re-read and retry
+            stat = results[1]
+            assert isinstance(stat, ZnodeStat)
+            return epoch + 1, stat.version
+        raise ControllerMovedError(f"{ControllerEpochZNode.path()} keeps changing; election abandoned")
+
+    # -- topics ---------------------------------------------------------------------------------------
+
+    async def get_all_topics(self) -> list[str]:
+        try:
+            return await self.store.get_children(TopicsZNode.path())
+        except NoNodeError:
+            return []
+
+    async def topic_exists(self, topic: str) -> bool:
+        return await self.store.exists(TopicZNode.path(topic)) is not None
+
+    async def create_topic_assignment(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        configs: Mapping[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> uuid.UUID:
+        """Write ``/config/topics/<t>`` then ``/brokers/topics/<t>``; returns the topic id.
+
+        Kafka's order, so the config exists when the controller sees the topic. A new topic id is
+        generated unless given (Kafka 2.8+), so the topic znode is written in version 2 (with
+        ``topic_id``). Raises :class:`TopicExistsError`.
+        """
+        if await self.topic_exists(topic):
+            raise TopicExistsError(f"Topic '{topic}' already exists.")
+        topic_id = topic_id or uuid.uuid4()
+        config_path = ConfigEntityZNode.path(ConfigType.TOPIC, topic)
+        config_data = ConfigEntityZNode.encode(configs or {})
+        try:
+            await self.store.create(config_path, config_data, makepath=True)
+        except NodeExistsError:
+            await self.store.set(config_path, config_data)  # leftover of an interrupted deletion
+        try:
+            await self.store.create(TopicZNode.path(topic), TopicZNode.encode(assignment, topic_id), makepath=True)
+        except NodeExistsError:
+            raise TopicExistsError(f"Topic '{topic}' already exists.") from None
+        return topic_id
+
+    async def set_topic_assignment(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        topic_id: uuid.UUID | None = None,
+        expected_zk_version: int = ANY_VERSION,
+    ) -> int:
+        """Replace the topic's assignment (CreatePartitions, reassignment); returns the new version.
+
+        ``topic_id`` None or ``ZERO_UUID`` writes no id. Raises :class:`NoNodeError` for an
+        unknown topic, :class:`BadVersionError` on a conflict.
+        """
+        if topic_id == ZERO_UUID:
+            topic_id = None
+        data = TopicZNode.encode(assignment, topic_id)
+        stat = await self.store.set(TopicZNode.path(topic), data, expected_zk_version)
+        return stat.version
+
+    async def get_replica_assignment_and_topic_id(self, topic: str) -> TopicAssignment | None:
+        """The full ``/brokers/topics/<t>`` value (with adding/removing replicas), or None."""
+        try:
+            data, _ = await self.store.get(TopicZNode.path(topic))
+        except NoNodeError:
+            return None
+        return TopicZNode.decode(topic, data)
+
+    async def get_topic_assignment(self, topic: str) -> tuple[dict[int, list[int]] | None, uuid.UUID]:
+        """``(partition id -> replicas, topic id)``, partitions ascending.
+
+        ``(None, ZERO_UUID)`` for an unknown topic; the id is ``ZERO_UUID`` for a topic written
+        without one (Kafka before 2.8).
+        """
+        assignment = await self.get_replica_assignment_and_topic_id(topic)
+        if assignment is None:
+            return None, ZERO_UUID
+        partitions = {p: list(r) for p, r in assignment.partitions.items()}
+        return partitions, assignment.topic_id or ZERO_UUID
+
+    async def request_topic_deletion(self, topic: str) -> None:
+        """Mark ``topic`` for deletion: create ``/admin/delete_topics/<t>`` (idempotent).
+
+        Kafka's ``createDeleteTopicPath``: the admin side of a deletion.
+        """
+        try:
+            await self.store.create(DeleteTopicsTopicZNode.path(topic), makepath=True)
+        except NodeExistsError:
+            pass
+
+    async def get_topic_deletions(self) -> list[str]:
+        """Topics marked for deletion (children of ``/admin/delete_topics``), sorted."""
+        try:
+            return await self.store.get_children(DeleteTopicsZNode.path())
+        except NoNodeError:
+            return []
+
+    async def delete_topic(self, topic: str) -> None:
+        """Delete ``/brokers/topics/<t>`` (recursively: partition states) and ``/config/topics/<t>``.
+
+        The controller's step once the replicas are stopped. Idempotent: missing znodes are
+        skipped. The deletion mark stays until :meth:`delete_topic_deletion`, Kafka's order, so a
+        controller that fails over midway finds the topic still marked and finishes the job.
+        """
+        for path, recursive in (
+            (TopicZNode.path(topic), True),
+            (ConfigEntityZNode.path(ConfigType.TOPIC, topic), False),
+        ):
+            try:
+                await self.store.delete(path, recursive=recursive)
+            except NoNodeError:
+                pass
+
+    async def delete_topic_deletion(self, topic: str) -> None:
+        """Remove the mark ``/admin/delete_topics/<t>`` (Kafka's ``deleteTopicDeletions``); idempotent."""
+        try:
+            await self.store.delete(DeleteTopicsTopicZNode.path(topic))
+        except NoNodeError:
+            pass
+
+    # -- partition state ------------------------------------------------------------------------------
+
+    async def create_partition_state(self, tp: TopicPartitionLike, state: LeaderAndIsr) -> int:
+        """Create ``.../partitions/<p>/state`` (and its parents); returns its zk_version (0).
+
+        ``state.zk_version`` is ignored. Raises :class:`NodeExistsError` if the partition already
+        has a state.
+        """
+        await self.store.create(
+            TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), makepath=True
+        )
+        return 0
+
+    async def update_leader_and_isr(
+        self,
+        tp: TopicPartitionLike,
+        state: LeaderAndIsr,
+        expected_zk_version: int,
+        controller_epoch_zk_version: int | None = None,
+    ) -> int:
+        """Conditionally replace the partition state; returns the znode's new version (zk_version).
+
+        Raises :class:`BadVersionError` if the state znode moved (someone else updated it), and, if
+        ``controller_epoch_zk_version`` is given, :class:`ControllerMovedError` when
+        ``/controller_epoch`` is no longer at that version.
+        """
+        path = TopicPartitionStateZNode.path(tp)
+        data = TopicPartitionStateZNode.encode(state)
+        if controller_epoch_zk_version is None:
+            stat = await self.store.set(path, data, expected_zk_version)
+        else:
+            ops: list[Op] = [
+                CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version),
+                SetDataOp(path, data, expected_zk_version),
+            ]
+            try:
+                results = await self.store.multi(ops)
+            except BadVersionError as e:
+                if e.path == ControllerEpochZNode.path():
+                    raise ControllerMovedError(
+                        f"controller epoch moved past zk version {controller_epoch_zk_version}"
+                    ) from None
+                raise
+            result = results[1]
+            assert isinstance(result, ZnodeStat)
+            stat = result
+        return stat.version
+
+    async def get_partition_state(self, tp: TopicPartitionLike) -> LeaderAndIsr | None:
+        try:
+            data, stat = await self.store.get(TopicPartitionStateZNode.path(tp))
+        except NoNodeError:
+            return None
+        return TopicPartitionStateZNode.decode(tp, data, stat.version)
+
+    async def get_partition_states(self, topic: str) -> dict[int, LeaderAndIsr]:
+        """The state of every partition of ``topic`` that has one, by partition id."""
+        try:
+            children = await self.store.get_children(TopicPartitionsZNode.path(topic))
+        except NoNodeError:
+            return {}
+        states = {}
+        for partition in sorted(int(c) for c in children if c.isdigit()):
+            state = await self.get_partition_state(TopicPartition(topic, partition))
+            if state is not None:
+                states[partition] = state
+        return states
+
+    async def propagate_isr_changes(self, partitions: Iterable[TopicPartitionLike]) -> str:
+        """Write an ``isr_change_`` sequential notification (the controller then refreshes metadata)."""
+        return await self.store.create(
+            IsrChangeNotificationSequenceZNode.path(),
+            IsrChangeNotificationSequenceZNode.encode(partitions),
+            sequential=True,
+            makepath=True,
+        )
+
+    async def pop_isr_change_notifications(self) -> set[TopicPartition]:
+        """Read and delete every pending ISR change notification (the controller's side)."""
+        parent = IsrChangeNotificationZNode.path()
+        changed: set[TopicPartition] = set()
+        try:
+            children = await self.store.get_children(parent)
+        except NoNodeError:
+            return changed
+        for child in children:
+            path = f"{parent}/{child}"
+            try:
+                data, _ = await self.store.get(path)
+                changed |= IsrChangeNotificationSequenceZNode.decode(path, data)
+                await self.store.delete(path)
+            except NoNodeError:
+                pass
+        return changed
+
+    # -- reassignment ---------------------------------------------------------------------------------
+
+    async def get_partition_reassignment(self) -> list[PartitionAssignment]:
+        try:
+            data, _ = await self.store.get(ReassignPartitionsZNode.path())
+        except NoNodeError:
+            return []
+        return ReassignPartitionsZNode.decode(data)
+
+    async def set_partition_reassignment(self, assignments: Iterable[PartitionAssignment]) -> None:
+        """Create or replace ``/admin/reassign_partitions``."""
+        data = ReassignPartitionsZNode.encode(assignments)
+        try:
+            await self.store.create(ReassignPartitionsZNode.path(), data, makepath=True)
+        except NodeExistsError:
+            await self.store.set(ReassignPartitionsZNode.path(), data)
+
+    async def delete_partition_reassignment(self) -> None:
+        try:
+            await self.store.delete(ReassignPartitionsZNode.path())
+        except NoNodeError:
+            pass
+
+    # -- configs ----------------------------------------------------------------------------------------
+
+    async def get_entity_configs(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        """Overrides of one entity (``ConfigType.TOPIC``, ``"t"``); empty if none."""
+        try:
+            data, _ = await self.store.get(ConfigEntityZNode.path(entity_type, entity_name))
+        except NoNodeError:
+            return {}
+        return ConfigEntityZNode.decode(entity_type, entity_name, data)
+
+    async def set_entity_configs(self, entity_type: str, entity_name: str, configs: Mapping[str, str]) -> None:
+        """Replace the entity's overrides, then write a ``config_change_`` notification."""
+        path = ConfigEntityZNode.path(entity_type, entity_name)
+        data = ConfigEntityZNode.encode(configs)
+        try:
+            await self.store.set(path, data)
+        except NoNodeError:
+            await self.store.create(path, data, makepath=True)
+        await self.store.create(
+            ConfigEntityChangeNotificationSequenceZNode.create_path(),
+            ConfigEntityChangeNotificationSequenceZNode.encode(f"{entity_type}/{entity_name}"),
+            sequential=True,
+            makepath=True,
+        )
+
+    # -- consumer offsets (ZooKeeper-stored, seed 004) ----------------------------------------------
+
+    async def get_consumer_offset(self, group: str, tp: TopicPartitionLike) -> int | None:
+        try:
+            data, _ = await self.store.get(ConsumerOffsetZNode.path(group, tp.topic, tp.partition))
+        except NoNodeError:
+            return None
+        return ConsumerOffsetZNode.decode(group, tp.topic, tp.partition, data)
+
+    async def set_consumer_offset(self, group: str, tp: TopicPartitionLike, offset: int) -> None:
+        path = ConsumerOffsetZNode.path(group, tp.topic, tp.partition)
+        data = ConsumerOffsetZNode.encode(offset)
+        try:
+            await self.store.set(path, data)
+        except NoNodeError:
+            try:
+                await self.store.create(path, data, makepath=True)
+            except NodeExistsError:
+                await self.store.set(path, data)

@@ -1,0 +1,92 @@
+"""AlterConfigs (key 33): replace the config overrides of topics.
+
+v0..v2. For a topic (resource type 2) the given entries become the topic's complete set of
+overrides: keys left out go back to the broker's defaults. Each resource is answered on its own:
+
+- UNKNOWN_TOPIC_OR_PARTITION (no such topic), INVALID_TOPIC_EXCEPTION (invalid name);
+- INVALID_CONFIG: unknown key or a value of the wrong type or range (nothing is changed);
+- INVALID_REQUEST: a key named twice, a null value, a broker resource (type 4: dynamic broker
+  configs are not supported; ``server.properties`` is the only source of broker configs) or any
+  other resource type.
+
+With ``validate_only`` everything is checked and nothing written. A change is written to the
+metadata store (``/config/topics/<topic>`` plus a change notification) and applied to this
+broker's logs before the answer; other brokers apply it when they see the notification.
+:func:`check_resource` and :func:`check_topic` are shared with IncrementalAlterConfigs.
+Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from odradek.server.admin_manager import validate_topic_name
+from odradek.server.apis.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, topic_exists
+from odradek.server.request import RequestContext
+
+API_KEY = 33
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+log = logging.getLogger(__name__)
+
+
+def check_resource(ctx: RequestContext, resource_type: int, names: Iterable[str]) -> None:
+    """Raise for a resource that cannot be altered or a key named twice."""
+    if resource_type == RESOURCE_BROKER:
+        raise InvalidRequestError("dynamic broker configs are not supported: set broker configs in server.properties")
+    if resource_type != RESOURCE_TOPIC:
+        raise InvalidRequestError(f"Unsupported resource type: {resource_type}")
+    duplicates = sorted(name for name, n in Counter(names).items() if n > 1)
+    if duplicates:
+        raise InvalidRequestError(f"Error due to duplicate config keys: {', '.join(duplicates)}")
+
+
+async def check_topic(ctx: RequestContext, name: str) -> None:
+    """Raise INVALID_TOPIC_EXCEPTION or UNKNOWN_TOPIC_OR_PARTITION unless ``name`` is a topic."""
+    validate_topic_name(name)
+    if not await topic_exists(ctx.broker, name):
+        raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+
+
+async def alter_topic(ctx: RequestContext, name: str, overrides: Mapping[str, str], validate_only: bool) -> None:
+    """Validate and (unless ``validate_only``) store ``overrides`` as the topic's overrides."""
+    await check_topic(ctx, name)
+    await ctx.broker.admin.set_topic_overrides(name, dict(overrides), validate_only)
+
+
+async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
+    check_resource(ctx, resource.resource_type, (c.name for c in resource.configs))
+    nulls = [c.name for c in resource.configs if c.value is None]
+    if nulls:
+        raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
+    await alter_topic(ctx, resource.resource_name, {c.name: c.value for c in resource.configs}, validate_only)
+
+
+async def handle(ctx: RequestContext) -> Any:
+    validate_only = bool(ctx.request.validate_only)
+    responses = []
+    for resource in ctx.request.resources:
+        error, message = ErrorCode.none, None
+        try:
+            await _alter(ctx, resource, validate_only)
+        except KafkaError as exc:
+            error, message = exc.error_code, str(exc) or None
+        except Exception as exc:
+            log.exception("AlterConfigs of %s failed", resource.resource_name)
+            error, message = ErrorCode.unknown_server_error, f"unexpected error: {exc}"
+        responses.append(
+            ctx.make(
+                "AlterConfigsResourceResponse",
+                error_code=error,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return ctx.response(throttle_time=datetime.timedelta(0), responses=tuple(responses))

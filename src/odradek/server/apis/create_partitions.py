@@ -1,0 +1,77 @@
+"""CreatePartitions (key 37): raise the partition count of existing topics.
+
+v0..v3. Each topic is answered on its own with ``error_code`` and ``error_message``:
+
+- ``count`` is the new total; it must be larger than the current count (INVALID_PARTITIONS
+  otherwise, also when equal, as Kafka);
+- ``assignments`` (null for automatic placement) gives the replicas of each new partition, one
+  entry per new partition (else INVALID_REQUEST), each with the topic's replication factor and
+  live, distinct brokers (INVALID_REPLICATION_FACTOR / INVALID_REPLICA_ASSIGNMENT);
+- UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist, INVALID_REQUEST for a topic named
+  twice in one request;
+- with ``validate_only`` nothing is written. Otherwise the answer waits, up to ``timeout``, until
+  this broker's metadata shows every new partition with a leader; a timeout > 0 that expires
+  first gives REQUEST_TIMED_OUT (the partitions are still created).
+
+Topics are handled concurrently. Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections import Counter
+from typing import Any
+
+from odradek.errors import ErrorCode, KafkaError
+from odradek.server.request import RequestContext
+
+API_KEY = 37
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+log = logging.getLogger(__name__)
+
+
+def _leaders_ready(ctx: RequestContext, name: str, count: int) -> bool:
+    meta = ctx.broker.metadata_cache.topic(name)
+    return (
+        meta is not None
+        and len(meta.partitions) >= count
+        and all(state.leader >= 0 for state in meta.partitions.values())
+    )
+
+
+async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
+    try:
+        assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
+        await ctx.broker.admin.create_partitions(
+            topic.name, topic.count, assignments, validate_only, max(timeout_ms, 0)
+        )
+        if not validate_only and timeout_ms > 0 and not _leaders_ready(ctx, topic.name, topic.count):
+            return ErrorCode.request_timed_out, f"Timed out waiting for the new partitions of {topic.name}."
+        return ErrorCode.none, None
+    except KafkaError as exc:
+        return exc.error_code, str(exc) or None
+    except Exception as exc:
+        log.exception("CreatePartitions of %s failed", topic.name)
+        return ErrorCode.unknown_server_error, f"unexpected error: {exc}"
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    timeout_ms = int(req.timeout.total_seconds() * 1000)
+    validate_only = bool(req.validate_only)
+    counts = Counter(t.name for t in req.topics)
+    unique = [t for t in req.topics if counts[t.name] == 1]
+    outcomes = iter(await asyncio.gather(*(_grow(ctx, t, validate_only, timeout_ms) for t in unique)))
+    results = []
+    for t in req.topics:
+        message: str | None
+        if counts[t.name] > 1:
+            error, message = ErrorCode.invalid_request, "Duplicate topic in request."
+        else:
+            error, message = next(outcomes)
+        results.append(ctx.make("CreatePartitionsTopicResult", name=t.name, error_code=error, error_message=message))
+    return ctx.response(throttle_time=datetime.timedelta(0), results=tuple(results))

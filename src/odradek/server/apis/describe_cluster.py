@@ -1,0 +1,49 @@
+"""DescribeCluster (key 60): cluster id, controller id and live brokers.
+
+v0..v2, answered from this broker's metadata cache. ``brokers`` lists every live broker with
+host, port and rack (``is_fenced`` false from v2: brokers registered in the metadata store are
+never fenced). ``endpoint_type`` (v1+) 1 describes brokers; 2 (controllers, a KRaft notion) is
+answered with UNSUPPORTED_ENDPOINT_TYPE and no brokers. ``controller_id`` is -1 while no
+controller is known. Cluster authorized operations are not computed (the "omitted" value).
+Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 60
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+ENDPOINT_BROKERS = 1
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+async def handle(ctx: RequestContext) -> Any:
+    cache = ctx.broker.metadata_cache
+    endpoint_type = getattr(ctx.request, "endpoint_type", ENDPOINT_BROKERS)
+    error, message = ErrorCode.none, None
+    brokers: tuple[Any, ...] = ()
+    if endpoint_type != ENDPOINT_BROKERS:
+        error = ErrorCode.unsupported_endpoint_type
+        message = f"Unsupported endpoint type {endpoint_type}: odradek brokers only describe brokers (1)"
+    else:
+        brokers = tuple(
+            ctx.make("DescribeClusterBroker", broker_id=b.id, host=b.host, port=b.port, rack=b.rack, is_fenced=False)
+            for b in sorted(cache.brokers.values(), key=lambda b: b.id)
+        )
+    return ctx.response(
+        throttle_time=datetime.timedelta(0),
+        error_code=error,
+        error_message=message,
+        endpoint_type=endpoint_type,
+        cluster_id=ctx.broker.cluster_id,
+        controller_id=cache.controller_id,
+        brokers=brokers,
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )

@@ -1,0 +1,278 @@
+"""DescribeConfigs (key 32): the configuration of topics and of this broker.
+
+v1..v4 (v4 is the first flexible version). Each resource is answered on its own:
+
+- **topic** (resource type 2): every key of the topic config table (or only ``configuration_keys``
+  when that list is non-empty; null or empty means all, unknown keys are left out). The value of a
+  key is the topic's override if it has one (``config_source`` 1, DYNAMIC_TOPIC_CONFIG), else the
+  broker's value for the key's broker synonym: 4 (STATIC_BROKER_CONFIG) when that synonym is set in
+  ``server.properties``, 5 (DEFAULT_CONFIG) otherwise. An invalid topic name gets
+  INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
+- **broker** (resource type 4): every broker key; 4 when set in ``server.properties``, 5 when the
+  value is the default. The resource name must be this broker's id; the empty name (the
+  cluster-wide dynamic defaults) answers an empty list, since odradek has no dynamic broker configs.
+  Any other name gets INVALID_REQUEST. Broker configs are read-only (``read_only`` true).
+- any other resource type: INVALID_REQUEST.
+
+``include_synonyms`` lists, per key, every place a value comes from, highest priority first (the
+topic override, then the broker keys that are set, then broker keys with a default), as Kafka's
+``ConfigHelper`` does: ``retention.ms`` has the synonyms ``log.retention.ms``,
+``log.retention.minutes`` and ``log.retention.hours``. ``config_type`` (v3+) uses Kafka's
+``ConfigType`` ids; ``documentation`` (v3+) is sent when ``include_documentation``. Password keys
+are ``is_sensitive`` with a null value.
+
+Values are rendered as Kafka renders them: booleans ``true``/``false``, lists comma-separated,
+no value as null. :func:`topic_config_entries` is also used by CreateTopics (v5+ returns the
+new topic's configs). Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from odradek.configdef import ConfigDef, ConfigKey
+from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from odradek.server.admin_manager import validate_topic_name
+from odradek.server.config import BROKER_CONFIGS
+from odradek.server.request import RequestContext
+from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
+
+if TYPE_CHECKING:
+    from odradek.server.broker import Broker
+
+API_KEY = 32
+MIN_VERSION = 1
+MAX_VERSION = 4
+
+log = logging.getLogger(__name__)
+
+# Kafka's ConfigResource.Type ids.
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
+
+# Kafka's DescribeConfigsResponse.ConfigSource ids.
+UNKNOWN_CONFIG = 0
+DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+
+# Kafka's DescribeConfigsResponse.ConfigType ids.
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "password": 9}
+
+# Broker keys that set the same value, highest priority first (Kafka's synonym chains).
+BROKER_SYNONYM_CHAINS: dict[str, tuple[str, ...]] = {
+    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "log.retention.minutes": ("log.retention.minutes", "log.retention.hours"),
+    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "log.dirs": ("log.dirs", "log.dir"),
+}
+
+
+@dataclass(slots=True)
+class ConfigEntry:
+    """One described config key, independent of the response version."""
+
+    name: str
+    value: str | None
+    source: int
+    is_sensitive: bool = False
+    read_only: bool = False
+    synonyms: list[tuple[str, str | None, int]] = field(default_factory=list)
+    config_type: int = 0
+    documentation: str | None = None
+
+
+def render_value(value: Any) -> str | None:
+    """A typed config value as Kafka prints it (``ConfigDef.convertToString``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _static_text(raw: Any, key: ConfigKey | None) -> str | None:
+    """A value from ``server.properties`` (a string, or typed when given programmatically)."""
+    if isinstance(raw, str):
+        return raw
+    if key is not None:
+        return render_value(key.parse(raw))
+    return render_value(raw)
+
+
+def _broker_synonyms(broker: Broker, names: Sequence[str], sensitive: bool) -> list[tuple[str, str | None, int]]:
+    """(name, value, source) for each of ``names`` set statically, then each with a default."""
+    originals = broker.config.originals
+    out: list[tuple[str, str | None, int]] = []
+    for name in names:
+        if name in originals:
+            value = None if sensitive else _static_text(originals[name], BROKER_CONFIGS.keys.get(name))
+            out.append((name, value, STATIC_BROKER_CONFIG))
+    for name in names:
+        key = BROKER_CONFIGS.keys.get(name)
+        if key is not None and key.default is not None:
+            out.append((name, None if sensitive else render_value(key.default), DEFAULT_CONFIG))
+    return out
+
+
+def _topic_broker_keys(name: str) -> tuple[str, ...]:
+    broker_key = BROKER_SYNONYMS.get(name)
+    if broker_key is None:
+        return ()
+    return BROKER_SYNONYM_CHAINS.get(broker_key, (broker_key,))
+
+
+def _wanted(keys: Iterable[str], requested: Sequence[str] | None) -> list[str]:
+    if not requested:
+        return sorted(keys)
+    wanted = set(requested)
+    return sorted(k for k in keys if k in wanted)
+
+
+def topic_config_entries(
+    broker: Broker,
+    overrides: Mapping[str, str],
+    requested: Sequence[str] | None = None,
+    include_documentation: bool = False,
+) -> list[ConfigEntry]:
+    """Every (or every requested) topic config of a topic with ``overrides``, sorted by name.
+
+    ``synonyms`` is always filled; callers drop it when the request did not ask for synonyms.
+    """
+    defaults = broker.config.log_config_defaults()
+    entries = []
+    for name in _wanted(TOPIC_CONFIGS.keys, requested):
+        key = TOPIC_CONFIGS.keys[name]
+        sensitive = key.type == "password"
+        synonyms = _broker_synonyms(broker, _topic_broker_keys(name), sensitive)
+        value: str | None
+        if name in overrides:
+            value = overrides[name]
+            synonyms.insert(0, (name, None if sensitive else value, DYNAMIC_TOPIC_CONFIG))
+        else:
+            value = render_value(defaults.get(name, key.default))
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=None if sensitive else value,
+                source=synonyms[0][2] if synonyms else DEFAULT_CONFIG,
+                is_sensitive=sensitive,
+                read_only=False,
+                synonyms=synonyms,
+                config_type=CONFIG_TYPES.get(key.type, 0),
+                documentation=key.doc if include_documentation else None,
+            )
+        )
+    return entries
+
+
+def broker_config_entries(
+    broker: Broker, requested: Sequence[str] | None = None, include_documentation: bool = False
+) -> list[ConfigEntry]:
+    """Every (or every requested) broker config of this broker, sorted by name."""
+    table: ConfigDef = BROKER_CONFIGS
+    entries = []
+    for name in _wanted(table.keys, requested):
+        key = table.keys[name]
+        sensitive = key.type == "password"
+        synonyms = _broker_synonyms(broker, BROKER_SYNONYM_CHAINS.get(name, (name,)), sensitive)
+        value = None if sensitive else render_value(broker.config.get(name))
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=value,
+                source=synonyms[0][2] if synonyms else DEFAULT_CONFIG,
+                is_sensitive=sensitive,
+                read_only=True,
+                synonyms=synonyms,
+                config_type=CONFIG_TYPES.get(key.type, 0),
+                documentation=key.doc if include_documentation else None,
+            )
+        )
+    return entries
+
+
+async def topic_exists(broker: Broker, name: str) -> bool:
+    """Whether ``name`` is a topic: in this broker's metadata cache or in the metadata store."""
+    if broker.metadata_cache.topic(name) is not None:
+        return True
+    return name in await broker.zk.get_all_topics()
+
+
+async def _describe(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
+    broker = ctx.broker
+    requested = resource.configuration_keys
+    include_doc = bool(getattr(ctx.request, "include_documentation", False))
+    if resource.resource_type == RESOURCE_TOPIC:
+        name = resource.resource_name
+        validate_topic_name(name)
+        if not await topic_exists(broker, name):
+            raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+        overrides = await broker.admin.topic_overrides(name)
+        return topic_config_entries(broker, overrides, requested, include_doc)
+    if resource.resource_type == RESOURCE_BROKER:
+        name = resource.resource_name
+        if name == "":
+            return []  # cluster-wide dynamic defaults: odradek has none
+        if name != str(broker.broker_id):
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}"
+            )
+        return broker_config_entries(broker, requested, include_doc)
+    raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
+
+
+def _entry(ctx: RequestContext, entry: ConfigEntry, include_synonyms: bool) -> Any:
+    synonyms = (
+        tuple(ctx.make("DescribeConfigsSynonym", name=n, value=v, source=s) for n, v, s in entry.synonyms)
+        if include_synonyms
+        else ()
+    )
+    return ctx.make(
+        "DescribeConfigsResourceResult",
+        name=entry.name,
+        value=entry.value,
+        read_only=entry.read_only,
+        config_source=entry.source,
+        is_sensitive=entry.is_sensitive,
+        synonyms=synonyms,
+        config_type=entry.config_type,
+        documentation=entry.documentation,
+    )
+
+
+async def handle(ctx: RequestContext) -> Any:
+    include_synonyms = bool(ctx.request.include_synonyms)
+    results = []
+    for resource in ctx.request.resources:
+        error, message = ErrorCode.none, None
+        configs: tuple[Any, ...] = ()
+        try:
+            entries = await _describe(ctx, resource)
+            configs = tuple(_entry(ctx, e, include_synonyms) for e in entries)
+        except KafkaError as exc:
+            error, message = exc.error_code, str(exc) or None
+        except Exception as exc:
+            log.exception("DescribeConfigs of %s failed", resource.resource_name)
+            error, message = ErrorCode.unknown_server_error, f"unexpected error: {exc}"
+        results.append(
+            ctx.make(
+                "DescribeConfigsResult",
+                error_code=error,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=configs,
+            )
+        )
+    return ctx.response(throttle_time=datetime.timedelta(0), results=tuple(results))

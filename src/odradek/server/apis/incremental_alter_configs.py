@@ -1,0 +1,112 @@
+"""IncrementalAlterConfigs (key 44): change single config overrides of topics.
+
+v0..v1. Each entry of a topic resource (type 2) applies one operation to the topic's overrides,
+in request order, on top of the stored overrides:
+
+- 0 SET: set the override (a null value is INVALID_REQUEST);
+- 1 DELETE: remove the override (the broker default applies again; no error if it was not set);
+- 2 APPEND / 3 SUBTRACT: only for list-typed keys (``cleanup.policy``), else INVALID_CONFIG.
+  APPEND adds the comma-separated values not yet present to the current list, SUBTRACT removes
+  them; the current list is the override, or the topic's effective value when there is none;
+- any other operation: INVALID_REQUEST.
+
+Errors per resource as AlterConfigs: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (unknown key,
+bad value), INVALID_REQUEST (a key named twice, broker resources: dynamic broker configs are not
+supported). ``validate_only`` checks without writing. Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from odradek.errors import ErrorCode, InvalidConfigError, InvalidRequestError, KafkaError
+from odradek.server.apis.alter_configs import check_resource, check_topic
+from odradek.server.apis.describe_configs import render_value
+from odradek.server.request import RequestContext
+from odradek.storage.config import TOPIC_CONFIGS
+
+API_KEY = 44
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+log = logging.getLogger(__name__)
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def apply_operations(
+    overrides: dict[str, str], defaults: dict[str, Any], ops: list[tuple[str, int, str | None]]
+) -> dict[str, str]:
+    """The overrides after applying ``ops`` ((name, operation, value), in order).
+
+    ``defaults`` gives the effective typed value of keys without an override (for APPEND and
+    SUBTRACT). Raises InvalidRequestError / InvalidConfigError; values are validated later.
+    """
+    result = dict(overrides)
+    for name, op, value in ops:
+        if op not in OPERATION_NAMES:
+            raise InvalidRequestError(f"Unknown alter config operation type {op} for {name}")
+        if op == DELETE:
+            result.pop(name, None)
+            continue
+        if value is None:
+            raise InvalidRequestError(f"Null value not supported for : {name}")
+        if op == SET:
+            result[name] = value
+            continue
+        key = TOPIC_CONFIGS.keys.get(name)
+        if key is None:
+            raise InvalidConfigError(f"Unknown topic config name: {name}")
+        if key.type != "list":
+            raise InvalidConfigError(
+                f"Config value {OPERATION_NAMES[op].lower()} is not allowed for config key: {name}"
+            )
+        current = _split(result[name]) if name in result else _split(render_value(defaults.get(name)))
+        if op == APPEND:
+            current += [v for v in _split(value) if v not in current]
+        else:
+            removed = set(_split(value))
+            current = [v for v in current if v not in removed]
+        result[name] = ",".join(current)
+    return result
+
+
+async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
+    check_resource(ctx, resource.resource_type, (c.name for c in resource.configs))
+    name = resource.resource_name
+    ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
+    await check_topic(ctx, name)
+    overrides = await ctx.broker.admin.topic_overrides(name)
+    updated = apply_operations(overrides, ctx.broker.config.log_config_defaults(), ops)
+    await ctx.broker.admin.set_topic_overrides(name, updated, validate_only)
+
+
+async def handle(ctx: RequestContext) -> Any:
+    validate_only = bool(ctx.request.validate_only)
+    responses = []
+    for resource in ctx.request.resources:
+        error, message = ErrorCode.none, None
+        try:
+            await _alter(ctx, resource, validate_only)
+        except KafkaError as exc:
+            error, message = exc.error_code, str(exc) or None
+        except Exception as exc:
+            log.exception("IncrementalAlterConfigs of %s failed", resource.resource_name)
+            error, message = ErrorCode.unknown_server_error, f"unexpected error: {exc}"
+        responses.append(
+            ctx.make(
+                "AlterConfigsResourceResponse",
+                error_code=error,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return ctx.response(throttle_time=datetime.timedelta(0), responses=tuple(responses))

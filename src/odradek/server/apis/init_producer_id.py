@@ -1,0 +1,36 @@
+"""InitProducerId (key 22): a producer id and epoch for an idempotent producer.
+
+v0..v4. Without a transactional id the broker hands out a fresh producer id (epoch 0) from the
+block it reserved in the metadata store; clients such as kafka-python 3 enable idempotence by
+default and ask for one. With a transactional id the request needs the transaction coordinator.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 22
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    coordinator = ctx.broker.extensions.get("transaction_coordinator")
+    if req.transactional_id is not None:
+        if coordinator is None:
+            return ctx.response(
+                throttle_time=datetime.timedelta(0),
+                error_code=ErrorCode.coordinator_not_available,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+        return await coordinator.handle_init_producer_id(ctx)
+    pid = await ctx.broker.producer_ids.generate_producer_id()
+    return ctx.response(
+        throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, producer_id=pid, producer_epoch=0
+    )

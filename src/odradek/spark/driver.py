@@ -1,0 +1,282 @@
+"""Driver-side broker access for the ``odradek`` source and sink: metadata, offsets, group offsets.
+
+Runs in the driver's Python workers only: the planner worker (batch reads, writer set-up) and the
+long-lived stream-runner worker (``initialOffset``/``latestOffset``/``partitions``/``commit``).
+It uses confluent-kafka's ``AdminClient``, so it works against any Kafka cluster.
+
+**Every call is bounded.** A call gives up after ``kafka.default.api.timeout.ms`` (default 30 s)
+with a ``TimeoutError``; and when librdkafka reports every broker down for longer than
+``fetchOffset.numRetries`` x ``fetchOffset.retryIntervalMs`` (3 x 1 s by default) the call stops
+early with :class:`BrokerUnavailableError`, naming the bootstrap servers and the socket error.
+Retriable per-partition errors (leader moving, ...) are retried ``fetchOffset.numRetries`` times.
+
+A :class:`DriverClient` holds a live client: never pickle it (readers drop it in
+``__getstate__``). Not thread-safe; Spark calls a reader from one thread.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from odradek.spark.offsets import PartitionOffsets, TopicPartition, format_tps
+from odradek.spark.options import Assign, ClientSettings, Strategy, Subscribe
+
+__all__ = ["INTERNAL_TOPICS", "BrokerUnavailableError", "DriverClient", "client_config"]
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+# librdkafka properties that only one kind of client understands; dropped for the others so the
+# client does not warn about them.
+_CONSUMER_ONLY = re.compile(
+    r"^(group\.|isolation\.level$|auto\.offset\.reset$|enable\.auto\.|auto\.commit\.|fetch\.|"
+    r"max\.poll\.|session\.timeout|heartbeat\.|partition\.assignment|queued\.|check\.crcs$|"
+    r"enable\.partition\.eof$|allow\.auto\.create\.topics$|coordinator\.)"
+)
+_PRODUCER_ONLY = re.compile(
+    r"^(acks$|request\.required\.acks$|linger\.ms$|queue\.buffering\.|batch\.|compression\.|"
+    r"partitioner$|enable\.idempotence$|message\.timeout\.ms$|delivery\.timeout\.ms$|transaction|"
+    r"retries$|message\.send\.max\.retries$|sticky\.partitioning)"
+)
+
+T = TypeVar("T")
+
+
+def client_config(settings: ClientSettings, role: str) -> dict[str, Any]:
+    """librdkafka configuration for an ``admin``, ``consumer`` or ``producer`` client.
+
+    Starts from the user's ``kafka.*`` options, drops the properties the role does not
+    understand, and quiets librdkafka's own stderr logging (``log_level`` 2) unless the user set
+    it; connection errors still reach our error callback.
+    """
+    conf: dict[str, Any] = {}
+    for key, value in settings.kafka_params.items():
+        if role != "consumer" and _CONSUMER_ONLY.match(key):
+            continue
+        if role != "producer" and _PRODUCER_ONLY.match(key):
+            continue
+        conf[key] = value
+    conf["bootstrap.servers"] = settings.bootstrap_servers
+    conf.setdefault("log_level", 2)
+    return conf
+
+
+class BrokerUnavailableError(ConnectionError):
+    """No broker of ``kafka.bootstrap.servers`` could be reached within the retry budget."""
+
+
+class DriverClient:
+    """Metadata and offset look-ups for one query (see the module docstring for timeouts)."""
+
+    def __init__(self, settings: ClientSettings) -> None:
+        self._settings = settings
+        self._admin: Any = None
+        self._down_since: float | None = None
+        self._last_error = ""
+        self._fatal_error = ""
+
+    # ------------------------------------------------------------------------------ plumbing
+    def _client(self) -> Any:
+        if self._admin is None:
+            from confluent_kafka import KafkaException
+            from confluent_kafka.admin import AdminClient
+
+            conf = client_config(self._settings, "admin")
+            conf["error_cb"] = self._on_error
+            try:
+                self._admin = AdminClient(conf)
+            except (KafkaException, ValueError, TypeError) as exc:
+                raise ValueError(f"Invalid 'kafka.*' option for the Kafka client (librdkafka): {exc}") from None
+        return self._admin
+
+    def _on_error(self, error: Any) -> None:
+        from confluent_kafka import KafkaError
+
+        code = error.code()
+        self._last_error = error.str()
+        if code in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+            self._fatal_error = error.str()
+        elif code in (KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE) and self._down_since is None:
+            self._down_since = time.monotonic()
+
+    def _check_reachable(self) -> None:
+        if self._fatal_error:
+            raise BrokerUnavailableError(
+                f"Cannot use the Kafka cluster at '{self._settings.bootstrap_servers}': {self._fatal_error}"
+            )
+        grace = self._settings.fetch_offset_num_retries * self._settings.fetch_offset_retry_interval_ms / 1000
+        if self._down_since is not None and time.monotonic() - self._down_since >= grace:
+            raise BrokerUnavailableError(
+                f"Cannot connect to the Kafka cluster at '{self._settings.bootstrap_servers}' "
+                f"(option kafka.bootstrap.servers): all brokers down for {grace:.1f}s; last error: "
+                f"{self._last_error}"
+            )
+
+    def _deadline(self, timeout_ms: int | None = None) -> float:
+        return time.monotonic() + (timeout_ms or self._settings.api_timeout_ms) / 1000
+
+    def _timeout_error(self, what: str, timeout_ms: int | None = None) -> TimeoutError:
+        detail = f"; last client error: {self._last_error}" if self._last_error else ""
+        return TimeoutError(
+            f"Timed out after {timeout_ms or self._settings.api_timeout_ms} ms waiting "
+            f"for {what} from the Kafka cluster at '{self._settings.bootstrap_servers}'{detail}"
+        )
+
+    def _wait(
+        self, futures: Mapping[T, concurrent.futures.Future[Any]], what: str, timeout_ms: int | None = None
+    ) -> dict[T, Any]:
+        """Wait for admin futures, serving callbacks so an unreachable cluster fails early."""
+        deadline = self._deadline(timeout_ms)
+        pending = set(futures.values())
+        while pending:
+            _, pending = concurrent.futures.wait(pending, timeout=0.05)
+            self._client().poll(0)
+            self._check_reachable()
+            if pending and time.monotonic() > deadline:
+                raise self._timeout_error(what, timeout_ms)
+        results = {key: future.result() for key, future in futures.items()}
+        self._down_since = None
+        return results
+
+    def _with_retries(self, what: str, call: Callable[[], T]) -> T:
+        from confluent_kafka import KafkaException
+
+        attempts = max(1, self._settings.fetch_offset_num_retries)
+        for attempt in range(1, attempts + 1):
+            try:
+                return call()
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                retriable = bool(error is not None and hasattr(error, "retriable") and error.retriable())
+                if not retriable or attempt == attempts:
+                    raise RuntimeError(f"Failed to get {what}: {error if error is not None else exc}") from None
+                log.warning("attempt %d to get %s failed (%s); retrying", attempt, what, error)
+                time.sleep(self._settings.fetch_offset_retry_interval_ms / 1000)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Drop the client (librdkafka closes it when collected)."""
+        self._admin = None
+
+    # ------------------------------------------------------------------------------ metadata
+    def topics(self) -> dict[str, list[int]]:
+        """Every topic the cluster reports, with its partition numbers (sorted)."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        deadline = self._deadline()
+        while True:
+            slice_s = max(0.05, min(1.0, deadline - time.monotonic()))
+            try:
+                metadata = self._client().list_topics(timeout=slice_s)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                code = error.code() if error is not None and hasattr(error, "code") else None
+                if code not in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT):
+                    raise RuntimeError(f"Failed to get metadata: {error}") from None
+                self._client().poll(0)
+                self._check_reachable()
+                if time.monotonic() > deadline:
+                    raise self._timeout_error("metadata") from None
+                continue
+            self._down_since = None
+            return {
+                name: sorted(topic.partitions)
+                for name, topic in metadata.topics.items()
+                if topic.partitions or topic.error is None
+            }
+
+    def check_connectivity(self) -> None:
+        """One metadata round trip: fails fast (see module docstring) when the cluster is unreachable."""
+        self.topics()
+
+    def assigned_partitions(self, strategy: Strategy) -> list[TopicPartition]:
+        """Partitions the subscription covers now, sorted.
+
+        ``subscribe``: partitions of the listed topics that exist; ``subscribePattern``: of every
+        non-internal topic the pattern fully matches; ``assign``: exactly the given partitions
+        (no metadata call).
+        """
+        if isinstance(strategy, Assign):
+            return sorted(strategy.partitions)
+        topics = self.topics()
+        if isinstance(strategy, Subscribe):
+            names: Iterable[str] = [t for t in strategy.topics if t in topics]
+        else:
+            pattern = re.compile(strategy.pattern)
+            names = [t for t in topics if t not in INTERNAL_TOPICS and pattern.fullmatch(t)]
+        return sorted((name, p) for name in set(names) for p in topics[name])
+
+    # ------------------------------------------------------------------------------- offsets
+    def _list_offsets(self, specs: Mapping[TopicPartition, Any], what: str) -> PartitionOffsets:
+        if not specs:
+            return {}
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        isolation = (
+            IsolationLevel.READ_COMMITTED
+            if self._settings.kafka_params.get("isolation.level", "").lower() == "read_committed"
+            else IsolationLevel.READ_UNCOMMITTED
+        )
+        keyed = {KafkaTopicPartition(t, p): spec for (t, p), spec in specs.items()}
+
+        def call() -> PartitionOffsets:
+            futures = self._client().list_offsets(
+                keyed, isolation_level=isolation, request_timeout=self._settings.api_timeout_ms / 1000
+            )
+            results = self._wait(futures, what)
+            return {(tp.topic, tp.partition): int(info.offset) for tp, info in results.items()}
+
+        return self._with_retries(f"{what} of {format_tps(specs)}", call)
+
+    def earliest(self, tps: Iterable[TopicPartition]) -> PartitionOffsets:
+        """Log start offset of every partition."""
+        from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+        return self._list_offsets({tp: OffsetSpec.earliest() for tp in tps}, "earliest offsets")
+
+    def latest(self, tps: Iterable[TopicPartition]) -> PartitionOffsets:
+        """End offset of every partition: high watermark, or last stable offset when
+        ``kafka.isolation.level=read_committed``."""
+        from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+        return self._list_offsets({tp: OffsetSpec.latest() for tp in tps}, "latest offsets")
+
+    def offsets_for_timestamps(self, timestamps: Mapping[TopicPartition, int]) -> PartitionOffsets:
+        """First offset whose timestamp is >= the given one (ms), or ``-1`` where none is."""
+        from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+        specs = {tp: OffsetSpec.for_timestamp(ts) for tp, ts in timestamps.items()}
+        return self._list_offsets(specs, "offsets by timestamp")
+
+    # ------------------------------------------------------------------------- group offsets
+    def committed(self, group: str, tps: Iterable[TopicPartition], timeout_ms: int | None = None) -> PartitionOffsets:
+        """The group's committed offsets for ``tps``; partitions without one are left out."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        request = [ConsumerGroupTopicPartitions(group, [KafkaTopicPartition(t, p) for t, p in sorted(tps)])]
+        timeout_ms = timeout_ms or self._settings.api_timeout_ms
+        futures = self._client().list_consumer_group_offsets(request, request_timeout=timeout_ms / 1000)
+        result = self._wait(futures, f"committed offsets of group '{group}'", timeout_ms)[group]
+        return {(tp.topic, tp.partition): int(tp.offset) for tp in result.topic_partitions if tp.offset >= 0}
+
+    def commit(self, group: str, offsets: Mapping[TopicPartition, int], timeout_ms: int | None = None) -> None:
+        """Store ``offsets`` as the group's committed offsets (the group must have no members)."""
+        if not offsets:
+            return
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        partitions = [KafkaTopicPartition(t, p, off) for (t, p), off in sorted(offsets.items()) if off >= 0]
+        timeout_ms = timeout_ms or self._settings.api_timeout_ms
+        futures = self._client().alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, partitions)], request_timeout=timeout_ms / 1000
+        )
+        self._wait(futures, f"offset commit of group '{group}'", timeout_ms)

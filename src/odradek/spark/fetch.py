@@ -1,0 +1,252 @@
+"""Executor side of the ``odradek`` source: fetch one offset range into Arrow record batches.
+
+Runs in Spark's executor Python workers (``DataSourceReader.read``). Each task reads one
+:class:`~odradek.spark.offsets.OffsetRange` with a confluent-kafka ``Consumer`` that is
+*assigned* the partition at the range start (no group membership, no subscription, no commits,
+``auto.offset.reset=error``) and consumes in bulk with ``consume(num_messages, timeout)``.
+
+Output: ``pyarrow.RecordBatch`` es of at most ``batch_rows`` rows whose schema equals what Spark
+derives from Kafka's row schema (:func:`arrow_schema`), so Spark takes them without conversion:
+
+====================  ==============================================================
+key, value            binary (null when the record has none)
+topic                 string
+partition             int32
+offset                int64
+timestamp             timestamp[us, UTC]
+timestampType         int32: 0 CreateTime, 1 LogAppendTime, -1 none
+headers (optional)    list<struct<key: string, value: binary>>, null when no headers
+====================  ==============================================================
+
+Edge cases: offsets past the range end are dropped; gaps inside the range (compaction,
+transaction markers, aborted records under read_committed) are normal; the range ends early when
+the partition end (end-of-partition event) reaches the range end. A start below the log start
+offset (retention) or a partition that ends before the range does is data loss: an error when
+``failOnDataLoss`` is true, otherwise the task skips to what is there. A fetch making no progress
+for ``kafkaConsumer.pollTimeoutMs`` fails the task.
+
+Consumers are pooled per worker process (Spark reuses Python workers), one idle consumer per
+configuration, so back-to-back micro-batches do not pay a new connection each time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+from odradek.spark.driver import client_config
+from odradek.spark.offsets import OffsetRange, format_tp, report_data_loss
+from odradek.spark.options import SourceOptions
+
+__all__ = ["arrow_schema", "executor_group_id", "read_range"]
+
+log = logging.getLogger(__name__)
+
+_TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}  # librdkafka's NOT_AVAILABLE/CREATE/LOG_APPEND -> Kafka ids
+_POOL: OrderedDict[tuple[tuple[str, str], ...], Any] = OrderedDict()
+_POOL_SIZE = 4
+_END_WAIT_S = 1.0  # how long an end-of-partition short of the range end may persist
+
+
+def arrow_schema(include_headers: bool) -> Any:
+    """The Arrow schema of the rows ``read_range`` yields (all fields nullable, as Spark's)."""
+    import pyarrow as pa
+
+    fields = [
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+        pa.field("timestampType", pa.int32()),
+    ]
+    if include_headers:
+        header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+        fields.append(pa.field("headers", pa.list_(header)))
+    return pa.schema(fields)
+
+
+def executor_group_id(options: SourceOptions) -> str:
+    """The consumer ``group.id`` of executor consumers: ``kafka.group.id`` when set, else
+    ``<groupIdPrefix>-executor``. Executor consumers never join the group or commit (librdkafka
+    only requires the id), so unlike Spark's unique per-query ids a stable one is safe and lets
+    pooled consumers serve every query of a worker."""
+    return options.group_id or f"{options.group_id_prefix}-executor"
+
+
+def _consumer_conf(options: SourceOptions, group_id: str) -> dict[str, Any]:
+    conf = client_config(options.client, "consumer")
+    conf.update(
+        {
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "error",
+            "enable.partition.eof": True,
+        }
+    )
+    conf.setdefault("fetch.wait.max.ms", 100)
+    return conf
+
+
+def _acquire(conf: dict[str, Any]) -> tuple[Any, tuple[tuple[str, str], ...]]:
+    from confluent_kafka import Consumer
+
+    key = tuple(sorted((k, str(v)) for k, v in conf.items()))
+    consumer = _POOL.pop(key, None)
+    if consumer is None:
+        consumer = Consumer(conf)
+    return consumer, key
+
+
+def _release(consumer: Any, key: tuple[tuple[str, str], ...], healthy: bool) -> None:
+    try:
+        consumer.unassign()
+    except Exception:
+        healthy = False
+    if not healthy or key in _POOL:
+        consumer.close()
+        return
+    _POOL[key] = consumer
+    while len(_POOL) > _POOL_SIZE:
+        _, old = _POOL.popitem(last=False)
+        old.close()
+
+
+class _Columns:
+    """Column buffers for one record batch."""
+
+    def __init__(self, include_headers: bool) -> None:
+        self.include_headers = include_headers
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.types: list[int] = []
+        self.headers: list[list[dict[str, Any]] | None] = []
+
+    def add(self, message: Any) -> None:
+        ts_type, ts_ms = message.timestamp()
+        self.keys.append(message.key())
+        self.values.append(message.value())
+        self.offsets.append(message.offset())
+        self.timestamps.append(ts_ms * 1000)
+        self.types.append(_TIMESTAMP_TYPES.get(ts_type, -1))
+        if self.include_headers:
+            raw = message.headers()
+            self.headers.append([{"key": k, "value": v} for k, v in raw] if raw else None)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def to_batch(self, topic: str, partition: int, schema: Any) -> Any:
+        import pyarrow as pa
+
+        n = len(self.offsets)
+        arrays = [
+            pa.array(self.keys, pa.binary()),
+            pa.array(self.values, pa.binary()),
+            pa.repeat(pa.scalar(topic, pa.string()), n),
+            pa.repeat(pa.scalar(partition, pa.int32()), n),
+            pa.array(self.offsets, pa.int64()),
+            pa.array(self.timestamps, pa.timestamp("us", tz="UTC")),
+            pa.array(self.types, pa.int32()),
+        ]
+        if self.include_headers:
+            arrays.append(pa.array(self.headers, schema.field("headers").type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def read_range(options: SourceOptions, rng: OffsetRange, group_id: str, batch_rows: int = 10_000) -> Iterator[Any]:
+    """Yield the records of ``rng`` as Arrow record batches (see the module docstring)."""
+    if rng.size <= 0:
+        return
+    from confluent_kafka import KafkaError, TopicPartition
+
+    schema = arrow_schema(options.include_headers)
+    consumer, key = _acquire(_consumer_conf(options, group_id))
+    healthy = False
+    next_offset = rng.from_offset
+    poll_timeout_s = options.poll_timeout_ms / 1000
+    try:
+        consumer.assign([TopicPartition(rng.topic, rng.partition, next_offset)])
+        columns = _Columns(options.include_headers)
+        last_progress = time.monotonic()
+        short_end_since: float | None = None
+        done = False
+        while not done:
+            wanted = max(1, min(batch_rows - len(columns), rng.until_offset - next_offset))
+            messages = consumer.consume(num_messages=wanted, timeout=min(1.0, poll_timeout_s))
+            for message in messages:
+                error = message.error()
+                if error is None:
+                    offset = message.offset()
+                    if offset < next_offset:
+                        continue
+                    if offset >= rng.until_offset:
+                        done = True
+                        break
+                    columns.add(message)
+                    next_offset = offset + 1
+                    last_progress = time.monotonic()
+                    short_end_since = None
+                    if next_offset >= rng.until_offset:
+                        done = True
+                        break
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    if message.offset() >= rng.until_offset:
+                        done = True
+                        break
+                    if short_end_since is None:
+                        short_end_since = time.monotonic()
+                    elif time.monotonic() - short_end_since >= _END_WAIT_S:
+                        report_data_loss(
+                            f"Could not read records in offset [{next_offset}, {rng.until_offset}) for "
+                            f"topic partition {format_tp(rng.tp)} with consumer group {group_id}: the "
+                            f"partition ends at {message.offset()}",
+                            options.fail_on_data_loss,
+                        )
+                        done = True
+                        break
+                elif error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                    next_offset = _skip_lost(consumer, options, rng, next_offset, group_id)
+                    if next_offset >= rng.until_offset:
+                        done = True
+                        break
+                    consumer.assign([TopicPartition(rng.topic, rng.partition, next_offset)])
+                    last_progress = time.monotonic()
+                    break
+                else:
+                    raise RuntimeError(f"Failed to fetch {format_tp(rng.tp)} at offset {next_offset}: {error.str()}")
+            if len(columns) >= batch_rows or (done and len(columns)):
+                yield columns.to_batch(rng.topic, rng.partition, schema)
+                columns = _Columns(options.include_headers)
+            if not done and time.monotonic() - last_progress > poll_timeout_s:
+                raise TimeoutError(
+                    f"Cannot fetch records in [{next_offset}, {rng.until_offset}) of {format_tp(rng.tp)} "
+                    f"within {options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs) from "
+                    f"'{options.client.bootstrap_servers}'"
+                )
+        healthy = True
+    finally:
+        _release(consumer, key, healthy)
+
+
+def _skip_lost(consumer: Any, options: SourceOptions, rng: OffsetRange, offset: int, group_id: str) -> int:
+    """``offset`` is out of range: report the data loss, return where the data starts now."""
+    from confluent_kafka import TopicPartition
+
+    low, high = consumer.get_watermark_offsets(
+        TopicPartition(rng.topic, rng.partition), timeout=options.client.api_timeout_ms / 1000, cached=False
+    )
+    report_data_loss(
+        f"Could not read records in offset [{offset}, {rng.until_offset}) for topic partition "
+        f"{format_tp(rng.tp)} with consumer group {group_id}: the partition now holds [{low}, {high})",
+        options.fail_on_data_loss,
+    )
+    # Below the log start: resume at the log start. Past the end (truncation): nothing to read.
+    return low if offset < low else rng.until_offset

@@ -1,0 +1,646 @@
+"""One partition's log on disk (Kafka's ``UnifiedLog``/``LocalLog``): a directory of segments.
+
+Directory ``<log.dirs>/<topic>-<partition>/`` holding segments named by base offset (see
+:mod:`odradek.storage.segment`). The last segment is the *active* one: appends go there, and it is
+rolled (``maybe_roll``) when it would exceed ``segment.bytes``, is older than ``segment.ms``, or
+has a full index (``segment.index.bytes``).
+
+Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset``. The log end offset is
+the next offset to assign; the high watermark is set by the replication layer (a single broker
+sets it to the log end offset after each append) and is persisted only through the
+``replication-offset-checkpoint`` written by ``LogManager.checkpoint``. The recovery point is the
+offset below which everything has been fsynced.
+
+Hot paths never touch records: an append validates batch headers and CRCs, copies the payload
+once into a ``bytearray`` to stamp base offsets and the leader epoch, and writes it with one
+``pwrite``; a read locates the batch through the segment and offset index and returns a byte range
+of whole stored batches.
+
+Crash policy: see :mod:`odradek.storage.log_loader` (recovery at open) and ``flush``. Flushing
+follows ``flush.messages``/``flush.ms`` (default: never fsync explicitly, leave it to the OS);
+segments are fsynced after a roll when ``flush_pending_rolls`` runs (the log manager's periodic
+flush), which advances the recovery point.
+
+Threading: not thread-safe. Every method is synchronous and must be called from the broker's
+asyncio event-loop thread.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from odradek.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
+from odradek.protocol.records import (
+    CONTROL_FLAG_MASK,
+    LOG_OVERHEAD,
+    set_log_append_time,
+    stamp_base_offset,
+    validate_batches,
+)
+from odradek.storage.checkpoint import fsync_dir
+from odradek.storage.config import LogConfig
+from odradek.storage.log_loader import load_segments
+from odradek.storage.results import FetchDataInfo, LogAppendInfo
+from odradek.storage.segment import BatchMeta, LogSegment
+from odradek.storage.topic_partition import TopicPartition, parse_topic_partition_dir
+
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "Log", "wall_clock_ms"]
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+_INT32_MAX = 2**31 - 1
+
+logger = logging.getLogger("odradek.storage.log")
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Log:
+    """A partition log: append, read, roll, retention, truncation, flush. See the module docstring.
+
+    Opening runs the loader (recovery). ``log_start_offset``, ``recovery_point`` and
+    ``high_watermark`` come from the log dir's checkpoint files (the log manager passes them);
+    ``had_clean_shutdown`` skips recovery of unflushed segments. ``time_ms`` is the clock (ms).
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        config: LogConfig,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        high_watermark: int | None = None,
+        had_clean_shutdown: bool = False,
+        time_ms: Callable[[], int] | None = None,
+        topic_partition: TopicPartition | None = None,
+    ) -> None:
+        self._dir = Path(directory)
+        tp = topic_partition or parse_topic_partition_dir(self._dir.name)
+        if tp is None:
+            raise ValueError(f"{self._dir.name!r} is not a partition directory name (<topic>-<partition>)")
+        self._tp = tp
+        self._config = config
+        self._time_ms = time_ms or wall_clock_ms
+        self._ident = f"[Log partition={tp}, dir={self._dir.parent}]"
+        self._dir.mkdir(parents=True, exist_ok=True)
+        loaded = load_segments(
+            self._dir,
+            config,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            had_clean_shutdown=had_clean_shutdown,
+            time_ms=self._time_ms,
+            ident=self._ident,
+        )
+        self._segments: list[LogSegment] = loaded.segments
+        self._base_offsets: list[int] = [s.base_offset for s in self._segments]
+        self._log_end_offset = loaded.next_offset
+        self._log_start_offset = loaded.log_start_offset
+        self._recovery_point = loaded.recovery_point
+        self._high_watermark = self._log_start_offset
+        if high_watermark is not None:
+            self.high_watermark = high_watermark
+        self._last_flush_ms = self._time_ms()
+        self._pending_flush_offset: int | None = None
+        self._dir_dirty = False
+        self._closed = False
+        logger.debug(
+            "%s Loaded %d segment(s): start offset %d, end offset %d",
+            self._ident,
+            len(self._segments),
+            self._log_start_offset,
+            self._log_end_offset,
+        )
+
+    def __repr__(self) -> str:
+        return f"Log({self._tp}, start={self._log_start_offset}, end={self._log_end_offset})"
+
+    # --- properties ---------------------------------------------------------------------------
+
+    @property
+    def dir(self) -> Path:
+        return self._dir
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self._tp
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        """Set the high watermark, clamped to ``[log_start_offset, log_end_offset]``."""
+        self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def last_flush_time_ms(self) -> int:
+        return self._last_flush_ms
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._log_end_offset - self._recovery_point
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- append -------------------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        records: bytes | bytearray | memoryview,
+        leader_epoch: int = 0,
+        *,
+        origin: Literal["client", "coordinator"] = "client",
+    ) -> LogAppendInfo:
+        """Validate, assign offsets from the log end offset, and append a produce payload.
+
+        Per batch: header and CRC valid (CorruptRecordError/InvalidRecordError), at most
+        ``max.message.bytes`` (RecordTooLargeError), at least one record, and no control batch from
+        a client (InvalidRecordError). Base offsets and ``leader_epoch`` are stamped into one copy
+        of the payload; LogAppendTime topics also get the broker time. Nothing is written unless
+        every batch is valid. An empty payload appends nothing (offsets -1 in the result).
+        """
+        self._check_open()
+        headers = validate_batches(records)
+        if not headers:
+            return self._empty_info()
+        max_bytes = self._config.max_message_bytes
+        pos = 0
+        for h in headers:
+            size = h.batch_length + LOG_OVERHEAD
+            if size > max_bytes:
+                raise RecordTooLargeError(
+                    f"record batch of {size} bytes at position {pos} is larger than "
+                    f"max.message.bytes={max_bytes} of {self._tp}"
+                )
+            if h.records_count == 0:
+                raise InvalidRecordError(f"record batch at position {pos} has no records")
+            if h.attributes & CONTROL_FLAG_MASK and origin == "client":
+                raise InvalidRecordError(f"clients may not write control batches (position {pos})")
+            pos += size
+        buf = bytearray(records)
+        now = self._time_ms()
+        log_append_time = self._config.message_timestamp_type == "LogAppendTime"
+        offset = self._log_end_offset
+        first_offset = offset
+        metas: list[BatchMeta] = []
+        max_ts, offset_of_max, count = -1, -1, 0
+        pos = 0
+        for h in headers:
+            size = h.batch_length + LOG_OVERHEAD
+            stamp_base_offset(buf, pos, offset, leader_epoch)
+            last = offset + h.last_offset_delta
+            ts = h.max_timestamp
+            if log_append_time:
+                set_log_append_time(buf, pos, now)
+                ts = now
+            if ts > max_ts:
+                max_ts, offset_of_max = ts, last
+            metas.append((pos, last, ts, size))
+            count += h.records_count
+            offset = last + 1
+            pos += size
+        self._append(buf, metas, first_offset, offset - 1, max_ts)
+        return LogAppendInfo(
+            first_offset=first_offset,
+            last_offset=offset - 1,
+            max_timestamp=max_ts,
+            offset_of_max_timestamp=offset_of_max,
+            log_append_time=now if log_append_time else -1,
+            log_start_offset=self._log_start_offset,
+            records_count=count,
+            valid_bytes=pos,
+        )
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches that already carry their offsets (replication), stored as given.
+
+        The first base offset must be >= the log end offset and offsets must increase from batch
+        to batch (InvalidRecordError otherwise); headers and CRCs are validated as for a leader.
+        An empty payload appends nothing.
+        """
+        self._check_open()
+        headers = validate_batches(records)
+        if not headers:
+            return self._empty_info()
+        max_bytes = self._config.max_message_bytes
+        expected = self._log_end_offset
+        metas: list[BatchMeta] = []
+        max_ts, offset_of_max, count, pos = -1, -1, 0, 0
+        for h in headers:
+            size = h.batch_length + LOG_OVERHEAD
+            if size > max_bytes:
+                raise RecordTooLargeError(
+                    f"record batch of {size} bytes at position {pos} is larger than max.message.bytes={max_bytes}"
+                )
+            if h.base_offset < expected:
+                raise InvalidRecordError(
+                    f"out of order offsets appending to {self._tp}: batch at position {pos} starts at "
+                    f"{h.base_offset}, expected at least {expected}"
+                )
+            last = h.base_offset + h.last_offset_delta
+            if h.max_timestamp > max_ts:
+                max_ts, offset_of_max = h.max_timestamp, last
+            metas.append((pos, last, h.max_timestamp, size))
+            count += h.records_count
+            expected = last + 1
+            pos += size
+        first_offset = headers[0].base_offset
+        if expected - 1 - first_offset > _INT32_MAX:
+            raise InvalidRecordError(f"offsets {first_offset}..{expected - 1} span more than one segment can hold")
+        self._append(records, metas, first_offset, expected - 1, max_ts)
+        return LogAppendInfo(
+            first_offset=first_offset,
+            last_offset=expected - 1,
+            max_timestamp=max_ts,
+            offset_of_max_timestamp=offset_of_max,
+            log_append_time=-1,
+            log_start_offset=self._log_start_offset,
+            records_count=count,
+            valid_bytes=pos,
+        )
+
+    def _empty_info(self) -> LogAppendInfo:
+        return LogAppendInfo(-1, -1, -1, -1, -1, self._log_start_offset, 0, 0)
+
+    def _append(
+        self,
+        buf: bytes | bytearray | memoryview,
+        metas: list[BatchMeta],
+        first_offset: int,
+        last_offset: int,
+        max_ts: int,
+    ) -> None:
+        segment = self.maybe_roll(len(buf), max_ts, last_offset, first_offset)
+        segment.append(buf, metas)
+        self._log_end_offset = last_offset + 1
+        if self.unflushed_messages >= self._config.flush_messages:
+            self.flush()
+
+    # --- rolling ------------------------------------------------------------------------------
+
+    def maybe_roll(
+        self, messages_size: int, max_timestamp_in_messages: int, max_offset_in_messages: int, first_offset: int
+    ) -> LogSegment:
+        """The segment the next append goes to, rolling a new one first if the active one must roll."""
+        active = self._segments[-1]
+        cfg = self._config
+        reason = active.should_roll(
+            max_segment_bytes=cfg.segment_bytes,
+            max_segment_ms=cfg.segment_ms,
+            messages_size=messages_size,
+            max_timestamp_in_messages=max_timestamp_in_messages,
+            max_offset_in_messages=max_offset_in_messages,
+            now_ms=self._time_ms(),
+        )
+        if reason is None:
+            return active
+        logger.info("%s Rolling new log segment: %s", self._ident, reason)
+        return self.roll(first_offset)
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at ``max(expected_next_offset, log_end_offset)``.
+
+        The old active segment gets its final time-index entry and trimmed indexes; it is fsynced
+        later by :meth:`flush_pending_rolls`. An empty active segment is replaced, not kept.
+        """
+        self._check_open()
+        new_base = max(expected_next_offset or 0, self._log_end_offset)
+        active = self._segments[-1]
+        if active.size == 0:
+            if active.base_offset == new_base:
+                return active
+            self._segments.pop()
+            self._base_offsets.pop()
+            active.delete()
+        else:
+            active.on_become_inactive()
+        segment = LogSegment(
+            self._dir,
+            new_base,
+            index_interval_bytes=self._config.index_interval_bytes,
+            max_index_size=self._config.segment_index_bytes,
+            time_ms=self._time_ms,
+            create=True,
+        )
+        segment.make_active()
+        self._segments.append(segment)
+        self._base_offsets.append(new_base)
+        self._pending_flush_offset = new_base
+        self._dir_dirty = True
+        return segment
+
+    # --- read ---------------------------------------------------------------------------------
+
+    def read(
+        self, fetch_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
+    ) -> FetchDataInfo:
+        """Whole stored batches from the one holding ``fetch_offset``, up to ``max_bytes``.
+
+        Only batches whose last offset is below ``max_offset`` (exclusive; e.g. the high watermark)
+        are returned. With ``min_one_message`` the first batch comes back even if larger than
+        ``max_bytes``. Reads from one segment (the next one when this one has nothing at or after
+        ``fetch_offset``). Empty result when ``fetch_offset`` equals the log end offset or is
+        >= ``max_offset``. Raises OffsetOutOfRangeError when ``fetch_offset`` is below the log start
+        offset or above the log end offset.
+        """
+        self._check_open()
+        start, end = self._log_start_offset, self._log_end_offset
+        if fetch_offset < start or fetch_offset > end:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset} for partition {self._tp}, "
+                f"but we only have log segments in the range {start} to {end}."
+            )
+        if fetch_offset == end or (max_offset is not None and fetch_offset >= max_offset):
+            return FetchDataInfo(fetch_offset)
+        max_bytes = max(max_bytes, 0)
+        bases = self._base_offsets
+        idx = max(bisect.bisect_right(bases, fetch_offset) - 1, 0)
+        n = len(bases)
+        while idx < n:
+            upper = bases[idx + 1] if idx + 1 < n else end
+            limit = max_offset if max_offset is not None and max_offset < upper else None
+            info = self._segments[idx].read(fetch_offset, max_bytes, limit, min_one_message)
+            if info is not None:
+                return info
+            idx += 1
+        return FetchDataInfo(fetch_offset)
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` (ListOffsets).
+
+        Also accepts Kafka's special values: -2 -> ``(log_start_offset, -1)``, -1 ->
+        ``(log_end_offset, -1)``, -3 -> :meth:`latest_timestamp`. None when no record qualifies.
+        Decodes only the batch that holds the answer.
+        """
+        self._check_open()
+        if timestamp == EARLIEST_TIMESTAMP:
+            return self._log_start_offset, -1
+        if timestamp == LATEST_TIMESTAMP:
+            return self._log_end_offset, -1
+        if timestamp == MAX_TIMESTAMP:
+            return self.latest_timestamp()
+        start = self._log_start_offset
+        for i, segment in enumerate(self._segments):
+            if i + 1 < len(self._segments) and self._base_offsets[i + 1] <= start:
+                continue
+            if segment.max_timestamp_so_far >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, start)
+                if found is not None:
+                    return found
+        return None
+
+    def latest_timestamp(self) -> tuple[int, int] | None:
+        """``(offset, max_timestamp)`` of the first record with the largest timestamp (MAX_TIMESTAMP);
+        None for an empty log or one without timestamps."""
+        self._check_open()
+        best: LogSegment | None = None
+        best_ts = -1
+        for segment in self._segments:
+            ts = segment.max_timestamp_so_far
+            if ts > best_ts:
+                best, best_ts = segment, ts
+        return best.find_max_timestamp_record() if best is not None else None
+
+    # --- retention ----------------------------------------------------------------------------
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Delete whole segments by retention; return how many were deleted.
+
+        Deletes, oldest first and only segments wholly below the high watermark: those below the
+        log start offset; with ``cleanup.policy`` including ``delete``, those whose largest
+        timestamp is more than ``retention.ms`` old, and the oldest while the log minus that
+        segment is still at least ``retention.bytes``. If every segment goes, a new empty active
+        segment is rolled first (Kafka), so the log keeps its end offset. The log start offset
+        moves up to the first remaining segment's base offset.
+        """
+        self._check_open()
+        now = self._time_ms() if now_ms is None else now_ms
+        deleted = self._delete_segments_where(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset, "log start offset"
+        )
+        policy = self._config.get("cleanup.policy")
+        if "delete" not in (policy if isinstance(policy, list) else [policy]):
+            return deleted
+        retention_bytes = self._config.retention_bytes
+        if retention_bytes >= 0:
+            excess = [self.size_in_bytes - retention_bytes]
+
+            def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                if excess[0] - seg.size >= 0:
+                    excess[0] -= seg.size
+                    return True
+                return False
+
+            if excess[0] > 0:
+                deleted += self._delete_segments_where(over_size, "retention.bytes")
+        retention_ms = self._config.retention_ms
+        if retention_ms >= 0:
+            deleted += self._delete_segments_where(
+                lambda seg, nxt: now - seg.largest_timestamp > retention_ms, "retention.ms"
+            )
+        return deleted
+
+    def delete_records(self, offset: int) -> int:
+        """Raise the log start offset to ``offset`` (DeleteRecords; -1 = the high watermark).
+
+        Raises OffsetOutOfRangeError when ``offset`` is negative (other than -1) or above the high
+        watermark. Segments wholly below the new start are deleted. Returns the log start offset
+        (never lowered).
+        """
+        self._check_open()
+        target = self._high_watermark if offset == -1 else offset
+        if target < 0 or target > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot delete records of {self._tp} up to offset {offset}: "
+                f"it must be between 0 and the high watermark {self._high_watermark}"
+            )
+        if target > self._log_start_offset:
+            logger.info("%s Incrementing log start offset to %d", self._ident, target)
+            self._log_start_offset = target
+            self._recovery_point = max(self._recovery_point, min(target, self._log_end_offset))
+            self._delete_segments_where(
+                lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset, "log start offset"
+            )
+        return self._log_start_offset
+
+    def _delete_segments_where(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str
+    ) -> int:
+        deletable: list[LogSegment] = []
+        segments = self._segments
+        for i, seg in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt is not None else self._log_end_offset
+            if nxt is None and seg.size == 0:
+                break
+            if self._high_watermark >= upper and predicate(seg, nxt):
+                deletable.append(seg)
+            else:
+                break
+        if not deletable:
+            return 0
+        if len(deletable) == len(segments):
+            self.roll()
+        for seg in deletable:
+            logger.info("%s Deleting segment %s (%s breached)", self._ident, seg.log_path.name, reason)
+            self._segments.remove(seg)
+            self._base_offsets.remove(seg.base_offset)
+            seg.delete()
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self._high_watermark = max(self._high_watermark, self._log_start_offset)
+        self._recovery_point = max(self._recovery_point, self._log_start_offset)
+        return len(deletable)
+
+    # --- truncation ---------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch holding an offset >= ``offset`` (replication); True if anything went.
+
+        Cuts at batch boundaries: if ``offset`` is inside a batch the whole batch goes and the log
+        end offset becomes that batch's base offset. Offsets below the first segment empty the
+        log and restart it at ``offset``. ``offset`` >= log end offset does nothing.
+        """
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot truncate {self._tp} to a negative offset {offset}")
+        if offset >= self._log_end_offset:
+            return False
+        logger.info("%s Truncating to offset %d", self._ident, offset)
+        if offset < self._base_offsets[0]:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while len(self._segments) > 1 and self._base_offsets[-1] > offset:
+            seg = self._segments.pop()
+            self._base_offsets.pop()
+            seg.delete()
+        active = self._segments[-1]
+        active.truncate_to(offset)
+        active.make_active()
+        end = active.read_next_offset()
+        self._log_end_offset = end
+        self._log_start_offset = min(self._log_start_offset, end)
+        self._high_watermark = min(self._high_watermark, end)
+        self._recovery_point = min(self._recovery_point, end)
+        self._pending_flush_offset = None
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and restart the log empty at ``new_offset``."""
+        self._check_open()
+        logger.info("%s Truncating fully and starting at offset %d", self._ident, new_offset)
+        for seg in self._segments:
+            seg.delete()
+        segment = LogSegment(
+            self._dir,
+            new_offset,
+            index_interval_bytes=self._config.index_interval_bytes,
+            max_index_size=self._config.segment_index_bytes,
+            time_ms=self._time_ms,
+            create=True,
+        )
+        segment.make_active()
+        self._segments = [segment]
+        self._base_offsets = [new_offset]
+        self._log_end_offset = self._log_start_offset = self._high_watermark = new_offset
+        self._recovery_point = new_offset
+        self._pending_flush_offset = None
+        self._dir_dirty = True
+
+    # --- flush, config, lifecycle -------------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync the segments holding offsets in ``[recovery_point, offset)`` (default: all) and
+        move the recovery point to ``offset``."""
+        self._check_open()
+        up_to = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
+        if up_to > self._recovery_point:
+            first = max(bisect.bisect_right(self._base_offsets, self._recovery_point) - 1, 0)
+            for seg in self._segments[first:]:
+                if seg.base_offset >= up_to:
+                    break
+                seg.flush()
+            self._recovery_point = up_to
+        if self._dir_dirty:
+            fsync_dir(self._dir)
+            self._dir_dirty = False
+        self._last_flush_ms = self._time_ms()
+
+    def flush_pending_rolls(self) -> bool:
+        """fsync the segments rolled since the last call (Kafka's post-roll flush); True if any."""
+        if self._pending_flush_offset is None or self._closed:
+            return False
+        offset, self._pending_flush_offset = self._pending_flush_offset, None
+        self.flush(offset)
+        return True
+
+    def update_config(self, config: LogConfig) -> None:
+        """Use ``config`` from now on (``segment.index.bytes`` applies to new segments)."""
+        self._config = config
+        for seg in self._segments:
+            seg.index_interval_bytes = config.index_interval_bytes
+
+    def close(self) -> None:
+        """Close every segment (final time-index entries, trimmed indexes). No fsync: flush first."""
+        if self._closed:
+            return
+        self._closed = True
+        for seg in self._segments:
+            seg.close()
+
+    def delete(self) -> None:
+        """Close the log and remove its directory."""
+        if not self._closed:
+            self._closed = True
+            for seg in self._segments:
+                seg.delete()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"log of {self._tp} is closed")

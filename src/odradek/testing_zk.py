@@ -1,0 +1,237 @@
+"""A throwaway Apache ZooKeeper server for tests: :class:`ZooKeeperServer` and pytest fixtures.
+
+``with ZooKeeperServer() as zk: ...`` starts Debian's Apache ZooKeeper 3.8 (the ``zookeeper``
+package: ``/usr/share/java/zookeeper.jar``, whose manifest carries its class path) as a
+standalone server on a free ``127.0.0.1`` port, with its own temporary data dir, the admin
+server disabled and the ``ruok``/``srvr``/``stat`` four-letter words allowed. It returns once
+``ruok`` answers ``imok`` (at most ``start_timeout_s``, default 20 s) and on exit terminates the
+JVM, waits for it and removes the data dir. ``restart()`` stops and starts it on the same port
+and data dir (sessions survive a restart shorter than their timeout, as in ZooKeeper).
+
+Fixtures: ``zookeeper_server`` (session scope: one JVM for the whole test run) and
+``zookeeper_connect`` (a ``host:port/<unique chroot>`` per test, so tests never see each other's
+znodes). If ZooKeeper or Java is missing the fixtures fail, never skip, with a message saying to
+run ``make test``, which installs them.
+
+The server's log (``zookeeper.log`` in the data dir) is quoted in start-up errors.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import pytest
+
+__all__ = ["ZooKeeperNotInstalled", "ZooKeeperServer", "zookeeper_connect", "zookeeper_server"]
+
+ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
+JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true")
+
+
+class ZooKeeperNotInstalled(RuntimeError):
+    pass
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def four_letter_word(port: int, word: str, timeout_s: float = 2.0) -> str:
+    """Send a ZooKeeper four-letter command (``ruok``, ``srvr``...) and return the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
+        s.sendall(word.encode("ascii"))
+        chunks = []
+        while chunk := s.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+class ZooKeeperServer:
+    """A standalone ZooKeeper on 127.0.0.1 (see the module docstring). Not thread-safe."""
+
+    def __init__(self, start_timeout_s: float = 20.0, tick_time_ms: int = 500) -> None:
+        self.start_timeout_s = start_timeout_s
+        self.tick_time_ms = tick_time_ms
+        self.port = 0
+        self.base_dir: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: Path | None = None
+
+    @property
+    def connect_string(self) -> str:
+        """``127.0.0.1:<port>``."""
+        return f"127.0.0.1:{self.port}"
+
+    def chroot_connect(self, chroot: str | None = None) -> str:
+        """``127.0.0.1:<port>/<chroot>``, a fresh unique chroot if none is given."""
+        chroot = chroot or f"/test-{uuid.uuid4().hex[:12]}"
+        return self.connect_string + chroot
+
+    @staticmethod
+    def check_installed() -> str:
+        """The ``java`` executable; raises :class:`ZooKeeperNotInstalled` with what to do."""
+        java = shutil.which("java")
+        if not ZOOKEEPER_JAR.exists() or java is None:
+            missing = "Apache ZooKeeper (" + str(ZOOKEEPER_JAR) + ")" if not ZOOKEEPER_JAR.exists() else "java"
+            raise ZooKeeperNotInstalled(
+                f"{missing} is not installed; run `make test`, which installs the Debian packages "
+                "zookeeper and default-jre-headless"
+            )
+        return java
+
+    def _write_config(self) -> Path:
+        assert self.base_dir is not None
+        data_dir = self.base_dir / "data"
+        data_dir.mkdir(exist_ok=True)
+        config = self.base_dir / "zoo.cfg"
+        config.write_text(
+            "\n".join(
+                [
+                    f"tickTime={self.tick_time_ms}",
+                    f"dataDir={data_dir}",
+                    f"clientPort={self.port}",
+                    "clientPortAddress=127.0.0.1",
+                    "maxClientCnxns=0",
+                    "minSessionTimeout=1000",
+                    "maxSessionTimeout=60000",
+                    "admin.enableServer=false",
+                    "4lw.commands.whitelist=ruok,srvr,stat,mntr",
+                    "forceSync=no",
+                    "",
+                ]
+            )
+        )
+        return config
+
+    def start(self) -> None:
+        java = self.check_installed()
+        if self.base_dir is None:
+            self.base_dir = Path(tempfile.mkdtemp(prefix="odradek-zk-"))
+        for attempt in range(3):
+            if self.port == 0 or attempt > 0:
+                self.port = _free_port()
+            try:
+                self._spawn(java)
+                return
+            except RuntimeError:
+                self._kill()
+                if attempt == 2:
+                    raise
+
+    def _spawn(self, java: str) -> None:
+        assert self.base_dir is not None
+        config = self._write_config()
+        classpath = [str(ZOOKEEPER_JAR)]
+        if SLF4J_SIMPLE_JAR.exists():
+            classpath.append(str(SLF4J_SIMPLE_JAR))
+        self._log = self.base_dir / "zookeeper.log"
+        command = [
+            java,
+            *JVM_OPTIONS,
+            "-Dzookeeper.admin.enableServer=false",
+            "-cp",
+            os.pathsep.join(classpath),
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            str(config),
+        ]
+        with open(self._log, "ab") as log:
+            self._process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.base_dir
+            )
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"ZooKeeper exited with status {self._process.returncode}: {self._log_tail()}")
+            try:
+                if four_letter_word(self.port, "ruok", 1.0) == "imok":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(
+            f"ZooKeeper did not answer ruok on 127.0.0.1:{self.port} within {self.start_timeout_s} s: "
+            f"{self._log_tail()}"
+        )
+
+    def _log_tail(self) -> str:
+        if self._log is None or not self._log.exists():
+            return "(no log)"
+        lines = self._log.read_text(errors="replace").splitlines()
+        return "\n".join(lines[-20:]) or "(empty log)"
+
+    def _kill(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def stop(self) -> None:
+        """Stop the server, keeping its data dir and port (for :meth:`restart`)."""
+        self._kill()
+
+    def restart(self) -> None:
+        self.stop()
+        java = self.check_installed()
+        for _ in range(50):  # the port may linger for a moment after the JVM exits
+            try:
+                self._spawn(java)
+                return
+            except RuntimeError:
+                self._kill()
+                time.sleep(0.2)
+        raise RuntimeError(f"ZooKeeper could not restart on port {self.port}: {self._log_tail()}")
+
+    def close(self) -> None:
+        self._kill()
+        if self.base_dir is not None:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+            self.base_dir = None
+
+    def __enter__(self) -> ZooKeeperServer:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server() -> Iterator[ZooKeeperServer]:
+    """One Apache ZooKeeper for the test session (fails, never skips, if not installed)."""
+    try:
+        ZooKeeperServer.check_installed()
+    except ZooKeeperNotInstalled as e:
+        pytest.fail(str(e), pytrace=False)
+    with ZooKeeperServer() as server:
+        yield server
+
+
+@pytest.fixture
+def zookeeper_connect(zookeeper_server: ZooKeeperServer) -> str:
+    """A connect string with a chroot unique to this test: ``127.0.0.1:<port>/test-<hex>``."""
+    return zookeeper_server.chroot_connect()

@@ -1,0 +1,7 @@
+"""Fixtures for the integration tests: a real Apache ZooKeeper (``odradek.testing_zk``)."""
+
+from __future__ import annotations
+
+from odradek.testing_zk import zookeeper_connect, zookeeper_server
+
+__all__ = ["zookeeper_connect", "zookeeper_server"]

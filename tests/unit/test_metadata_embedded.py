@@ -1,0 +1,303 @@
+"""The embedded coordination store behaves like ZooKeeper and keeps persistent znodes across restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from odradek.metadata.embedded import EmbeddedStore
+from odradek.metadata.errors import (
+    BadVersionError,
+    CorruptStoreError,
+    NoChildrenForEphemeralsError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    StoreUnavailableError,
+)
+from odradek.metadata.snapshot import snapshot_path
+from odradek.metadata.store import CheckVersionOp, CreateOp, DeleteOp, SessionState, SetDataOp
+
+T = TypeVar("T")
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    async def main() -> T:
+        return await fn()
+
+    return asyncio.run(main())
+
+
+async def settle() -> None:
+    """Let scheduled watch callbacks run."""
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+def test_create_get_set_versions_and_delete() -> None:
+    async def scenario() -> None:
+        s = EmbeddedStore().session()
+        assert await s.create("/a", b"1") == "/a"
+        data, stat = await s.get("/a")
+        assert data == b"1" and stat.version == 0 and stat.ephemeral_owner == 0 and stat.data_length == 1
+        assert (await s.set("/a", b"2", version=0)).version == 1
+        with pytest.raises(BadVersionError):
+            await s.set("/a", b"3", version=0)
+        assert (await s.set("/a", b"3")).version == 2
+        with pytest.raises(NodeExistsError):
+            await s.create("/a")
+        with pytest.raises(NoNodeError, match="parent /x does not exist"):
+            await s.create("/x/y")
+        assert await s.create("/x/y/z", makepath=True) == "/x/y/z"
+        with pytest.raises(NotEmptyError):
+            await s.delete("/x")
+        with pytest.raises(BadVersionError):
+            await s.delete("/a", version=7)
+        await s.delete("/x", recursive=True)
+        assert await s.exists("/x") is None
+        with pytest.raises(NoNodeError, match="No node exists at /x"):
+            await s.get("/x")
+        with pytest.raises(ValueError):
+            await s.get("no-slash")
+        with pytest.raises(ValueError):
+            await s.delete("/")
+
+    run(scenario)
+
+
+def test_children_are_sorted_and_sequential_names_use_the_parent_counter() -> None:
+    async def scenario() -> None:
+        s = EmbeddedStore().session()
+        await s.create("/p")
+        await s.create("/p/b")
+        await s.create("/p/a")
+        first = await s.create("/p/seq_", sequential=True)
+        second = await s.create("/p/seq_", sequential=True)
+        assert first == "/p/seq_0000000002" and second == "/p/seq_0000000003"
+        assert await s.get_children("/p") == ["a", "b", "seq_0000000002", "seq_0000000003"]
+        stat = await s.exists("/p")
+        assert stat is not None and stat.num_children == 4 and stat.cversion == 4
+        with pytest.raises(NoNodeError):
+            await s.get_children("/missing")
+
+    run(scenario)
+
+
+def test_ephemeral_nodes_vanish_when_their_session_closes_and_watches_fire() -> None:
+    async def scenario() -> None:
+        store = EmbeddedStore()
+        broker, observer = store.session(), store.session()
+        await observer.create("/brokers/ids", makepath=True)
+        events: list[str] = []
+
+        async def on_change(path: str) -> None:
+            events.append(path)
+
+        observer.watch_children("/brokers/ids", on_change)
+        observer.watch_data("/brokers/ids/1", on_change)
+        await broker.create("/brokers/ids/1", b"{}", ephemeral=True)
+        stat = await observer.exists("/brokers/ids/1")
+        assert stat is not None and stat.ephemeral_owner == broker.session_id
+        with pytest.raises(NoChildrenForEphemeralsError):
+            await broker.create("/brokers/ids/1/x")
+        await settle()
+        assert events == ["/brokers/ids/1", "/brokers/ids"]  # the data watch, then the children watch
+        events.clear()
+        await broker.close()
+        await settle()
+        assert await observer.get_children("/brokers/ids") == []
+        assert sorted(events) == ["/brokers/ids", "/brokers/ids/1"]
+        with pytest.raises(StoreUnavailableError, match="closed"):
+            await broker.get("/")
+
+    run(scenario)
+
+
+def test_watches_are_persistent_and_cancellable() -> None:
+    async def scenario() -> None:
+        s = EmbeddedStore().session()
+        seen: list[str] = []
+
+        async def on_data(path: str) -> None:
+            seen.append(path)
+
+        handle = s.watch_data("/n", on_data)
+        await s.create("/n", b"0")
+        await s.set("/n", b"1")
+        await s.set("/n", b"2")
+        await settle()
+        assert seen == ["/n"] * 3
+        handle.cancel()
+        assert handle.cancelled
+        await s.set("/n", b"3")
+        await settle()
+        assert len(seen) == 3
+
+    run(scenario)
+
+
+def test_a_failing_callback_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        s = EmbeddedStore().session()
+
+        async def broken(path: str) -> None:
+            raise RuntimeError("boom")
+
+        s.watch_children("/", broken)
+        await s.create("/a")
+        await settle()
+
+    run(scenario)
+    assert "boom" in caplog.text
+
+
+def test_multi_is_atomic() -> None:
+    async def scenario() -> None:
+        s = EmbeddedStore().session()
+        await s.create("/epoch", b"1")
+        results = await s.multi([CheckVersionOp("/epoch", 0), CreateOp("/a", b"x"), SetDataOp("/epoch", b"2", 0)])
+        assert results[1] == "/a" and results[0] is None
+        with pytest.raises(BadVersionError):
+            await s.multi([CreateOp("/b"), DeleteOp("/a"), CheckVersionOp("/epoch", 0)])
+        assert await s.exists("/b") is None and await s.exists("/a") is not None
+        assert (await s.get("/epoch"))[0] == b"2"
+
+    run(scenario)
+
+
+def test_expire_gives_a_new_session_and_drops_ephemerals() -> None:
+    async def scenario() -> None:
+        s = EmbeddedStore().session()
+        states: list[SessionState] = []
+
+        async def on_session(state: SessionState) -> None:
+            states.append(state)
+
+        s.watch_session(on_session)
+        await s.create("/e", ephemeral=True)
+        old = s.session_id
+        await s.expire()
+        await settle()
+        assert s.session_id != old and states == [SessionState.EXPIRED]
+        assert await s.exists("/e") is None
+
+    run(scenario)
+
+
+WRITER = """
+import asyncio, os, signal, sys
+from odradek.metadata.embedded import EmbeddedStore
+
+async def main():
+    s = EmbeddedStore(sys.argv[1]).session()
+    await s.create("/brokers/topics/t", b'{"version":1}', makepath=True)
+    await s.set("/brokers/topics/t", b'{"version":1,"partitions":{}}')
+    await s.create("/brokers/ids/0", b"{}", ephemeral=True, makepath=True)
+    await s.create("/bin", b"\\x00\\xff")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main())
+"""
+
+
+def test_persistent_nodes_survive_kill_9_and_ephemeral_ones_do_not(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", WRITER, str(tmp_path)], capture_output=True, timeout=60)
+    assert result.returncode == -signal.SIGKILL, result.stderr.decode()
+
+    async def read() -> None:
+        store = EmbeddedStore(tmp_path)
+        s = store.session()
+        data, stat = await s.get("/brokers/topics/t")
+        assert data == b'{"version":1,"partitions":{}}' and stat.version == 1
+        assert await s.get_children("/brokers/ids") == []
+        assert (await s.get("/bin"))[0] == b"\x00\xff"
+        await store.close()
+
+    run(read)
+
+
+def test_a_second_owner_of_the_directory_is_refused(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = EmbeddedStore(tmp_path)
+        with pytest.raises(StoreUnavailableError, match="locked"):
+            EmbeddedStore(tmp_path)
+        await store.close()
+        EmbeddedStore(tmp_path)  # released
+
+    run(scenario)
+
+
+def test_a_torn_tmp_file_is_ignored(tmp_path: Path) -> None:
+    async def write() -> None:
+        store = EmbeddedStore(tmp_path)
+        await store.session().create("/kept", b"v")
+        await store.close()
+
+    run(write)
+    snapshot = snapshot_path(tmp_path)
+    tmp = snapshot.with_name(snapshot.name + ".tmp")
+    tmp.write_bytes(snapshot.read_bytes()[:25])  # a crash in the middle of the next write
+
+    async def read() -> None:
+        store = EmbeddedStore(tmp_path)
+        assert (await store.session().get("/kept"))[0] == b"v"
+        await store.close()
+
+    run(read)
+    assert not tmp.exists()
+
+
+def test_a_corrupt_snapshot_fails_loudly_and_names_the_backup(tmp_path: Path) -> None:
+    async def write() -> None:
+        store = EmbeddedStore(tmp_path)
+        s = store.session()
+        await s.create("/a", b"1")
+        await s.create("/b", b"2")
+        await store.close()
+
+    run(write)
+    snapshot = snapshot_path(tmp_path)
+    raw = snapshot.read_bytes()
+    snapshot.write_bytes(raw.replace(b'"data":"2"', b'"data":"3"'))  # a flipped byte
+    with pytest.raises(CorruptStoreError, match=r"checksum mismatch.*znodes\.json\.bak"):
+        EmbeddedStore(tmp_path)
+    snapshot.write_bytes(raw[: len(raw) // 2])  # truncated
+    with pytest.raises(CorruptStoreError, match="bytes"):
+        EmbeddedStore(tmp_path)
+    snapshot.unlink()  # gone, but a backup exists: never start empty silently
+    with pytest.raises(CorruptStoreError, match="missing"):
+        EmbeddedStore(tmp_path)
+
+
+def test_snapshot_file_format(tmp_path: Path) -> None:
+    async def write() -> None:
+        store = EmbeddedStore(tmp_path)
+        await store.session().create("/a", b'{"k":1}')
+        await store.close()
+
+    run(write)
+    header, body = snapshot_path(tmp_path).read_text().split("\n", 1)
+    assert json.loads(header)["format"] == "odradek-znodes" and json.loads(header)["nodes"] == 2
+    records = json.loads(body)
+    assert [r["path"] for r in records] == ["/", "/a"] and records[1]["data"] == '{"k":1}'
+
+
+def test_read_only_store_sees_the_tree_and_refuses_writes(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        owner = EmbeddedStore(tmp_path)
+        await owner.session().create("/a", b"1")
+        reader = EmbeddedStore(tmp_path, read_only=True).session()  # no lock taken
+        assert (await reader.get("/a"))[0] == b"1"
+        with pytest.raises(Exception, match="read-only"):
+            await reader.create("/b")
+        await owner.close()
+
+    run(scenario)
