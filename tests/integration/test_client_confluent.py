@@ -112,7 +112,7 @@ def test_one_megabyte_messages(odradek_broker: BrokerRunner) -> None:
         odradek_broker, topic, [{"value": p} for p in payloads], **{"message.max.bytes": 3 * 1024 * 1024}
     )
     got = _consume_all(
-        odradek_broker, topic, 1, 5, **{"fetch.max.bytes": 1024, "max.partition.fetch.bytes": 1024}
+        odradek_broker, topic, 1, 5, **{"fetch.max.bytes": 1024, "message.max.bytes": 1000, "max.partition.fetch.bytes": 1024}
     )
     assert [m.value() for m in got] == payloads
 

@@ -6,6 +6,7 @@ Brokers come from the ``odradek_broker`` fixture (one fresh broker per test).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -30,8 +31,6 @@ def spark() -> Iterator[Any]:
         jvm_options="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     )
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
-        import logging
-
         logging.getLogger(name).disabled = True
     yield session
     session.stop()

@@ -10,7 +10,8 @@ from typing import Any
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    futures = AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(name, partitions, 1)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep it alive until the futures resolve
+    futures = admin.create_topics([NewTopic(name, partitions, 1)])
     for future in futures.values():
         future.result(timeout=30)
 

@@ -209,3 +209,15 @@ def test_configs_offsets_reassignment_and_isr_notifications() -> None:
         assert await zk.store.get_children("/isr_change_notification") == []
 
     run(scenario)
+
+
+def test_producer_id_blocks_never_overlap() -> None:
+    async def scenario() -> None:
+        store = EmbeddedStore()
+        a, b = KafkaZkClient(store.session()), KafkaZkClient(store.session())
+        blocks = await asyncio.gather(*(zk.allocate_producer_id_block(i, 10) for i, zk in enumerate([a, b, a])))
+        assert sorted((blk.block_start, blk.block_end) for blk in blocks) == [(0, 9), (10, 19), (20, 29)]
+        data, _ = await a.store.get("/latest_producer_id_block")
+        assert b'"block_end":"29"' in data
+
+    run(scenario)

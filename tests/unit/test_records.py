@@ -40,7 +40,9 @@ from odradek.protocol.records import (
 
 def sample_records(n: int = 5) -> list[Record]:
     out = [
-        Record(f"key-{i}".encode(), f"value-{i}".encode() * (i + 1), [("h1", b"a"), ("h2", None)], 1_700_000_000_000 + i)
+        Record(
+            f"key-{i}".encode(), f"value-{i}".encode() * (i + 1), [("h1", b"a"), ("h2", None)], 1_700_000_000_000 + i
+        )
         for i in range(n)
     ]
     out.append(Record(None, None, (), 1_699_999_999_000))  # null key/value, earlier timestamp

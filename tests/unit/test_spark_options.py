@@ -328,6 +328,7 @@ class FakeClient:
         self.logs = dict(logs)
         self.groups: dict[str, PartitionOffsets] = {}
         self.group_calls = 0
+        self.commit_calls = 0
         self.groups_broken = False
         self.timestamps: dict[TopicPartition, dict[int, int]] = {}
 
@@ -357,6 +358,7 @@ class FakeClient:
         return {tp: stored[tp] for tp in tps if tp in stored}
 
     def commit(self, group: str, offsets: Mapping[TopicPartition, int], timeout_ms: int | None = None) -> None:
+        self.commit_calls += 1
         if self.groups_broken:
             raise RuntimeError("COORDINATOR_NOT_AVAILABLE")
         self.groups.setdefault(group, {}).update(offsets)
@@ -412,6 +414,17 @@ def test_anchor_failure_falls_back_to_latest(caplog: pytest.LogCaptureFixture) -
         planner.commit({("t", 0): 5})
         planner.commit({("t", 0): 6})
     assert "resolved without an anchor" in caplog.text
+    assert client.commit_calls == 0  # a cluster that cannot read group offsets is not asked to write them
+
+
+def test_commit_failure_stops_further_commits(caplog: pytest.LogCaptureFixture) -> None:
+    client = FakeClient({("t", 0): (0, 5)})
+    planner = StreamPlanner(parse_source_options({**BOOT, "subscribe": "t"}, "stream"), lambda: client)
+    planner.initial_offset()
+    client.groups_broken = True
+    with caplog.at_level(logging.WARNING):
+        planner.commit({("t", 0): 5})
+        planner.commit({("t", 0): 6})
     assert caplog.text.count("not committing again") == 1
 
 

@@ -150,6 +150,8 @@ class KafkaConnection:
             raise KafkaConnectionError(
                 f"cannot connect to {self.address}: no answer within {self.connect_timeout_ms} ms"
             ) from None
+        except ConnectionRefusedError:
+            raise KafkaConnectionError(f"cannot connect to {self.address}: connection refused") from None
         except OSError as exc:
             raise KafkaConnectionError(f"cannot connect to {self.address}: {exc.strerror or exc}") from None
         self._closed_reason = None

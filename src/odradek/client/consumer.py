@@ -48,6 +48,8 @@ class ConsumerRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_type: int = 0
+    """0 CreateTime, 1 LogAppendTime (the batch's timestampType)."""
 
 
 @dataclass(slots=True)
@@ -76,7 +78,14 @@ def decode_fetched(tp: TopicPartition, data: bytes | None, position: int) -> tup
                 if r.offset >= position:
                     out.append(
                         ConsumerRecord(
-                            tp.topic, tp.partition, r.offset, r.timestamp_ms, r.key, r.value, tuple(r.headers)
+                            tp.topic,
+                            tp.partition,
+                            r.offset,
+                            r.timestamp_ms,
+                            r.key,
+                            r.value,
+                            tuple(r.headers),
+                            header.timestamp_type,
                         )
                     )
         next_offset = max(next_offset, header.next_offset)
@@ -131,7 +140,8 @@ class Consumer:
         desc = (await self.cluster.refresh([topic])).get(topic)
         if desc is None or desc.error_code != ErrorCode.none:
             code = desc.error_code if desc is not None else ErrorCode.unknown_topic_or_partition
-            raise error_for(code, None, topic)
+            message = f"Topic '{topic}' does not exist." if code == ErrorCode.unknown_topic_or_partition else None
+            raise error_for(code, message, topic)
         return sorted(desc.partitions)
 
     async def assign(self, partitions: Iterable[TopicPartition]) -> None:

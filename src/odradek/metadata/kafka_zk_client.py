@@ -68,6 +68,8 @@ from odradek.metadata.znodes import (
     IsrChangeNotificationZNode,
     LeaderAndIsr,
     PartitionAssignment,
+    ProducerIdBlock,
+    ProducerIdBlockZNode,
     ReassignPartitionsZNode,
     TopicAssignment,
     TopicPartition,
@@ -521,3 +523,27 @@ class KafkaZkClient:
                 await self.store.create(path, data, makepath=True)
             except NodeExistsError:
                 await self.store.set(path, data)
+
+    # -- producer ids -----------------------------------------------------------------------------
+
+    async def allocate_producer_id_block(self, broker_id: int, block_size: int = 1000) -> ProducerIdBlock:
+        """Claim the next ``block_size`` producer ids (Kafka's ``ZkProducerIdManager``).
+
+        A conditional update of ``/latest_producer_id_block`` (created if missing), retried until
+        it wins, so two brokers never get overlapping blocks. The first block starts at 0.
+        """
+        path = ProducerIdBlockZNode.path()
+        while True:
+            try:
+                data, stat = await self.store.get(path)
+            except NoNodeError:
+                await self.store.ensure_path(path)
+                continue
+            previous = ProducerIdBlockZNode.decode(data)
+            start = 0 if previous is None else previous.block_end + 1
+            block = ProducerIdBlock(broker_id, start, start + block_size - 1)
+            try:
+                await self.store.set(path, ProducerIdBlockZNode.encode(block), stat.version)
+                return block
+            except BadVersionError:
+                continue

@@ -256,8 +256,7 @@ def validate_batches(buf: Buffer) -> list[BatchHeader]:
         length = h[1]
         if length < MIN_BATCH_LENGTH:
             raise CorruptRecordError(
-                f"record batch at position {pos} has batchLength {length}, "
-                f"less than the minimum {MIN_BATCH_LENGTH}"
+                f"record batch at position {pos} has batchLength {length}, less than the minimum {MIN_BATCH_LENGTH}"
             )
         size = length + LOG_OVERHEAD
         if size > remaining:

@@ -96,9 +96,7 @@ def xxh32_small(data: bytes, seed: int = 0) -> int:
     return h
 
 
-_LZ4_HEADER = (
-    _LZ4_MAGIC + bytes((_LZ4_FLG, _LZ4_BD, (xxh32_small(bytes((_LZ4_FLG, _LZ4_BD))) >> 8) & 0xFF))
-)
+_LZ4_HEADER = _LZ4_MAGIC + bytes((_LZ4_FLG, _LZ4_BD, (xxh32_small(bytes((_LZ4_FLG, _LZ4_BD))) >> 8) & 0xFF))
 
 
 def _lz4_frame(data: bytes | bytearray | memoryview) -> bytes:

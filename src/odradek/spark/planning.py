@@ -54,7 +54,7 @@ __all__ = ["OffsetClient", "StreamPlanner", "plan_batch", "resolve_offsets"]
 
 log = logging.getLogger(__name__)
 
-ANCHOR_TIMEOUT_MS = 10_000
+ANCHOR_TIMEOUT_MS = 5_000
 """Upper bound for group-offset calls: an anchor is a convenience, never a reason to stall."""
 
 
@@ -194,6 +194,7 @@ class StreamPlanner:
         try:
             anchored = self.client.committed(group, latest_tps, ANCHOR_TIMEOUT_MS)
         except Exception as exc:  # the anchor is best effort: a cluster without group offsets
+            self._commits_enabled = False  # ... will not take commits either; do not wait twice
             log.warning(
                 "cannot read the starting-offset anchor of group '%s' (%s); "
                 "startingOffsets=latest is resolved without an anchor",

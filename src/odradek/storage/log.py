@@ -47,6 +47,14 @@ from odradek.storage.checkpoint import fsync_dir
 from odradek.storage.config import LogConfig
 from odradek.storage.log_loader import load_segments
 from odradek.storage.results import FetchDataInfo, LogAppendInfo
+from odradek.storage.retention import (
+    SegmentPredicate,
+    below_log_start_offset,
+    deletable_segments,
+    delete_policy_enabled,
+    retention_ms_breached,
+    retention_size_breached,
+)
 from odradek.storage.segment import BatchMeta, LogSegment
 from odradek.storage.topic_partition import TopicPartition, parse_topic_partition_dir
 
@@ -360,19 +368,23 @@ class Log:
             active.delete()
         else:
             active.on_become_inactive()
+        segment = self._new_segment(new_base)
+        self._segments.append(segment)
+        self._base_offsets.append(new_base)
+        self._pending_flush_offset = new_base
+        self._dir_dirty = True
+        return segment
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
         segment = LogSegment(
             self._dir,
-            new_base,
+            base_offset,
             index_interval_bytes=self._config.index_interval_bytes,
             max_index_size=self._config.segment_index_bytes,
             time_ms=self._time_ms,
             create=True,
         )
         segment.make_active()
-        self._segments.append(segment)
-        self._base_offsets.append(new_base)
-        self._pending_flush_offset = new_base
-        self._dir_dirty = True
         return segment
 
     # --- read ---------------------------------------------------------------------------------
@@ -461,28 +473,16 @@ class Log:
         """
         self._check_open()
         now = self._time_ms() if now_ms is None else now_ms
-        deleted = self._delete_segments_where(
-            lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset, "log start offset"
-        )
-        policy = self._config.get("cleanup.policy")
-        if "delete" not in (policy if isinstance(policy, list) else [policy]):
+        deleted = self._delete_segments_where(below_log_start_offset(self._log_start_offset), "log start offset")
+        if not delete_policy_enabled(self._config):
             return deleted
         retention_bytes = self._config.retention_bytes
-        if retention_bytes >= 0:
-            excess = [self.size_in_bytes - retention_bytes]
-
-            def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
-                if excess[0] - seg.size >= 0:
-                    excess[0] -= seg.size
-                    return True
-                return False
-
-            if excess[0] > 0:
-                deleted += self._delete_segments_where(over_size, "retention.bytes")
-        retention_ms = self._config.retention_ms
-        if retention_ms >= 0:
+        size = self.size_in_bytes
+        if 0 <= retention_bytes < size:
+            deleted += self._delete_segments_where(retention_size_breached(size, retention_bytes), "retention.bytes")
+        if self._config.retention_ms >= 0:
             deleted += self._delete_segments_where(
-                lambda seg, nxt: now - seg.largest_timestamp > retention_ms, "retention.ms"
+                retention_ms_breached(now, self._config.retention_ms), "retention.ms"
             )
         return deleted
 
@@ -504,28 +504,16 @@ class Log:
             logger.info("%s Incrementing log start offset to %d", self._ident, target)
             self._log_start_offset = target
             self._recovery_point = max(self._recovery_point, min(target, self._log_end_offset))
-            self._delete_segments_where(
-                lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset, "log start offset"
-            )
+            self._delete_segments_where(below_log_start_offset(target), "log start offset")
         return self._log_start_offset
 
-    def _delete_segments_where(
-        self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str
-    ) -> int:
-        deletable: list[LogSegment] = []
-        segments = self._segments
-        for i, seg in enumerate(segments):
-            nxt = segments[i + 1] if i + 1 < len(segments) else None
-            upper = nxt.base_offset if nxt is not None else self._log_end_offset
-            if nxt is None and seg.size == 0:
-                break
-            if self._high_watermark >= upper and predicate(seg, nxt):
-                deletable.append(seg)
-            else:
-                break
+    def _delete_segments_where(self, predicate: SegmentPredicate, reason: str) -> int:
+        deletable = deletable_segments(
+            self._segments, predicate, high_watermark=self._high_watermark, log_end_offset=self._log_end_offset
+        )
         if not deletable:
             return 0
-        if len(deletable) == len(segments):
+        if len(deletable) == len(self._segments):
             self.roll()
         for seg in deletable:
             logger.info("%s Deleting segment %s (%s breached)", self._ident, seg.log_path.name, reason)
@@ -576,16 +564,7 @@ class Log:
         logger.info("%s Truncating fully and starting at offset %d", self._ident, new_offset)
         for seg in self._segments:
             seg.delete()
-        segment = LogSegment(
-            self._dir,
-            new_offset,
-            index_interval_bytes=self._config.index_interval_bytes,
-            max_index_size=self._config.segment_index_bytes,
-            time_ms=self._time_ms,
-            create=True,
-        )
-        segment.make_active()
-        self._segments = [segment]
+        self._segments = [self._new_segment(new_offset)]
         self._base_offsets = [new_offset]
         self._log_end_offset = self._log_start_offset = self._high_watermark = new_offset
         self._recovery_point = new_offset

@@ -173,8 +173,7 @@ def load_segments(
         truncated, reason = seg.recover()
         if truncated:
             logger.warning(
-                "%s Found invalid bytes in log segment %s at byte position %d: %s. "
-                "Truncated %d of %d bytes.",
+                "%s Found invalid bytes in log segment %s at byte position %d: %s. Truncated %d of %d bytes.",
                 ident,
                 seg.log_path,
                 seg.size,

@@ -10,7 +10,8 @@ Files, named by the segment's base offset zero-padded to 20 digits (e.g. ``00000
   An entry is added for a batch when more than ``index.interval.bytes`` bytes were appended since
   the previous entry (Kafka's rule, evaluated per batch; a full index just stops growing).
 
-The segment never decodes records on its append and read paths: it reads batch headers only
+The ``.log`` file itself is a :class:`~odradek.storage.file_records.FileRecords`. The segment
+never decodes records on its append and read paths: it reads batch headers only
 (:meth:`scan_batches`), except :meth:`find_offset_by_timestamp` which decodes the one batch
 holding the answer.
 
@@ -28,20 +29,8 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from crc32c import crc32c
-
-from odradek.errors import InvalidRecordError, KafkaStorageError
-from odradek.protocol.records import (
-    ATTRIBUTES_OFFSET,
-    BATCH_HEADER_SIZE,
-    CURRENT_MAGIC,
-    HEADER_STRUCT,
-    LOG_OVERHEAD,
-    MIN_BATCH_LENGTH,
-    BatchHeader,
-    check_header_fields,
-    decode_records,
-)
+from odradek.protocol.records import LOG_OVERHEAD, BatchHeader, decode_records
+from odradek.storage.file_records import FileRecords
 from odradek.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from odradek.storage.results import FetchDataInfo, FileSlice
 
@@ -59,8 +48,6 @@ LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
 TIME_INDEX_FILE_SUFFIX = ".timeindex"
 
-_SCAN_BLOCK = 16 * 1024
-_RECOVER_CHUNK = 8 * 1024 * 1024
 _INT32_MAX = 2**31 - 1
 
 BatchMeta = tuple[int, int, int, int]
@@ -78,10 +65,6 @@ def offset_from_file_name(name: str) -> int | None:
     if len(stem) != 20 or not stem.isdigit():
         return None
     return int(stem)
-
-
-def _parse(buf: bytes | memoryview, pos: int) -> BatchHeader:
-    return BatchHeader.parse(buf, pos)
 
 
 class LogSegment:
@@ -114,10 +97,7 @@ class LogSegment:
         if create:
             self.index_path.unlink(missing_ok=True)
             self.time_index_path.unlink(missing_ok=True)
-            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        else:
-            self._fd = os.open(self.log_path, os.O_RDWR)
-        self._size = os.fstat(self._fd).st_size
+        self.log = FileRecords(self.log_path, create=create)
         self._index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         self._bytes_since_last_index_entry = 0
@@ -128,22 +108,22 @@ class LogSegment:
         self._offset_of_max_timestamp = -1
 
     def __repr__(self) -> str:
-        return f"LogSegment({self.log_path}, size={self._size})"
+        return f"LogSegment({self.log_path}, size={self.log.size})"
 
     # --- properties ---------------------------------------------------------------------------
 
     @property
     def size(self) -> int:
         """Bytes in the ``.log`` file."""
-        return self._size
+        return self.log.size
 
     @property
     def closed(self) -> bool:
-        return self._fd < 0
+        return self.log.closed
 
     @property
     def fd(self) -> int:
-        return self._fd
+        return self.log.fd
 
     @property
     def offset_index(self) -> OffsetIndex:
@@ -175,7 +155,7 @@ class LogSegment:
 
     @property
     def last_modified_ms(self) -> int:
-        return os.fstat(self._fd).st_mtime_ns // 1_000_000
+        return self.log.last_modified_ms
 
     @property
     def largest_timestamp(self) -> int:
@@ -186,67 +166,19 @@ class LogSegment:
     def indexes_exist(self) -> bool:
         return self.index_path.exists() and self.time_index_path.exists()
 
-    # --- I/O helpers --------------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._fd < 0:
-            raise KafkaStorageError(f"log segment {self.log_path} is closed")
+    # --- reading the log file ---------------------------------------------------------------
 
     def read_at(self, position: int, size: int) -> bytes:
-        """``size`` bytes at ``position`` (fewer at the end of the file)."""
-        self._check_open()
-        try:
-            data = os.pread(self._fd, size, position)
-            if len(data) < size and position + len(data) < self._size:
-                parts = [data]
-                got = len(data)
-                while got < size:
-                    more = os.pread(self._fd, size - got, position + got)
-                    if not more:
-                        break
-                    parts.append(more)
-                    got += len(more)
-                data = b"".join(parts)
-            return data
-        except OSError as exc:
-            raise KafkaStorageError(f"error reading {self.log_path}: {exc}") from exc
+        """``size`` bytes of the ``.log`` file at ``position`` (fewer at its end)."""
+        return self.log.read_at(position, size)
 
     def scan_batches(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
-        """Yield ``(position, header)`` of the whole batches in ``[start, end)`` (default: to the end).
-
-        Reads headers only, in 16 KiB blocks (or one header at a time after large batches). Stops
-        without error at a truncated or invalid header; no CRC check.
-        """
-        self._check_open()
-        limit = self._size if end is None else min(end, self._size)
-        fd = self._fd
-        pos = start
-        buf = b""
-        buf_start = 0
-        read_size = _SCAN_BLOCK
-        new = tuple.__new__
-        unpack = HEADER_STRUCT.unpack_from
-        while limit - pos >= BATCH_HEADER_SIZE:
-            off = pos - buf_start
-            if off < 0 or off + BATCH_HEADER_SIZE > len(buf):
-                buf = os.pread(fd, min(read_size, limit - pos), pos)
-                buf_start = pos
-                off = 0
-                if len(buf) < BATCH_HEADER_SIZE:
-                    return
-            h: BatchHeader = new(BatchHeader, unpack(buf, off))
-            size = h[1] + LOG_OVERHEAD
-            if h[1] < MIN_BATCH_LENGTH or h[3] != CURRENT_MAGIC or pos + size > limit:
-                return
-            yield pos, h
-            pos += size
-            read_size = BATCH_HEADER_SIZE if size > _SCAN_BLOCK else _SCAN_BLOCK
+        """``(position, header)`` of the whole batches from ``start``; headers only, no CRC check."""
+        return self.log.scan_batches(start, end)
 
     def read_header_at(self, position: int) -> BatchHeader | None:
         """The batch header at ``position``, or None when there is no plausible one."""
-        for pos, h in self.scan_batches(position):
-            return h if pos == position else None
-        return None
+        return self.log.read_header_at(position)
 
     # --- append -------------------------------------------------------------------------------
 
@@ -257,26 +189,10 @@ class LogSegment:
         are increasing, above the previous content, and fit as relative offsets.
         Raises KafkaStorageError on I/O failure (the file is cut back to its previous size).
         """
-        self._check_open()
         if not batches:
             return
-        physical = self._size
-        view = memoryview(records)
-        try:
-            written = 0
-            total = view.nbytes
-            while written < total:
-                written += os.pwrite(self._fd, view[written:], physical + written)
-        except OSError as exc:
-            try:
-                os.ftruncate(self._fd, physical)
-            except OSError:
-                pass
-            raise KafkaStorageError(f"error appending to {self.log_path}: {exc}") from exc
-        finally:
-            view.release()
-        self._size = physical + total
         self._ensure_max_timestamp()
+        physical = self.log.append(records)
         if physical == 0:
             self._rolling_based_timestamp = max(b[2] for b in batches)
         index = self.offset_index
@@ -330,8 +246,9 @@ class LogSegment:
         if first_size > max_size and not min_one_message:
             return empty
         end = start_pos + first_size
-        if max_offset is None and self._size - start_pos <= max_size:
-            end = self._size
+        size = self.log.size
+        if max_offset is None and size - start_pos <= max_size:
+            end = size
         elif end - start_pos < max_size:
             for pos, h in self.scan_batches(end):
                 if max_offset is not None and h.base_offset + h.last_offset_delta >= max_offset:
@@ -341,7 +258,9 @@ class LogSegment:
                     break
                 end = next_end
         return FetchDataInfo(
-            start_offset, first.base_offset, FileSlice(str(self.log_path), self._fd, start_pos, end - start_pos, self)
+            start_offset,
+            first.base_offset,
+            FileSlice(str(self.log_path), self.log.fd, start_pos, end - start_pos, self.log),
         )
 
     def read_next_offset(self) -> int:
@@ -404,7 +323,7 @@ class LogSegment:
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """Age used by ``segment.ms``: by the first batch's timestamp if it has one, else wall time."""
-        if self._rolling_based_timestamp is None and self._size > 0:
+        if self._rolling_based_timestamp is None and self.log.size > 0:
             h = self.read_header_at(0)
             self._rolling_based_timestamp = h.max_timestamp if h is not None else -1
         rbt = self._rolling_based_timestamp
@@ -430,10 +349,11 @@ class LogSegment:
         """
         if max_offset_in_messages - self.base_offset > _INT32_MAX or max_offset_in_messages < self.base_offset:
             return f"offset {max_offset_in_messages} does not fit relative to base offset {self.base_offset}"
-        if self._size == 0:
+        size = self.log.size
+        if size == 0:
             return None
-        if self._size > max_segment_bytes - messages_size:
-            return f"log size {self._size} + {messages_size} would exceed segment.bytes {max_segment_bytes}"
+        if size > max_segment_bytes - messages_size:
+            return f"log size {size} + {messages_size} would exceed segment.bytes {max_segment_bytes}"
         if self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > max_segment_ms:
             return f"segment older than segment.ms {max_segment_ms}"
         if self.offset_index.is_full:
@@ -455,16 +375,14 @@ class LogSegment:
         index.sanity_check()
         for n in {0, index.entries - 1} if index.entries else ():
             entry = index.entry(n)
-            if entry.position >= self._size:
+            if entry.position >= self.log.size:
                 raise CorruptIndexError(
-                    f"index file {self.index_path.name} entry {entry} points beyond the log ({self._size} bytes)"
+                    f"index file {self.index_path.name} entry {entry} points beyond the log ({self.log.size} bytes)"
                 )
             h = self.read_header_at(entry.position)
             if h is None or h.base_offset + h.last_offset_delta != entry.offset:
                 found = "no batch" if h is None else f"a batch ending at offset {h.last_offset}"
-                raise CorruptIndexError(
-                    f"index file {self.index_path.name} entry {entry} points at {found} in the log"
-                )
+                raise CorruptIndexError(f"index file {self.index_path.name} entry {entry} points at {found} in the log")
         next_offset = self.read_next_offset()
         tindex = self.time_index
         tindex.sanity_check()
@@ -482,7 +400,6 @@ class LogSegment:
         A batch is invalid when its header is torn, its length or magic is wrong, its CRC does not
         match, its counts are inconsistent, or its offsets go backwards or do not fit the segment.
         """
-        self._check_open()
         index = self.offset_index
         tindex = self.time_index
         index.reset()
@@ -491,50 +408,16 @@ class LogSegment:
         since = 0
         max_ts, offset_of_max = -1, -1
         expected_min = self.base_offset
-        size = os.fstat(self._fd).st_size
-        chunk = b""
-        chunk_start = 0
-        pos = 0
+        scan = self.log.checked_batches()
+        valid_end: int | None = None
         reason: str | None = None
-        while pos < size:
-            remaining = size - pos
-            if remaining < BATCH_HEADER_SIZE:
-                reason = f"truncated batch header ({remaining} bytes)"
-                break
-            off = pos - chunk_start
-            if off + BATCH_HEADER_SIZE > len(chunk):
-                chunk = os.pread(self._fd, min(_RECOVER_CHUNK, remaining), pos)
-                chunk_start, off = pos, 0
-            h = _parse(chunk, off)
-            length = h.batch_length
-            bsize = length + LOG_OVERHEAD
-            if length < MIN_BATCH_LENGTH:
-                reason = f"batchLength {length} is less than the minimum {MIN_BATCH_LENGTH}"
-                break
-            if bsize > remaining:
-                reason = f"batch declares {bsize} bytes but only {remaining} remain"
-                break
-            if h.magic != CURRENT_MAGIC:
-                reason = f"magic {h.magic} (expected 2)"
-                break
-            if off + bsize > len(chunk):
-                chunk = os.pread(self._fd, max(min(_RECOVER_CHUNK, remaining), bsize), pos)
-                chunk_start, off = pos, 0
-            with memoryview(chunk) as view:
-                computed = crc32c(view[off + ATTRIBUTES_OFFSET : off + bsize])
-            if computed != h.crc:
-                reason = f"CRC mismatch: stored {h.crc}, computed {computed}"
-                break
-            try:
-                check_header_fields(h, pos)
-            except InvalidRecordError as exc:
-                reason = str(exc)
-                break
+        for pos, h in scan:
             last_offset = h.base_offset + h.last_offset_delta
             if h.base_offset < expected_min:
-                reason = f"batch base offset {h.base_offset} is below the expected {expected_min}"
+                valid_end, reason = pos, f"batch base offset {h.base_offset} is below the expected {expected_min}"
                 break
             if last_offset - self.base_offset > _INT32_MAX:
+                valid_end = pos
                 reason = f"offset {last_offset} does not fit relative to base offset {self.base_offset}"
                 break
             if h.max_timestamp > max_ts:
@@ -545,13 +428,11 @@ class LogSegment:
                 if not tindex.is_full and max_ts >= 0:
                     tindex.maybe_append(max_ts, offset_of_max)
                 since = 0
-            since += bsize
+            since += h.batch_length + LOG_OVERHEAD
             expected_min = last_offset + 1
-            pos += bsize
-        truncated = size - pos
-        if truncated:
-            os.ftruncate(self._fd, pos)
-        self._size = pos
+        if valid_end is None:
+            valid_end, reason = scan.valid_bytes, scan.reason
+        truncated = self.log.truncate_to(valid_end)
         self._bytes_since_last_index_entry = since
         self._max_timestamp, self._offset_of_max_timestamp = max_ts, offset_of_max
         self._max_ts_loaded = True
@@ -572,12 +453,7 @@ class LogSegment:
         pos, h = found
         self.offset_index.truncate_to(h.base_offset)
         self.time_index.truncate_to(h.base_offset)
-        truncated = self._size - pos
-        try:
-            os.ftruncate(self._fd, pos)
-        except OSError as exc:
-            raise KafkaStorageError(f"error truncating {self.log_path}: {exc}") from exc
-        self._size = pos
+        truncated = self.log.truncate_to(pos)
         if pos == 0:
             self._created_ms = self._time_ms()
             self._rolling_based_timestamp = None
@@ -622,27 +498,22 @@ class LogSegment:
 
     def flush(self) -> None:
         """fsync the log and msync the indexes."""
-        self._check_open()
-        try:
-            os.fsync(self._fd)
-            if self._index is not None:
-                self._index.flush()
-            if self._time_index is not None:
-                self._time_index.flush()
-        except OSError as exc:
-            raise KafkaStorageError(f"error flushing {self.log_path}: {exc}") from exc
+        self.log.flush()
+        if self._index is not None:
+            self._index.flush()
+        if self._time_index is not None:
+            self._time_index.flush()
 
     def close(self) -> None:
         """Write the final time-index entry, trim and close the indexes, close the log file."""
-        if self._fd < 0:
+        if self.log.closed:
             return
         try:
             if self._max_ts_loaded and self._max_timestamp >= 0 and self._time_index is not None:
                 self._time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp, True)
             self.release_indexes()
         finally:
-            os.close(self._fd)
-            self._fd = -1
+            self.log.close()
 
     def delete(self) -> None:
         """Close and remove the segment's files."""
@@ -651,8 +522,6 @@ class LogSegment:
                 idx.delete()
         self._index = None
         self._time_index = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        for path in (self.log_path, self.index_path, self.time_index_path):
-            path.unlink(missing_ok=True)
+        self.log.delete()
+        self.index_path.unlink(missing_ok=True)
+        self.time_index_path.unlink(missing_ok=True)

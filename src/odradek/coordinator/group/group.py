@@ -174,8 +174,14 @@ class GroupMetadata:
         self.pending_sync_members.discard(member_id)
         return member
 
-    def update_member(self, member: MemberMetadata, protocols: Sequence[tuple[str, bytes]],
-                      rebalance_timeout_ms: int, session_timeout_ms: int, callback: JoinCallback | None) -> None:
+    def update_member(
+        self,
+        member: MemberMetadata,
+        protocols: Sequence[tuple[str, bytes]],
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        callback: JoinCallback | None,
+    ) -> None:
         member.supported_protocols = list(protocols)
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
@@ -307,8 +313,9 @@ class GroupMetadata:
             )
             for m in self.members.values()
         )
-        return GroupSummary(self.state.value, self.protocol_type or "", (self.protocol_name or "") if stable else "",
-                            members)
+        return GroupSummary(
+            self.state.value, self.protocol_type or "", (self.protocol_name or "") if stable else "", members
+        )
 
     def overview(self) -> GroupOverview:
         return GroupOverview(self.group_id, self.protocol_type or "", self.state.value)
@@ -347,9 +354,15 @@ class GroupMetadata:
         group.state_timestamp_ms = value.current_state_timestamp_ms if value.current_state_timestamp_ms >= 0 else None
         for m in value.members:
             member = MemberMetadata(
-                m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                m.session_timeout_ms, group.protocol_type or "",
-                [(value.protocol, m.subscription)] if value.protocol else [], assignment=m.assignment,
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                group.protocol_type or "",
+                [(value.protocol, m.subscription)] if value.protocol else [],
+                assignment=m.assignment,
             )
             group.members[m.member_id] = member
             if m.group_instance_id is not None:

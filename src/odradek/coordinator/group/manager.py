@@ -45,7 +45,7 @@ from odradek.coordinator.group.schemas import (
 )
 from odradek.coordinator.group.state import GroupState
 from odradek.errors import ErrorCode, KafkaError
-from odradek.protocol.records import Record, build_batch, decode_records, iter_batches
+from odradek.protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = ["GroupMetadataManager", "OffsetFetchEntry"]
@@ -100,8 +100,13 @@ class GroupMetadataManager:
     """See the module docstring. ``partition_count()`` gives the partition count of
     ``__consumer_offsets`` (the topic's, once it exists)."""
 
-    def __init__(self, config: GroupCoordinatorConfig, offsets_log: OffsetsLog, time_ms: Callable[[], int],
-                 partition_count: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        config: GroupCoordinatorConfig,
+        offsets_log: OffsetsLog,
+        time_ms: Callable[[], int],
+        partition_count: Callable[[], int],
+    ) -> None:
         self.config = config
         self.log = offsets_log
         self.time_ms = time_ms
@@ -184,8 +189,9 @@ class GroupMetadataManager:
             log.warning("writing metadata of group %s failed: %s", group.group_id, error.name)
         return _GROUP_ERRORS.get(error, error)
 
-    async def store_offsets(self, group: GroupMetadata,
-                            offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, ErrorCode]:
+    async def store_offsets(
+        self, group: GroupMetadata, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> dict[TopicPartition, ErrorCode]:
         """Write committed offsets; per partition NONE once durable, OFFSET_METADATA_TOO_LARGE for
         metadata longer than ``offset.metadata.max.bytes`` (nothing of it is written), or the
         write's error mapped as Kafka maps it."""
@@ -230,9 +236,7 @@ class GroupMetadataManager:
             removed_total += len(removed)
             if group.is_(GroupState.EMPTY) and not group.has_offsets():
                 group.transition_to(GroupState.DEAD, self.time_ms())
-            records = [
-                Record(encode_offset_commit_key(group.group_id, tp.topic, tp.partition), None) for tp in removed
-            ]
+            records = [Record(encode_offset_commit_key(group.group_id, tp.topic, tp.partition), None) for tp in removed]
             if group.is_(GroupState.DEAD) and self.groups.get(group.group_id) is group:
                 del self.groups[group.group_id]
                 if group.generation_id > 0:
@@ -240,8 +244,9 @@ class GroupMetadataManager:
             if records:
                 error, _ = await self._write(group.group_id, records, wait=False)
                 if error is not ErrorCode.none:
-                    log.warning("writing %d tombstones for group %s failed: %s", len(records), group.group_id,
-                                error.name)
+                    log.warning(
+                        "writing %d tombstones for group %s failed: %s", len(records), group.group_id, error.name
+                    )
         return removed_total
 
     async def expire_offsets(self, now_ms: int | None = None) -> int:
@@ -257,8 +262,9 @@ class GroupMetadataManager:
 
     # --- reads -------------------------------------------------------------------------------------
 
-    def get_offsets(self, group_id: str, require_stable: bool,
-                    partitions: Iterable[TopicPartition] | None) -> dict[TopicPartition, OffsetFetchEntry]:
+    def get_offsets(
+        self, group_id: str, require_stable: bool, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetFetchEntry]:
         """Committed offsets of ``partitions`` (None: every partition with an offset). Unknown
         partitions get offset -1; with ``require_stable`` a partition whose commit is still being
         written gets UNSTABLE_OFFSET_COMMIT."""
@@ -272,20 +278,31 @@ class GroupMetadataManager:
                 out[tp] = OffsetFetchEntry(error=ErrorCode.unstable_offset_commit)
                 continue
             value = group.offset(tp)
-            out[tp] = OffsetFetchEntry() if value is None else OffsetFetchEntry(
-                value.offset, value.leader_epoch, value.metadata
+            out[tp] = (
+                OffsetFetchEntry()
+                if value is None
+                else OffsetFetchEntry(value.offset, value.leader_epoch, value.metadata)
             )
         return out
 
     # --- loading -----------------------------------------------------------------------------------
 
-    async def load_partition(self, partition: int, epoch: int, on_group_loaded: Callable[[GroupMetadata], None]) -> None:
-        """Replay ``partition`` and take its groups over. A later unload (or a newer epoch) stops
-        the replay and discards what it read. Never raises."""
+    def begin_load(self, partition: int, epoch: int) -> bool:
+        """Mark ``partition`` as loading for ``epoch`` (its groups answer LOAD_IN_PROGRESS from
+        now on). False if it is already loaded or loading at this epoch or a newer one."""
         if self.owned.get(partition, -2) >= epoch or self.loading.get(partition, -2) >= epoch:
-            return
+            return False
         self.owned.pop(partition, None)
         self.loading[partition] = epoch
+        return True
+
+    async def load_partition(
+        self, partition: int, epoch: int, on_group_loaded: Callable[[GroupMetadata], None]
+    ) -> None:
+        """Replay ``partition`` (marked by :meth:`begin_load`) and take its groups over. A later
+        unload (or a newer epoch) stops the replay and discards what it read. Never raises."""
+        if self.loading.get(partition) != epoch:
+            return
         started = self.time_ms()
         try:
             loaded = await self._replay(partition, epoch)
@@ -304,10 +321,16 @@ class GroupMetadataManager:
             if current is group:
                 on_group_loaded(group)
             else:
-                log.warning("group %s loaded from __consumer_offsets-%d was already in the cache",
-                            group.group_id, partition)
-        log.info("loaded %d groups from __consumer_offsets-%d (epoch %d) in %d ms", len(groups), partition,
-                 epoch, self.time_ms() - started)
+                log.warning(
+                    "group %s loaded from __consumer_offsets-%d was already in the cache", group.group_id, partition
+                )
+        log.info(
+            "loaded %d groups from __consumer_offsets-%d (epoch %d) in %d ms",
+            len(groups),
+            partition,
+            epoch,
+            self.time_ms() - started,
+        )
 
     async def _replay(self, partition: int, epoch: int) -> _LoadedPartition | None:
         loaded = _LoadedPartition()
@@ -327,17 +350,15 @@ class GroupMetadataManager:
                     continue
                 self._replay_batch(loaded, memoryview(data)[pos : pos + header.size_in_bytes], header)
             if next_offset <= offset:
-                log.warning("__consumer_offsets-%d: no readable batch at offset %d; stopping the load",
-                            partition, offset)
+                log.warning(
+                    "__consumer_offsets-%d: no readable batch at offset %d; stopping the load", partition, offset
+                )
                 break
             offset = next_offset
             await asyncio.sleep(0)
         return loaded
 
-    def _replay_batch(self, loaded: _LoadedPartition, batch: memoryview, header: object) -> None:
-        from odradek.protocol.records import BatchHeader
-
-        assert isinstance(header, BatchHeader)
+    def _replay_batch(self, loaded: _LoadedPartition, batch: memoryview, header: BatchHeader) -> None:
         try:
             records = decode_records(batch)
         except KafkaError as exc:

@@ -17,7 +17,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 
-__all__ = ["JoinCallback", "JoinGroupResult", "MemberMetadata", "SyncCallback", "SyncGroupResult"]
+__all__ = ["JoinCallback", "JoinGroupResult", "JoinRequest", "MemberMetadata", "SyncCallback", "SyncGroupResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,26 @@ class SyncGroupResult:
     assignment: bytes = b""
     protocol_type: str | None = None
     protocol_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """One JoinGroup as the coordinator sees it. ``require_known_member_id``: v4+ (KIP-394);
+    ``support_skipping_assignment``: v9+ (a static leader rejoining a stable group is told to
+    skip the assignment instead of being hidden)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    require_known_member_id: bool = True
+    support_skipping_assignment: bool = False
+    reason: str | None = None
 
 
 JoinCallback = Callable[[JoinGroupResult], None]

@@ -323,7 +323,13 @@ def decode_group_metadata_value(data: bytes | memoryview) -> GroupMetadataValue:
         assignment = r.bytes_()
         members.append(
             MemberRecord(
-                member_id, instance_id, client_id, client_host, rebalance_timeout, session_timeout, subscription,
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                subscription,
                 assignment,
             )
         )

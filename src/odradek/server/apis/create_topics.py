@@ -123,6 +123,7 @@ async def handle(ctx: RequestContext) -> Any:
             )
         else:
             results.append(next(created))
+    with_configs = ctx.has("CreatableTopicConfigs")  # v5+
     topics = tuple(
         ctx.make(
             "CreatableTopicResult",
@@ -143,7 +144,9 @@ async def handle(ctx: RequestContext) -> Any:
                     is_sensitive=c.is_sensitive,
                 )
                 for c in r.configs
-            ),
+            )
+            if with_configs
+            else (),
         )
         for r in results
     )
