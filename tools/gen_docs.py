@@ -28,10 +28,10 @@ def compatibility_table() -> str:
 
 
 def replace_block(text: str, name: str, content: str) -> str:
-    pattern = re.compile(rf"(<!-- BEGIN {name} -->\n).*?(\n<!-- END {name} -->)", re.S)
+    pattern = re.compile(rf"(<!-- BEGIN {name} -->\n)(?:.*?\n)?(<!-- END {name} -->)", re.S)
     if not pattern.search(text):
         raise SystemExit(f"marker {name} missing")
-    return pattern.sub(lambda m: m.group(1) + content + m.group(2), text)
+    return pattern.sub(lambda m: m.group(1) + content + "\n" + m.group(2), text)
 
 
 def render() -> dict[pathlib.Path, str]:

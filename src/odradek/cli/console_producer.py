@@ -153,15 +153,17 @@ async def _produce(args: argparse.Namespace, stream: TextIO) -> int:
         while not done:
             line = await queue.get()
             pending: list[Record] = []
-            while line is not None:
-                number += 1
-                pending.append(lines.parse(line, number))
-                if len(pending) >= batch_size or queue.empty():
-                    break
-                line = queue.get_nowait()
+            try:
+                while line is not None:
+                    number += 1
+                    pending.append(lines.parse(line, number))
+                    if len(pending) >= batch_size or queue.empty():
+                        break
+                    line = queue.get_nowait()
+            finally:  # lines before a bad one are still sent, as Kafka's producer does
+                if pending:
+                    await producer.send_batch(args.topic, pending)
             done = line is None
-            if pending:
-                await producer.send_batch(args.topic, pending)
     return 0
 
 

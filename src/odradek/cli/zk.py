@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import logging
 import sys
 from typing import TextIO
 
@@ -127,6 +128,7 @@ async def _with_data_dir(args: argparse.Namespace, out: TextIO) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its retries would flood stderr; we report once
     try:
         validate_path(args.path)
     except ValueError as e:

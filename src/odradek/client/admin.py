@@ -319,8 +319,13 @@ class AdminClient:
     # --- configs -----------------------------------------------------------------------------
 
     async def _resource_connection(self, resource: ConfigResource) -> KafkaConnection:
+        """The broker a broker resource names (any broker when it is not a live broker id)."""
         if resource.type == ConfigResource.BROKER and resource.name.isdigit():
-            return await self.cluster.connection(int(resource.name))
+            broker_id = int(resource.name)
+            if broker_id not in self.cluster.brokers:
+                await self.cluster.refresh(topics=[])
+            if broker_id in self.cluster.brokers:
+                return await self.cluster.connection(broker_id)
         return await self.cluster.any_connection()
 
     async def _by_destination(

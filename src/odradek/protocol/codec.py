@@ -72,7 +72,12 @@ def api_schema(api_key: int, version: int) -> ApiSchema:
         request_type = load_request_schema(api_key, version)
         response_type = load_response_schema(api_key, version)
     except (UnknownAPIKey, UnknownEntity, ImportError, ValueError):
-        raise UnsupportedVersionError(f"no codec for api key {api_key} version {version}") from None
+        from odradek.protocol.legacy_messages import load as load_legacy  # versions kio lacks
+
+        legacy = load_legacy(api_key, version)
+        if legacy is None:
+            raise UnsupportedVersionError(f"no codec for api key {api_key} version {version}") from None
+        request_type, response_type = legacy
     return ApiSchema(
         api_key=api_key,
         version=version,

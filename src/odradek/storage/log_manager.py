@@ -106,16 +106,19 @@ class LogManager:
                     raise KafkaStorageError(
                         f"Duplicate log directories for {tp} are found: {self._logs[tp].dir} and {child}"
                     )
-                self._logs[tp] = Log(
-                    child,
-                    configs.get(tp.topic, self.default_config),
-                    log_start_offset=start_offsets.get(tp, 0),
-                    recovery_point=recovery_points.get(tp, 0),
-                    high_watermark=high_watermarks.get(tp),
-                    had_clean_shutdown=clean,
-                    time_ms=self._time_ms,
-                    topic_partition=tp,
-                )
+                try:
+                    self._logs[tp] = Log(
+                        child,
+                        configs.get(tp.topic, self.default_config),
+                        log_start_offset=start_offsets.get(tp, 0),
+                        recovery_point=recovery_points.get(tp, 0),
+                        high_watermark=high_watermarks.get(tp),
+                        had_clean_shutdown=clean,
+                        time_ms=self._time_ms,
+                        topic_partition=tp,
+                    )
+                except OSError as exc:
+                    raise KafkaStorageError(f"error loading the log in {child}: {exc}") from exc
             if clean:
                 marker.unlink(missing_ok=True)
                 fsync_dir(d)
@@ -160,6 +163,7 @@ class LogManager:
                 topic_partition=tp,
                 had_clean_shutdown=True,
             )
+            fsync_dir(target)
         except OSError as exc:
             raise KafkaStorageError(f"error creating the log of {tp} in {target}: {exc}") from exc
         logger.info("Created log for partition %s in %s", tp, target)

@@ -468,12 +468,12 @@ class LogSegment:
         self.time_index.resize(self.max_index_size)
 
     def on_become_inactive(self) -> None:
-        """Roll bookkeeping: add the final time-index entry, trim both index files."""
+        """Roll bookkeeping: add the final time-index entry, trim both index files and release
+        their mappings (reopened on the next lookup)."""
         self._ensure_max_timestamp()
         if self._max_timestamp >= 0:
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp, skip_full_check=True)
-        self.offset_index.trim_to_valid_size()
-        self.time_index.trim_to_valid_size()
+        self.release_indexes()
 
     def release_indexes(self) -> None:
         """Close the index mappings (they are reopened on next use)."""

@@ -83,6 +83,15 @@ class GroupCoordinator:
         self._tasks: set[asyncio.Task[None]] = set()
         self._create_lock = asyncio.Lock()
 
+    EXTENSION_NAME = "group_coordinator"
+    """The key in ``broker.extensions``."""
+
+    @classmethod
+    def of(cls, broker: Any) -> GroupCoordinator | None:
+        """The coordinator registered on ``broker``, or None."""
+        found = broker.extensions.get(cls.EXTENSION_NAME)
+        return found if isinstance(found, cls) else None
+
     # --- plumbing ----------------------------------------------------------------------------------
 
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> Timer:

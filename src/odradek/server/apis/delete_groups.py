@@ -1,0 +1,32 @@
+"""DeleteGroups (key 42): delete empty groups and their committed offsets.
+
+v0..v2. Per group: NONE (tombstones for its offsets and metadata are written), NON_EMPTY_GROUP
+(it has members), GROUP_ID_NOT_FOUND, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+NOT_COORDINATOR.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 42
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+
+async def handle(ctx: RequestContext) -> Any:
+    names = list(dict.fromkeys(ctx.request.groups_names))
+    coordinator = GroupCoordinator.of(ctx.broker)
+    if coordinator is None:
+        results = dict.fromkeys(names, ErrorCode.coordinator_not_available)
+    else:
+        results = await coordinator.delete_groups(names)
+    return ctx.response(
+        throttle_time=datetime.timedelta(0),
+        results=tuple(ctx.make("DeletableGroupResult", group_id=g, error_code=results[g]) for g in names),
+    )

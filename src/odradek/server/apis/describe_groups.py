@@ -1,0 +1,65 @@
+"""DescribeGroups (key 15): state, protocol and members of groups.
+
+v0..v6. Member metadata and assignments are shown only for Stable groups (as Kafka). v3+ can ask
+for the authorized operations (odradek has no ACLs: every group operation, READ|DELETE|DESCRIBE);
+v4+ show ``group_instance_id``; v6 answers an unknown group GROUP_ID_NOT_FOUND with a message
+(before v6 it is described as Dead with no error). Per-group errors: COORDINATOR_NOT_AVAILABLE,
+COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 15
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+"""READ (3), DELETE (6), DESCRIBE (8): Kafka's AclOperation codes as a bit field."""
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    coordinator = GroupCoordinator.of(ctx.broker)
+    include_ops = bool(getattr(req, "include_authorized_operations", False))
+    groups = []
+    for group_id in req.groups:
+        if coordinator is None:
+            error, message, summary = ErrorCode.coordinator_not_available, None, None
+        else:
+            error, message, summary = coordinator.describe_group(group_id, ctx.api_version)
+        members = ()
+        if summary is not None:
+            members = tuple(
+                ctx.make(
+                    "DescribedGroupMember",
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=m.metadata,
+                    member_assignment=m.assignment,
+                )
+                for m in summary.members
+            )
+        groups.append(
+            ctx.make(
+                "DescribedGroup",
+                error_code=error,
+                error_message=message,
+                group_id=group_id,
+                group_state=summary.state if summary else "",
+                protocol_type=summary.protocol_type if summary else "",
+                protocol_data=summary.protocol if summary else "",
+                members=members,
+                authorized_operations=GROUP_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
+            )
+        )
+    return ctx.response(throttle_time=datetime.timedelta(0), groups=tuple(groups))

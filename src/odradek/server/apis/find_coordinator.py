@@ -1,0 +1,72 @@
+"""FindCoordinator (key 10): which broker coordinates a group (or a transactional id).
+
+v0..v6. v0 asks for one group (``key``); v1..v3 add ``key_type`` (0 group, 1 transaction) and an
+error message; v4+ look up a batch (``coordinator_keys``) and answer one entry per key.
+
+Each key type is answered by the coordinator extension registered on the broker for it
+(``broker.extensions``: ``group_coordinator`` for 0, ``transaction_coordinator`` for 1), which
+offers ``async find_coordinator(key) -> (ErrorCode, broker id)``. The group coordinator creates
+``__consumer_offsets`` on first use. No extension: COORDINATOR_NOT_AVAILABLE; another key type:
+INVALID_REQUEST. On error the node is -1, the host empty and the port -1, as Kafka answers.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 10
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+_EXTENSIONS = {0: "group_coordinator", 1: "transaction_coordinator"}
+
+
+async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
+    name = _EXTENSIONS.get(key_type)
+    if name is None:
+        return ErrorCode.invalid_request, -1, "", -1
+    extension = ctx.broker.extensions.get(name)
+    if extension is None or not hasattr(extension, "find_coordinator"):
+        return ErrorCode.coordinator_not_available, -1, "", -1
+    error, node_id = await extension.find_coordinator(key)
+    if error is not ErrorCode.none:
+        return error, -1, "", -1
+    broker = ctx.broker.metadata_cache.brokers.get(node_id)
+    if broker is None:
+        return ErrorCode.coordinator_not_available, -1, "", -1
+    return ErrorCode.none, node_id, broker.host, broker.port
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    key_type = int(getattr(req, "key_type", 0))
+    throttle = datetime.timedelta(0)
+    if ctx.api_version >= 4:
+        coordinators = []
+        for key in req.coordinator_keys:
+            error, node_id, host, port = await _lookup(ctx, key_type, key)
+            coordinators.append(
+                ctx.make(
+                    "Coordinator",
+                    key=key,
+                    node_id=node_id,
+                    host=host,
+                    port=port,
+                    error_code=error,
+                    error_message=None if error is ErrorCode.none else error.name,
+                )
+            )
+        return ctx.response(throttle_time=throttle, coordinators=tuple(coordinators))
+    error, node_id, host, port = await _lookup(ctx, key_type, req.key)
+    return ctx.response(
+        throttle_time=throttle,
+        error_code=error,
+        error_message=None if error is ErrorCode.none else error.name,
+        node_id=node_id,
+        host=host,
+        port=port,
+    )

@@ -1,0 +1,31 @@
+"""Heartbeat (key 12): a member is alive; the answer says whether to rejoin.
+
+v0..v4 (v3+ carry ``group_instance_id``). NONE (Stable, CompletingRebalance),
+REBALANCE_IN_PROGRESS (rejoin), UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR. While the coordinator loads it answers NONE, as Kafka.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 12
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    coordinator = GroupCoordinator.of(ctx.broker)
+    if coordinator is None:
+        error = ErrorCode.coordinator_not_available
+    else:
+        error = coordinator.heartbeat(
+            req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id
+        )
+    return ctx.response(throttle_time=datetime.timedelta(0), error_code=error)

@@ -1,0 +1,81 @@
+"""JoinGroup (key 11): join a classic group and wait for the rebalance.
+
+v0..v9. v0 has no rebalance timeout (the session timeout serves as both); v4+ require a
+member id (KIP-394: the first JoinGroup of a dynamic member gets MEMBER_ID_REQUIRED and its id);
+v5+ carry ``group_instance_id`` (static membership); v7+ answer the protocol type and name
+(nullable); v8+ carry a reason; v9 lets a static leader rejoining a stable group skip the
+assignment. The answer is sent when the rebalance completes, so a JoinGroup can wait up to the
+rebalance timeout; semantics per group state are in :mod:`odradek.coordinator.group.state`.
+Errors: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR,
+INVALID_SESSION_TIMEOUT, UNKNOWN_MEMBER_ID, MEMBER_ID_REQUIRED, FENCED_INSTANCE_ID,
+INCONSISTENT_GROUP_PROTOCOL, GROUP_MAX_SIZE_REACHED, REBALANCE_IN_PROGRESS.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.coordinator.group.member import JoinGroupResult, JoinRequest
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 11
+MIN_VERSION = 0
+MAX_VERSION = 9
+
+
+def client_host(ctx: RequestContext) -> str:
+    """The client's address as Kafka shows it (``InetAddress.toString``): ``/127.0.0.1``."""
+    host = ctx.client_host.rpartition(":")[0] or ctx.client_host
+    return "/" + host
+
+
+def millis(value: Any) -> int:
+    """A kio i32/i64 timedelta field as milliseconds."""
+    if isinstance(value, datetime.timedelta):
+        return int(value / datetime.timedelta(milliseconds=1))
+    return int(value)
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    version = ctx.api_version
+    session_ms = millis(req.session_timeout)
+    rebalance = getattr(req, "rebalance_timeout", None)
+    coordinator = GroupCoordinator.of(ctx.broker)
+    if coordinator is None:
+        result = JoinGroupResult(req.member_id, ErrorCode.coordinator_not_available)
+    else:
+        result = await coordinator.join_group(
+            JoinRequest(
+                group_id=req.group_id,
+                member_id=req.member_id,
+                group_instance_id=getattr(req, "group_instance_id", None),
+                client_id=ctx.header.client_id or "",
+                client_host=client_host(ctx),
+                rebalance_timeout_ms=session_ms if rebalance is None else millis(rebalance),
+                session_timeout_ms=session_ms,
+                protocol_type=req.protocol_type,
+                protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
+                require_known_member_id=version >= 4,
+                support_skipping_assignment=version >= 9,
+                reason=getattr(req, "reason", None),
+            )
+        )
+    members = tuple(
+        ctx.make("JoinGroupResponseMember", member_id=mid, group_instance_id=iid, metadata=meta)
+        for mid, iid, meta in result.members
+    )
+    return ctx.response(
+        throttle_time=datetime.timedelta(0),
+        error_code=result.error,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name if version >= 7 else (result.protocol_name or ""),
+        leader=result.leader_id,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=members,
+    )

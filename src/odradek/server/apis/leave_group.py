@@ -1,0 +1,43 @@
+"""LeaveGroup (key 13): members leave a group (the rest rebalance).
+
+v0..v2 name one ``member_id``; v3+ a batch of members (KIP-345), each by member id and/or
+``group_instance_id`` (an empty member id with an instance id removes that static member: the
+administrative way out of a group); v5 adds a reason. v3+ answer each member; before v3 the
+single error is the top-level error, or the member's. A member that is not in the group gets
+UNKNOWN_MEMBER_ID, a stale member id of a static member FENCED_INSTANCE_ID.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 13
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    if ctx.api_version >= 3:
+        leaving = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in req.members]
+    else:
+        leaving = [(req.member_id, None, None)]
+    coordinator = GroupCoordinator.of(ctx.broker)
+    if coordinator is None:
+        error, member_errors = ErrorCode.coordinator_not_available, []
+    else:
+        error, member_errors = coordinator.leave_group(req.group_id, leaving)
+    if ctx.api_version < 3:
+        if error is ErrorCode.none:
+            error = next((e for e in member_errors if e is not ErrorCode.none), ErrorCode.none)
+        return ctx.response(throttle_time=datetime.timedelta(0), error_code=error)
+    members = tuple(
+        ctx.make("MemberResponse", member_id=mid, group_instance_id=iid, error_code=e)
+        for (mid, iid, _), e in zip(leaving, member_errors)
+    )
+    return ctx.response(throttle_time=datetime.timedelta(0), error_code=error, members=members)

@@ -1,0 +1,42 @@
+"""ListGroups (key 16): the groups this broker coordinates.
+
+v0..v5. v4+ filter by state (case-insensitive names: Empty, Stable, ...) and answer each group's
+state; v5+ filter by type and answer it (every group here is ``classic``; a filter without
+``classic`` gives nothing). COORDINATOR_LOAD_IN_PROGRESS (with the groups loaded so far) while a
+``__consumer_offsets`` partition loads. A client lists a cluster's groups by asking every broker.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 16
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    coordinator = GroupCoordinator.of(ctx.broker)
+    if coordinator is None:
+        error, overviews = ErrorCode.coordinator_not_available, []
+    else:
+        error, overviews = coordinator.list_groups(
+            getattr(req, "states_filter", ()) or (), getattr(req, "types_filter", ()) or ()
+        )
+    groups = tuple(
+        ctx.make(
+            "ListedGroup",
+            group_id=g.group_id,
+            protocol_type=g.protocol_type,
+            group_state=g.state,
+            group_type="classic",
+        )
+        for g in sorted(overviews, key=lambda g: g.group_id)
+    )
+    return ctx.response(throttle_time=datetime.timedelta(0), error_code=error, groups=groups)

@@ -1,0 +1,57 @@
+"""OffsetDelete (key 47): delete some committed offsets of a group (KIP-496).
+
+v0. Allowed for any partition of an Empty group, and for partitions of topics an active consumer
+group does not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC otherwise). Unknown topics or partitions
+get UNKNOWN_TOPIC_OR_PARTITION; group errors (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a
+non-consumer group with members, coordinator errors) are top-level with no partitions.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+from odradek.storage.topic_partition import TopicPartition
+
+API_KEY = 47
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    cache = ctx.broker.metadata_cache
+    errors: dict[TopicPartition, ErrorCode] = {}
+    wanted: list[TopicPartition] = []
+    for topic in req.topics:
+        meta = cache.topic(topic.name)
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            if meta is None or tp.partition not in meta.partitions:
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+            else:
+                wanted.append(tp)
+    coordinator = GroupCoordinator.of(ctx.broker)
+    if coordinator is None:
+        group_error, results = ErrorCode.coordinator_not_available, {}
+    else:
+        group_error, results = await coordinator.delete_offsets(req.group_id, wanted)
+    throttle = datetime.timedelta(0)
+    if group_error is not ErrorCode.none:
+        return ctx.response(error_code=group_error, throttle_time=throttle, topics=())
+    errors.update(results)
+    topics = []
+    for topic in req.topics:
+        partitions = tuple(
+            ctx.make(
+                "OffsetDeleteResponsePartition",
+                partition_index=p.partition_index,
+                error_code=errors.get(TopicPartition(topic.name, p.partition_index), ErrorCode.none),
+            )
+            for p in topic.partitions
+        )
+        topics.append(ctx.make("OffsetDeleteResponseTopic", name=topic.name, partitions=partitions))
+    return ctx.response(error_code=ErrorCode.none, throttle_time=throttle, topics=tuple(topics))

@@ -1,0 +1,51 @@
+"""SyncGroup (key 14): the leader hands out the assignment; every member receives its part.
+
+v0..v5. v3+ carry ``group_instance_id``; v5 carries and answers the protocol type and name (both
+required in the request, else INCONSISTENT_GROUP_PROTOCOL). In CompletingRebalance the answer
+waits until the leader's assignment is durable in ``__consumer_offsets``; in Stable it is the
+member's current assignment. Errors: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+REBALANCE_IN_PROGRESS (also while the coordinator loads: the member simply rejoins),
+UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.coordinator.group.member import SyncGroupResult
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+
+API_KEY = 14
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    protocol_type = getattr(req, "protocol_type", None)
+    protocol_name = getattr(req, "protocol_name", None)
+    coordinator = GroupCoordinator.of(ctx.broker)
+    if coordinator is None:
+        result = SyncGroupResult(ErrorCode.coordinator_not_available)
+    elif ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):
+        result = SyncGroupResult(ErrorCode.inconsistent_group_protocol)
+    else:
+        result = await coordinator.sync_group(
+            req.group_id,
+            req.generation_id,
+            req.member_id,
+            protocol_type,
+            protocol_name,
+            getattr(req, "group_instance_id", None),
+            {a.member_id: bytes(a.assignment) for a in req.assignments},
+        )
+    return ctx.response(
+        throttle_time=datetime.timedelta(0),
+        error_code=result.error,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )

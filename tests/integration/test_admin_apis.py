@@ -1,0 +1,625 @@
+"""Admin APIs against a real broker, through confluent-kafka's AdminClient and odradek's own client.
+
+CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
+IncrementalAlterConfigs, DescribeCluster and DeleteRecords: results, per-item errors, and the
+effect of each change as later requests see it. Raw requests at every advertised version go
+through :class:`odradek.client.connection.KafkaConnection`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient as ConfluentAdmin,
+)
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+
+from odradek.client.admin import EARLIEST, LATEST, AdminClient, AlterConfigOp
+from odradek.client.admin import ConfigResource as Resource
+from odradek.client.admin import NewTopic as OwnNewTopic
+from odradek.client.cluster import TopicPartition as TP
+from odradek.client.connection import KafkaConnection, RequestBuilder
+from odradek.client.consumer import Consumer
+from odradek.client.producer import Producer as OwnProducer
+from odradek.errors import ErrorCode
+from odradek.protocol.records import Record
+from odradek.server.apis.incremental_alter_configs import apply_operations
+from odradek.testing import BrokerRunner
+
+T = TypeVar("T")
+ZERO = uuid.UUID(int=0)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
+    runner = BrokerRunner(str(tmp_path_factory.mktemp("admin-broker"))).start()
+    try:
+        yield runner
+    finally:
+        _ADMINS.clear()
+        runner.stop()
+
+
+def arun(coro: Awaitable[T]) -> T:
+    async def wrapper() -> T:
+        return await coro
+
+    return asyncio.run(wrapper())
+
+
+def with_admin(broker: BrokerRunner, fn: Callable[[AdminClient], Awaitable[T]]) -> T:
+    async def go() -> T:
+        async with AdminClient(broker.bootstrap_servers) as admin:
+            return await fn(admin)
+
+    return asyncio.run(go())
+
+
+def with_conn(broker: BrokerRunner, fn: Callable[[KafkaConnection], Awaitable[T]]) -> T:
+    host, port = broker.bootstrap_servers.split(":")
+
+    async def go() -> T:
+        async with KafkaConnection(host, int(port)) as conn:
+            return await fn(conn)
+
+    return asyncio.run(go())
+
+
+_ADMINS: dict[str, ConfluentAdmin] = {}
+
+
+def confluent(broker: BrokerRunner) -> ConfluentAdmin:
+    """One AdminClient per broker, kept alive (a collected client fails its pending futures)."""
+    admin = _ADMINS.get(broker.bootstrap_servers)
+    if admin is None:
+        admin = _ADMINS[broker.bootstrap_servers] = ConfluentAdmin({"bootstrap.servers": broker.bootstrap_servers})
+    return admin
+
+
+def error_code_of(future: Any) -> int:
+    try:
+        future.result(15)
+    except KafkaException as exc:
+        return int(exc.args[0].code())
+    return 0
+
+
+def create(broker: BrokerRunner, name: str, partitions: int = 1, **config: str) -> None:
+    fs = confluent(broker).create_topics([NewTopic(name, partitions, 1, config=config)], operation_timeout=10)
+    fs[name].result(15)
+
+
+def produce(broker: BrokerRunner, topic: str, count: int, partition: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 1})
+    for i in range(count):
+        producer.produce(topic, value=b"v%d" % i, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def topic_names(broker: BrokerRunner) -> set[str]:
+    return set(confluent(broker).list_topics(timeout=10).topics)
+
+
+# --- CreateTopics ------------------------------------------------------------------------------
+
+
+def test_create_topics_with_confluent(broker: BrokerRunner) -> None:
+    admin = confluent(broker)
+    fs = admin.create_topics(
+        [
+            NewTopic("ct-ok", 3, 1, config={"retention.ms": "60000", "cleanup.policy": "compact"}),
+            NewTopic("ct-bad/name", 1, 1),
+            NewTopic("ct-zero", 0, 1),
+            NewTopic("ct-rf", 1, 2),
+            NewTopic("ct-badvalue", 1, 1, config={"retention.ms": "soon"}),
+            NewTopic("ct-unknown-key", 1, 1, config={"no.such.key": "1"}),
+        ],
+        operation_timeout=10,
+    )
+    codes = {name: error_code_of(f) for name, f in fs.items()}
+    assert codes == {
+        "ct-ok": 0,
+        "ct-bad/name": KafkaError.TOPIC_EXCEPTION,
+        "ct-zero": KafkaError.INVALID_PARTITIONS,
+        "ct-rf": KafkaError.INVALID_REPLICATION_FACTOR,
+        "ct-badvalue": KafkaError.INVALID_CONFIG,
+        "ct-unknown-key": KafkaError.INVALID_CONFIG,
+    }
+    metadata = admin.list_topics("ct-ok", timeout=10)
+    assert len(metadata.topics["ct-ok"].partitions) == 3
+    again = admin.create_topics([NewTopic("ct-ok", 1, 1)], operation_timeout=10)
+    assert error_code_of(again["ct-ok"]) == KafkaError.TOPIC_ALREADY_EXISTS
+    names = topic_names(broker)
+    assert "ct-ok" in names and not any(n.startswith("ct-") and n != "ct-ok" for n in names)
+
+
+def test_create_topics_validate_only_creates_nothing(broker: BrokerRunner) -> None:
+    fs = confluent(broker).create_topics([NewTopic("ct-validate", 2, 1)], validate_only=True)
+    assert error_code_of(fs["ct-validate"]) == 0
+    assert "ct-validate" not in topic_names(broker)
+    results = with_admin(broker, lambda a: a.create_topics([OwnNewTopic("ct-validate2", 4, 1)], validate_only=True))
+    result = results["ct-validate2"]
+    assert result.error is None and result.num_partitions == 4 and result.replication_factor == 1
+    assert result.topic_id == ZERO
+    assert "ct-validate2" not in topic_names(broker)
+    # validation still reports errors
+    bad = with_admin(broker, lambda a: a.create_topics([OwnNewTopic("ct-validate3", -5, 1)], validate_only=True))
+    assert bad["ct-validate3"].error is not None
+    assert bad["ct-validate3"].error.error_code == ErrorCode.invalid_partitions
+
+
+def test_create_topics_v7_returns_partitions_id_and_configs(broker: BrokerRunner) -> None:
+    results = with_admin(
+        broker,
+        lambda a: a.create_topics(
+            [
+                OwnNewTopic("ct-v7", 2, 1, configs={"retention.ms": "1234"}),
+                OwnNewTopic("ct-defaults"),
+                OwnNewTopic("ct-manual", replica_assignment={0: [0], 1: [0]}),
+            ]
+        ),
+    )
+    v7 = results["ct-v7"]
+    assert v7.error is None and (v7.num_partitions, v7.replication_factor) == (2, 1)
+    assert v7.topic_id != ZERO
+    assert v7.configs["retention.ms"].value == "1234" and v7.configs["retention.ms"].source == 1
+    assert v7.configs["segment.bytes"].source == 5 and v7.configs["segment.bytes"].value == str(1024**3)
+    assert (results["ct-defaults"].num_partitions, results["ct-defaults"].replication_factor) == (1, 1)
+    assert results["ct-manual"].num_partitions == 2
+    described = with_admin(broker, lambda a: a.describe_topics(["ct-v7", "ct-manual"]))
+    assert described["ct-v7"].topic_id == v7.topic_id
+    assert sorted(described["ct-manual"].partitions) == [0, 1]
+
+
+def test_create_topics_request_errors(broker: BrokerRunner) -> None:
+    async def go(conn: KafkaConnection) -> dict[str, tuple[int, str | None]]:
+        rb = conn.builder(19, 2, 7)
+        topics = (
+            rb.make("CreatableTopic", name="ct-dup", num_partitions=1, replication_factor=1, assignments=(), configs=()),
+            rb.make("CreatableTopic", name="ct-dup", num_partitions=1, replication_factor=1, assignments=(), configs=()),
+            rb.make(
+                "CreatableTopic",
+                name="ct-both",
+                num_partitions=2,
+                replication_factor=1,
+                assignments=(rb.make("CreatableReplicaAssignment", partition_index=0, broker_ids=(0,)),),
+                configs=(),
+            ),
+            rb.make(
+                "CreatableTopic",
+                name="ct-null",
+                num_partitions=1,
+                replication_factor=1,
+                assignments=(),
+                configs=(rb.make("CreatableTopicConfig", name="retention.ms", value=None),),
+            ),
+            rb.make(
+                "CreatableTopic",
+                name="ct-badbroker",
+                num_partitions=-1,
+                replication_factor=-1,
+                assignments=(rb.make("CreatableReplicaAssignment", partition_index=0, broker_ids=(7,)),),
+                configs=(),
+            ),
+        )
+        response = await conn.send(rb(topics=topics, timeout=datetime.timedelta(seconds=10), validate_only=False))
+        return {t.name: (int(t.error_code), t.error_message) for t in response.topics}
+
+    answers = with_conn(broker, go)
+    assert answers["ct-dup"][0] == ErrorCode.invalid_request
+    assert answers["ct-both"][0] == ErrorCode.invalid_request
+    assert answers["ct-null"][0] == ErrorCode.invalid_config
+    assert answers["ct-badbroker"][0] == ErrorCode.invalid_replica_assignment
+    assert all(message for _, message in answers.values())
+
+
+@pytest.mark.parametrize("version", range(2, 8))
+def test_create_and_delete_topics_every_version(broker: BrokerRunner, version: int) -> None:
+    name = f"ct-version-{version}"
+
+    async def go(conn: KafkaConnection) -> None:
+        rb = RequestBuilder(19, version)
+        topic = rb.make("CreatableTopic", name=name, num_partitions=2, replication_factor=1, assignments=(), configs=())
+        response = await conn.send(rb(topics=(topic,), timeout=datetime.timedelta(seconds=10), validate_only=False))
+        [result] = response.topics
+        assert result.error_code == ErrorCode.none
+        if version >= 5:
+            assert (result.num_partitions, result.replication_factor) == (2, 1)
+            assert {c.name for c in result.configs} >= {"retention.ms", "cleanup.policy"}
+        if version >= 7:
+            assert result.topic_id != ZERO
+        delete_version = min(max(version - 1, 1), 6)
+        drb = RequestBuilder(20, delete_version)
+        if delete_version >= 6:
+            request = drb(topics=(drb.make("DeleteTopicState", name=name, topic_id=ZERO),), timeout=datetime.timedelta(seconds=10))
+        else:
+            request = drb(topic_names=(name,), timeout=datetime.timedelta(seconds=10))
+        [deleted] = (await conn.send(request)).responses
+        assert deleted.error_code == ErrorCode.none
+
+    with_conn(broker, go)
+    assert name not in topic_names(broker)
+
+
+# --- DeleteTopics ------------------------------------------------------------------------------
+
+
+def test_delete_topics(broker: BrokerRunner) -> None:
+    create(broker, "dt-1")
+    create(broker, "dt-2")
+    fs = confluent(broker).delete_topics(["dt-1", "dt-missing"], operation_timeout=10)
+    assert error_code_of(fs["dt-1"]) == 0
+    assert error_code_of(fs["dt-missing"]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert "dt-1" not in topic_names(broker)
+    own = with_admin(broker, lambda a: a.delete_topics(["dt-2"]))
+    assert own == {"dt-2": None}
+    assert "dt-2" not in topic_names(broker)
+
+
+def test_delete_topics_by_id_v6(broker: BrokerRunner) -> None:
+    create(broker, "dt-id")
+    topic_id = with_admin(broker, lambda a: a.describe_topics(["dt-id"]))["dt-id"].topic_id
+    unknown = uuid.uuid4()
+
+    async def go(conn: KafkaConnection) -> list[tuple[str | None, uuid.UUID, int]]:
+        rb = RequestBuilder(20, 6)
+        states = (
+            rb.make("DeleteTopicState", name=None, topic_id=topic_id),
+            rb.make("DeleteTopicState", name=None, topic_id=unknown),
+            rb.make("DeleteTopicState", name="dt-other", topic_id=unknown),
+        )
+        response = await conn.send(rb(topics=states, timeout=datetime.timedelta(seconds=10)))
+        return [(r.name, r.topic_id, int(r.error_code)) for r in response.responses]
+
+    answers = with_conn(broker, go)
+    assert answers == [
+        ("dt-id", topic_id, ErrorCode.none),
+        (None, unknown, ErrorCode.unknown_topic_id),
+        ("dt-other", unknown, ErrorCode.invalid_request),
+    ]
+    assert "dt-id" not in topic_names(broker)
+
+
+# --- CreatePartitions --------------------------------------------------------------------------
+
+
+def test_create_partitions(broker: BrokerRunner) -> None:
+    create(broker, "cp-1")
+    admin = confluent(broker)
+    fs = admin.create_partitions([NewPartitions("cp-1", 3)], operation_timeout=10)
+    assert error_code_of(fs["cp-1"]) == 0
+    assert len(admin.list_topics("cp-1", timeout=10).topics["cp-1"].partitions) == 3
+    fs = admin.create_partitions([NewPartitions("cp-1", 2), NewPartitions("cp-missing", 2)], operation_timeout=10)
+    assert error_code_of(fs["cp-1"]) == KafkaError.INVALID_PARTITIONS
+    assert error_code_of(fs["cp-missing"]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    own = with_admin(broker, lambda a: a.create_partitions({"cp-1": 5}, validate_only=True))
+    assert own == {"cp-1": None}
+    assert len(admin.list_topics("cp-1", timeout=10).topics["cp-1"].partitions) == 3
+    from odradek.client.admin import NewPartitions as OwnNewPartitions
+
+    errors = with_admin(
+        broker,
+        lambda a: a.create_partitions(
+            {"cp-1": OwnNewPartitions(5, [[0]])},
+        ),
+    )
+    assert errors["cp-1"] is not None and errors["cp-1"].error_code == ErrorCode.invalid_request
+    errors = with_admin(broker, lambda a: a.create_partitions({"cp-1": OwnNewPartitions(4, [[3]])}))
+    assert errors["cp-1"] is not None and errors["cp-1"].error_code == ErrorCode.invalid_replica_assignment
+    assert with_admin(broker, lambda a: a.create_partitions({"cp-1": OwnNewPartitions(4, [[0]])})) == {"cp-1": None}
+    # the new partition takes records
+    produce(broker, "cp-1", 2, partition=3)
+    offsets = with_admin(broker, lambda a: a.list_offsets({TP("cp-1", 3): LATEST}))
+    assert offsets[TP("cp-1", 3)].offset == 2
+
+
+# --- DescribeConfigs ---------------------------------------------------------------------------
+
+
+def test_describe_configs_topic_and_broker_with_confluent(broker: BrokerRunner) -> None:
+    create(broker, "dc-1", **{"retention.ms": "86400000"})
+    res = confluent(broker).describe_configs(
+        [ConfigResource(ResourceType.TOPIC, "dc-1"), ConfigResource(ResourceType.BROKER, "0")]
+    )
+    by_type = {r.restype: f.result(15) for r, f in res.items()}
+    topic = by_type[ResourceType.TOPIC]
+    assert topic["retention.ms"].value == "86400000"
+    assert topic["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert topic["segment.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert topic["cleanup.policy"].value == "delete"
+    assert not topic["retention.ms"].is_read_only
+    brokers = by_type[ResourceType.BROKER]
+    assert brokers["log.dirs"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert brokers["log.dirs"].value == broker.data_dir
+    assert brokers["num.network.threads"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert brokers["num.network.threads"].value == "3"
+    assert brokers["auto.create.topics.enable"].value == "true"
+    assert brokers["log.dirs"].is_read_only
+
+
+def test_describe_configs_synonyms_documentation_and_errors(broker: BrokerRunner) -> None:
+    create(broker, "dc-2", **{"retention.ms": "1000"})
+    results = with_admin(
+        broker,
+        lambda a: a.describe_configs(
+            [Resource.topic("dc-2"), Resource.topic("dc-missing"), Resource.topic("bad/name"),
+             Resource.broker(0), Resource.broker(5), Resource(8, "0")],
+            keys=["retention.ms", "cleanup.policy", "log.retention.hours", "listeners"],
+            include_synonyms=True,
+            include_documentation=True,
+        ),
+    )
+    topic = results[Resource.topic("dc-2")]
+    assert topic.error is None and sorted(topic.configs) == ["cleanup.policy", "retention.ms"]
+    retention = topic.configs["retention.ms"]
+    assert retention.synonyms == [("retention.ms", "1000", 1), ("log.retention.hours", "168", 5)]
+    assert retention.config_type == 5 and retention.documentation
+    assert topic.configs["cleanup.policy"].config_type == 7
+    assert results[Resource.topic("dc-missing")].error.error_code == ErrorCode.unknown_topic_or_partition  # type: ignore[union-attr]
+    assert results[Resource.topic("bad/name")].error.error_code == ErrorCode.invalid_topic_exception  # type: ignore[union-attr]
+    broker_configs = results[Resource.broker(0)]
+    assert broker_configs.error is None
+    assert sorted(broker_configs.configs) == ["listeners", "log.retention.hours"]
+    assert broker_configs.configs["listeners"].source == 4
+    assert broker_configs.configs["listeners"].synonyms == [("listeners", "PLAINTEXT://127.0.0.1:0", 4),
+                                                            ("listeners", "PLAINTEXT://127.0.0.1:9092", 5)]
+    assert results[Resource.broker(5)].error.error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
+    assert results[Resource(8, "0")].error.error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("version", range(1, 5))
+def test_describe_configs_every_version(broker: BrokerRunner, version: int) -> None:
+    create(broker, f"dc-v{version}", **{"max.message.bytes": "5000"})
+
+    async def go(conn: KafkaConnection) -> Any:
+        rb = RequestBuilder(32, version)
+        resources = (
+            rb.make("DescribeConfigsResource", resource_type=2, resource_name=f"dc-v{version}", configuration_keys=None),
+            rb.make("DescribeConfigsResource", resource_type=4, resource_name="", configuration_keys=None),
+        )
+        return await conn.send(rb(resources=resources, include_synonyms=False, include_documentation=False))
+
+    topic, default_broker = with_conn(broker, go).results
+    assert topic.error_code == 0 and default_broker.error_code == 0
+    entries = {c.name: c for c in topic.configs}
+    assert entries["max.message.bytes"].value == "5000" and entries["max.message.bytes"].config_source == 1
+    assert entries["flush.ms"].config_source == 5
+    assert default_broker.configs == ()
+
+
+def test_static_broker_config_is_the_source_of_topic_defaults(
+    odradek_broker_factory: Callable[..., BrokerRunner],
+) -> None:
+    runner = odradek_broker_factory(overrides={"log.retention.ms": "3600000", "num.partitions": "2"})
+    create(runner, "static-1")
+    res = confluent(runner).describe_configs(
+        [ConfigResource(ResourceType.TOPIC, "static-1"), ConfigResource(ResourceType.BROKER, "0")]
+    )
+    configs = {r.restype: f.result(15) for r, f in res.items()}
+    retention = configs[ResourceType.TOPIC]["retention.ms"]
+    assert retention.value == "3600000" and retention.source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert configs[ResourceType.BROKER]["log.retention.ms"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert configs[ResourceType.BROKER]["num.partitions"].value == "2"
+    created = with_admin(runner, lambda a: a.create_topics([OwnNewTopic("static-defaults")]))
+    assert created["static-defaults"].num_partitions == 2
+
+
+# --- AlterConfigs / IncrementalAlterConfigs ----------------------------------------------------
+
+
+def _topic_configs(broker: BrokerRunner, name: str) -> dict[str, Any]:
+    res = confluent(broker).describe_configs([ConfigResource(ResourceType.TOPIC, name)])
+    return dict(next(iter(res.values())).result(15))
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
+def test_alter_configs_replaces_overrides(broker: BrokerRunner) -> None:
+    create(broker, "ac-1", **{"retention.ms": "1000"})
+    admin = confluent(broker)
+    fs = admin.alter_configs([ConfigResource(ResourceType.TOPIC, "ac-1", set_config={"segment.ms": "600000"})])
+    assert error_code_of(next(iter(fs.values()))) == 0
+    configs = _topic_configs(broker, "ac-1")
+    assert configs["segment.ms"].value == "600000" and configs["segment.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value  # replaced, so back to the default
+    assert configs["retention.ms"].value == str(7 * 24 * 3600 * 1000)
+
+    # the broker's logs use the new value
+    async def log_segment_ms() -> int:
+        assert broker.broker is not None
+        return int(broker.broker.replica_manager.get_partition(TP("ac-1", 0)).log.config.segment_ms)
+
+    assert broker.call(log_segment_ms) == 600000
+
+    errors = with_admin(
+        broker,
+        lambda a: a.alter_configs(
+            {
+                Resource.topic("ac-1"): {"segment.ms": "soon"},
+                Resource.topic("ac-missing"): {"segment.ms": "1"},
+                Resource.broker(0): {"log.retention.ms": "1"},
+            }
+        ),
+    )
+    assert errors[Resource.topic("ac-1")].error_code == ErrorCode.invalid_config  # type: ignore[union-attr]
+    assert errors[Resource.topic("ac-missing")].error_code == ErrorCode.unknown_topic_or_partition  # type: ignore[union-attr]
+    assert errors[Resource.broker(0)].error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
+    assert _topic_configs(broker, "ac-1")["segment.ms"].value == "600000"
+    # validate_only changes nothing
+    ok = with_admin(broker, lambda a: a.alter_configs({Resource.topic("ac-1"): {"segment.ms": "5"}}, validate_only=True))
+    assert ok == {Resource.topic("ac-1"): None}
+    assert _topic_configs(broker, "ac-1")["segment.ms"].value == "600000"
+
+
+def test_incremental_alter_configs(broker: BrokerRunner) -> None:
+    create(broker, "iac-1", **{"retention.ms": "1000", "segment.ms": "700000"})
+    admin = confluent(broker)
+    fs = admin.incremental_alter_configs(
+        [
+            ConfigResource(
+                ResourceType.TOPIC,
+                "iac-1",
+                incremental_configs=[
+                    ConfigEntry("retention.ms", "5000", incremental_operation=AlterConfigOpType.SET),
+                    ConfigEntry("segment.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+                    ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+                ],
+            )
+        ]
+    )
+    assert error_code_of(next(iter(fs.values()))) == 0
+    configs = _topic_configs(broker, "iac-1")
+    assert configs["retention.ms"].value == "5000"
+    assert configs["segment.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert configs["cleanup.policy"].value == "delete,compact"
+    own = with_admin(
+        broker,
+        lambda a: a.incremental_alter_configs(
+            {Resource.topic("iac-1"): [AlterConfigOp("cleanup.policy", AlterConfigOp.SUBTRACT, "delete")]}
+        ),
+    )
+    assert own == {Resource.topic("iac-1"): None}
+    assert _topic_configs(broker, "iac-1")["cleanup.policy"].value == "compact"
+    errors = with_admin(
+        broker,
+        lambda a: a.incremental_alter_configs(
+            {
+                Resource.topic("iac-1"): [AlterConfigOp("retention.ms", AlterConfigOp.APPEND, "1")],
+                Resource.topic("iac-missing"): [AlterConfigOp("retention.ms", AlterConfigOp.SET, "1")],
+                Resource.broker(0): [AlterConfigOp("log.retention.ms", AlterConfigOp.SET, "1")],
+            }
+        ),
+    )
+    assert errors[Resource.topic("iac-1")].error_code == ErrorCode.invalid_config  # type: ignore[union-attr]
+    assert errors[Resource.topic("iac-missing")].error_code == ErrorCode.unknown_topic_or_partition  # type: ignore[union-attr]
+    assert errors[Resource.broker(0)].error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
+    dup = with_admin(
+        broker,
+        lambda a: a.incremental_alter_configs(
+            {Resource.topic("iac-1"): [AlterConfigOp("retention.ms", 0, "1"), AlterConfigOp("retention.ms", 1)]}
+        ),
+    )
+    assert dup[Resource.topic("iac-1")].error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
+    assert _topic_configs(broker, "iac-1")["retention.ms"].value == "5000"
+
+
+def test_apply_operations() -> None:
+    defaults = {"cleanup.policy": ["delete"]}
+    assert apply_operations({}, defaults, [("cleanup.policy", 2, "compact")]) == {"cleanup.policy": "delete,compact"}
+    assert apply_operations({"cleanup.policy": "compact"}, defaults, [("cleanup.policy", 2, "compact")]) == {
+        "cleanup.policy": "compact"
+    }
+    assert apply_operations({"a": "1"}, defaults, [("a", 1, None), ("b", 0, "2")]) == {"b": "2"}
+    assert apply_operations({}, defaults, [("cleanup.policy", 3, "delete")]) == {"cleanup.policy": ""}
+    from odradek.errors import InvalidConfigError, InvalidRequestError
+
+    with pytest.raises(InvalidConfigError):
+        apply_operations({}, defaults, [("retention.ms", 2, "1")])
+    with pytest.raises(InvalidRequestError):
+        apply_operations({}, defaults, [("retention.ms", 9, "1")])
+    with pytest.raises(InvalidRequestError):
+        apply_operations({}, defaults, [("retention.ms", 0, None)])
+
+
+# --- DescribeCluster ---------------------------------------------------------------------------
+
+
+def test_describe_cluster(broker: BrokerRunner) -> None:
+    result = confluent(broker).describe_cluster().result(15)
+    assert result.cluster_id and result.controller.id == 0
+    [node] = result.nodes
+    assert (node.id, node.host, node.port) == (0, "127.0.0.1", broker.port)
+    own = with_admin(broker, lambda a: a.describe_cluster())
+    assert own.cluster_id == result.cluster_id and own.controller_id == 0
+    assert own.brokers == [(0, "127.0.0.1", broker.port, None)]
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_describe_cluster_every_version(broker: BrokerRunner, version: int) -> None:
+    async def go(conn: KafkaConnection) -> tuple[Any, Any]:
+        rb = RequestBuilder(60, version)
+        ok = await conn.send(rb(include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False))
+        controllers = await conn.send(rb(include_cluster_authorized_operations=False, endpoint_type=2,
+                                         include_fenced_brokers=False))
+        return ok, controllers
+
+    ok, controllers = with_conn(broker, go)
+    assert ok.error_code == 0 and [b.broker_id for b in ok.brokers] == [0]
+    if version >= 1:
+        assert controllers.error_code == ErrorCode.unsupported_endpoint_type and controllers.brokers == ()
+
+
+# --- DeleteRecords -----------------------------------------------------------------------------
+
+
+def test_delete_records(broker: BrokerRunner) -> None:
+    create(broker, "dr-1", partitions=2)
+    produce(broker, "dr-1", 10)
+    admin = confluent(broker)
+    fs = admin.delete_records([TopicPartition("dr-1", 0, 4)])
+    [deleted] = fs.values()
+    assert deleted.result(15).low_watermark == 4
+    earliest = admin.list_offsets({TopicPartition("dr-1", 0): OffsetSpec.earliest()})
+    assert next(iter(earliest.values())).result(15).offset == 4
+
+    async def consume() -> list[int]:
+        async with Consumer(broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+            await consumer.assign([TP("dr-1", 0)])
+            records = await consumer.poll(5000)
+            return [r.offset for r in records]
+
+    assert arun(consume())[0] == 4
+    results = with_admin(
+        broker,
+        lambda a: a.delete_records({TP("dr-1", 0): -1, TP("dr-1", 1): 5, TP("dr-missing", 0): 1, TP("dr-1", 9): 0}),
+    )
+    assert results[TP("dr-1", 0)].low_watermark == 10 and results[TP("dr-1", 0)].error is None
+    assert results[TP("dr-1", 1)].error.error_code == ErrorCode.offset_out_of_range  # type: ignore[union-attr]
+    assert results[TP("dr-missing", 0)].error.error_code == ErrorCode.unknown_topic_or_partition  # type: ignore[union-attr]
+    assert results[TP("dr-1", 9)].error.error_code == ErrorCode.unknown_topic_or_partition  # type: ignore[union-attr]
+    offsets = with_admin(broker, lambda a: a.list_offsets({TP("dr-1", 0): EARLIEST, TP("dr-1", 1): EARLIEST}))
+    assert (offsets[TP("dr-1", 0)].offset, offsets[TP("dr-1", 1)].offset) == (10, 0)
+
+
+# --- the client on its own ---------------------------------------------------------------------
+
+
+def test_own_producer_consumer_round_trip(broker: BrokerRunner) -> None:
+    create(broker, "own-rt", partitions=3)
+
+    async def go() -> list[tuple[bytes | None, bytes | None, int]]:
+        async with OwnProducer(broker.bootstrap_servers, compression="zstd") as producer:
+            sent = await producer.send_batch(
+                "own-rt", [Record(b"k%d" % (i % 4), b"v%d" % i, [("h", b"x")]) for i in range(20)]
+            )
+            assert {m.partition for m in sent} <= {0, 1, 2}
+        async with Consumer(broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+            await consumer.assign([TP("own-rt", p) for p in range(3)])
+            out: list[Any] = []
+            while len(out) < 20:
+                batch = await consumer.poll(5000)
+                assert batch
+                out.extend(batch)
+            return [(r.key, r.value, r.partition) for r in out]
+
+    records = arun(go())
+    assert sorted(v for _, v, _ in records) == sorted(b"v%d" % i for i in range(20))
+    partition_of_key: dict[bytes | None, set[int]] = {}
+    for key, _, partition in records:
+        partition_of_key.setdefault(key, set()).add(partition)
+    assert all(len(p) == 1 for p in partition_of_key.values())
