@@ -191,8 +191,12 @@ def test_create_topics_request_errors(broker: BrokerRunner) -> None:
     async def go(conn: KafkaConnection) -> dict[str, tuple[int, str | None]]:
         rb = conn.builder(19, 2, 7)
         topics = (
-            rb.make("CreatableTopic", name="ct-dup", num_partitions=1, replication_factor=1, assignments=(), configs=()),
-            rb.make("CreatableTopic", name="ct-dup", num_partitions=1, replication_factor=1, assignments=(), configs=()),
+            rb.make(
+                "CreatableTopic", name="ct-dup", num_partitions=1, replication_factor=1, assignments=(), configs=()
+            ),
+            rb.make(
+                "CreatableTopic", name="ct-dup", num_partitions=1, replication_factor=1, assignments=(), configs=()
+            ),
             rb.make(
                 "CreatableTopic",
                 name="ct-both",
@@ -247,7 +251,9 @@ def test_create_and_delete_topics_every_version(broker: BrokerRunner, version: i
         delete_version = min(max(version - 1, 1), 6)
         drb = RequestBuilder(20, delete_version)
         if delete_version >= 6:
-            request = drb(topics=(drb.make("DeleteTopicState", name=name, topic_id=ZERO),), timeout=datetime.timedelta(seconds=10))
+            request = drb(
+                topics=(drb.make("DeleteTopicState", name=name, topic_id=ZERO),), timeout=datetime.timedelta(seconds=10)
+            )
         else:
             request = drb(topic_names=(name,), timeout=datetime.timedelta(seconds=10))
         [deleted] = (await conn.send(request)).responses
@@ -358,8 +364,14 @@ def test_describe_configs_synonyms_documentation_and_errors(broker: BrokerRunner
     results = with_admin(
         broker,
         lambda a: a.describe_configs(
-            [Resource.topic("dc-2"), Resource.topic("dc-missing"), Resource.topic("bad/name"),
-             Resource.broker(0), Resource.broker(5), Resource(8, "0")],
+            [
+                Resource.topic("dc-2"),
+                Resource.topic("dc-missing"),
+                Resource.topic("bad/name"),
+                Resource.broker(0),
+                Resource.broker(5),
+                Resource(8, "0"),
+            ],
             keys=["retention.ms", "cleanup.policy", "log.retention.hours", "listeners"],
             include_synonyms=True,
             include_documentation=True,
@@ -377,8 +389,10 @@ def test_describe_configs_synonyms_documentation_and_errors(broker: BrokerRunner
     assert broker_configs.error is None
     assert sorted(broker_configs.configs) == ["listeners", "log.retention.hours"]
     assert broker_configs.configs["listeners"].source == 4
-    assert broker_configs.configs["listeners"].synonyms == [("listeners", "PLAINTEXT://127.0.0.1:0", 4),
-                                                            ("listeners", "PLAINTEXT://127.0.0.1:9092", 5)]
+    assert broker_configs.configs["listeners"].synonyms == [
+        ("listeners", "PLAINTEXT://127.0.0.1:0", 4),
+        ("listeners", "PLAINTEXT://127.0.0.1:9092", 5),
+    ]
     assert results[Resource.broker(5)].error.error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
     assert results[Resource(8, "0")].error.error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
 
@@ -390,7 +404,9 @@ def test_describe_configs_every_version(broker: BrokerRunner, version: int) -> N
     async def go(conn: KafkaConnection) -> Any:
         rb = RequestBuilder(32, version)
         resources = (
-            rb.make("DescribeConfigsResource", resource_type=2, resource_name=f"dc-v{version}", configuration_keys=None),
+            rb.make(
+                "DescribeConfigsResource", resource_type=2, resource_name=f"dc-v{version}", configuration_keys=None
+            ),
             rb.make("DescribeConfigsResource", resource_type=4, resource_name="", configuration_keys=None),
         )
         return await conn.send(rb(resources=resources, include_synonyms=False, include_documentation=False))
@@ -435,7 +451,10 @@ def test_alter_configs_replaces_overrides(broker: BrokerRunner) -> None:
     fs = admin.alter_configs([ConfigResource(ResourceType.TOPIC, "ac-1", set_config={"segment.ms": "600000"})])
     assert error_code_of(next(iter(fs.values()))) == 0
     configs = _topic_configs(broker, "ac-1")
-    assert configs["segment.ms"].value == "600000" and configs["segment.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert (
+        configs["segment.ms"].value == "600000"
+        and configs["segment.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    )
     assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value  # replaced, so back to the default
     assert configs["retention.ms"].value == str(7 * 24 * 3600 * 1000)
 
@@ -461,7 +480,9 @@ def test_alter_configs_replaces_overrides(broker: BrokerRunner) -> None:
     assert errors[Resource.broker(0)].error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
     assert _topic_configs(broker, "ac-1")["segment.ms"].value == "600000"
     # validate_only changes nothing
-    ok = with_admin(broker, lambda a: a.alter_configs({Resource.topic("ac-1"): {"segment.ms": "5"}}, validate_only=True))
+    ok = with_admin(
+        broker, lambda a: a.alter_configs({Resource.topic("ac-1"): {"segment.ms": "5"}}, validate_only=True)
+    )
     assert ok == {Resource.topic("ac-1"): None}
     assert _topic_configs(broker, "ac-1")["segment.ms"].value == "600000"
 
@@ -553,9 +574,12 @@ def test_describe_cluster(broker: BrokerRunner) -> None:
 def test_describe_cluster_every_version(broker: BrokerRunner, version: int) -> None:
     async def go(conn: KafkaConnection) -> tuple[Any, Any]:
         rb = RequestBuilder(60, version)
-        ok = await conn.send(rb(include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False))
-        controllers = await conn.send(rb(include_cluster_authorized_operations=False, endpoint_type=2,
-                                         include_fenced_brokers=False))
+        ok = await conn.send(
+            rb(include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False)
+        )
+        controllers = await conn.send(
+            rb(include_cluster_authorized_operations=False, endpoint_type=2, include_fenced_brokers=False)
+        )
         return ok, controllers
 
     ok, controllers = with_conn(broker, go)

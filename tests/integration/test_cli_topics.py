@@ -50,8 +50,23 @@ def one_error_line(err: str) -> str:
 
 
 def test_create_list_describe_alter_delete(broker: BrokerRunner, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_topics(broker, "--create", "--topic", "orders", "--partitions", "3", "--replication-factor", "1",
-                      "--config", "retention.ms=60000", "--config", "cleanup.policy=compact") == 0
+    assert (
+        run_topics(
+            broker,
+            "--create",
+            "--topic",
+            "orders",
+            "--partitions",
+            "3",
+            "--replication-factor",
+            "1",
+            "--config",
+            "retention.ms=60000",
+            "--config",
+            "cleanup.policy=compact",
+        )
+        == 0
+    )
     assert capsys.readouterr().out == "Created topic orders.\n"
     assert run_topics(broker, "--create", "--topic", "payments") == 0
     capsys.readouterr()
@@ -152,8 +167,17 @@ def test_console_round_trip_with_keys(broker: BrokerRunner, capsys: pytest.Captu
     assert run_topics(broker, "--create", "--topic", "keyed", "--partitions", "3") == 0
     lines = "".join(f"user{i % 3}:event {i}\n" for i in range(30))
     assert produce(broker, "keyed", lines, "--property", "parse.key=true", "--property", "key.separator=:") == 0
-    status, out = consume(broker, "keyed", "--from-beginning", "--max-messages", "30",
-                          "--property", "print.key=true", "--property", "key.separator=|")
+    status, out = consume(
+        broker,
+        "keyed",
+        "--from-beginning",
+        "--max-messages",
+        "30",
+        "--property",
+        "print.key=true",
+        "--property",
+        "key.separator=|",
+    )
     assert status == 0
     assert "Processed a total of 30 messages" in capsys.readouterr().err
     records = [line.split(b"|") for line in out.splitlines()]
@@ -169,21 +193,34 @@ def test_console_compression(broker: BrokerRunner, codec: str, capsys: pytest.Ca
     topic = f"compressed-{codec}"
     assert run_topics(broker, "--create", "--topic", topic) == 0
     assert produce(broker, topic, "a\nb\n\nc\n", "--compression-codec", codec) == 0
-    status, out = consume(broker, topic, "--from-beginning", "--max-messages", "4",
-                          "--property", "print.offset=true")
+    status, out = consume(broker, topic, "--from-beginning", "--max-messages", "4", "--property", "print.offset=true")
     assert status == 0
     assert out == b"Offset:0\ta\nOffset:1\tb\nOffset:2\t\nOffset:3\tc\n"
     capsys.readouterr()
 
 
-def test_console_consumer_partition_offset_and_timeout(broker: BrokerRunner, capsys: pytest.CaptureFixture[str]) -> None:
+def test_console_consumer_partition_offset_and_timeout(
+    broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run_topics(broker, "--create", "--topic", "positions", "--partitions", "2") == 0
     text = "".join(f"{i}\n" for i in range(10))
     assert produce(broker, "positions", text) == 0
     produced_to_0 = consume(broker, "positions", "--partition", "0", "--offset", "earliest", "--timeout-ms", "700")[1]
     capsys.readouterr()
-    status, out = consume(broker, "positions", "--partition", "0", "--offset", "2", "--timeout-ms", "700",
-                          "--property", "print.partition=true", "--property", "print.timestamp=true")
+    status, out = consume(
+        broker,
+        "positions",
+        "--partition",
+        "0",
+        "--offset",
+        "2",
+        "--timeout-ms",
+        "700",
+        "--property",
+        "print.partition=true",
+        "--property",
+        "print.timestamp=true",
+    )
     assert status == 0
     lines = out.splitlines()
     assert len(lines) == len(produced_to_0.splitlines()) - 2
@@ -206,16 +243,34 @@ def test_console_consumer_partition_offset_and_timeout(broker: BrokerRunner, cap
 
 def test_console_producer_line_errors_and_null_marker(broker: BrokerRunner, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_topics(broker, "--create", "--topic", "lines") == 0
-    status = produce(broker, "lines", "k:v\nno separator\n", "--property", "parse.key=true",
-                     "--property", "key.separator=:")
+    status = produce(
+        broker, "lines", "k:v\nno separator\n", "--property", "parse.key=true", "--property", "key.separator=:"
+    )
     assert status == 1
     assert one_error_line(capsys.readouterr().err).endswith("No key separator found on line number 2: 'no separator'")
-    status = produce(broker, "lines", "NULL:v1\nk2:NULL\nh1:x,h2:y\tk3:v3\n",
-                     "--property", "parse.key=true", "--property", "key.separator=:",
-                     "--property", "null.marker=NULL")
+    status = produce(
+        broker,
+        "lines",
+        "NULL:v1\nk2:NULL\nh1:x,h2:y\tk3:v3\n",
+        "--property",
+        "parse.key=true",
+        "--property",
+        "key.separator=:",
+        "--property",
+        "null.marker=NULL",
+    )
     assert status == 0
-    status, out = consume(broker, "lines", "--from-beginning", "--max-messages", "4",
-                          "--property", "print.key=true", "--property", "print.headers=true")
+    status, out = consume(
+        broker,
+        "lines",
+        "--from-beginning",
+        "--max-messages",
+        "4",
+        "--property",
+        "print.key=true",
+        "--property",
+        "print.headers=true",
+    )
     assert status == 0
     assert out.splitlines() == [
         b"NO_HEADERS\tk\tv",
@@ -224,10 +279,31 @@ def test_console_producer_line_errors_and_null_marker(broker: BrokerRunner, caps
         b"NO_HEADERS\th1\tx,h2:y\tk3:v3",
     ]
     capsys.readouterr()
-    status = produce(broker, "lines", "h1:x,h2:y\tk4:v4\n", "--property", "parse.key=true",
-                     "--property", "key.separator=:", "--property", "parse.headers=true")
+    status = produce(
+        broker,
+        "lines",
+        "h1:x,h2:y\tk4:v4\n",
+        "--property",
+        "parse.key=true",
+        "--property",
+        "key.separator=:",
+        "--property",
+        "parse.headers=true",
+    )
     assert status == 0
-    status, out = consume(broker, "lines", "--partition", "0", "--offset", "4", "--max-messages", "1",
-                          "--property", "print.key=true", "--property", "print.headers=true")
+    status, out = consume(
+        broker,
+        "lines",
+        "--partition",
+        "0",
+        "--offset",
+        "4",
+        "--max-messages",
+        "1",
+        "--property",
+        "print.key=true",
+        "--property",
+        "print.headers=true",
+    )
     assert out == b"h1:x,h2:y\tk4\tv4\n"
     capsys.readouterr()

@@ -14,8 +14,9 @@ to ``None`` as soon as it is written.
 :meth:`KafkaConnection.connect` opens the socket and negotiates versions with ApiVersions (v3,
 falling back to v0 when the broker answers UNSUPPORTED_VERSION); :meth:`version_for` then picks
 the highest version both sides support. :meth:`send` takes a kio request object and sends it at
-its own version, or converts it to ``api_version`` first (fields the target version lacks are
-dropped; a field it requires and the object lacks raises ``UnsupportedVersionError``).
+its own version, or converts it to ``api_version`` first (:func:`convert`: fields the target
+version lacks are dropped while they hold their defaults; anything that would be lost, or a field
+the target requires and the object lacks, raises ``UnsupportedVersionError``).
 
 Failures raise :mod:`odradek.client.errors`: :class:`KafkaConnectionError` (cannot connect,
 closed by the broker: every pending request fails with it), :class:`KafkaTimeoutError` (no
@@ -85,13 +86,30 @@ def _convert_value(value: Any, target_root: type) -> Any:
 
 def convert(obj: Any, target: type, target_root: type | None = None) -> Any:
     """``obj`` (a kio message or nested entity) as an instance of ``target`` (the same message at
-    another version). Fields ``target`` lacks are dropped; UnsupportedVersionError when ``target``
-    requires a field ``obj`` does not have."""
+    another version).
+
+    A field ``target`` lacks is dropped only while it holds its default; UnsupportedVersionError
+    when it holds anything else (DeleteTopics v6's ``topics`` cannot become v1's
+    ``topic_names``) or when ``target`` requires a field ``obj`` does not have.
+    """
     root = target_root or target
-    fields = {}
-    for f in dataclasses.fields(target):
-        if hasattr(obj, f.name):
-            fields[f.name] = _convert_value(getattr(obj, f.name), root)
+    names = {f.name for f in dataclasses.fields(target)}
+    for f in dataclasses.fields(obj):
+        if f.name in names:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = dataclasses.MISSING
+        if default is dataclasses.MISSING or getattr(obj, f.name) != default:
+            raise UnsupportedVersionError(
+                f"{type(obj).__name__}.{f.name} has no equivalent in v{getattr(target, '__version__', '?')}"
+            )
+    fields = {
+        f.name: _convert_value(getattr(obj, f.name), root) for f in dataclasses.fields(target) if hasattr(obj, f.name)
+    }
     try:
         return target(**fields)
     except TypeError as exc:

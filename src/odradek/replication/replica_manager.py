@@ -53,6 +53,7 @@ class FetchPartitionResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: bytes | None = None
+    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 class ReplicaManager:

@@ -8,15 +8,14 @@ to the high watermark (read_uncommitted) or the last stable offset (read_committ
 session_id 0, which clients treat as a full, sessionless fetch.
 
 Per partition: OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER.
-The stored batch bytes are put in the response as they are on disk.
+The response is framed by :mod:`odradek.protocol.fetch_response` around the stored batch bytes,
+which are written to the socket as they were read from the segment file.
 """
 
 from __future__ import annotations
 
-import datetime
-from typing import Any
-
 from odradek.errors import ErrorCode
+from odradek.protocol.fetch_response import FetchedPartition, encode_fetch_response
 from odradek.replication.replica_manager import FetchRequestPartition
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
@@ -26,7 +25,7 @@ MIN_VERSION = 4
 MAX_VERSION = 12
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext) -> list[bytes | memoryview]:
     req = ctx.request
     requests = [
         FetchRequestPartition(TopicPartition(t.topic, p.partition), p.fetch_offset, p.partition_max_bytes)
@@ -42,28 +41,17 @@ async def handle(ctx: RequestContext) -> Any:
         isolation_level=getattr(req, "isolation_level", 0),
         replica_id=req.replica_id,
     )
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[FetchedPartition]] = {}
     for r in results:
         by_topic.setdefault(r.topic_partition.topic, []).append(
-            ctx.make(
-                "PartitionData",
+            FetchedPartition(
                 partition_index=r.topic_partition.partition,
-                error_code=r.error_code,
+                error_code=int(r.error_code),
                 high_watermark=r.high_watermark,
                 last_stable_offset=r.last_stable_offset,
                 log_start_offset=r.log_start_offset,
-                aborted_transactions=None if r.error_code == ErrorCode.none else (),
-                preferred_read_replica=-1,
                 records=r.records if r.records is not None else b"",
+                aborted_transactions=r.aborted_transactions if r.error_code == ErrorCode.none else (),
             )
         )
-    responses = tuple(
-        ctx.make("FetchableTopicResponse", topic=topic, partitions=tuple(parts))
-        for topic, parts in by_topic.items()
-    )
-    return ctx.response(
-        throttle_time=datetime.timedelta(0),
-        error_code=ErrorCode.none,
-        session_id=0,
-        responses=responses,
-    )
+    return encode_fetch_response(ctx.api_version, ctx.header.correlation_id, list(by_topic.items()))

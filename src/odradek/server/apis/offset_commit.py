@@ -1,0 +1,131 @@
+"""OffsetCommit (key 8): store a group's consumed positions.
+
+v0..v9. Where offsets go depends on the version, as in Kafka:
+
+- **v0** (Kafka 0.8.1/0.8.2 clients): ZooKeeper, ``/consumers/<group>/offsets/<topic>/<partition>``
+  (decimal text; the metadata string is not stored), through the metadata store. Any broker
+  answers; no group membership is involved.
+- **v1+**: ``__consumer_offsets`` through the group coordinator, acknowledged once durable. v1
+  carries a per-partition commit timestamp (-1: now); v2..v4 a retention time (-1: the broker's
+  ``offsets.retention.minutes``, else the offset expires that long after the commit); v6+ the
+  leader epoch; v7+ ``group_instance_id``. Generation -1 with an empty member id commits for a
+  group that is not using group management (allowed only while it has no members).
+
+Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE
+(``offset.metadata.max.bytes``), ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+REBALANCE_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR,
+INVALID_COMMIT_OFFSET_SIZE. A rejected commit writes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.coordinator.group.schemas import OffsetAndMetadata
+from odradek.errors import ErrorCode
+from odradek.protocol import legacy_messages as legacy
+from odradek.server.apis.join_group import millis
+from odradek.server.request import RequestContext
+from odradek.storage.topic_partition import TopicPartition
+
+API_KEY = 8
+MIN_VERSION = 0
+MAX_VERSION = 9
+
+log = logging.getLogger(__name__)
+
+
+async def _commit_to_zookeeper(
+    ctx: RequestContext, valid: dict[TopicPartition, int]
+) -> dict[TopicPartition, ErrorCode]:
+    results: dict[TopicPartition, ErrorCode] = {}
+    for tp, offset in valid.items():
+        try:
+            await ctx.broker.zk.set_consumer_offset(ctx.request.group_id, tp, offset)
+            results[tp] = ErrorCode.none
+        except Exception:
+            log.exception("writing the ZooKeeper offset of %s for group %s failed", tp, ctx.request.group_id)
+            results[tp] = ErrorCode.unknown_server_error
+    return results
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    version = ctx.api_version
+    broker = ctx.broker
+    now = int(time.time() * 1000)
+    retention = millis(getattr(req, "retention_time", -1))
+    max_metadata = int(broker.config["offset.metadata.max.bytes"])
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in req.topics:
+        meta = broker.metadata_cache.topic(topic.name)
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            metadata = p.committed_metadata or ""
+            if meta is None or tp.partition not in meta.partitions:
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+            elif version == 0 and len(metadata.encode("utf-8")) > max_metadata:
+                errors[tp] = ErrorCode.offset_metadata_too_large
+            else:
+                stamp = int(getattr(p, "commit_timestamp", -1))
+                commit_ts = now if stamp < 0 else stamp
+                offsets[tp] = OffsetAndMetadata(
+                    offset=p.committed_offset,
+                    metadata=metadata,
+                    commit_timestamp_ms=commit_ts,
+                    leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
+                    expire_timestamp_ms=commit_ts + retention if 2 <= version <= 4 and retention >= 0 else None,
+                )
+    if version == 0:
+        errors.update(await _commit_to_zookeeper(ctx, {tp: v.offset for tp, v in offsets.items()}))
+    elif offsets:
+        coordinator = GroupCoordinator.of(broker)
+        if coordinator is None:
+            errors.update(dict.fromkeys(offsets, ErrorCode.coordinator_not_available))
+        else:
+            errors.update(
+                await coordinator.commit_offsets(
+                    req.group_id,
+                    req.member_id,
+                    getattr(req, "group_instance_id", None),
+                    int(req.generation_id_or_member_epoch),
+                    offsets,
+                )
+            )
+    if version <= 1:
+        return legacy.OffsetCommitResponseV0(
+            topics=tuple(
+                legacy.OffsetCommitResponseTopicV0(
+                    name=t.name,
+                    partitions=tuple(
+                        legacy.OffsetCommitResponsePartitionV0(
+                            partition_index=p.partition_index,
+                            error_code=errors[TopicPartition(t.name, p.partition_index)],
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in req.topics
+            )
+        )
+    topics = tuple(
+        ctx.make(
+            "OffsetCommitResponseTopic",
+            name=t.name,
+            partitions=tuple(
+                ctx.make(
+                    "OffsetCommitResponsePartition",
+                    partition_index=p.partition_index,
+                    error_code=errors[TopicPartition(t.name, p.partition_index)],
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in req.topics
+    )
+    return ctx.response(throttle_time=datetime.timedelta(0), topics=topics)

@@ -1,0 +1,134 @@
+"""OffsetFetch (key 9): a group's committed offsets.
+
+v0..v9. **v0** reads ZooKeeper (``/consumers/<group>/offsets/<topic>/<partition>``, Kafka
+0.8.2's store; metadata is always empty); **v1+** read the group coordinator's cache of
+``__consumer_offsets``. v2+ accept null topics (every partition with an offset) and answer a
+top-level error; v5+ answer the leader epoch; v7+ may ``require_stable`` (partitions with a commit
+still being written get UNSTABLE_OFFSET_COMMIT); v8+ fetch several groups at once.
+
+A partition without an offset answers offset -1, empty metadata, NONE. A group-level error
+(COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, INVALID_GROUP_ID) is
+given per partition for v0/v1, top-level (with no partitions) for v2+, per group for v8+. On v0
+an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.coordinator.group.manager import OffsetFetchEntry
+from odradek.errors import ErrorCode
+from odradek.protocol import legacy_messages as legacy
+from odradek.server.request import RequestContext
+from odradek.storage.topic_partition import TopicPartition
+
+API_KEY = 9
+MIN_VERSION = 0
+MAX_VERSION = 9
+
+log = logging.getLogger(__name__)
+
+Entries = dict[TopicPartition, OffsetFetchEntry]
+
+
+def _requested(topics: Any) -> list[TopicPartition] | None:
+    if topics is None:
+        return None
+    return [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+
+
+async def _from_zookeeper(ctx: RequestContext, group_id: str, partitions: list[TopicPartition]) -> Entries:
+    out: Entries = {}
+    for tp in partitions:
+        meta = ctx.broker.metadata_cache.topic(tp.topic)
+        if meta is None or tp.partition not in meta.partitions:
+            out[tp] = OffsetFetchEntry(error=ErrorCode.unknown_topic_or_partition)
+            continue
+        try:
+            offset = await ctx.broker.zk.get_consumer_offset(group_id, tp)
+        except Exception:
+            log.exception("reading the ZooKeeper offset of %s for group %s failed", tp, group_id)
+            out[tp] = OffsetFetchEntry(error=ErrorCode.unknown_server_error)
+            continue
+        out[tp] = OffsetFetchEntry() if offset is None else OffsetFetchEntry(offset)
+    return out
+
+
+def _fetch(
+    ctx: RequestContext, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool
+) -> tuple[ErrorCode, Entries]:
+    coordinator = GroupCoordinator.of(ctx.broker)
+    if coordinator is None:
+        return ErrorCode.coordinator_not_available, {}
+    return coordinator.fetch_offsets(group_id, require_stable, partitions)
+
+
+def _topics(ctx: RequestContext, entries: Entries, topic_name: str, partition_name: str) -> tuple[Any, ...]:
+    by_topic: dict[str, list[tuple[int, OffsetFetchEntry]]] = {}
+    for tp, entry in entries.items():
+        by_topic.setdefault(tp.topic, []).append((tp.partition, entry))
+    return tuple(
+        ctx.make(
+            topic_name,
+            name=topic,
+            partitions=tuple(
+                ctx.make(
+                    partition_name,
+                    partition_index=p,
+                    committed_offset=e.offset,
+                    committed_leader_epoch=e.leader_epoch,
+                    metadata=e.metadata,
+                    error_code=e.error,
+                )
+                for p, e in parts
+            ),
+        )
+        for topic, parts in by_topic.items()
+    )
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    version = ctx.api_version
+    throttle = datetime.timedelta(0)
+    if version == 0:
+        entries = await _from_zookeeper(ctx, req.group_id, _requested(req.topics) or [])
+        return legacy.OffsetFetchResponseV0(
+            topics=tuple(
+                legacy.OffsetFetchResponseTopicV0(
+                    name=t.name,
+                    partitions=tuple(
+                        legacy.OffsetFetchResponsePartitionV0(
+                            partition_index=p,
+                            committed_offset=entries[TopicPartition(t.name, p)].offset,
+                            metadata="",
+                            error_code=entries[TopicPartition(t.name, p)].error,
+                        )
+                        for p in t.partition_indexes
+                    ),
+                )
+                for t in req.topics
+            )
+        )
+    if version >= 8:
+        groups = []
+        for g in req.groups:
+            error, entries = _fetch(ctx, g.group_id, _requested(g.topics), bool(req.require_stable))
+            groups.append(
+                ctx.make(
+                    "OffsetFetchResponseGroup",
+                    group_id=g.group_id,
+                    topics=_topics(ctx, entries, "OffsetFetchResponseTopics", "OffsetFetchResponsePartitions"),
+                    error_code=error,
+                )
+            )
+        return ctx.response(throttle_time=throttle, groups=tuple(groups))
+    requested = _requested(req.topics)
+    error, entries = _fetch(ctx, req.group_id, requested, bool(getattr(req, "require_stable", False)))
+    if error is not ErrorCode.none:
+        entries = {tp: OffsetFetchEntry(error=error) for tp in requested or ()} if version == 1 else {}
+    topics = _topics(ctx, entries, "OffsetFetchResponseTopic", "OffsetFetchResponsePartition")
+    return ctx.response(throttle_time=throttle, topics=topics, error_code=error)

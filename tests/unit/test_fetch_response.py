@@ -1,0 +1,42 @@
+"""The hand-framed Fetch response decodes, with kio, to exactly what kio would encode."""
+
+from __future__ import annotations
+
+import pytest
+
+from odradek.protocol.codec import decode_response
+from odradek.protocol.fetch_response import FetchedPartition, encode_fetch_response
+
+
+@pytest.mark.parametrize("version", range(4, 13))
+def test_every_version_decodes_with_kio(version: int) -> None:
+    records_a = b"\x00" * 70 + b"batch-bytes"
+    topics = [
+        (
+            "alpha",
+            [
+                FetchedPartition(0, 0, 100, 90, 5, records_a, None, -1),
+                FetchedPartition(1, 1, -1, -1, -1, b"", [], -1),
+                FetchedPartition(2, 0, 7, 7, 0, b"", [(42, 3), (43, 9)], 2),
+            ],
+        ),
+        ("b" * 300, [FetchedPartition(7, 3, -1, -1, -1, None)]),
+    ]
+    frame = b"".join(encode_fetch_response(version, 1234, topics, throttle_time_ms=5, session_id=0))
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+    corr, resp = decode_response(1, version, frame[4:])
+    assert corr == 1234
+    assert int(resp.throttle_time.total_seconds() * 1000) == 5
+    assert [t.topic for t in resp.responses] == ["alpha", "b" * 300]
+    parts = resp.responses[0].partitions
+    assert [p.partition_index for p in parts] == [0, 1, 2]
+    assert parts[0].records == records_a and parts[0].high_watermark == 100
+    assert parts[0].last_stable_offset == 90
+    if version >= 5:
+        assert parts[0].log_start_offset == 5
+    assert parts[0].aborted_transactions is None
+    assert [(a.producer_id, a.first_offset) for a in parts[2].aborted_transactions] == [(42, 3), (43, 9)]
+    if version >= 11:
+        assert parts[2].preferred_read_replica == 2
+    assert int(parts[1].error_code) == 1
+    assert resp.responses[1].partitions[0].records is None
