@@ -34,6 +34,7 @@ import dataclasses
 import itertools
 import logging
 import struct
+import uuid
 from typing import Any
 
 from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
@@ -49,6 +50,7 @@ PRODUCE_KEY = 0
 API_VERSIONS_VERSION = 3
 MAX_RESPONSE_BYTES = 1 << 30
 _I32 = struct.Struct(">i")
+_ZERO_UUID = uuid.UUID(int=0)
 
 
 def request_type(api_key: int, version: int) -> type:
@@ -88,7 +90,8 @@ def convert(obj: Any, target: type, target_root: type | None = None) -> Any:
     """``obj`` (a kio message or nested entity) as an instance of ``target`` (the same message at
     another version).
 
-    A field ``target`` lacks is dropped only while it holds its default; UnsupportedVersionError
+    A field ``target`` lacks is dropped only while it holds its default (as Kafka's generated
+    writers refuse "a non-default field" at a version without it); UnsupportedVersionError
     when it holds anything else (DeleteTopics v6's ``topics`` cannot become v1's
     ``topic_names``) or when ``target`` requires a field ``obj`` does not have.
     """
@@ -97,13 +100,14 @@ def convert(obj: Any, target: type, target_root: type | None = None) -> Any:
     for f in dataclasses.fields(obj):
         if f.name in names:
             continue
+        value = getattr(obj, f.name)
         if f.default is not dataclasses.MISSING:
-            default = f.default
+            lost = value != f.default
         elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            default = dataclasses.MISSING
-        if default is dataclasses.MISSING or getattr(obj, f.name) != default:
+            lost = value != f.default_factory()
+        else:  # Kafka's implicit defaults: false, 0, "", null, empty, the zero UUID
+            lost = not (value in (None, False, 0, "", ()) or value == _ZERO_UUID)
+        if lost:
             raise UnsupportedVersionError(
                 f"{type(obj).__name__}.{f.name} has no equivalent in v{getattr(target, '__version__', '?')}"
             )

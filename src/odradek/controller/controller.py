@@ -245,21 +245,21 @@ class KafkaController:
                     initial = initial_leader_and_isr(replicas, live)
                     if initial is None:
                         continue
-                    leader, isr = initial
-                    new = PartitionState(leader, 0, isr, list(replicas), self.ctx.epoch, 0)
+                    first_leader, isr = initial
+                    new = PartitionState(first_leader, 0, isr, list(replicas), self.ctx.epoch, 0)
                     new.zk_version = await self.zk.create_partition_state(tp, _to_zk(new))
                 elif state.leader in live:
                     state.replicas = list(replicas)
                     continue
                 else:
-                    leader = offline_partition_leader_election(
+                    elected = offline_partition_leader_election(
                         replicas, state.isr, live, self.unclean_leader_election
                     )
-                    isr = [r for r in state.isr if r in live] or ([leader] if leader is not None else [])
+                    isr = [r for r in state.isr if r in live] or ([elected] if elected is not None else [])
                     new = PartitionState(
-                        leader if leader is not None else -1,
+                        elected if elected is not None else -1,
                         state.leader_epoch + 1,
-                        isr if leader is not None else state.isr,
+                        isr if elected is not None else state.isr,
                         list(replicas),
                         self.ctx.epoch,
                         state.zk_version,

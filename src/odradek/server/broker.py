@@ -34,6 +34,7 @@ from odradek.controller.channel import (
     UpdateMetadataRequest,
 )
 from odradek.controller.controller import KafkaController
+from odradek.coordinator.group import GroupCoordinator
 from odradek.errors import InvalidConfigError, StaleControllerEpochError
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.kafka_zk_client import KafkaZkClient
@@ -90,6 +91,7 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         self._watches: list[Any] = []
         self.extensions: dict[str, Any] = {}
+        self.extensions["group_coordinator"] = GroupCoordinator(self)
         self.started = False
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -263,6 +265,9 @@ class Broker:
         if (self.store is not None and self._external_store is None) or self.store is not None:
             with contextlib.suppress(Exception):
                 await self.store.close()
+        if self._embedded is not None:  # releases the data dir's store lock, so a restart can open it
+            with contextlib.suppress(Exception):
+                await self._embedded.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         self.started = False
@@ -283,6 +288,12 @@ class Broker:
 
     # --- requests from the controller --------------------------------------------------------
 
+    def _notify_extensions(self, hook: str, tp: Any) -> None:
+        """Tell coordinators (``on_become_leader`` / ``on_become_follower``) about ``tp``."""
+        for ext in self.extensions.values():
+            if hasattr(ext, hook):
+                getattr(ext, hook)(tp)
+
     def _check_epoch(self, epoch: int) -> None:
         if epoch < self._highest_controller_epoch:
             raise StaleControllerEpochError(
@@ -295,7 +306,8 @@ class Broker:
         for tp, state in request.partition_states.items():
             if tp.topic not in self.topic_overrides:
                 self.topic_overrides[tp.topic] = await self.zk.get_entity_configs("topics", tp.topic)
-            self.replica_manager.become_leader_or_follower(tp, state)
+            partition = self.replica_manager.become_leader_or_follower(tp, state)
+            self._notify_extensions("on_become_leader" if partition.is_leader else "on_become_follower", tp)
 
     async def handle_update_metadata(self, request: UpdateMetadataRequest) -> None:
         self._check_epoch(request.controller_epoch)
@@ -312,6 +324,7 @@ class Broker:
         self._check_epoch(request.controller_epoch)
         for tp in request.partitions:
             self.replica_manager.stop_replica(tp, request.delete_partitions)
+            self._notify_extensions("on_become_follower", tp)
         if request.delete_partitions:
             for topic in {tp.topic for tp in request.partitions}:
                 self.topic_overrides.pop(topic, None)
