@@ -163,6 +163,8 @@ class KafkaController:
             if current != self.broker_id and self.active:
                 self._resign()
             return
+        if self.active:  # our /controller vanished (session expiry): start over with a new epoch
+            self._resign()
         if await self.zk.try_create_controller(self.broker_id):
             self.ctx.epoch = await self.zk.increment_controller_epoch()
             self.active = True

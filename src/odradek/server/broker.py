@@ -33,12 +33,12 @@ from odradek.controller.channel import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-from odradek.controller.controller import KafkaController
+from odradek.controller.controller import ControllerEvent, KafkaController
 from odradek.coordinator.group import GroupCoordinator
 from odradek.errors import InvalidConfigError, StaleControllerEpochError
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.kafka_zk_client import KafkaZkClient
-from odradek.metadata.store import CoordinationStore
+from odradek.metadata.store import CoordinationStore, SessionState
 from odradek.metadata.znodes import BrokerInfo
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
@@ -116,17 +116,8 @@ class Broker:
         await self._bind_listeners()
         LOCAL_BROKERS[(self.cluster_id, self.broker_id)] = self
         self._watches.append(self.store.watch_children("/config/changes", self._on_config_change))  # type: ignore[union-attr]
-        first = self.endpoints[0]
-        await self.zk.register_broker(
-            BrokerInfo(
-                id=self.broker_id,
-                host=first.host,
-                port=first.port,
-                endpoints=[str(e) for e in self.endpoints],
-                rack=self.config["broker.rack"],
-                timestamp=int(time.time() * 1000),
-            )
-        )
+        await self._register()
+        self._watches.append(self.store.watch_session(self._on_session_event))  # type: ignore[union-attr]
         self.controller = KafkaController(
             self.broker_id,
             self.zk,
@@ -147,6 +138,33 @@ class Broker:
             ", ".join(map(str, self.endpoints)),
             self.cluster_id,
         )
+
+    async def _register(self) -> None:
+        first = self.endpoints[0]
+        await self.zk.register_broker(
+            BrokerInfo(
+                id=self.broker_id,
+                host=first.host,
+                port=first.port,
+                endpoints=[str(e) for e in self.endpoints],
+                rack=self.config["broker.rack"],
+                timestamp=int(time.time() * 1000),
+            )
+        )
+
+    async def _on_session_event(self, state: SessionState) -> None:
+        """After a session expiry our ephemeral znodes are gone: register again and rejoin the
+        controller election (Kafka's ``SessionExpirationListener``)."""
+        if state is SessionState.SUSPENDED:
+            log.warning("broker %d lost its metadata store connection; waiting to reconnect", self.broker_id)
+        elif state is SessionState.EXPIRED:
+            log.warning("broker %d metadata store session expired; registering again", self.broker_id)
+            try:
+                await self._register()
+            except Exception:
+                log.exception("broker %d could not register again after session expiry", self.broker_id)
+            if self.controller is not None:
+                self.controller.put(ControllerEvent.CONTROLLER_CHANGE)
 
     async def _open_store(self) -> None:
         if self.store is not None:
