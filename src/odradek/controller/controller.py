@@ -64,8 +64,13 @@ class ControllerContext:
 class KafkaController:
     """Controller election and, while active, partition leadership for the whole cluster."""
 
-    def __init__(self, broker_id: int, zk: KafkaZkClient, channel: ControllerChannelManager,
-                 unclean_leader_election: bool = False) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        zk: KafkaZkClient,
+        channel: ControllerChannelManager,
+        unclean_leader_election: bool = False,
+    ) -> None:
         self.broker_id = broker_id
         self.zk = zk
         self.channel = channel
@@ -254,9 +259,7 @@ class KafkaController:
                     state.replicas = list(replicas)
                     continue
                 else:
-                    elected = offline_partition_leader_election(
-                        replicas, state.isr, live, self.unclean_leader_election
-                    )
+                    elected = offline_partition_leader_election(replicas, state.isr, live, self.unclean_leader_election)
                     isr = [r for r in state.isr if r in live] or ([elected] if elected is not None else [])
                     new = PartitionState(
                         elected if elected is not None else -1,
@@ -283,8 +286,9 @@ class KafkaController:
                 broker_id, LeaderAndIsrRequest(self.broker_id, self.ctx.epoch, partitions, topic_ids)
             )
 
-    async def _send_update_metadata(self, states: dict[TopicPartition, PartitionState],
-                                    deleted: set[str] | None = None) -> None:
+    async def _send_update_metadata(
+        self, states: dict[TopicPartition, PartitionState], deleted: set[str] | None = None
+    ) -> None:
         request = UpdateMetadataRequest(
             self.broker_id,
             self.ctx.epoch,
@@ -340,10 +344,16 @@ class KafkaController:
 
 
 def _to_state(state: LeaderAndIsr, replicas: list[int]) -> PartitionState:
-    return PartitionState(state.leader, state.leader_epoch, list(state.isr), list(replicas),
-                          state.controller_epoch, state.zk_version)
+    return PartitionState(
+        state.leader, state.leader_epoch, list(state.isr), list(replicas), state.controller_epoch, state.zk_version
+    )
 
 
 def _to_zk(state: PartitionState) -> LeaderAndIsr:
-    return LeaderAndIsr(leader=state.leader, leader_epoch=state.leader_epoch, isr=list(state.isr),
-                        controller_epoch=state.controller_epoch, zk_version=state.zk_version)
+    return LeaderAndIsr(
+        leader=state.leader,
+        leader_epoch=state.leader_epoch,
+        isr=list(state.isr),
+        controller_epoch=state.controller_epoch,
+        zk_version=state.zk_version,
+    )

@@ -173,9 +173,7 @@ class Broker:
         if connect:
             from odradek.metadata.zookeeper import ZooKeeperStore
 
-            timeout = (
-                self.config["zookeeper.connection.timeout.ms"] or self.config["zookeeper.session.timeout.ms"]
-            )
+            timeout = self.config["zookeeper.connection.timeout.ms"] or self.config["zookeeper.session.timeout.ms"]
             zk_store = ZooKeeperStore(
                 connect,
                 session_timeout_ms=self.config["zookeeper.session.timeout.ms"],
@@ -221,9 +219,7 @@ class Broker:
             if adv is not None:
                 self.endpoints.append(Endpoint(adv.listener, advertised_host(adv.host), adv.port or port))
             else:
-                self.endpoints.append(
-                    Endpoint(endpoint.listener, advertised_host(endpoint.host or host), port)
-                )
+                self.endpoints.append(Endpoint(endpoint.listener, advertised_host(endpoint.host or host), port))
 
     def _start_housekeeping(self) -> None:
         loop = asyncio.get_running_loop()
@@ -314,9 +310,7 @@ class Broker:
 
     def _check_epoch(self, epoch: int) -> None:
         if epoch < self._highest_controller_epoch:
-            raise StaleControllerEpochError(
-                f"controller epoch {epoch} is older than {self._highest_controller_epoch}"
-            )
+            raise StaleControllerEpochError(f"controller epoch {epoch} is older than {self._highest_controller_epoch}")
         self._highest_controller_epoch = epoch
 
     async def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> None:
