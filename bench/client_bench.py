@@ -1,10 +1,39 @@
-"""Produce and consume throughput through confluent-kafka against an in-process odradek broker.
+"""Client benchmark: confluent-kafka (librdkafka) producing to and consuming from one broker.
 
-Prints one JSON object: for each message size, msgs/s and MB/s for produce (acks=1, linger 5 ms,
-batch 1 MB) and for consuming everything back. The broker runs in this process on its own
-thread (odradek.testing.BrokerRunner), so the figures include sharing the machine with the client.
+The broker runs in its own process (``bench/common.py``): odradek, or the peer Tansu with its
+in-memory storage. One JSON document goes to stdout; progress to stderr.
 
-    .venv/bin/python bench/client_bench.py [--messages 200000] [--sizes 100,1024]
+Workloads, each on a fresh topic of ``--partitions`` partitions (replication 1):
+
+- **produce**: N messages of S bytes (random, no key, partition ``i % partitions``), ``acks`` 1
+  or all, ``linger.ms`` 5, ``batch.size`` 1 MB, no compression, as fast as the client can call
+  ``produce()``; then ``flush()``. One message is produced and flushed first (connection and
+  metadata set-up is not timed).
+- **consume**: read the whole topic back from offset 0 (``assign``, no group), until all N
+  messages arrived. librdkafka's consumer back-off is overridden (``queued.min.messages`` 10M,
+  ``queued.max.messages.kbytes`` 2 GB, ``fetch.queue.backoff.ms`` 0, ``fetch.wait.max.ms`` 100)
+  so the pre-fetcher never pauses and the figure is bound by the broker, not by the client's queue.
+- **fixed rate**: ``--rate`` msg/s of ``--rate-size`` bytes for ``--rate-seconds`` s, acks=all,
+  paced in 1 ms steps; the delivery latency distribution at that load.
+
+Figures:
+
+- ``msgs_per_s`` / ``mb_per_s``: messages (payload MB, 10^6 bytes) per wall-clock second, from
+  the first ``produce()`` to the end of ``flush()`` (produce), or from the first consumed batch
+  to the last message (consume). librdkafka waits about 0.5 s after ``assign()`` before it asks
+  for the start offsets, with any broker, so that start-up is reported apart: ``first_message_s``
+  (from ``assign()`` to the first message) and ``seconds_total``.
+- ``latency_ms``: delivery latency per message, librdkafka's ``msg.latency()``: from the
+  ``produce()`` call to the broker's acknowledgement, linger time included (p50/p99/p99.9/max).
+  In the throughput runs it is dominated by queueing in the client; the fixed-rate run is the
+  latency figure.
+- ``broker_cpu_s``: CPU seconds (user + system) the broker process used during the workload;
+  ``broker_cpu_us_per_msg`` the same per message; for the fixed rate, ``broker_cpu_pct`` is the
+  broker's CPU use in percent of one core.
+
+    python bench/client_bench.py [--broker odradek|tansu] [--messages 200000] [--sizes 100,1024]
+        [--acks 1,all] [--partitions 4] [--rate 10000] [--rate-seconds 10] [--rate-size 1024]
+    python bench/client_bench.py --bootstrap 127.0.0.1:9092 [--broker-pid PID]   # a running broker
 """
 
 from __future__ import annotations
@@ -12,98 +41,303 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
-import tempfile
 import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from odradek.testing import BrokerRunner
+from common import BrokerProcess, create_topic, log, machine_info, make_broker, percentiles, proc_cpu_seconds
+
+BATCH_BYTES = 1_000_000
+LINGER_MS = 5
+# consume() returns when it has CONSUME_BATCH messages or after CONSUME_WAIT_S: small values keep
+# the client from sitting on messages that have already arrived.
+CONSUME_BATCH = 1000
+CONSUME_WAIT_S = 0.02
 
 
-def produce(bootstrap: str, topic: str, n: int, size: int, acks: str) -> dict[str, float]:
-    producer = Producer(
+@dataclass
+class Target:
+    """Where the workload goes: a bootstrap address and, when known, the broker's pid for CPU figures."""
+
+    bootstrap: str
+    pid: int | None = None
+
+    def cpu(self) -> float:
+        return proc_cpu_seconds(self.pid) if self.pid else float("nan")
+
+    @classmethod
+    def of(cls, broker: BrokerProcess) -> Target:
+        return cls(broker.bootstrap_servers, broker.pid)
+
+
+@dataclass
+class Settings:
+    messages: int = 200_000
+    sizes: tuple[int, ...] = (100, 1024)
+    acks: tuple[str, ...] = ("1", "all")
+    partitions: int = 4
+    rate: int = 10_000
+    rate_seconds: float = 10.0
+    rate_size: int = 1024
+    timeout_s: float = 300.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Deliveries:
+    """Delivery-report sink: latencies of acknowledged messages and the first error seen."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.errors = 0
+        self.first_error: str | None = None
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.errors += 1
+            if self.first_error is None:
+                self.first_error = str(err)
+            return
+        latency = msg.latency()
+        if latency is not None:
+            self.latencies.append(latency)
+
+
+def _producer(bootstrap: str, acks: str, sink: _Deliveries) -> Producer:
+    return Producer(
         {
             "bootstrap.servers": bootstrap,
             "acks": acks,
-            "linger.ms": 5,
-            "batch.size": 1024 * 1024,
+            "linger.ms": LINGER_MS,
+            "batch.size": BATCH_BYTES,
+            "compression.type": "none",
+            "enable.idempotence": False,
             "queue.buffering.max.messages": 2_000_000,
             "queue.buffering.max.kbytes": 2_000_000,
+            "on_delivery": sink,
         }
     )
+
+
+def _latency_ms(values: list[float]) -> dict[str, float]:
+    stats = {k: round(v * 1000, 3) for k, v in percentiles(values, (50, 90, 99, 99.9)).items()}
+    if values:
+        stats["max"] = round(max(values) * 1000, 3)
+    return stats
+
+
+def _warm_up(producer: Producer, topic: str, sink: _Deliveries) -> None:
+    """One acknowledged message, so connections and metadata are in place before the clock starts."""
+    producer.produce(topic, b"warm-up", partition=0)
+    if producer.flush(60) != 0 or sink.errors:
+        raise RuntimeError(f"warm-up produce to {topic} failed: {sink.first_error or 'not acknowledged in 60 s'}")
+    sink.latencies.clear()
+
+
+def produce(target: Target, topic: str, n: int, size: int, acks: str, partitions: int, timeout_s: float) -> dict:
+    """Produce ``n`` messages of ``size`` bytes as fast as possible; see the module docstring."""
+    sink = _Deliveries()
+    producer = _producer(target.bootstrap, acks, sink)
+    _warm_up(producer, topic, sink)
     payload = os.urandom(size)
+    cpu0 = target.cpu()
     t0 = time.perf_counter()
     for i in range(n):
         while True:
             try:
-                producer.produce(topic, payload, partition=i % 4)
+                producer.produce(topic, payload, partition=i % partitions)
                 break
-            except BufferError:
-                producer.poll(0.01)
-        if i % 10000 == 0:
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.005)
+        if i & 1023 == 0:
             producer.poll(0)
-    remaining = producer.flush(120)
+    remaining = producer.flush(timeout_s)
     elapsed = time.perf_counter() - t0
-    assert remaining == 0
+    cpu = target.cpu() - cpu0
+    if remaining or sink.errors:
+        raise RuntimeError(
+            f"produce {size} B acks={acks}: {remaining} messages unacknowledged after {timeout_s} s, "
+            f"{sink.errors} failed (first error: {sink.first_error})"
+        )
     return {
+        "messages": n,
         "msgs_per_s": round(n / elapsed),
-        "mb_per_s": round(n * size / elapsed / 1e6, 1),
-        "seconds": round(elapsed, 2),
+        "mb_per_s": round(n * size / elapsed / 1e6, 2),
+        "seconds": round(elapsed, 3),
+        "latency_ms": _latency_ms(sink.latencies),
+        "broker_cpu_s": round(cpu, 2),
+        "broker_cpu_us_per_msg": round(cpu / n * 1e6, 2),
     }
 
 
-def consume(bootstrap: str, topic: str, n: int, size: int) -> dict[str, float]:
+def consume(target: Target, topic: str, n: int, size: int, partitions: int, timeout_s: float) -> dict:
+    """Read ``n`` messages back from offset 0 of every partition; see the module docstring."""
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench",
+            "bootstrap.servers": target.bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
-            "fetch.max.bytes": 52428800,
-            "max.partition.fetch.bytes": 10485760,
-            "queued.min.messages": 1000000,
-            "fetch.queue.backoff.ms": 0,
+            "enable.partition.eof": False,
+            "fetch.max.bytes": 52_428_800,
+            "max.partition.fetch.bytes": 10_485_760,
             "fetch.wait.max.ms": 100,
+            "queued.min.messages": 10_000_000,
+            "queued.max.messages.kbytes": 2_097_151,
+            "fetch.queue.backoff.ms": 0,
         }
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(4)])
-    got = 0
+    cpu0 = target.cpu()
     t0 = time.perf_counter()
-    while got < n:
-        msgs = consumer.consume(10000, 1.0)
-        got += len(msgs)
-        if time.perf_counter() - t0 > 300:
-            break
-    elapsed = time.perf_counter() - t0
-    consumer.close()
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got = 0
+    payload_bytes = 0
+    first_at = 0.0
+    first_count = first_bytes = 0
+    errors: list[str] = []
+    try:
+        while got < n:
+            msgs = consumer.consume(CONSUME_BATCH, CONSUME_WAIT_S)
+            for m in msgs:
+                if m.error():
+                    errors.append(str(m.error()))
+                else:
+                    got += 1
+                    payload_bytes += len(m.value() or b"")
+            if msgs and not first_at:
+                first_at, first_count, first_bytes = time.perf_counter(), got, payload_bytes
+            if errors or time.perf_counter() - t0 > timeout_s:
+                break
+        end = time.perf_counter()
+        cpu = target.cpu() - cpu0
+    finally:
+        consumer.close()
+    if got < n:
+        raise RuntimeError(
+            f"consume {size} B: got {got} of {n} messages in {end - t0:.1f} s (errors: {errors[:3] or 'none'})"
+        )
+    steady = max(end - first_at, 1e-9)
     return {
-        "msgs_per_s": round(got / elapsed),
-        "mb_per_s": round(got * size / elapsed / 1e6, 1),
-        "seconds": round(elapsed, 2),
-        "consumed": got,
+        "messages": got,
+        "msgs_per_s": round((got - first_count) / steady),
+        "mb_per_s": round((payload_bytes - first_bytes) / steady / 1e6, 2),
+        "seconds": round(steady, 3),
+        "seconds_total": round(end - t0, 3),
+        "first_message_s": round(first_at - t0, 3),
+        "broker_cpu_s": round(cpu, 2),
+        "broker_cpu_us_per_msg": round(cpu / got * 1e6, 2),
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--messages", type=int, default=200_000)
-    parser.add_argument("--sizes", default="100,1024")
-    parser.add_argument("--acks", default="1")
-    args = parser.parse_args()
-    results: dict[str, object] = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "messages": args.messages,
-        "acks": args.acks,
+def fixed_rate(target: Target, topic: str, rate: int, seconds: float, size: int, timeout_s: float) -> dict:
+    """Produce at ``rate`` msg/s for ``seconds`` with acks=all; the delivery latency distribution."""
+    sink = _Deliveries()
+    producer = _producer(target.bootstrap, "all", sink)
+    _warm_up(producer, topic, sink)
+    payload = os.urandom(size)
+    total = int(rate * seconds)
+    sent = 0
+    cpu0 = target.cpu()
+    t0 = time.perf_counter()
+    while sent < total:
+        due = min(total, int((time.perf_counter() - t0) * rate) + 1)
+        while sent < due:
+            producer.produce(topic, payload, partition=0)
+            sent += 1
+        producer.poll(0)
+        time.sleep(0.001)
+    send_elapsed = time.perf_counter() - t0
+    remaining = producer.flush(timeout_s)
+    elapsed = time.perf_counter() - t0
+    cpu = target.cpu() - cpu0
+    if remaining or sink.errors:
+        raise RuntimeError(
+            f"fixed rate {rate}/s: {remaining} unacknowledged, {sink.errors} failed (first: {sink.first_error})"
+        )
+    return {
+        "messages": total,
+        "size_bytes": size,
+        "target_msgs_per_s": rate,
+        "achieved_msgs_per_s": round(total / send_elapsed),
+        "latency_ms": _latency_ms(sink.latencies),
+        "broker_cpu_s": round(cpu, 2),
+        "broker_cpu_pct": round(cpu / elapsed * 100, 1),
     }
-    with tempfile.TemporaryDirectory() as d, BrokerRunner(d, {"num.partitions": "4"}) as broker:
-        for size in (int(s) for s in args.sizes.split(",")):
-            topic = f"bench-{size}"
-            n = args.messages if size <= 1024 else max(1000, args.messages * 1024 // size)
-            results[f"produce_{size}B"] = produce(broker.bootstrap_servers, topic, n, size, args.acks)
-            results[f"consume_{size}B"] = consume(broker.bootstrap_servers, topic, n, size)
-    json.dump(results, sys.stdout, indent=2)
-    print()
+
+
+def run_suite(target: Target, s: Settings) -> dict[str, Any]:
+    """Every workload once against ``target``: ``{"produce": {cell: ...}, "consume": {...}, "fixed_rate": ...}``.
+
+    Cells are named ``"<size>B acks=<acks>"``. Each cell writes a fresh topic, then reads it back.
+    """
+    result: dict[str, Any] = {"produce": {}, "consume": {}}
+    run = uuid.uuid4().hex[:6]
+    for size in s.sizes:
+        for acks in s.acks:
+            cell = f"{size}B acks={acks}"
+            topic = f"bench-{run}-{size}-{acks}"
+            create_topic(target.bootstrap, topic, s.partitions)
+            log(f"  produce {cell}: {s.messages} messages")
+            result["produce"][cell] = produce(target, topic, s.messages, size, acks, s.partitions, s.timeout_s)
+            log(f"  consume {cell}")
+            # the warm-up message is in the topic too
+            result["consume"][cell] = consume(target, topic, s.messages + 1, size, s.partitions, s.timeout_s)
+    if s.rate > 0 and s.rate_seconds > 0:
+        topic = f"bench-{run}-rate"
+        create_topic(target.bootstrap, topic, 1)
+        log(f"  fixed rate {s.rate} msg/s x {s.rate_seconds} s, {s.rate_size} B, acks=all")
+        result["fixed_rate"] = fixed_rate(target, topic, s.rate, s.rate_seconds, s.rate_size, s.timeout_s)
+    return result
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    return Settings(
+        messages=args.messages,
+        sizes=tuple(int(x) for x in args.sizes.split(",") if x),
+        acks=tuple(x for x in args.acks.split(",") if x),
+        partitions=args.partitions,
+        rate=args.rate,
+        rate_seconds=args.rate_seconds,
+        rate_size=args.rate_size,
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--messages", type=int, default=200_000, help="messages per produce cell")
+    parser.add_argument("--sizes", default="100,1024", help="message sizes in bytes, comma separated")
+    parser.add_argument("--acks", default="1,all", help="acks settings, comma separated")
+    parser.add_argument("--partitions", type=int, default=4, help="partitions of each throughput topic")
+    parser.add_argument("--rate", type=int, default=10_000, help="fixed-rate run: msg/s (0 to skip)")
+    parser.add_argument("--rate-seconds", type=float, default=10.0, help="fixed-rate run: duration")
+    parser.add_argument("--rate-size", type=int, default=1024, help="fixed-rate run: message size")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--broker", default="odradek", help="broker to start: odradek or tansu")
+    parser.add_argument("--bootstrap", help="use this running broker instead of starting one")
+    parser.add_argument("--broker-pid", type=int, help="pid of the running broker (for CPU figures)")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    settings = settings_from_args(args)
+    out: dict[str, Any] = {"machine": machine_info(), "settings": settings.__dict__}
+    try:
+        if args.bootstrap:
+            out["broker"] = args.bootstrap
+            out["results"] = run_suite(Target(args.bootstrap, args.broker_pid), settings)
+        else:
+            with make_broker(args.broker) as broker:
+                log(f"{args.broker} ready in {broker.ready_s:.3f} s on {broker.bootstrap_servers}")
+                out["broker"] = args.broker
+                out["results"] = run_suite(Target.of(broker), settings)
+                out["broker_peak_rss_mb"] = round(broker.peak_rss_bytes() / 1e6, 1)
+    except (RuntimeError, KafkaException) as exc:
+        out["error"] = str(exc)
+        print(json.dumps(out, indent=2))
+        return 1
+    print(json.dumps(out, indent=2))
     return 0
 
 

@@ -59,13 +59,19 @@ def free_port() -> int:
 # /proc readings
 
 
-def proc_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds used by ``pid`` (its threads included, exited children not)."""
+def proc_cpu_split(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds used by ``pid`` (its threads included, exited children not)."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
         stat = f.read()
     fields = stat[stat.rindex(")") + 2 :].split()  # the command name may hold spaces
     utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5)
-    return (utime + stime) / CLK_TCK
+    return utime / CLK_TCK, stime / CLK_TCK
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used by ``pid``."""
+    user, system = proc_cpu_split(pid)
+    return user + system
 
 
 def proc_status_bytes(pid: int, key: str) -> int:
@@ -98,7 +104,7 @@ def machine_info() -> dict[str, Any]:
         "memory_gib": round(mem_kb / 1024 / 1024, 1),
         "kernel": platform.release(),
         "python": platform.python_version(),
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": getattr(confluent_kafka, "__version__", "?"),
         "librdkafka": confluent_kafka.libversion()[0],
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }

@@ -5,9 +5,10 @@ Prints one JSON object:
 * ``batch_read``: ``spark.read.format("odradek")`` of every record of a topic into Spark's
   ``noop`` sink: rows/s through the Arrow path (executors fetch with confluent-kafka and yield
   ``pyarrow.RecordBatch`` es). A warm-up query runs first so worker start-up is not counted.
-* ``micro_batch``: a ``readStream`` with ``maxOffsetsPerTrigger`` under ``Trigger.AvailableNow``
-  into ``noop``: median and p90 ``triggerExecution`` time of the small batches (offset planning,
-  the Spark job, checkpoint writes) and the first batch separately.
+* ``micro_batch``: a ``readStream`` of a one-partition topic holding ``batches`` x
+  ``batch-records`` records, with ``maxOffsetsPerTrigger`` under ``Trigger.AvailableNow`` into
+  ``noop``: median and p90 ``triggerExecution`` time of the small batches (offset planning, the
+  Spark job, checkpoint writes) and the first batch separately.
 
 The broker runs in this process on its own thread (odradek.testing.BrokerRunner) and Spark runs
 ``local[2]``, so everything shares the machine.
@@ -34,11 +35,12 @@ from odradek.testing import BrokerRunner
 
 TOPIC = "bench"
 PARTITIONS = 4
+STREAM_TOPIC = "bench_stream"
 
 
-def fill(bootstrap: str, records: int, value_bytes: int) -> float:
+def fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes: int) -> float:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         future.result(30)
     producer = Producer(
         {
@@ -54,7 +56,7 @@ def fill(bootstrap: str, records: int, value_bytes: int) -> float:
     for i in range(records):
         while True:
             try:
-                producer.produce(TOPIC, value=value, key=str(i).encode())
+                producer.produce(topic, value=value, key=str(i).encode())
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -74,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="odradek-spark-bench-") as tmp, BrokerRunner(tmp) as broker:
         bootstrap = broker.bootstrap_servers
-        produce_s = fill(bootstrap, args.records, args.value_bytes)
+        produce_s = fill(bootstrap, TOPIC, PARTITIONS, args.records, args.value_bytes)
+        fill(bootstrap, STREAM_TOPIC, 1, args.batches * args.batch_records, args.value_bytes)
         spark = spark_session("local[2]", shuffle_partitions=2, app_name="odradek-spark-bench")
         try:
 
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             frame = (
                 spark.readStream.format("odradek")
                 .option("kafka.bootstrap.servers", bootstrap)
-                .option("assign", json.dumps({TOPIC: [0]}))
+                .option("subscribe", STREAM_TOPIC)
                 .option("startingOffsets", "earliest")
                 .option("maxOffsetsPerTrigger", str(args.batch_records))
                 .load()
@@ -100,13 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             stream = (
                 frame.writeStream.format("noop")
                 .option("checkpointLocation", os.path.join(tmp, "checkpoint"))
-                .trigger(processingTime="0 seconds")
+                .trigger(availableNow=True)
                 .start()
             )
-            deadline = time.monotonic() + 600
-            while len(stream.recentProgress) < args.batches + 1 and time.monotonic() < deadline:
-                time.sleep(0.2)
-            stream.stop()
+            stream.awaitTermination(600)
             progress = [p for p in stream.recentProgress if p["numInputRows"] > 0]
             durations = [p["durationMs"]["triggerExecution"] for p in progress]
             rows = [p["numInputRows"] for p in progress]

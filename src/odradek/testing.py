@@ -5,166 +5,24 @@ odradek gets the fixtures:
 
 - ``odradek_broker``: a fresh single broker on a free 127.0.0.1 port with a temporary data dir,
   function-scoped; yields a :class:`BrokerRunner` (``.bootstrap_servers`` is ``"127.0.0.1:PORT"``).
-- ``odradek_broker_factory``: a callable ``factory(**overrides) -> BrokerRunner`` for tests that
-  need particular settings; everything it started is stopped at the end of the test.
+- ``odradek_broker_factory``: a callable ``factory(data_dir=None, overrides={...}) -> BrokerRunner``
+  for tests that need particular settings; everything it started is stopped at the end of the test.
 
-:class:`BrokerRunner` runs a broker on its own thread with its own event loop, so synchronous
-client libraries can talk to it from the test thread. ``start()`` returns once the broker answers
-requests (typically well under a second); ``stop()`` shuts it down cleanly; ``kill()`` abandons it
-without a clean shutdown (no checkpoint, no clean-shutdown marker), to test recovery.
-``call(coro_fn)`` runs a coroutine function on the broker's loop and returns its result.
+Both yield :class:`odradek.server.runner.BrokerRunner` (a broker on its own thread and event loop;
+see that module). Test brokers start with :data:`TEST_DEFAULTS`: a free port, no initial
+rebalance delay, and internal topics with replication factor 1 and 5 partitions.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import tempfile
-import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+from odradek.server.runner import TEST_DEFAULTS, BrokerRunner
 
-T = TypeVar("T")
-
-TEST_DEFAULTS = {
-    "listeners": "PLAINTEXT://127.0.0.1:0",
-    "group.initial.rebalance.delay.ms": "0",
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "5",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "transaction.state.log.num.partitions": "5",
-}
-
-
-class BrokerRunner:
-    """A broker on a background thread. Use as a context manager or call start()/stop()."""
-
-    def __init__(
-        self,
-        data_dir: str | None = None,
-        overrides: Mapping[str, str] | None = None,
-        *,
-        broker_id: int = 0,
-        store: Any = None,
-    ) -> None:
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        if data_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="odradek-")
-            data_dir = self._tmp.name
-        self.data_dir = str(data_dir)
-        from odradek.server.config import KafkaConfig
-
-        props = {**TEST_DEFAULTS, "log.dirs": self.data_dir, "broker.id": str(broker_id), **(overrides or {})}
-        self.config = KafkaConfig(props)
-        self._store = store
-        self.broker: Broker | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        assert self.broker is not None, "broker not started"
-        return self.broker.bootstrap_servers
-
-    @property
-    def port(self) -> int:
-        assert self.broker is not None
-        return self.broker.endpoints[0].port
-
-    def start(self, timeout: float = 30.0) -> BrokerRunner:
-        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-        from odradek.server.broker import Broker
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self.loop = loop
-            asyncio.set_event_loop(loop)
-            self.broker = Broker(self.config, self._store)
-            try:
-                loop.run_until_complete(self.broker.startup())
-            except BaseException as exc:
-                ready.set_exception(exc)
-                loop.run_until_complete(self._quiet_shutdown())
-                loop.close()
-                return
-            ready.set_result(None)
-            loop.run_forever()
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="odradek-broker", daemon=True)
-        self._thread.start()
-        ready.result(timeout)
-        return self
-
-    async def _quiet_shutdown(self) -> None:
-        if self.broker is not None:
-            try:
-                await self.broker.shutdown()
-            except Exception:
-                pass
-
-    def call(self, fn: Callable[[], Any], timeout: float = 30.0) -> Any:
-        """Run ``fn()`` (a coroutine function) on the broker's loop; return its result."""
-        assert self.loop is not None
-        return asyncio.run_coroutine_threadsafe(fn(), self.loop).result(timeout)
-
-    def stop(self, timeout: float = 30.0) -> None:
-        if self.loop is None or self._thread is None:
-            return
-        if self.loop.is_running():
-            try:
-                self.call(self._quiet_shutdown, timeout)
-            finally:
-                self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout)
-        self._thread = None
-        self.loop = None
-
-    def kill(self) -> None:
-        """Stop serving without a clean shutdown (sockets closed, no markers or checkpoints)."""
-        if self.loop is None or self._thread is None:
-            return
-        broker = self.broker
-
-        async def abandon() -> None:
-            if broker is not None:
-                await broker.socket_server.stop()
-                for task in broker._tasks:
-                    task.cancel()
-                if broker.controller is not None:
-                    await broker.controller.shutdown()
-                if broker.store is not None:
-                    await broker.store.close()
-                if broker.log_manager is not None:
-                    for log_ in broker.log_manager.all_logs():
-                        log_.close()
-
-        try:
-            self.call(abandon)
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(10)
-            self._thread = None
-            self.loop = None
-
-    def cleanup(self) -> None:
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-
-    def __enter__(self) -> BrokerRunner:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-        self.cleanup()
+__all__ = ["TEST_DEFAULTS", "BrokerRunner", "odradek_broker", "odradek_broker_factory"]
 
 
 @pytest.fixture

@@ -136,3 +136,24 @@ def test_empty_and_missing_topics_read_nothing(spark: Any, odradek_broker: Any) 
     create_topic(bootstrap, "quiet", 2)
     assert offsets(spark, bootstrap, subscribe="quiet") == []
     assert offsets(spark, bootstrap, subscribe="does-not-exist") == []
+
+
+def test_deleted_records_fail_or_are_skipped_per_fail_on_data_loss(spark: Any, odradek_broker: Any) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    bootstrap = odradek_broker.bootstrap_servers
+    create_topic(bootstrap, "aged", 1)
+    produce(bootstrap, "aged", ({"value": b"%d" % i} for i in range(20)))
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([TopicPartition("aged", 0, 10)]).values():
+        future.result(timeout=30)  # the log now starts at offset 10, as after retention
+    with pytest.raises(Exception, match=r"Could not read records in offset \[5, 20\) for topic partition aged-0"):
+        offsets(spark, bootstrap, subscribe="aged", startingOffsets='{"aged":{"0":5}}')
+    kept = offsets(spark, bootstrap, subscribe="aged", startingOffsets='{"aged":{"0":5}}', failOnDataLoss="false")
+    assert kept == [("aged", 0, o) for o in range(10, 20)]
+    past_end = {"startingOffsets": '{"aged":{"0":15}}', "endingOffsets": '{"aged":{"0":25}}'}
+    with pytest.raises(Exception, match=r"offset \[20, 25\) for topic partition aged-0 .* the partition ends at 20"):
+        offsets(spark, bootstrap, subscribe="aged", **past_end)
+    short = offsets(spark, bootstrap, subscribe="aged", failOnDataLoss="false", **past_end)
+    assert short == [("aged", 0, o) for o in range(15, 20)]

@@ -111,12 +111,32 @@ class Harness:
         await settle()
         return self
 
-    def join(self, group: str, member_id: str = "", *, instance: str | None = None, topics: tuple[str, ...] = ("t",),
-             protocols: tuple[str, ...] = ("range",), session_ms: int = 10000, rebalance_ms: int = 30000,
-             client_id: str = "client", require_known: bool = True) -> asyncio.Task[JoinGroupResult]:
+    def join(
+        self,
+        group: str,
+        member_id: str = "",
+        *,
+        instance: str | None = None,
+        topics: tuple[str, ...] = ("t",),
+        protocols: tuple[str, ...] = ("range",),
+        session_ms: int = 10000,
+        rebalance_ms: int = 30000,
+        client_id: str = "client",
+        require_known: bool = True,
+    ) -> asyncio.Task[JoinGroupResult]:
         sub = encode_subscription(list(topics))
-        req = JoinRequest(group, member_id, instance, client_id, "/127.0.0.1", rebalance_ms, session_ms, "consumer",
-                          tuple((p, sub) for p in protocols), require_known_member_id=require_known)
+        req = JoinRequest(
+            group,
+            member_id,
+            instance,
+            client_id,
+            "/127.0.0.1",
+            rebalance_ms,
+            session_ms,
+            "consumer",
+            tuple((p, sub) for p in protocols),
+            require_known_member_id=require_known,
+        )
         return asyncio.get_running_loop().create_task(self.coordinator.join_group(req))
 
     async def join_fully(self, group: str, **kwargs: Any) -> JoinGroupResult:
@@ -125,8 +145,14 @@ class Harness:
         assert first.error == ErrorCode.member_id_required, first
         return await self.join(group, first.member_id, **kwargs)
 
-    def sync(self, group: str, generation: int, member_id: str, assignments: dict[str, bytes] | None = None,
-             instance: str | None = None) -> asyncio.Task[Any]:
+    def sync(
+        self,
+        group: str,
+        generation: int,
+        member_id: str,
+        assignments: dict[str, bytes] | None = None,
+        instance: str | None = None,
+    ) -> asyncio.Task[Any]:
         return asyncio.get_running_loop().create_task(
             self.coordinator.sync_group(group, generation, member_id, None, None, instance, assignments or {})
         )

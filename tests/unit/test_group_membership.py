@@ -129,8 +129,10 @@ async def test_rebalance_timeout_drops_members_that_do_not_rejoin() -> None:
     rejoin = h.join("g", a.member_id, rebalance_ms=20000)  # leader rejoin -> rebalance; b never rejoins
     await settle()
     for _ in range(10):
-        assert h.coordinator.heartbeat("g", b2.member_id, None, 2) in (ErrorCode.rebalance_in_progress,
-                                                                        ErrorCode.unknown_member_id)
+        assert h.coordinator.heartbeat("g", b2.member_id, None, 2) in (
+            ErrorCode.rebalance_in_progress,
+            ErrorCode.unknown_member_id,
+        )
         h.clock.advance(2500)
         await settle()
         if rejoin.done():

@@ -156,8 +156,13 @@ async def test_transactional_offsets_count_only_after_commit_marker() -> None:
 
     def marker(commit: bool) -> bytes:
         key = struct.pack(">hh", 0, 1 if commit else 0)
-        return build_batch([Record(key, struct.pack(">hi", 0, 0))], producer_id=7, producer_epoch=0,
-                           is_transactional=True, is_control=True)
+        return build_batch(
+            [Record(key, struct.pack(">hi", 0, 0))],
+            producer_id=7,
+            producer_epoch=0,
+            is_transactional=True,
+            is_control=True,
+        )
 
     log.append(partition, build_batch([offset_record(10)], producer_id=7, producer_epoch=0, is_transactional=True))
     log.append(partition, marker(commit=True))
@@ -222,7 +227,7 @@ async def test_explicit_retention_time_expires_at_its_own_time() -> None:
     await h.coordinator.commit_offsets("s", "", None, -1, {T0: OffsetAndMetadata(1, "", now, -1, now + 5000)})
     h.clock.advance(6000)
     assert await h.coordinator.expire_offsets() == 1
-    value = [v for k, v in _records(h.log) if v is not None][0]
+    value = next(v for _, v in _records(h.log) if v is not None)
     assert decode_offset_commit_value(value).expire_timestamp_ms == now + 5000
 
 

@@ -167,8 +167,13 @@ def test_offset_records_roundtrip(group: str, topic: str, partition: int, offset
 
 @given(st.binary(max_size=64))
 def test_decoders_never_raise_anything_but_schema_error(data: bytes) -> None:
-    for decode in (decode_key, decode_offset_commit_value, decode_group_metadata_value, decode_subscription,
-                   decode_assignment):
+    for decode in (
+        decode_key,
+        decode_offset_commit_value,
+        decode_group_metadata_value,
+        decode_subscription,
+        decode_assignment,
+    ):
         try:
             decode(data)
         except SchemaError:

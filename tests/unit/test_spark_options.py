@@ -206,6 +206,15 @@ def test_kafka_params_pass_through_minus_intercepted() -> None:
     assert opts.client.api_timeout_ms == 2500
 
 
+def test_retry_settings_accept_zero_interval() -> None:
+    opts = parse_source_options(
+        {**BOOT, "subscribe": "t", "fetchOffset.numRetries": "1", "fetchOffset.retryIntervalMs": "0"}, "batch"
+    )
+    assert (opts.client.fetch_offset_num_retries, opts.client.fetch_offset_retry_interval_ms) == (1, 0)
+    with pytest.raises(ValueError, match=r"Option 'kafka\.default\.api\.timeout\.ms' must be an integer"):
+        parse_source_options({**BOOT, "subscribe": "t", "kafka.default.api.timeout.ms": "soon"}, "batch")
+
+
 def test_time_strings() -> None:
     assert time_string_as_ms("15m") == 900_000
     assert time_string_as_ms("30s") == 30_000

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = Path(temporary.name)
 
     from odradek.spark.pipeline import PipelineConfig, run_pipeline, summary
-    from odradek.testing import BrokerRunner
+    from odradek.server.runner import BrokerRunner
 
     config = PipelineConfig(
         output_dir=Path(args.output).resolve(),

@@ -124,8 +124,9 @@ class DriverClient:
     def _timeout_error(self, what: str, timeout_ms: int | None = None) -> TimeoutError:
         detail = f"; last client error: {self._last_error}" if self._last_error else ""
         return TimeoutError(
-            f"Timed out after {timeout_ms or self._settings.api_timeout_ms} ms waiting "
-            f"for {what} from the Kafka cluster at '{self._settings.bootstrap_servers}'{detail}"
+            f"Timed out after {timeout_ms or self._settings.api_timeout_ms} ms waiting for {what} from the "
+            f"Kafka cluster at '{self._settings.bootstrap_servers}'{detail} (raise kafka.default.api.timeout.ms "
+            "if the cluster is just slow)"
         )
 
     def _wait(

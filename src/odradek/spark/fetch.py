@@ -177,6 +177,7 @@ def read_range(options: SourceOptions, rng: OffsetRange, group_id: str, batch_ro
         columns = _Columns(options.include_headers)
         last_progress = time.monotonic()
         short_end_since: float | None = None
+        short_end = -1
         done = False
         while not done:
             wanted = max(1, min(batch_rows - len(columns), rng.until_offset - next_offset))
@@ -201,17 +202,9 @@ def read_range(options: SourceOptions, rng: OffsetRange, group_id: str, batch_ro
                     if message.offset() >= rng.until_offset:
                         done = True
                         break
+                    short_end = message.offset()  # the end is below the range end: truncated?
                     if short_end_since is None:
                         short_end_since = time.monotonic()
-                    elif time.monotonic() - short_end_since >= _END_WAIT_S:
-                        report_data_loss(
-                            f"Could not read records in offset [{next_offset}, {rng.until_offset}) for "
-                            f"topic partition {format_tp(rng.tp)} with consumer group {group_id}: the "
-                            f"partition ends at {message.offset()}",
-                            options.fail_on_data_loss,
-                        )
-                        done = True
-                        break
                 elif error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
                     next_offset = _skip_lost(consumer, options, rng, next_offset, group_id)
                     if next_offset >= rng.until_offset:
@@ -222,6 +215,13 @@ def read_range(options: SourceOptions, rng: OffsetRange, group_id: str, batch_ro
                     break
                 else:
                     raise RuntimeError(f"Failed to fetch {format_tp(rng.tp)} at offset {next_offset}: {error.str()}")
+            if not done and short_end_since is not None and time.monotonic() - short_end_since >= _END_WAIT_S:
+                report_data_loss(
+                    f"Could not read records in offset [{next_offset}, {rng.until_offset}) for topic partition "
+                    f"{format_tp(rng.tp)} with consumer group {group_id}: the partition ends at {short_end}",
+                    options.fail_on_data_loss,
+                )
+                done = True
             if len(columns) >= batch_rows or (done and len(columns)):
                 yield columns.to_batch(rng.topic, rng.partition, schema)
                 columns = _Columns(options.include_headers)

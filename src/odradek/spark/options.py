@@ -271,15 +271,17 @@ def _client_settings(options: Mapping[str, str], role: str) -> ClientSettings:
     kafka = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
     if "bootstrap.servers" not in kafka or not kafka["bootstrap.servers"].strip():
         raise ValueError(f"Option 'kafka.bootstrap.servers' must be specified for configuring Kafka {role}")
-    timeout = _int(kafka, "default.api.timeout.ms")
+    timeout = _int(options, "kafka.default.api.timeout.ms")
     for key in _INTERCEPTED_KAFKA_KEYS:
         kafka.pop(key, None)
+    retries = _int(options, "fetchoffset.numretries")
+    interval = _int(options, "fetchoffset.retryintervalms", allow_zero=True)
     return ClientSettings(
         bootstrap_servers=kafka["bootstrap.servers"].strip(),
         kafka_params=kafka,
-        api_timeout_ms=timeout or DEFAULT_API_TIMEOUT_MS,
-        fetch_offset_num_retries=_int(options, "fetchoffset.numretries") or 3,
-        fetch_offset_retry_interval_ms=_int(options, "fetchoffset.retryintervalms", allow_zero=True) or 1000,
+        api_timeout_ms=DEFAULT_API_TIMEOUT_MS if timeout is None else timeout,
+        fetch_offset_num_retries=3 if retries is None else retries,
+        fetch_offset_retry_interval_ms=1000 if interval is None else interval,
     )
 
 

@@ -136,9 +136,9 @@ def produce(bootstrap: str, records: Iterable[tuple[bytes | None, bytes, int | N
     return sent
 
 
-def sample(bootstrap: str, count: int, timeout_s: float = 10.0) -> list[tuple[int, int, str, str]]:
-    """Up to ``count`` records ``(partition, offset, key, value)`` of ``page_visits`` read back
-    with a plain consumer assigned to every partition from offset 0."""
+def sample(bootstrap: str, per_partition: int = 1, timeout_s: float = 10.0) -> list[tuple[int, int, str, str]]:
+    """The first ``per_partition`` records ``(partition, offset, key, value)`` of every partition
+    of ``page_visits``, read back with a plain consumer assigned to each partition at offset 0."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -146,15 +146,16 @@ def sample(bootstrap: str, count: int, timeout_s: float = 10.0) -> list[tuple[in
     )
     try:
         consumer.assign([TopicPartition(EVENTS_TOPIC, p, 0) for p in range(EVENT_PARTITIONS)])
-        rows: list[tuple[int, int, str, str]] = []
+        rows: dict[int, list[tuple[int, int, str, str]]] = {p: [] for p in range(EVENT_PARTITIONS)}
         deadline = time.monotonic() + timeout_s
-        while len(rows) < count and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=count - len(rows), timeout=0.5):
-                if message.error() is None:
+        while any(len(r) < per_partition for r in rows.values()) and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=100, timeout=0.5):
+                partition = int(message.partition() or 0)
+                if message.error() is None and len(rows[partition]) < per_partition:
                     key = (message.key() or b"").decode()
                     value = (message.value() or b"").decode()
-                    rows.append((int(message.partition() or 0), int(message.offset() or 0), key, value))
-        return rows
+                    rows[partition].append((partition, int(message.offset() or 0), key, value))
+        return [row for p in sorted(rows) for row in rows[p]]
     finally:
         consumer.close()
 
@@ -326,8 +327,8 @@ def run_pipeline(
         "arrive after a newer event, up to 30 s late)"
     )
     out("sample read back with a plain consumer (partition, offset, key, value):")
-    for partition, offset, key, value in sample(bootstrap, 5):
-        out(f"  p{partition} @{offset:<5} {key:<10} {value[:110]}")
+    for partition, offset, key, value in sample(bootstrap):
+        out(f"  p{partition} @{offset:<4} {key:<10} {value}")
 
     own_session = spark is None
     if spark is None:

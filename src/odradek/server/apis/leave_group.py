@@ -28,8 +28,9 @@ async def handle(ctx: RequestContext) -> Any:
     else:
         leaving = [(req.member_id, None, None)]
     coordinator = GroupCoordinator.of(ctx.broker)
+    member_errors: list[ErrorCode] = []
     if coordinator is None:
-        error, member_errors = ErrorCode.coordinator_not_available, []
+        error = ErrorCode.coordinator_not_available
     else:
         error, member_errors = coordinator.leave_group(req.group_id, leaving)
     if ctx.api_version < 3:

@@ -35,8 +35,9 @@ async def handle(ctx: RequestContext) -> Any:
             else:
                 wanted.append(tp)
     coordinator = GroupCoordinator.of(ctx.broker)
+    results: dict[TopicPartition, ErrorCode] = {}
     if coordinator is None:
-        group_error, results = ErrorCode.coordinator_not_available, {}
+        group_error = ErrorCode.coordinator_not_available
     else:
         group_error, results = await coordinator.delete_offsets(req.group_id, wanted)
     throttle = datetime.timedelta(0)

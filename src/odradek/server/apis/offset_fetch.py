@@ -18,6 +18,8 @@ import datetime
 import logging
 from typing import Any
 
+from kio.static.primitive import i64
+
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.manager import OffsetFetchEntry
 from odradek.errors import ErrorCode
@@ -103,7 +105,7 @@ async def handle(ctx: RequestContext) -> Any:
                     partitions=tuple(
                         legacy.OffsetFetchResponsePartitionV0(
                             partition_index=p,
-                            committed_offset=entries[TopicPartition(t.name, p)].offset,
+                            committed_offset=i64(entries[TopicPartition(t.name, p)].offset),
                             metadata="",
                             error_code=entries[TopicPartition(t.name, p)].error,
                         )

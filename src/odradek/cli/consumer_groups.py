@@ -1,0 +1,568 @@
+"""``odradek consumer-groups``: Kafka's ``kafka-consumer-groups.sh`` (list, describe, delete, reset offsets).
+
+Exactly one action, with Kafka's flags::
+
+    odradek consumer-groups --bootstrap-server H:P --list [--state [STATE,...]]
+    odradek consumer-groups --bootstrap-server H:P --describe (--group g ... | --all-groups)
+                            [--offsets | --members [--verbose] | --state]
+    odradek consumer-groups --bootstrap-server H:P --delete --group g [--group g2 ...]
+    odradek consumer-groups --bootstrap-server H:P --reset-offsets --group g
+                            (--topic t[:p,p] ... | --all-topics)
+                            (--to-earliest | --to-latest | --to-current | --to-offset N
+                             | --to-datetime YYYY-MM-DDTHH:mm:SS.sss | --shift-by N)
+                            [--dry-run | --execute]
+
+Output as Kafka's ``ConsumerGroupCommand`` (columns padded to the widest value, at least 15):
+
+- ``--describe`` (offsets, the default): ``GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET
+  LAG CONSUMER-ID HOST CLIENT-ID``; one row per assigned partition (members with most partitions
+  first), then committed partitions no member owns (``-`` for the member columns). ``-`` marks a
+  missing value (no commit yet: no lag either). LOG-END-OFFSET is the high watermark.
+- ``--members``: ``GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS``; ``--verbose`` adds
+  ``GROUP-INSTANCE-ID`` and ``ASSIGNMENT`` (``topic(0,1),other(2)``).
+- ``--state``: ``GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS``.
+- ``--reset-offsets``: ``GROUP TOPIC PARTITION NEW-OFFSET``; without ``--execute`` nothing is
+  committed (Kafka's dry run). Offsets are clamped to [log start, high watermark]; ``--shift-by``
+  needs a committed offset; the group must have no members ("inactive").
+- ``--list``: group ids, one per line; with ``--state``: ``GROUP STATE``.
+- An empty group prints ``Consumer group 'g' has no active members.`` (stderr) before its rows; a
+  rebalancing one ``Warning: Consumer group 'g' is rebalancing.``; an unknown one
+  ``Error: Consumer group 'g' does not exist.`` (exit 1).
+
+Errors print one line on stderr and exit 1 (2 for usage errors). Groups are answered by their
+coordinator (FindCoordinator), which may be loading: such answers are retried for a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.client.admin import AdminClient
+from odradek.client.connection import KafkaConnection
+from odradek.client.errors import error_for, error_name
+from odradek.coordinator.group.schemas import SchemaError, decode_assignment
+from odradek.errors import ErrorCode
+from odradek.storage.topic_partition import TopicPartition
+
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+EARLIEST, LATEST = -2, -1
+MISSING = "-"
+_RETRY = frozenset(
+    {ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator}
+)
+_ATTEMPTS = 50
+
+
+@dataclass
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    assignment: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def partitions(self) -> list[TopicPartition]:
+        return sorted(TopicPartition(t, p) for t, ps in self.assignment.items() for p in ps)
+
+
+@dataclass
+class Group:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[Member]
+    coordinator: str
+
+
+class GroupsClient:
+    """Group requests routed to each group's coordinator, over an :class:`AdminClient`."""
+
+    def __init__(self, admin: AdminClient) -> None:
+        self.admin = admin
+        self.cluster = admin.cluster
+
+    async def _coordinator(self, group_id: str) -> tuple[KafkaConnection, int]:
+        for _ in range(_ATTEMPTS):
+            conn = await self.cluster.any_connection()
+            rb = conn.builder(FIND_COORDINATOR, 0, 3)
+            resp = await conn.send(rb(key=group_id, key_type=0))
+            code = ErrorCode(resp.error_code)
+            if code is ErrorCode.none:
+                return await self.cluster.connection(int(resp.node_id)), int(resp.node_id)
+            if code not in _RETRY:
+                raise error_for(code, getattr(resp, "error_message", None), f"group {group_id}")
+            await asyncio.sleep(0.1)
+        raise error_for(ErrorCode.coordinator_not_available, None, f"group {group_id}")
+
+    async def _call(
+        self, group_id: str, make: Callable[[KafkaConnection], Any], error_of: Callable[[Any], int]
+    ) -> tuple[Any, int]:
+        """Send ``make(conn)`` to the group's coordinator, again while it answers a coordinator error."""
+        for _ in range(_ATTEMPTS):
+            conn, node = await self._coordinator(group_id)
+            resp = await conn.send(make(conn))
+            if ErrorCode(error_of(resp)) not in _RETRY:
+                return resp, node
+            await asyncio.sleep(0.1)
+        raise error_for(ErrorCode.coordinator_load_in_progress, None, f"group {group_id}")
+
+    async def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group id, protocol type, state) of every group of every broker."""
+        await self.cluster.refresh(topics=[])
+        out: dict[str, tuple[str, str, str]] = {}
+        for broker_id in sorted(self.cluster.brokers):
+            conn = await self.cluster.connection(broker_id)
+            for _ in range(_ATTEMPTS):
+                resp = await conn.send(conn.builder(LIST_GROUPS, 0, 4)())
+                if ErrorCode(resp.error_code) is not ErrorCode.coordinator_load_in_progress:
+                    break
+                await asyncio.sleep(0.1)
+            if resp.error_code:
+                raise error_for(resp.error_code, None, f"ListGroups on broker {broker_id}")
+            for g in resp.groups:
+                out[g.group_id] = (g.group_id, g.protocol_type, getattr(g, "group_state", ""))
+        return [out[k] for k in sorted(out)]
+
+    async def describe(self, group_id: str) -> Group:
+        def make(conn: KafkaConnection) -> Any:
+            return conn.builder(DESCRIBE_GROUPS, 0, 5)(groups=(group_id,), include_authorized_operations=False)
+
+        resp, node = await self._call(group_id, make, lambda r: r.groups[0].error_code)
+        g = resp.groups[0]
+        if g.error_code and g.error_code != ErrorCode.group_id_not_found:
+            raise error_for(g.error_code, None, f"group {group_id}")
+        members = []
+        for m in g.members:
+            try:
+                assignment = decode_assignment(m.member_assignment) if g.protocol_type == "consumer" else {}
+            except SchemaError:
+                assignment = {}
+            members.append(
+                Member(m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host, assignment)
+            )
+        broker = self.cluster.brokers.get(node)
+        where = f"{broker.host}:{broker.port} ({node})" if broker else f"({node})"
+        state = "Dead" if g.error_code else g.group_state
+        return Group(group_id, state, g.protocol_type, g.protocol_data, members, where)
+
+    async def committed(self, group_id: str) -> dict[TopicPartition, int]:
+        def make(conn: KafkaConnection) -> Any:
+            return conn.builder(OFFSET_FETCH, 2, 7)(group_id=group_id, topics=None, require_stable=False)
+
+        resp, _ = await self._call(group_id, make, lambda r: r.error_code)
+        if resp.error_code:
+            raise error_for(resp.error_code, None, f"group {group_id}")
+        return {
+            TopicPartition(t.name, p.partition_index): int(p.committed_offset)
+            for t in resp.topics
+            for p in t.partitions
+            if p.committed_offset >= 0 and not p.error_code
+        }
+
+    async def delete(self, group_id: str) -> ErrorCode:
+        def make(conn: KafkaConnection) -> Any:
+            return conn.builder(DELETE_GROUPS, 0, 2)(groups_names=(group_id,))
+
+        resp, _ = await self._call(group_id, make, lambda r: r.results[0].error_code)
+        return ErrorCode(resp.results[0].error_code)
+
+    async def commit(self, group_id: str, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, ErrorCode]:
+        """Commit as an admin (generation -1, no member id): allowed while the group is empty."""
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for tp, offset in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+
+        def make(conn: KafkaConnection) -> Any:
+            rb = conn.builder(OFFSET_COMMIT, 2, 7)
+            topics = tuple(
+                rb.make(
+                    "OffsetCommitRequestTopic",
+                    name=t,
+                    partitions=tuple(
+                        rb.make(
+                            "OffsetCommitRequestPartition",
+                            partition_index=p,
+                            committed_offset=o,
+                            committed_leader_epoch=-1,
+                            committed_metadata="",
+                        )
+                        for p, o in parts
+                    ),
+                )
+                for t, parts in by_topic.items()
+            )
+            return rb(
+                group_id=group_id, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None, topics=topics
+            )
+
+        resp, _ = await self._call(group_id, make, lambda r: r.topics[0].partitions[0].error_code if r.topics else 0)
+        return {
+            TopicPartition(t.name, p.partition_index): ErrorCode(p.error_code)
+            for t in resp.topics
+            for p in t.partitions
+        }
+
+    async def offsets(self, partitions: Sequence[TopicPartition], spec: int) -> dict[TopicPartition, int]:
+        """ListOffsets: EARLIEST, LATEST or a timestamp; partitions that fail are left out."""
+        if not partitions:
+            return {}
+        result = await self.admin.list_offsets(dict.fromkeys(partitions, spec))
+        return {tp: r.offset for tp, r in result.items() if r.error is None}
+
+
+# --- output -----------------------------------------------------------------------------------------
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]], widths: Sequence[int | None]) -> list[str]:
+    """Kafka-style columns: ``%-Ns`` per column (N at least the given minimum), last one free."""
+    cells = [[str(c) for c in header]] + [[MISSING if c is None else str(c) for c in row] for row in rows]
+    sizes = []
+    for i, minimum in enumerate(widths):
+        sizes.append(None if minimum is None else max([minimum] + [len(r[i]) for r in cells]))
+    lines = []
+    for row in cells:
+        parts = [cell if size is None else cell.ljust(size) for cell, size in zip(row, sizes)]
+        lines.append(" ".join(parts).rstrip())
+    return lines
+
+
+def _state_notice(group: Group) -> bool:
+    """Print Kafka's notice for the group's state; False if the group does not exist."""
+    if group.state == "Dead":
+        print(f"\nError: Consumer group '{group.group_id}' does not exist.", file=sys.stderr)
+        return False
+    if group.state == "Empty":
+        print(f"\nConsumer group '{group.group_id}' has no active members.", file=sys.stderr)
+    elif group.state in ("PreparingRebalance", "CompletingRebalance"):
+        print(f"\nWarning: Consumer group '{group.group_id}' is rebalancing.", file=sys.stderr)
+    return True
+
+
+async def _describe_offsets(client: GroupsClient, group: Group) -> None:
+    committed = await client.committed(group.group_id)
+    owners: dict[TopicPartition, Member] = {}
+    for member in sorted(group.members, key=lambda m: -len(m.partitions)):
+        for tp in member.partitions:
+            owners.setdefault(tp, member)
+    partitions = list(owners) + sorted(tp for tp in committed if tp not in owners)
+    log_end = await client.offsets(partitions, LATEST)
+    rows = []
+    for tp in partitions:
+        offset = committed.get(tp)
+        end = log_end.get(tp)
+        lag = end - offset if offset is not None and end is not None else None
+        owner = owners.get(tp)
+        rows.append(
+            (
+                group.group_id,
+                tp.topic,
+                tp.partition,
+                offset,
+                end,
+                lag,
+                owner.member_id if owner else None,
+                owner.host if owner else None,
+                owner.client_id if owner else None,
+            )
+        )
+    print()
+    header = (
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    )
+    for line in _table(header, rows, (15, 15, 10, 15, 15, 15, 15, 15, None)):
+        print(line)
+
+
+def _describe_members(group: Group, verbose: bool) -> None:
+    def assignment(m: Member) -> str:
+        text = ",".join(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in sorted(m.assignment.items()) if ps)
+        return text or MISSING
+
+    print()
+    if verbose:
+        header: tuple[str, ...] = (
+            "GROUP",
+            "CONSUMER-ID",
+            "GROUP-INSTANCE-ID",
+            "HOST",
+            "CLIENT-ID",
+            "#PARTITIONS",
+            "ASSIGNMENT",
+        )
+        rows: list[tuple[object, ...]] = [
+            (group.group_id, m.member_id, m.instance_id, m.host, m.client_id, len(m.partitions), assignment(m))
+            for m in group.members
+        ]
+        widths: tuple[int | None, ...] = (15, 15, 17, 15, 15, 12, None)
+    else:
+        header = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+        rows = [(group.group_id, m.member_id, m.host, m.client_id, len(m.partitions)) for m in group.members]
+        widths = (15, 15, 15, 15, None)
+    for line in _table(header, rows, widths):
+        print(line)
+
+
+def _describe_state(group: Group) -> None:
+    print()
+    row = (group.group_id, group.coordinator, group.protocol or MISSING, group.state, len(group.members))
+    header = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
+    for line in _table(header, [row], (15, 25, 20, 20, None)):
+        print(line)
+
+
+# --- actions ----------------------------------------------------------------------------------------
+
+
+async def _list(client: GroupsClient, args: argparse.Namespace) -> int:
+    groups = await client.list_groups()
+    if args.state is None:
+        for group_id, _, _ in groups:
+            print(group_id)
+        return 0
+    wanted = {s.strip().lower() for s in args.state.split(",") if s.strip()}
+    rows = [(g, s) for g, _, s in groups if not wanted or s.lower() in wanted]
+    for line in _table(("GROUP", "STATE"), rows, (15, None)):
+        print(line)
+    return 0
+
+
+async def _describe(client: GroupsClient, args: argparse.Namespace) -> int:
+    names = args.group or []
+    if args.all_groups:
+        names = [g for g, _, _ in await client.list_groups()]
+    if not names:
+        raise CommandError("Option [describe] takes one of these options: [all-groups], [group]")
+    status = 0
+    for name in names:
+        group = await client.describe(name)
+        if args.members:
+            if _state_notice(group):
+                _describe_members(group, args.verbose)
+            else:
+                status = 1
+        elif args.state is not None:
+            if group.state == "Dead":
+                _state_notice(group)
+                status = 1
+            else:
+                _describe_state(group)
+        elif _state_notice(group):
+            await _describe_offsets(client, group)
+        else:
+            status = 1
+    return status
+
+
+async def _delete(client: GroupsClient, args: argparse.Namespace) -> int:
+    if not args.group:
+        raise CommandError("Option [delete] takes the option: [group]")
+    failed = {}
+    for name in args.group:
+        code = await client.delete(name)
+        if code is not ErrorCode.none:
+            failed[name] = code
+    ok = [g for g in args.group if g not in failed]
+    if ok:
+        listed = ", ".join(f"'{g}'" for g in ok)
+        print(f"Deletion of requested consumer groups ({listed}) was successful.")
+    if failed:
+        print("Deletion of some consumer groups failed:")
+        for name, code in failed.items():
+            print(f"* Group '{name}' could not be deleted due to: {error_name(code)}")
+        return 1
+    return 0
+
+
+def _parse_topics(values: Sequence[str]) -> list[tuple[str, list[int] | None]]:
+    out = []
+    for value in values:
+        topic, sep, parts = value.partition(":")
+        if not topic:
+            raise CommandError(f"invalid --topic {value!r}")
+        try:
+            out.append((topic, [int(p) for p in parts.split(",")] if sep else None))
+        except ValueError:
+            raise CommandError(f"invalid --topic {value!r}: expected topic or topic:0,1,2") from None
+    return out
+
+
+def parse_datetime(text: str) -> int:
+    """``YYYY-MM-DDTHH:mm:SS.sss`` (optionally with ``Z`` or ``+hh:mm``; local time otherwise) -> ms."""
+    try:
+        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise CommandError(f"invalid --to-datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS.sss") from None
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return int(when.timestamp() * 1000)
+
+
+async def _reset_targets(
+    client: GroupsClient, args: argparse.Namespace, committed: dict[TopicPartition, int]
+) -> list[TopicPartition]:
+    if args.all_topics:
+        return sorted(committed)
+    if not args.topic:
+        raise CommandError("Option [reset-offsets] takes one of these options: [all-topics], [topic]")
+    specs = _parse_topics(args.topic)
+    missing = [t for t, parts in specs if parts is None]
+    known = await client.cluster.refresh(missing) if missing else {}
+    targets: list[TopicPartition] = []
+    for topic, parts in specs:
+        if parts is None:
+            desc = known.get(topic)
+            if desc is None or desc.error_code or not desc.partitions:
+                raise CommandError(f"Topic '{topic}' does not exist")
+            parts = sorted(desc.partitions)
+        targets.extend(TopicPartition(topic, p) for p in parts)
+    return targets
+
+
+async def _reset(client: GroupsClient, args: argparse.Namespace) -> int:
+    if not args.group or len(args.group) != 1:
+        raise CommandError("Option [reset-offsets] takes exactly one [group]")
+    name = args.group[0]
+    group = await client.describe(name)
+    if group.state not in ("Empty", "Dead"):
+        raise CommandError(
+            f"Assignments can only be reset if the group '{name}' is inactive, but the current state is {group.state}."
+        )
+    committed = await client.committed(name) if group.state != "Dead" else {}
+    targets = await _reset_targets(client, args, committed)
+    earliest = await client.offsets(targets, EARLIEST)
+    latest = await client.offsets(targets, LATEST)
+    new: dict[TopicPartition, int] = {}
+    for tp in targets:
+        low, high = earliest.get(tp), latest.get(tp)
+        if low is None or high is None:
+            raise CommandError(f"cannot read the offsets of {tp}")
+        if args.to_earliest:
+            offset = low
+        elif args.to_latest:
+            offset = high
+        elif args.to_current:
+            offset = committed.get(tp, high)
+        elif args.to_offset is not None:
+            offset = args.to_offset
+        elif args.shift_by is not None:
+            if tp not in committed:
+                raise CommandError(f"Cannot shift offset for partition {tp} since there is no current committed offset")
+            offset = committed[tp] + args.shift_by
+        else:
+            by_time = await client.offsets([tp], parse_datetime(args.to_datetime))
+            offset = by_time.get(tp, -1)
+            if offset < 0:
+                offset = high
+        new[tp] = min(max(offset, low), high)
+    if args.execute:
+        errors = await client.commit(name, new)
+        bad = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}
+        if bad:
+            raise CommandError("; ".join(f"{tp}: {error_name(e)}" for tp, e in sorted(bad.items())))
+    rows = [(name, tp.topic, tp.partition, offset) for tp, offset in sorted(new.items())]
+    print()
+    for line in _table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (30, 30, 10, None)):
+        print(line)
+    return 0
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
+        prog="odradek consumer-groups", description="List, describe, delete consumer groups and reset their offsets."
+    )
+    parser.add_argument(
+        "--bootstrap-server", required=True, metavar="HOST:PORT", help="the broker(s) to connect to, comma-separated"
+    )
+    actions = parser.add_mutually_exclusive_group(required=True)
+    for action, doc in (
+        ("list", "list every group"),
+        ("describe", "describe groups"),
+        ("delete", "delete empty groups"),
+        ("reset-offsets", "reset a group's committed offsets"),
+    ):
+        actions.add_argument(f"--{action}", action="store_true", help=doc)
+    parser.add_argument("--group", action="append", help="the group (repeatable)")
+    parser.add_argument("--all-groups", action="store_true", help="describe every group")
+    parser.add_argument("--offsets", action="store_true", help="describe: committed offsets and lag (default)")
+    parser.add_argument("--members", action="store_true", help="describe: the members")
+    parser.add_argument("--verbose", action="store_true", help="describe --members: instance ids and assignments")
+    parser.add_argument(
+        "--state",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="STATES",
+        help="describe: the group's state; list: show states (optionally only these, comma-separated)",
+    )
+    parser.add_argument("--topic", action="append", help="reset-offsets: topic or topic:0,1 (repeatable)")
+    parser.add_argument("--all-topics", action="store_true", help="reset-offsets: every topic with a committed offset")
+    scenario = parser.add_mutually_exclusive_group()
+    scenario.add_argument("--to-earliest", action="store_true", help="reset to the log start offset")
+    scenario.add_argument("--to-latest", action="store_true", help="reset to the high watermark")
+    scenario.add_argument("--to-current", action="store_true", help="reset to the committed offset")
+    scenario.add_argument("--to-offset", type=int, metavar="N", help="reset to offset N")
+    scenario.add_argument(
+        "--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss", help="reset to the first offset at/after it"
+    )
+    scenario.add_argument("--shift-by", type=int, metavar="N", help="move the committed offset by N (may be negative)")
+    run_mode = parser.add_mutually_exclusive_group()
+    run_mode.add_argument("--dry-run", action="store_true", help="only show the new offsets (default)")
+    run_mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    parser.add_argument("--command-config", help="client properties file (accepted; odradek speaks PLAINTEXT)")
+    parser.add_argument("--timeout", type=int, default=30000, help="request timeout in ms")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    if args.reset_offsets and not any(
+        (
+            args.to_earliest,
+            args.to_latest,
+            args.to_current,
+            args.to_offset is not None,
+            args.to_datetime,
+            args.shift_by is not None,
+        )
+    ):
+        print(
+            "odradek consumer-groups: error: --reset-offsets needs one of --to-earliest, --to-latest, "
+            "--to-current, --to-offset, --to-datetime, --shift-by (see --help)",
+            file=sys.stderr,
+        )
+        return 2
+
+    async def command() -> int:
+        async with AdminClient(
+            args.bootstrap_server, client_id="odradek-consumer-groups", request_timeout_ms=args.timeout
+        ) as admin:
+            client = GroupsClient(admin)
+            if args.list:
+                return await _list(client, args)
+            if args.describe:
+                return await _describe(client, args)
+            if args.delete:
+                return await _delete(client, args)
+            return await _reset(client, args)
+
+    return run("odradek consumer-groups", command, "Error: ")
