@@ -29,6 +29,9 @@ Tree::
     +-- KafkaStorageError           KAFKA_STORAGE_ERROR  I/O failure on a log directory
     +-- InvalidTimestampError       INVALID_TIMESTAMP
     +-- UnsupportedCompressionTypeError UNSUPPORTED_COMPRESSION_TYPE
+    +-- InvalidReplicaAssignmentError INVALID_REPLICA_ASSIGNMENT
+    +-- NotEnoughReplicasError      NOT_ENOUGH_REPLICAS
+    +-- TopicDeletionDisabledError  TOPIC_DELETION_DISABLED
 
 ``IllegalStateTransition`` (not a ``KafkaError``) is raised by every state machine for a move its
 transition table does not allow.
@@ -45,18 +48,21 @@ __all__ = [
     "InvalidConfigError",
     "InvalidPartitionsError",
     "InvalidRecordError",
+    "InvalidReplicaAssignmentError",
     "InvalidReplicationFactorError",
     "InvalidRequestError",
     "InvalidTimestampError",
     "InvalidTopicError",
     "KafkaError",
     "KafkaStorageError",
+    "NotEnoughReplicasError",
     "NotLeaderOrFollowerError",
     "OffsetOutOfRangeError",
     "PolicyViolationError",
     "RecordListTooLargeError",
     "RecordTooLargeError",
     "StaleControllerEpochError",
+    "TopicDeletionDisabledError",
     "TopicExistsError",
     "UnknownTopicOrPartitionError",
     "UnsupportedCompressionTypeError",
@@ -144,6 +150,18 @@ class InvalidTimestampError(KafkaError):
 
 class UnsupportedCompressionTypeError(KafkaError):
     error_code = ErrorCode.unsupported_compression_type
+
+
+class InvalidReplicaAssignmentError(KafkaError):
+    error_code = ErrorCode.invalid_replica_assignment
+
+
+class NotEnoughReplicasError(KafkaError):
+    error_code = ErrorCode.not_enough_replicas
+
+
+class TopicDeletionDisabledError(KafkaError):
+    error_code = ErrorCode.topic_deletion_disabled
 
 
 class IllegalStateTransition(Exception):

@@ -23,6 +23,7 @@ from odradek.errors import (
     ErrorCode,
     InvalidRequestError,
     KafkaError,
+    NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
@@ -59,9 +60,7 @@ class FetchPartitionResult:
 class ReplicaManager:
     """Partitions hosted by one broker. ``log_config_for(topic)`` gives a topic's LogConfig."""
 
-    def __init__(
-        self, broker_id: int, log_manager: LogManager, log_config_for: Callable[[str], LogConfig]
-    ) -> None:
+    def __init__(self, broker_id: int, log_manager: LogManager, log_config_for: Callable[[str], LogConfig]) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.log_config_for = log_config_for
@@ -108,9 +107,7 @@ class ReplicaManager:
 
     # --- produce -----------------------------------------------------------------------------
 
-    def append_records(
-        self, tp: TopicPartition, records: bytes | memoryview, required_acks: int
-    ) -> LogAppendInfo:
+    def append_records(self, tp: TopicPartition, records: bytes | memoryview, required_acks: int) -> LogAppendInfo:
         """Append a producer's batches to the leader's log.
 
         Raises KafkaError subclasses (per partition): UNKNOWN_TOPIC_OR_PARTITION,
@@ -121,12 +118,10 @@ class ReplicaManager:
         if required_acks == -1:
             min_isr = int(partition.log.config.get("min.insync.replicas"))
             if len(partition.state.isr) < min_isr:
-                err = KafkaError(
+                raise NotEnoughReplicasError(
                     f"{tp.topic}-{tp.partition} has {len(partition.state.isr)} in-sync replicas, "
                     f"fewer than min.insync.replicas={min_isr}"
                 )
-                err.error_code = ErrorCode.not_enough_replicas
-                raise err
         info = partition.log.append_as_leader(records, partition.leader_epoch)
         partition.maybe_increment_high_watermark()
         return info
@@ -186,9 +181,7 @@ class ReplicaManager:
             if remaining <= 0:
                 break
             waiter: asyncio.Future[None] = loop.create_future()
-            watched = [
-                self.partitions[r.topic_partition] for r in requests if r.topic_partition in self.partitions
-            ]
+            watched = [self.partitions[r.topic_partition] for r in requests if r.topic_partition in self.partitions]
             for partition in watched:
                 partition.add_waiter(waiter)
             try:
@@ -238,9 +231,7 @@ class ReplicaManager:
         the first offset whose timestamp >= ``timestamp`` ((-1, -1) when there is none)."""
         partition = self.leader_partition(tp)
         log_ = partition.log
-        upper = (
-            partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
-        )
+        upper = partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
         if timestamp == EARLIEST_TIMESTAMP:
             return log_.log_start_offset, -1
         if timestamp == LATEST_TIMESTAMP:

@@ -20,17 +20,20 @@ import asyncio
 import logging
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from odradek.errors import (
     ErrorCode,
+    InvalidConfigError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
     KafkaError,
     PolicyViolationError,
+    TopicDeletionDisabledError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -38,6 +41,7 @@ from odradek.storage.config import TOPIC_CONFIGS, LogConfig
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
+    from odradek.server.config import KafkaConfig
 
 log = logging.getLogger(__name__)
 
@@ -49,18 +53,23 @@ def validate_topic_name(name: str) -> None:
     if not name:
         raise InvalidTopicError("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidTopicError(f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters")
     if not _LEGAL.match(name):
         raise InvalidTopicError(
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, "
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
             "'.', '_' and '-'"
         )
 
 
-def assign_replicas(brokers: Sequence[int], partitions: int, replication_factor: int,
-                    start_partition: int = 0, start_index: int | None = None) -> dict[int, list[int]]:
+def assign_replicas(
+    brokers: Sequence[int],
+    partitions: int,
+    replication_factor: int,
+    start_partition: int = 0,
+    start_index: int | None = None,
+) -> dict[int, list[int]]:
     """Spread partitions over brokers round-robin from a random start, replicas on consecutive
     brokers with a per-round shift (Kafka's rack-unaware ``assignReplicasToBrokers``)."""
     ordered = sorted(brokers)
@@ -88,7 +97,7 @@ class AdminManager:
         self.broker = broker
 
     @property
-    def config(self):  # type: ignore[no-untyped-def]
+    def config(self) -> KafkaConfig:
         return self.broker.config
 
     async def _live_brokers(self) -> list[int]:
@@ -142,8 +151,10 @@ class AdminManager:
 
     def _has_leaders(self, name: str, partitions: int) -> bool:
         meta = self.broker.metadata_cache.topic(name)
-        return meta is not None and len(meta.partitions) >= partitions and all(
-            s.leader >= 0 for s in meta.partitions.values()
+        return (
+            meta is not None
+            and len(meta.partitions) >= partitions
+            and all(s.leader >= 0 for s in meta.partitions.values())
         )
 
     @staticmethod
@@ -157,16 +168,14 @@ class AdminManager:
             if not replicas:
                 raise InvalidReplicationFactorError(f"Partition {p} has no replicas")
             if len(set(replicas)) != len(replicas):
-                from odradek.errors import KafkaError as _K
-
-                err = _K(f"Duplicate brokers not allowed in replica assignment: {replicas} for partition {p}")
-                err.error_code = ErrorCode.invalid_replica_assignment
-                raise err
+                raise InvalidReplicaAssignmentError(
+                    f"Duplicate brokers not allowed in replica assignment: {replicas} for partition {p}"
+                )
             unknown = [r for r in replicas if r not in live]
             if unknown:
-                err2 = KafkaError(f"Unknown broker(s) {unknown} in replica assignment of partition {p}")
-                err2.error_code = ErrorCode.invalid_replica_assignment
-                raise err2
+                raise InvalidReplicaAssignmentError(
+                    f"Unknown broker(s) {unknown} in replica assignment of partition {p}"
+                )
 
     async def maybe_auto_create(self, name: str, allowed: bool) -> ErrorCode:
         """Auto-create ``name`` if the broker and request allow it; the error code to answer
@@ -186,8 +195,9 @@ class AdminManager:
             return exc.error_code
         return ErrorCode.none if self.broker.metadata_cache.topic(name) else ErrorCode.leader_not_available
 
-    async def create_internal_topic(self, name: str, partitions: int, replication_factor: int,
-                                    configs: Mapping[str, str]) -> None:
+    async def create_internal_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
+    ) -> None:
         """Create an internal topic (``__consumer_offsets``...) if missing, RF capped at live brokers."""
         if self.broker.metadata_cache.topic(name) is not None or name in await self.broker.zk.get_all_topics():
             return
@@ -202,9 +212,7 @@ class AdminManager:
 
     async def delete_topic(self, name: str, timeout_ms: int = 30000) -> None:
         if not self.config["delete.topic.enable"]:
-            err = KafkaError("Topic deletion is disabled (delete.topic.enable=false).")
-            err.error_code = ErrorCode.topic_deletion_disabled
-            raise err
+            raise TopicDeletionDisabledError("Topic deletion is disabled (delete.topic.enable=false).")
         if name not in await self.broker.zk.get_all_topics():
             raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
         await self.broker.zk.request_topic_deletion(name)
@@ -212,8 +220,14 @@ class AdminManager:
 
     # --- partitions --------------------------------------------------------------------------
 
-    async def create_partitions(self, name: str, count: int, assignments: Sequence[Sequence[int]] | None,
-                                validate_only: bool, timeout_ms: int = 30000) -> None:
+    async def create_partitions(
+        self,
+        name: str,
+        count: int,
+        assignments: Sequence[Sequence[int]] | None,
+        validate_only: bool,
+        timeout_ms: int = 30000,
+    ) -> None:
         current, topic_id = await self.broker.zk.get_topic_assignment(name)
         if current is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
@@ -257,8 +271,6 @@ class AdminManager:
             raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
         for key, value in overrides.items():
             if key not in TOPIC_CONFIGS:
-                from odradek.errors import InvalidConfigError
-
                 raise InvalidConfigError(f"Unknown topic config name: {key}")
             TOPIC_CONFIGS.validate_one(key, value)
         if validate_only:
@@ -266,7 +278,8 @@ class AdminManager:
         await self.broker.zk.set_entity_configs("topics", name, dict(overrides))
         await self.broker.reload_topic_config(name)
 
-    async def wait_for_metadata(self, predicate, timeout_ms: int) -> bool:  # type: ignore[no-untyped-def]
+    async def wait_for_metadata(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
+        """Poll ``predicate`` (every 5 ms) until true or ``timeout_ms`` passes; returns whether it became true."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout_ms, 0) / 1000.0
         while not predicate():
