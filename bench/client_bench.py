@@ -13,6 +13,8 @@ Workloads, each on a fresh topic of ``--partitions`` partitions (replication 1):
   messages arrived. librdkafka's consumer back-off is overridden (``queued.min.messages`` 10M,
   ``queued.max.messages.kbytes`` 2 GB, ``fetch.queue.backoff.ms`` 0, ``fetch.wait.max.ms`` 100)
   so the pre-fetcher never pauses and the figure is bound by the broker, not by the client's queue.
+  Fetch sizes are librdkafka's defaults (``fetch.max.bytes`` 50 MiB, ``max.partition.fetch.bytes``
+  1 MiB; the latter can be set with ``--max-partition-fetch-bytes``).
 - **fixed rate**: ``--rate`` msg/s of ``--rate-size`` bytes for ``--rate-seconds`` s, acks=all,
   paced in 1 ms steps; the delivery latency distribution at that load.
 
@@ -30,6 +32,10 @@ Figures:
 - ``broker_cpu_s``: CPU seconds (user + system) the broker process used during the workload;
   ``broker_cpu_us_per_msg`` the same per message; for the fixed rate, ``broker_cpu_pct`` is the
   broker's CPU use in percent of one core.
+- ``produce_rtt_ms`` / ``fetch_rtt_ms``: round trip of the client's requests to the broker (from
+  librdkafka's statistics, mostly Produce or Fetch requests): ``mean`` over all of them and the
+  largest per-200 ms-interval ``p99``. librdkafka keeps one Fetch in flight per broker, so the
+  consume rate follows the fetch round trip.
 
     python bench/client_bench.py [--broker odradek|tansu] [--messages 200000] [--sizes 100,1024]
         [--acks 1,all] [--partitions 4] [--rate 10000] [--rate-seconds 10] [--rate-size 1024]
@@ -44,7 +50,7 @@ import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
@@ -84,7 +90,7 @@ class Settings:
     rate_seconds: float = 10.0
     rate_size: int = 1024
     timeout_s: float = 300.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    max_partition_fetch_bytes: int = 1_048_576
 
 
 class _Deliveries:
@@ -106,7 +112,40 @@ class _Deliveries:
             self.latencies.append(latency)
 
 
-def _producer(bootstrap: str, acks: str, sink: _Deliveries) -> Producer:
+class _RequestRtt:
+    """librdkafka statistics sink: round trip of requests to the broker (Produce or Fetch here).
+
+    librdkafka reports, per statistics interval, the count, mean and p99 of request round trips
+    per broker connection (``brokers[].rtt``, microseconds); the bootstrap connection is left out.
+    """
+
+    INTERVAL_MS = 200
+
+    def __init__(self) -> None:
+        self.windows: list[tuple[int, float, float]] = []
+
+    def __call__(self, stats_json: str) -> None:
+        for b in json.loads(stats_json).get("brokers", {}).values():
+            rtt = b.get("rtt") or {}
+            if b.get("nodeid", -1) >= 0 and rtt.get("cnt"):
+                self.windows.append((rtt["cnt"], rtt["avg"], rtt["p99"]))
+
+    def clear(self) -> None:
+        self.windows.clear()
+
+    def summary(self) -> dict[str, float]:
+        """``mean``: over all requests; ``p99_max``: the largest per-interval p99 (ms)."""
+        n = sum(c for c, _, _ in self.windows)
+        if not n:
+            return {}
+        return {
+            "mean": round(sum(c * a for c, a, _ in self.windows) / n / 1000, 3),
+            "p99_max": round(max(p for _, _, p in self.windows) / 1000, 3),
+            "requests": n,
+        }
+
+
+def _producer(bootstrap: str, acks: str, sink: _Deliveries, rtt: _RequestRtt | None = None) -> Producer:
     return Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -118,6 +157,7 @@ def _producer(bootstrap: str, acks: str, sink: _Deliveries) -> Producer:
             "queue.buffering.max.messages": 2_000_000,
             "queue.buffering.max.kbytes": 2_000_000,
             "on_delivery": sink,
+            **({"stats_cb": rtt, "statistics.interval.ms": _RequestRtt.INTERVAL_MS} if rtt else {}),
         }
     )
 
@@ -140,8 +180,10 @@ def _warm_up(producer: Producer, topic: str, sink: _Deliveries) -> None:
 def produce(target: Target, topic: str, n: int, size: int, acks: str, partitions: int, timeout_s: float) -> dict:
     """Produce ``n`` messages of ``size`` bytes as fast as possible; see the module docstring."""
     sink = _Deliveries()
-    producer = _producer(target.bootstrap, acks, sink)
+    rtt = _RequestRtt()
+    producer = _producer(target.bootstrap, acks, sink, rtt)
     _warm_up(producer, topic, sink)
+    rtt.clear()
     payload = os.urandom(size)
     cpu0 = target.cpu()
     t0 = time.perf_counter()
@@ -168,25 +210,36 @@ def produce(target: Target, topic: str, n: int, size: int, acks: str, partitions
         "mb_per_s": round(n * size / elapsed / 1e6, 2),
         "seconds": round(elapsed, 3),
         "latency_ms": _latency_ms(sink.latencies),
+        "produce_rtt_ms": rtt.summary(),
         "broker_cpu_s": round(cpu, 2),
         "broker_cpu_us_per_msg": round(cpu / n * 1e6, 2),
     }
 
 
-def consume(target: Target, topic: str, n: int, size: int, partitions: int, timeout_s: float) -> dict:
+def consume(
+    target: Target,
+    topic: str,
+    n: int,
+    size: int,
+    partitions: int,
+    timeout_s: float,
+    max_partition_fetch_bytes: int = 1_048_576,
+) -> dict:
     """Read ``n`` messages back from offset 0 of every partition; see the module docstring."""
+    rtt = _RequestRtt()
     consumer = Consumer(
         {
             "bootstrap.servers": target.bootstrap,
             "group.id": f"bench-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "enable.partition.eof": False,
-            "fetch.max.bytes": 52_428_800,
-            "max.partition.fetch.bytes": 10_485_760,
+            "max.partition.fetch.bytes": max_partition_fetch_bytes,
             "fetch.wait.max.ms": 100,
             "queued.min.messages": 10_000_000,
             "queued.max.messages.kbytes": 2_097_151,
             "fetch.queue.backoff.ms": 0,
+            "stats_cb": rtt,
+            "statistics.interval.ms": _RequestRtt.INTERVAL_MS,
         }
     )
     cpu0 = target.cpu()
@@ -227,6 +280,7 @@ def consume(target: Target, topic: str, n: int, size: int, partitions: int, time
         "seconds_total": round(end - t0, 3),
         "first_message_s": round(first_at - t0, 3),
         "broker_cpu_s": round(cpu, 2),
+        "fetch_rtt_ms": rtt.summary(),
         "broker_cpu_us_per_msg": round(cpu / got * 1e6, 2),
     }
 
@@ -283,7 +337,9 @@ def run_suite(target: Target, s: Settings) -> dict[str, Any]:
             result["produce"][cell] = produce(target, topic, s.messages, size, acks, s.partitions, s.timeout_s)
             log(f"  consume {cell}")
             # the warm-up message is in the topic too
-            result["consume"][cell] = consume(target, topic, s.messages + 1, size, s.partitions, s.timeout_s)
+            result["consume"][cell] = consume(
+                target, topic, s.messages + 1, size, s.partitions, s.timeout_s, s.max_partition_fetch_bytes
+            )
     if s.rate > 0 and s.rate_seconds > 0:
         topic = f"bench-{run}-rate"
         create_topic(target.bootstrap, topic, 1)
@@ -301,6 +357,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         rate=args.rate,
         rate_seconds=args.rate_seconds,
         rate_size=args.rate_size,
+        max_partition_fetch_bytes=args.max_partition_fetch_bytes,
     )
 
 
@@ -312,6 +369,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=int, default=10_000, help="fixed-rate run: msg/s (0 to skip)")
     parser.add_argument("--rate-seconds", type=float, default=10.0, help="fixed-rate run: duration")
     parser.add_argument("--rate-size", type=int, default=1024, help="fixed-rate run: message size")
+    parser.add_argument(
+        "--max-partition-fetch-bytes",
+        type=int,
+        default=1_048_576,
+        help="consumer's max.partition.fetch.bytes (librdkafka's default: 1 MiB)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,8 @@ import resources
 from common import ensure_tansu, log, machine_info, make_broker, median, tansu_version
 
 BROKERS = ("odradek", "tansu")
+# figures listed per repetition too
+_HEADLINE = {"msgs_per_s", "p99"}
 # numeric figures that describe the workload, not the broker: not compared
 _SETTINGS = {"messages", "size_bytes", "target_msgs_per_s", "seconds", "seconds_total", "bytes", "requests"}
 
@@ -70,13 +72,17 @@ def medians(runs: list[dict[str, Any]]) -> dict[tuple[str, ...], float]:
 
 
 def _round(x: float) -> float | int:
-    if abs(x) >= 100:
-        return int(x) if x.is_integer() else round(x, 1)
-    return round(x, 3)
+    if x.is_integer():
+        return int(x)
+    return round(x, 3) if abs(x) < 100 else round(x, 1)
 
 
 def side_by_side(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """``{figure path...: {"odradek": median, "tansu": median, "ratio": odradek/tansu}}``."""
+    """``{figure path...: {"odradek": median, "tansu": median, "ratio": odradek/tansu}}``.
+
+    The headline figures (``msgs_per_s``, ``p99``) also list every repetition's value under
+    ``runs``, to show how much the machine moved them.
+    """
     med = {b: medians(runs[b]) for b in BROKERS}
     out: dict[str, Any] = {}
     for path in sorted(set(med["odradek"]) | set(med["tansu"])):
@@ -86,6 +92,8 @@ def side_by_side(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             "tansu": None if t is None else _round(t),
             "ratio": round(o / t, 3) if o is not None and t else None,
         }
+        if path[-1] in _HEADLINE:
+            cell["runs"] = {b: [_round(v) for r in runs[b] for p, v in flatten(r) if p == path] for b in BROKERS}
         put(out, path, cell)
     return out
 

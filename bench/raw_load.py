@@ -19,6 +19,10 @@ Figures (MB = 10^6 bytes):
   request (queueing behind ``--in-flight`` others included).
 - ``produce.log_bytes_on_disk``: size of the partitions' ``.log`` files after the run (odradek
   started here only): the data did land in the log.
+- ``disk_reference_mb_per_s`` (with ``--disk-reference``): the same number of bytes written to a
+  file in the same file system by this process, 1 MiB ``os.write`` calls, no fsync, before the
+  broker starts: what the machine's page cache and disk sustain for a plain sequential writer, the
+  ceiling for ``produce.mb_per_s``.
 - ``fetch.mb_per_s``: bytes of complete record batches received in Fetch responses with error
   code 0, per second. The data was written moments before, so it is in the page cache.
 - ``broker_cpu_s`` / ``client_cpu_s``: CPU seconds of the broker process and of this generator
@@ -31,7 +35,7 @@ naming the request; so does a connection without progress for ``--stall-s`` seco
 
     python bench/raw_load.py [--broker odradek|tansu | --bootstrap HOST:PORT [--broker-pid PID]]
         [--total-bytes 512M] [--batch-bytes 1M] [--record-size 1024] [--partitions 8]
-        [--connections 4] [--in-flight 4] [--acks 1] [--fetch-bytes 1M] [--no-fetch]
+        [--connections 4] [--in-flight 4] [--acks 1] [--fetch-bytes 1M] [--no-fetch] [--disk-reference]
 """
 
 from __future__ import annotations
@@ -40,8 +44,10 @@ import argparse
 import asyncio
 import datetime
 import json
+import os
 import struct
 import sys
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -540,6 +546,22 @@ def _walk_batches(records: memoryview, offset: int, end: int, where: str) -> tup
     return counted, count, pos - counted
 
 
+def disk_write_reference(directory: str, total_bytes: int) -> float:
+    """MB/s of writing ``total_bytes`` to a new file in ``directory`` with 1 MiB writes (no fsync)."""
+    chunk = bytes(range(256)) * 4096
+    fd, path = tempfile.mkstemp(prefix="odradek-bench-disk-", dir=directory)
+    try:
+        t0 = time.perf_counter()
+        written = 0
+        while written < total_bytes:
+            written += os.write(fd, chunk)
+        elapsed = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return round(written / elapsed / 1e6, 1)
+
+
 def log_bytes_on_disk(broker: BrokerProcess | None, topic: str) -> int | None:
     if not isinstance(broker, OdradekBroker):
         return None
@@ -597,10 +619,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", help="use this running broker instead of starting one")
     parser.add_argument("--broker-pid", type=int, help="pid of the running broker (for CPU figures)")
     parser.add_argument("--data-dir", help="odradek's log.dirs (default: a fresh temporary directory)")
+    parser.add_argument("--disk-reference", action="store_true", help="first time a plain sequential write")
     add_arguments(parser)
     args = parser.parse_args(argv)
     o = options_from_args(args)
     out: dict[str, Any] = {"machine": machine_info(), "settings": o.__dict__}
+    if args.disk_reference:
+        directory = str(Path(args.data_dir).parent) if args.data_dir else tempfile.gettempdir()
+        log(f"  plain write of {o.total_bytes / 1e6:.0f} MB to {directory}")
+        out["disk_reference_mb_per_s"] = disk_write_reference(directory, o.total_bytes)
     try:
         if args.bootstrap:
             out["broker"] = args.bootstrap

@@ -4,11 +4,13 @@ Steps, each on a broker in its own process (``bench/common.py``):
 
 1. ``ready_s``: start the broker on an empty data directory ``--starts`` times; median seconds
    from process start to its first ApiVersions answer (Python start-up and imports included).
-2. ``idle_cpu_pct_empty``: CPU use of the fresh broker over ``--idle-s`` seconds with no client,
-   in percent of one core.
+2. ``rss_mb_empty`` and ``idle_cpu_pct_empty``: memory of a fresh broker, and its CPU use over
+   ``--idle-s`` seconds with no client, in percent of one core (``/proc`` counts CPU in 10 ms
+   ticks, so over 10 s the resolution is 0.1 %).
 3. Create ``--topics`` topics of ``--partitions`` partitions in total (replication 1) with
-   confluent-kafka's AdminClient and produce ``--messages-per-partition`` messages of 100 bytes
-   to every partition (acks=all). Then, with the clients closed:
+   confluent-kafka's AdminClient (``create_topics_s``: until every partition has a leader) and
+   produce ``--messages-per-partition`` messages of 100 bytes to every partition (acks=all,
+   ``produce_to_all_s``). Then, with the clients closed:
    ``rss_mb`` (``VmRSS``) after 2 s, ``peak_rss_mb`` (``VmHWM``, the high-water mark of the
    whole run) and ``idle_cpu_pct`` over ``--idle-s`` seconds.
 4. Restart on the same data (after a clean shutdown, odradek only): ``restart_ready_s`` (loading
