@@ -34,10 +34,11 @@ def test_any_chunking_yields_the_same_frames(bodies: list[bytes], data: st.DataO
 
 def test_oversized_frame_refused_before_body() -> None:
     buf = FrameBuffer(100)
-    buf.receive_data(struct.pack(">i", 101))
     with pytest.raises(FrameTooLargeError, match=r"socket\.request\.max\.bytes=100"):
-        buf.next_frame()
+        buf.receive_data(struct.pack(">i", 101))
     assert buf.buffered_bytes == 4
+    with pytest.raises(FrameTooLargeError):
+        buf.next_frame()
     with pytest.raises(FrameTooLargeError):
         buf.receive_data(b"more")
 
@@ -45,9 +46,10 @@ def test_oversized_frame_refused_before_body() -> None:
 @pytest.mark.parametrize("size", [0, -1, -(2**31)])
 def test_non_positive_size_is_invalid(size: int) -> None:
     buf = FrameBuffer()
-    buf.receive_data(struct.pack(">i", size))
     with pytest.raises(InvalidFrameError):
-        buf.next_frame()
+        buf.receive_data(struct.pack(">i", size))
+    with pytest.raises(InvalidFrameError):
+        buf.get_buffer()
 
 
 def test_partial_frame_waits() -> None:
@@ -56,3 +58,20 @@ def test_partial_frame_waits() -> None:
     assert buf.next_frame() is None
     buf.receive_data(b"llo")
     assert buf.next_frame() == b"hello"
+
+
+def test_large_frame_is_filled_in_place() -> None:
+    body = bytes(range(256)) * 1024  # 256 KiB: larger than the staging buffer
+    stream = frame(b"small") + frame(body) + frame(b"after")
+    buf = FrameBuffer(10**7)
+    out = []
+    pos = 0
+    while pos < len(stream):
+        target = buf.get_buffer()
+        n = min(len(target), 7000, len(stream) - pos)
+        target[:n] = stream[pos : pos + n]
+        pos += n
+        buf.buffer_updated(n)
+        while (f := buf.next_frame()) is not None:
+            out.append(bytes(f))
+    assert out == [b"small", body, b"after"]

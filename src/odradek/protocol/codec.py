@@ -89,7 +89,7 @@ def api_schema(api_key: int, version: int) -> ApiSchema:
     )
 
 
-def peek_api(frame: bytes | memoryview) -> tuple[int, int, int]:
+def peek_api(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) from the first 8 bytes; InvalidRequestError if short."""
     if len(frame) < 8:
         raise InvalidRequestError(f"request of {len(frame)} bytes is shorter than a request header")
@@ -97,7 +97,7 @@ def peek_api(frame: bytes | memoryview) -> tuple[int, int, int]:
     return api_key, api_version, correlation_id
 
 
-def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     shift = 0
     value = 0
     while True:
@@ -113,7 +113,7 @@ def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
             raise InvalidRequestError("varint too long in request header")
 
 
-def parse_request_header(frame: bytes | memoryview, flexible: bool) -> RequestHeader:
+def parse_request_header(frame: bytes | bytearray | memoryview, flexible: bool) -> RequestHeader:
     """Parse header v1 (or v2 when ``flexible``). Raises InvalidRequestError on a malformed header."""
     if len(frame) < 10:
         raise InvalidRequestError(f"request of {len(frame)} bytes is shorter than a request header")
@@ -141,7 +141,7 @@ def parse_request_header(frame: bytes | memoryview, flexible: bool) -> RequestHe
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
-def decode_request(schema: ApiSchema, frame: bytes | memoryview, offset: int) -> Any:
+def decode_request(schema: ApiSchema, frame: bytes | bytearray | memoryview, offset: int) -> Any:
     """Decode the body at ``offset``. Raises InvalidRequestError on any malformed body.
 
     Bytes after the body are ignored, as Kafka's ``RequestContext.parseRequest`` ignores them:
@@ -149,11 +149,9 @@ def decode_request(schema: ApiSchema, frame: bytes | memoryview, offset: int) ->
     (kio's reader returns the number of bytes it consumed from ``offset``.)
     """
     try:
-        request, _consumed = schema.read_request(memoryview(frame), offset)
+        request, _consumed = schema.read_request(memoryview(frame).toreadonly(), offset)
     except Exception as exc:  # kio raises several types for malformed input
-        raise InvalidRequestError(
-            f"malformed {schema.request_type.__name__} v{schema.version}: {exc}"
-        ) from None
+        raise InvalidRequestError(f"malformed {schema.request_type.__name__} v{schema.version}: {exc}") from None
     return request
 
 

@@ -49,9 +49,7 @@ BROKER_CONFIGS = (
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
         "Listener name to security protocol. Only PLAINTEXT is served.",
     )
-    .define(
-        "inter.broker.listener.name", "string", None, "Listener used between brokers; defaults to the first."
-    )
+    .define("inter.broker.listener.name", "string", None, "Listener used between brokers; defaults to the first.")
     .define("broker.rack", "string", None, "Rack of this broker, reported in metadata.")
     # --- metadata store
     .define(
@@ -74,9 +72,7 @@ BROKER_CONFIGS = (
     .define("log.segment.bytes", "int", 1024 * 1024 * 1024, "Default segment.bytes.", at_least(14))
     .define("log.roll.ms", "long", None, "Default segment.ms (overrides log.roll.hours).", at_least(1))
     .define("log.roll.hours", "int", 168, "Default segment.ms in hours.", at_least(1))
-    .define(
-        "log.retention.ms", "long", None, "Default retention.ms (overrides minutes and hours).", at_least(-1)
-    )
+    .define("log.retention.ms", "long", None, "Default retention.ms (overrides minutes and hours).", at_least(-1))
     .define("log.retention.minutes", "int", None, "Default retention.ms in minutes.", at_least(-1))
     .define("log.retention.hours", "int", 168, "Default retention.ms in hours.", at_least(-1))
     .define("log.retention.bytes", "long", -1, "Default retention.bytes.", at_least(-1))
@@ -84,9 +80,7 @@ BROKER_CONFIGS = (
     .define("log.index.interval.bytes", "int", 4096, "Default index.interval.bytes.", at_least(0))
     .define("log.index.size.max.bytes", "int", 10 * 1024 * 1024, "Default segment.index.bytes.", at_least(8))
     .define("log.flush.interval.messages", "long", 2**63 - 1, "Default flush.messages.", at_least(1))
-    .define(
-        "log.flush.interval.ms", "long", None, "Default flush.ms (unset: leave it to the OS).", at_least(0)
-    )
+    .define("log.flush.interval.ms", "long", None, "Default flush.ms (unset: leave it to the OS).", at_least(0))
     .define(
         "log.flush.scheduler.interval.ms",
         "long",
@@ -119,13 +113,9 @@ BROKER_CONFIGS = (
     .define("log.preallocate", "boolean", False, "Accepted for compatibility.")
     .define("log.roll.jitter.ms", "long", None, "Accepted for compatibility.")
     .define("log.roll.jitter.hours", "int", 0, "Accepted for compatibility.")
-    .define(
-        "log.segment.delete.delay.ms", "long", 60000, "Accepted for compatibility; deletion is immediate."
-    )
+    .define("log.segment.delete.delay.ms", "long", 60000, "Accepted for compatibility; deletion is immediate.")
     .define("num.recovery.threads.per.data.dir", "int", 1, "Accepted for compatibility; recovery is serial.")
-    .define(
-        "message.max.bytes", "int", 1048588, "Default max.message.bytes: largest batch accepted.", at_least(0)
-    )
+    .define("message.max.bytes", "int", 1048588, "Default max.message.bytes: largest batch accepted.", at_least(0))
     .define(
         "compression.type",
         "string",
@@ -135,9 +125,7 @@ BROKER_CONFIGS = (
     )
     # --- topics
     .define("num.partitions", "int", 1, "Partitions of an auto-created topic.", at_least(1))
-    .define(
-        "default.replication.factor", "int", 1, "Replication factor of an auto-created topic.", at_least(1)
-    )
+    .define("default.replication.factor", "int", 1, "Replication factor of an auto-created topic.", at_least(1))
     .define(
         "auto.create.topics.enable",
         "boolean",
@@ -156,9 +144,7 @@ BROKER_CONFIGS = (
         at_least(1),
     )
     .define("socket.send.buffer.bytes", "int", 102400, "SO_SNDBUF of client sockets; -1 for the OS default.")
-    .define(
-        "socket.receive.buffer.bytes", "int", 102400, "SO_RCVBUF of client sockets; -1 for the OS default."
-    )
+    .define("socket.receive.buffer.bytes", "int", 102400, "SO_RCVBUF of client sockets; -1 for the OS default.")
     .define("num.network.threads", "int", 3, "Accepted for compatibility; one event loop serves all sockets.")
     .define("num.io.threads", "int", 8, "Accepted for compatibility.")
     .define(
@@ -170,9 +156,7 @@ BROKER_CONFIGS = (
     )
     .define("connections.max.idle.ms", "long", 600000, "Close connections idle this long.", at_least(1))
     # --- replication
-    .define(
-        "replica.lag.time.max.ms", "long", 30000, "A follower this far behind leaves the ISR.", at_least(1)
-    )
+    .define("replica.lag.time.max.ms", "long", 30000, "A follower this far behind leaves the ISR.", at_least(1))
     .define("replica.fetch.max.bytes", "int", 1048576, "Per-partition bytes a follower fetch asks for.")
     .define("replica.fetch.wait.max.ms", "int", 500, "Follower fetch long-poll wait.")
     .define("controlled.shutdown.enable", "boolean", True, "Move leadership away before shutting down.")
@@ -186,9 +170,7 @@ BROKER_CONFIGS = (
         "Replication factor of __consumer_offsets (capped at the number of live brokers).",
         at_least(1),
     )
-    .define(
-        "offsets.topic.segment.bytes", "int", 104857600, "segment.bytes of __consumer_offsets.", at_least(14)
-    )
+    .define("offsets.topic.segment.bytes", "int", 104857600, "segment.bytes of __consumer_offsets.", at_least(14))
     .define(
         "offsets.retention.minutes",
         "int",
@@ -196,9 +178,7 @@ BROKER_CONFIGS = (
         "Keep committed offsets of empty groups this long.",
         at_least(1),
     )
-    .define(
-        "offsets.retention.check.interval.ms", "long", 600000, "How often offset expiry runs.", at_least(1)
-    )
+    .define("offsets.retention.check.interval.ms", "long", 600000, "How often offset expiry runs.", at_least(1))
     .define("offsets.commit.timeout.ms", "int", 5000, "How long a commit waits for its write.", at_least(1))
     .define("offset.metadata.max.bytes", "int", 4096, "Largest commit metadata string.", at_least(0))
     .define(
@@ -211,9 +191,7 @@ BROKER_CONFIGS = (
     .define("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for.")
     .define("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask for.")
     .define("group.max.size", "int", 2147483647, "Most members in one group.", at_least(1))
-    .define(
-        "transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", at_least(1)
-    )
+    .define("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", at_least(1))
     .define("transaction.state.log.replication.factor", "int", 3, "Replication of __transaction_state.")
     .define("transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state.")
     .define("transaction.max.timeout.ms", "int", 900000, "Largest transaction timeout.", at_least(1))
@@ -221,9 +199,7 @@ BROKER_CONFIGS = (
     .define("producer.id.expiration.ms", "int", 86400000, "Expire idle producer ids.")
     # --- housekeeping
     .define("background.threads", "int", 10, "Accepted for compatibility.")
-    .define(
-        "request.timeout.ms", "int", 30000, "Timeout of requests the broker sends.", between(1, 2**31 - 1)
-    )
+    .define("request.timeout.ms", "int", 30000, "Timeout of requests the broker sends.", between(1, 2**31 - 1))
 )
 
 
@@ -284,14 +260,10 @@ class KafkaConfig:
         self.values = BROKER_CONFIGS.parse(self.originals)
         self.listeners = [parse_listener(x) for x in self.values["listeners"]]
         if not self.listeners:
-            raise InvalidConfigError(
-                "Invalid value for configuration listeners: at least one listener is needed"
-            )
+            raise InvalidConfigError("Invalid value for configuration listeners: at least one listener is needed")
         names = [e.listener for e in self.listeners]
         if len(set(names)) != len(names):
-            raise InvalidConfigError(
-                f"Invalid value for configuration listeners: duplicate listener name in {names}"
-            )
+            raise InvalidConfigError(f"Invalid value for configuration listeners: duplicate listener name in {names}")
         advertised = self.values["advertised.listeners"]
         self.advertised_listeners = [parse_listener(x) for x in advertised] if advertised else None
         if self.advertised_listeners is not None:

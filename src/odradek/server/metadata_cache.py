@@ -52,9 +52,7 @@ class MetadataCache:
         for tp, state in states.items():
             meta = self.topics.get(tp.topic)
             if meta is None:
-                meta = self.topics[tp.topic] = TopicMetadata(
-                    tp.topic, topic_ids.get(tp.topic, uuid.UUID(int=0))
-                )
+                meta = self.topics[tp.topic] = TopicMetadata(tp.topic, topic_ids.get(tp.topic, uuid.UUID(int=0)))
             meta.partitions[tp.partition] = state
 
     def topic(self, name: str) -> TopicMetadata | None:

@@ -42,7 +42,7 @@ class RequestHandler:
         self.broker = broker
         self.connections: set[KafkaConnection] = set()
 
-    async def handle(self, frame: bytes, connection: KafkaConnection) -> Any:
+    async def handle(self, frame: bytes | bytearray, connection: KafkaConnection) -> Any:
         try:
             api_key, api_version, correlation_id = peek_api(frame)
         except InvalidRequestError as exc:

@@ -2,8 +2,10 @@
 
 Per connection (Kafka's ``Processor`` + ``RequestChannel`` in one place):
 
-- bytes go into a sans-IO :class:`~odradek.protocol.frames.FrameBuffer`, which refuses a frame
-  larger than ``socket.request.max.bytes`` before buffering it;
+- the kernel reads straight into buffers owned by a sans-IO
+  :class:`~odradek.protocol.frames.FrameBuffer` (``asyncio.BufferedProtocol``: ``recv_into``, no
+  intermediate bytes objects), which refuses a frame larger than ``socket.request.max.bytes``
+  before buffering it;
 - whole frames queue up; one worker task handles them one at a time, so responses go out in
   request order (Kafka's per-connection ordering guarantee). When more than
   ``queued.max.requests`` frames wait, the broker stops reading from that socket until the worker
@@ -38,7 +40,7 @@ class CloseConnection(Exception):
     """Raised by the request handler when the connection must be closed (reason in the message)."""
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, handler: RequestHandler, max_request_bytes: int, queued_max_requests: int) -> None:
         self.handler = handler
         self.frames = FrameBuffer(max_request_bytes)
@@ -46,7 +48,7 @@ class KafkaConnection(asyncio.Protocol):
         self.connection_id = f"conn-{next(_ids)}"
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self._pending: collections.deque[bytes] = collections.deque()
+        self._pending: collections.deque[bytes | bytearray] = collections.deque()
         self._wakeup: asyncio.Event = asyncio.Event()
         self._writable: asyncio.Event = asyncio.Event()
         self._writable.set()
@@ -71,9 +73,15 @@ class KafkaConnection(asyncio.Protocol):
         self._worker = asyncio.get_running_loop().create_task(self._work(), name=self.connection_id)
         self.handler.connections.add(self)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
         try:
-            self.frames.receive_data(data)
+            return self.frames.get_buffer()
+        except FrameError:  # already reported; the transport is closing
+            return memoryview(bytearray(65536))
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            self.frames.buffer_updated(nbytes)
             while True:
                 frame = self.frames.next_frame()
                 if frame is None:
@@ -124,9 +132,7 @@ class KafkaConnection(asyncio.Protocol):
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception(
-                    "unexpected error handling a request from %s; closing the connection", self.peer
-                )
+                log.exception("unexpected error handling a request from %s; closing the connection", self.peer)
                 self.close()
                 return
             if response is not None and self.transport is not None and not self._closed:

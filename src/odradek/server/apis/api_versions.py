@@ -27,8 +27,7 @@ def supported_versions() -> list[tuple[int, int, int]]:
 
 async def handle(ctx: RequestContext) -> Any:
     keys = tuple(
-        ctx.make("ApiVersion", api_key=k, min_version=lo, max_version=hi)
-        for k, lo, hi in supported_versions()
+        ctx.make("ApiVersion", api_key=k, min_version=lo, max_version=hi) for k, lo, hi in supported_versions()
     )
     return ctx.response(
         error_code=ErrorCode.none,
