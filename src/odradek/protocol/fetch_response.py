@@ -31,6 +31,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class SizedSlice(Protocol):
+    """A byte range of a file the connection will ``sendfile`` (``odradek.storage.FileSlice``)."""
+
+    size: int
+
 
 _I32 = struct.Struct(">i")
 _HEAD_V7 = struct.Struct(">iihi")  # correlation_id, throttle, error_code, session_id
@@ -47,7 +55,7 @@ class FetchedPartition:
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
-    records: bytes | memoryview | None
+    records: bytes | memoryview | SizedSlice | None
     aborted_transactions: Sequence[tuple[int, int]] | None = None
     preferred_read_replica: int = -1
 
@@ -72,10 +80,12 @@ def encode_fetch_response(
     throttle_time_ms: int = 0,
     error_code: int = 0,
     session_id: int = 0,
-) -> list[bytes | memoryview]:
-    """The whole response frame (size prefix included) as a list of buffers for ``writelines``."""
+) -> list[Any]:
+    """The whole response frame (size prefix included) as a list of parts: byte strings, and,
+    where a partition's records are a file slice, that slice object itself (the connection sends
+    it with ``sendfile``)."""
     flexible = version >= 12
-    parts: list[bytes | memoryview] = []
+    parts: list[Any] = []
     head = bytearray(b"\x00\x00\x00\x00")
     if version >= 7:
         if flexible:
@@ -111,12 +121,13 @@ def encode_fetch_response(
             if records is None:
                 buf += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
-                buf += _uvarint(len(records) + 1) if flexible else _I32.pack(len(records))
-                if len(records):
+                size = len(records) if isinstance(records, (bytes, memoryview)) else records.size
+                buf += _uvarint(size + 1) if flexible else _I32.pack(size)
+                if size:
                     parts.append(bytes(buf))
                     total += len(buf)
                     parts.append(records)
-                    total += len(records)
+                    total += size
                     buf = bytearray()
             if flexible:
                 buf += b"\x00"  # partition tagged fields

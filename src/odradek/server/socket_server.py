@@ -23,8 +23,9 @@ import asyncio
 import collections
 import itertools
 import logging
+import os
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from odradek.protocol.frames import FrameBuffer, FrameError
 
@@ -137,11 +138,34 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             if response is not None and self.transport is not None and not self._closed:
                 if isinstance(response, list):
-                    self.transport.writelines(response)
+                    await self._write_parts(response)
                 else:
                     self.transport.write(response)
                 if not self._writable.is_set():
                     await self._writable.wait()
+
+    async def _write_parts(self, parts: list[Any]) -> None:
+        """Write byte parts with ``writelines``; send file slices with ``loop.sendfile`` (the
+        kernel copies page-cache pages to the socket; falls back to read+write where sendfile is
+        unavailable). The slice's descriptor is duplicated first, so a segment deleted by retention
+        meanwhile stays readable until the send completes."""
+        transport = self.transport
+        assert transport is not None
+        pending: list[bytes | bytearray | memoryview] = []
+        for part in parts:
+            if isinstance(part, (bytes, bytearray, memoryview)):
+                pending.append(part)
+                continue
+            fd = part.dup_fd()
+            if pending:
+                transport.writelines(pending)
+                pending = []
+            with os.fdopen(fd, "rb", buffering=0) as f:
+                await asyncio.get_running_loop().sendfile(transport, f, part.position, part.size)
+            if self._closed:
+                return
+        if pending:
+            transport.writelines(pending)
 
     def close(self) -> None:
         self._closed = True

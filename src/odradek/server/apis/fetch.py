@@ -8,11 +8,14 @@ to the high watermark (read_uncommitted) or the last stable offset (read_committ
 session_id 0, which clients treat as a full, sessionless fetch.
 
 Per partition: OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER.
-The response is framed by :mod:`odradek.protocol.fetch_response` around the stored batch bytes,
-which are written to the socket as they were read from the segment file.
+The response is framed by :mod:`odradek.protocol.fetch_response` around the stored batches:
+small partition reads as bytes from one ``pread``, large ones (``SENDFILE_MIN_BYTES``) as file
+slices the connection sends with ``sendfile`` straight from the page cache.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.fetch_response import FetchedPartition, encode_fetch_response
@@ -25,7 +28,7 @@ MIN_VERSION = 4
 MAX_VERSION = 12
 
 
-async def handle(ctx: RequestContext) -> list[bytes | memoryview]:
+async def handle(ctx: RequestContext) -> list[Any]:
     req = ctx.request
     requests = [
         FetchRequestPartition(TopicPartition(t.topic, p.partition), p.fetch_offset, p.partition_max_bytes)
