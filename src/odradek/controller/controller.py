@@ -241,37 +241,44 @@ class KafkaController:
             del self.ctx.states[tp]
 
     async def _elect_where_needed(self, topics: set[str]) -> dict[TopicPartition, PartitionState]:
-        """Initialise new partitions and re-elect partitions whose leader is not alive."""
+        """Initialise new partitions and re-elect partitions whose leader is not alive.
+
+        New partitions of a topic get their state znodes in one multi (a 1,000-partition topic
+        is one write, not 1,000); re-elections are conditional updates, one per partition.
+        """
         live = set(self.ctx.live_brokers)
         changed: dict[TopicPartition, PartitionState] = {}
         for topic in sorted(topics):
+            created: dict[int, PartitionState] = {}
             for partition, replicas in sorted(self.ctx.assignments[topic].items()):
                 tp = TopicPartition(topic, partition)
                 state = self.ctx.states.get(tp)
                 if state is None:
                     initial = initial_leader_and_isr(replicas, live)
-                    if initial is None:
-                        continue
-                    first_leader, isr = initial
-                    new = PartitionState(first_leader, 0, isr, list(replicas), self.ctx.epoch, 0)
-                    new.zk_version = await self.zk.create_partition_state(tp, _to_zk(new))
-                elif state.leader in live:
+                    if initial is not None:
+                        first_leader, isr = initial
+                        created[partition] = PartitionState(first_leader, 0, isr, list(replicas), self.ctx.epoch, 0)
+                    continue
+                if state.leader in live:
                     state.replicas = list(replicas)
                     continue
-                else:
-                    elected = offline_partition_leader_election(replicas, state.isr, live, self.unclean_leader_election)
-                    isr = [r for r in state.isr if r in live] or ([elected] if elected is not None else [])
-                    new = PartitionState(
-                        elected if elected is not None else -1,
-                        state.leader_epoch + 1,
-                        isr if elected is not None else state.isr,
-                        list(replicas),
-                        self.ctx.epoch,
-                        state.zk_version,
-                    )
-                    new.zk_version = await self.zk.update_leader_and_isr(tp, _to_zk(new), state.zk_version)
-                self.ctx.states[tp] = new
-                changed[tp] = new
+                elected = offline_partition_leader_election(replicas, state.isr, live, self.unclean_leader_election)
+                isr = [r for r in state.isr if r in live] or ([elected] if elected is not None else [])
+                new = PartitionState(
+                    elected if elected is not None else -1,
+                    state.leader_epoch + 1,
+                    isr if elected is not None else state.isr,
+                    list(replicas),
+                    self.ctx.epoch,
+                    state.zk_version,
+                )
+                new.zk_version = await self.zk.update_leader_and_isr(tp, _to_zk(new), state.zk_version)
+                self.ctx.states[tp] = changed[tp] = new
+            if created:
+                await self.zk.create_partition_states(topic, {p: _to_zk(s) for p, s in created.items()})
+                for partition, new in created.items():
+                    tp = TopicPartition(topic, partition)
+                    self.ctx.states[tp] = changed[tp] = new
         return changed
 
     async def _send_leader_and_isr(self, states: dict[TopicPartition, PartitionState]) -> None:

@@ -374,6 +374,27 @@ class KafkaZkClient:
         )
         return 0
 
+    async def create_partition_states(self, topic: str, states: Mapping[int, LeaderAndIsr]) -> None:
+        """Create the state znodes of many new partitions of ``topic`` in one atomic multi (one
+        round trip to ZooKeeper, one snapshot write in the embedded store), creating the
+        ``partitions`` and ``partitions/<p>`` parents that are missing. Every new state's
+        zk_version is 0. Raises :class:`NodeExistsError` (nothing created) if any exists.
+        """
+        if not states:
+            return
+        parent = TopicPartitionsZNode.path(topic)
+        ops: list[Op] = []
+        parent_missing = await self.store.exists(parent) is None
+        if parent_missing:
+            ops.append(CreateOp(parent))
+        for partition in sorted(states):
+            tp = TopicPartition(topic, partition)
+            partition_path = f"{parent}/{partition}"
+            if parent_missing or await self.store.exists(partition_path) is None:
+                ops.append(CreateOp(partition_path))
+            ops.append(CreateOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(states[partition])))
+        await self.store.multi(ops)
+
     async def update_leader_and_isr(
         self,
         tp: TopicPartitionLike,
