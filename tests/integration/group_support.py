@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -69,10 +70,11 @@ class Worker:
 
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, assignor: str) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - read back in describe()
         self.proc = subprocess.Popen(
             [sys.executable, str(WORKER), client, bootstrap, group, topic, assignor],
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.stderr,
             text=True,
             env=env,
         )
@@ -90,6 +92,15 @@ class Worker:
                 continue
             with self.lock:
                 self.events.append(event)
+
+    def describe(self) -> str:
+        """The process's state, its last events and the end of its stderr (for failure messages)."""
+        if self.alive:
+            self.proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
+        self.stderr.seek(0)
+        err = self.stderr.read()[-4000:]
+        return f"pid {self.proc.pid} rc={self.proc.poll()} last events {self.snapshot()[-3:]} stderr: {err}"
 
     def snapshot(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -142,7 +153,10 @@ def run_member_churn(bootstrap: str, client: str, assignor: str, topic: str, gro
         def all_consumed(ws: list[Worker]) -> Callable[[], bool]:
             return lambda: produced <= {r for w in ws for r in w.consumed()}
 
-        timings["three_members_assigned"] = wait_until(lambda: covers_exactly(workers), 60, "3 disjoint assignments")
+        try:
+            timings["three_members_assigned"] = wait_until(lambda: covers_exactly(workers), 60, "3 assignments")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: " + " | ".join(w.describe() for w in workers)) from None
         wait_until(all_consumed(workers), 30, "phase A consumed")
 
         leaving, crashing, survivor = workers

@@ -11,7 +11,9 @@ is the crash case. Session timeout 6 s, heartbeats every 500 ms.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import json
+import os
 import signal
 import sys
 from typing import Any
@@ -89,6 +91,10 @@ def run_kafka_python(bootstrap: str, group: str, topic: str, assignor: str) -> N
         partition_assignment_strategy=[assignors[assignor]],
         metadata_max_age_ms=1000,
     )
+    # Fetch the topic's metadata before joining. kafka-python 3.0.12 loses a rejoin that its leader
+    # starts because topic metadata arrived after the first assignment (the rejoin flag is never
+    # set, so the in-flight join is never completed and heartbeats stay disabled).
+    consumer.partitions_for_topic(topic)
     consumer.subscribe([topic])
     last: list[int] | None = None
     while not stop:
@@ -157,6 +163,12 @@ def main() -> None:
     client, bootstrap, group, topic = sys.argv[1:5]
     assignor = sys.argv[5] if len(sys.argv) > 5 else "range"
     signal.signal(signal.SIGTERM, _on_term)
+    if os.environ.get("GROUP_WORKER_LOG"):
+        import logging
+
+        logging.basicConfig(filename=f"{os.environ['GROUP_WORKER_LOG']}-{os.getpid()}.log", level=logging.INFO)
+        logging.getLogger("kafka.coordinator").setLevel(logging.DEBUG)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stack dump for failure reports
     if client == "confluent":
         run_confluent(bootstrap, group, topic, assignor)
     elif client == "kafka-python":

@@ -130,12 +130,18 @@ def test_static_member_restart_keeps_assignment_without_rebalance(odradek_broker
         return c
 
     a, c = member("a"), member("b")
+
+    def polled(*consumers: Consumer) -> bool:
+        for consumer in consumers:
+            consumer.poll(0.05)
+        return True
+
     wait_until(
-        lambda: (a.poll(0.05), c.poll(0.05)) is not None and len(a.assignment()) + len(c.assignment()) == 4,
+        lambda: polled(a, c) and len(a.assignment()) == len(c.assignment()) == 2,
         20,
         "both static members assigned",
     )
-    wait_until(lambda: _group_state(b, "statics").state == ConsumerGroupState.STABLE, 10, "Stable")
+    wait_until(lambda: polled(a, c) and _group_state(b, "statics").state == ConsumerGroupState.STABLE, 10, "Stable")
     coordinator = odradek_broker.broker.extensions["group_coordinator"]  # type: ignore[union-attr]
     generation = coordinator.group("statics").generation_id
     before_b = sorted(tp.partition for tp in c.assignment())
@@ -144,11 +150,7 @@ def test_static_member_restart_keeps_assignment_without_rebalance(odradek_broker
     c.close()  # a static member does not send LeaveGroup
     restarted = member("b")
     try:
-        wait_until(
-            lambda: (a.poll(0.05), restarted.poll(0.05)) is not None and bool(restarted.assignment()),
-            10,
-            "restarted static member assigned",
-        )
+        wait_until(lambda: polled(a, restarted) and bool(restarted.assignment()), 10, "restarted member assigned")
         for _ in range(20):
             a.poll(0.05)
             restarted.poll(0.05)
