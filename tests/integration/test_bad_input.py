@@ -66,9 +66,7 @@ def _produce_some(broker: BrokerRunner, topic: str, n: int) -> None:
 
 
 def _read_all(broker: BrokerRunner, topic: str) -> list[bytes]:
-    c = Consumer(
-        {"bootstrap.servers": broker.bootstrap_servers, "group.id": "x", "enable.auto.commit": False}
-    )
+    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "x", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, 0)])
     out: list[bytes] = []
     deadline = time.time() + 10

@@ -30,9 +30,7 @@ async def _roundtrip(bootstrap: str) -> None:
     finally:
         await producer.stop()
 
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
-    )
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
     await consumer.start()
     try:
         consumer.assign([TopicPartition("aio", 0), TopicPartition("aio", 1)])

@@ -96,9 +96,7 @@ def test_compressed_batches(odradek_broker: BrokerRunner, codec: str) -> None:
     topic = f"comp-{codec}"
     _create(odradek_broker, topic, 1)
     values = [f"{codec}-{i}-".encode() * 20 for i in range(500)]
-    _produce(
-        odradek_broker, topic, [{"value": v, "key": b"k"} for v in values], **{"compression.type": codec}
-    )
+    _produce(odradek_broker, topic, [{"value": v, "key": b"k"} for v in values], **{"compression.type": codec})
     got = _consume_all(odradek_broker, topic, 1, len(values))
     assert [m.value() for m in got] == values
     assert [m.offset() for m in got] == list(range(len(values)))
@@ -108,11 +106,13 @@ def test_one_megabyte_messages(odradek_broker: BrokerRunner) -> None:
     topic = "big"
     _create(odradek_broker, topic, 1, **{"max.message.bytes": str(3 * 1024 * 1024)})
     payloads = [bytes([i]) * (1024 * 1024) for i in range(5)]
-    _produce(
-        odradek_broker, topic, [{"value": p} for p in payloads], **{"message.max.bytes": 3 * 1024 * 1024}
-    )
+    _produce(odradek_broker, topic, [{"value": p} for p in payloads], **{"message.max.bytes": 3 * 1024 * 1024})
     got = _consume_all(
-        odradek_broker, topic, 1, 5, **{"fetch.max.bytes": 1024, "message.max.bytes": 1000, "max.partition.fetch.bytes": 1024}
+        odradek_broker,
+        topic,
+        1,
+        5,
+        **{"fetch.max.bytes": 1024, "message.max.bytes": 1000, "max.partition.fetch.bytes": 1024},
     )
     assert [m.value() for m in got] == payloads
 

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+
 from odradek.cli.dump_log import main as dump_log_main
 
 

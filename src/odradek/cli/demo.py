@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         temporary = tempfile.TemporaryDirectory(prefix="odradek-demo-")
         data_dir = Path(temporary.name)
 
-    from odradek.spark.pipeline import PipelineConfig, run_pipeline, summary
     from odradek.server.runner import BrokerRunner
+    from odradek.spark.pipeline import PipelineConfig, run_pipeline, summary
 
     config = PipelineConfig(
         output_dir=Path(args.output).resolve(),

@@ -50,9 +50,7 @@ TOPIC_CONFIGS = (
         "Maximum size of an offset or time index file; a full index rolls the segment.",
         at_least(8),
     )
-    .define(
-        "index.interval.bytes", "int", 4096, "Bytes of log between two sparse index entries.", at_least(0)
-    )
+    .define("index.interval.bytes", "int", 4096, "Bytes of log between two sparse index entries.", at_least(0))
     .define(
         "retention.ms",
         "long",
@@ -96,22 +94,14 @@ TOPIC_CONFIGS = (
         "CreateTime or LogAppendTime.",
         one_of("CreateTime", "LogAppendTime"),
     )
-    .define(
-        "min.insync.replicas", "int", 1, "Replicas that must acknowledge an acks=all produce.", at_least(1)
-    )
-    .define(
-        "unclean.leader.election.enable", "boolean", False, "Elect a leader outside the ISR as a last resort."
-    )
+    .define("min.insync.replicas", "int", 1, "Replicas that must acknowledge an acks=all produce.", at_least(1))
+    .define("unclean.leader.election.enable", "boolean", False, "Elect a leader outside the ISR as a last resort.")
     .define("preallocate", "boolean", False, "Accepted for compatibility; segments are not preallocated.")
     .define("delete.retention.ms", "long", 86400000, "Accepted for compatibility (compaction).", at_least(0))
     .define("min.compaction.lag.ms", "long", 0, "Accepted for compatibility (compaction).", at_least(0))
-    .define(
-        "max.compaction.lag.ms", "long", 2**63 - 1, "Accepted for compatibility (compaction).", at_least(1)
-    )
+    .define("max.compaction.lag.ms", "long", 2**63 - 1, "Accepted for compatibility (compaction).", at_least(1))
     .define("min.cleanable.dirty.ratio", "double", 0.5, "Accepted for compatibility (compaction).")
-    .define(
-        "message.timestamp.difference.max.ms", "long", 2**63 - 1, "Accepted for compatibility.", at_least(0)
-    )
+    .define("message.timestamp.difference.max.ms", "long", 2**63 - 1, "Accepted for compatibility.", at_least(0))
     .define("segment.jitter.ms", "long", 0, "Accepted for compatibility.", at_least(0))
 )
 
