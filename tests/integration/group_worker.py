@@ -91,10 +91,6 @@ def run_kafka_python(bootstrap: str, group: str, topic: str, assignor: str) -> N
         partition_assignment_strategy=[assignors[assignor]],
         metadata_max_age_ms=1000,
     )
-    # Fetch the topic's metadata before joining. kafka-python 3.0.12 loses a rejoin that its leader
-    # starts because topic metadata arrived after the first assignment (the rejoin flag is never
-    # set, so the in-flight join is never completed and heartbeats stay disabled).
-    consumer.partitions_for_topic(topic)
     consumer.subscribe([topic])
     last: list[int] | None = None
     while not stop:

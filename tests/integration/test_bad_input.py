@@ -204,3 +204,17 @@ def test_random_bytes_fuzz_loop(odradek_broker: BrokerRunner) -> None:
     _api_versions_ok(odradek_broker)
     _produce_some(odradek_broker, "after-fuzz", 3)
     assert _read_all(odradek_broker, "after-fuzz") == [b"good-0", b"good-1", b"good-2"]
+
+
+def test_clients_cannot_write_to_internal_topics(odradek_broker: BrokerRunner) -> None:
+    from confluent_kafka import KafkaError
+
+    consumer = Consumer({"bootstrap.servers": odradek_broker.bootstrap_servers, "group.id": "makes-offsets-topic"})
+    consumer.subscribe(["anything"])
+    consumer.poll(2)  # joining the group creates __consumer_offsets
+    consumer.close()
+    errors: list = []
+    p = Producer({"bootstrap.servers": odradek_broker.bootstrap_servers, "message.timeout.ms": 3000})
+    p.produce("__consumer_offsets", value=b"forged", partition=0, on_delivery=lambda err, msg: errors.append(err))
+    p.flush(10)
+    assert errors and errors[0] is not None and errors[0].code() == KafkaError.TOPIC_EXCEPTION

@@ -7,7 +7,8 @@ INVALID_REQUIRED_ACKS for every partition); with acks=0 no response is sent (Kaf
 connection on an error then, so the producer notices on its next request; odradek logs it and
 keeps the connection). A produce to an unknown topic auto-creates it when
 ``auto.create.topics.enable`` is set, and is answered UNKNOWN_TOPIC_OR_PARTITION meanwhile
-(retriable), as Kafka does.
+(retriable), as Kafka does. Clients may not write to internal topics (``__consumer_offsets``,
+``__transaction_state``): INVALID_TOPIC_EXCEPTION; the coordinators append to them directly.
 
 Batches are appended exactly as received (offsets stamped in); records are never decoded.
 """
@@ -19,6 +20,7 @@ import logging
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.server.metadata_cache import INTERNAL_TOPICS
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -49,6 +51,8 @@ async def handle(ctx: RequestContext) -> Any:
             log_start = -1
             if acks not in (0, 1, -1):
                 error = ErrorCode.invalid_required_acks
+            elif name in INTERNAL_TOPICS:
+                error, message = ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {name}"
             elif pdata.records is None:
                 error, message = ErrorCode.invalid_record, "no records in produce request"
             else:
