@@ -11,21 +11,18 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import (
-    AdminClient as ConfluentAdmin,
-)
+from confluent_kafka import KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
 )
 
-from odradek.client.admin import EARLIEST, LATEST, AdminClient
+from odradek.client.admin import EARLIEST, LATEST
 from odradek.client.admin import NewTopic as OwnNewTopic
 from odradek.client.cluster import TopicPartition as TP
 from odradek.client.connection import KafkaConnection, RequestBuilder
@@ -35,18 +32,15 @@ from odradek.errors import ErrorCode
 from odradek.protocol.records import Record
 from odradek.testing import BrokerRunner
 
+from .admin_support import confluent, create, error_code_of, module_broker, with_admin, with_conn
+
 T = TypeVar("T")
 ZERO = uuid.UUID(int=0)
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
-    runner = BrokerRunner(str(tmp_path_factory.mktemp("admin-broker"))).start()
-    try:
-        yield runner
-    finally:
-        _ADMINS.clear()
-        runner.stop()
+    yield from module_broker(tmp_path_factory, "admin-broker")
 
 
 def arun(coro: Awaitable[T]) -> T:
@@ -54,48 +48,6 @@ def arun(coro: Awaitable[T]) -> T:
         return await coro
 
     return asyncio.run(wrapper())
-
-
-def with_admin(broker: BrokerRunner, fn: Callable[[AdminClient], Awaitable[T]]) -> T:
-    async def go() -> T:
-        async with AdminClient(broker.bootstrap_servers) as admin:
-            return await fn(admin)
-
-    return asyncio.run(go())
-
-
-def with_conn(broker: BrokerRunner, fn: Callable[[KafkaConnection], Awaitable[T]]) -> T:
-    host, port = broker.bootstrap_servers.split(":")
-
-    async def go() -> T:
-        async with KafkaConnection(host, int(port)) as conn:
-            return await fn(conn)
-
-    return asyncio.run(go())
-
-
-_ADMINS: dict[str, ConfluentAdmin] = {}
-
-
-def confluent(broker: BrokerRunner) -> ConfluentAdmin:
-    """One AdminClient per broker, kept alive (a collected client fails its pending futures)."""
-    admin = _ADMINS.get(broker.bootstrap_servers)
-    if admin is None:
-        admin = _ADMINS[broker.bootstrap_servers] = ConfluentAdmin({"bootstrap.servers": broker.bootstrap_servers})
-    return admin
-
-
-def error_code_of(future: Any) -> int:
-    try:
-        future.result(15)
-    except KafkaException as exc:
-        return int(exc.args[0].code())
-    return 0
-
-
-def create(broker: BrokerRunner, name: str, partitions: int = 1, **config: str) -> None:
-    fs = confluent(broker).create_topics([NewTopic(name, partitions, 1, config=config)], operation_timeout=10)
-    fs[name].result(15)
 
 
 def produce(broker: BrokerRunner, topic: str, count: int, partition: int = 0) -> None:

@@ -7,25 +7,19 @@ logs see it.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import (
-    AdminClient as ConfluentAdmin,
-)
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     ConfigSource,
-    NewTopic,
     ResourceType,
 )
 
-from odradek.client.admin import AdminClient, AlterConfigOp
+from odradek.client.admin import AlterConfigOp
 from odradek.client.admin import ConfigResource as Resource
 from odradek.client.admin import NewTopic as OwnNewTopic
 from odradek.client.cluster import TopicPartition as TP
@@ -34,59 +28,14 @@ from odradek.errors import ErrorCode
 from odradek.server.apis.incremental_alter_configs import apply_operations
 from odradek.testing import BrokerRunner
 
+from .admin_support import confluent, create, error_code_of, module_broker, with_admin, with_conn
+
 T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
-    runner = BrokerRunner(str(tmp_path_factory.mktemp("config-broker"))).start()
-    try:
-        yield runner
-    finally:
-        _ADMINS.clear()
-        runner.stop()
-
-
-def with_admin(broker: BrokerRunner, fn: Callable[[AdminClient], Awaitable[T]]) -> T:
-    async def go() -> T:
-        async with AdminClient(broker.bootstrap_servers) as admin:
-            return await fn(admin)
-
-    return asyncio.run(go())
-
-
-def with_conn(broker: BrokerRunner, fn: Callable[[KafkaConnection], Awaitable[T]]) -> T:
-    host, port = broker.bootstrap_servers.split(":")
-
-    async def go() -> T:
-        async with KafkaConnection(host, int(port)) as conn:
-            return await fn(conn)
-
-    return asyncio.run(go())
-
-
-_ADMINS: dict[str, ConfluentAdmin] = {}
-
-
-def confluent(broker: BrokerRunner) -> ConfluentAdmin:
-    """One AdminClient per broker, kept alive (a collected client fails its pending futures)."""
-    admin = _ADMINS.get(broker.bootstrap_servers)
-    if admin is None:
-        admin = _ADMINS[broker.bootstrap_servers] = ConfluentAdmin({"bootstrap.servers": broker.bootstrap_servers})
-    return admin
-
-
-def error_code_of(future: Any) -> int:
-    try:
-        future.result(15)
-    except KafkaException as exc:
-        return int(exc.args[0].code())
-    return 0
-
-
-def create(broker: BrokerRunner, name: str, partitions: int = 1, **config: str) -> None:
-    fs = confluent(broker).create_topics([NewTopic(name, partitions, 1, config=config)], operation_timeout=10)
-    fs[name].result(15)
+    yield from module_broker(tmp_path_factory, "config-broker")
 
 
 # --- DescribeConfigs ---------------------------------------------------------------------------
