@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
@@ -68,17 +68,21 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Non
     await alter_topic(ctx, resource.resource_name, {c.name: c.value for c in resource.configs}, validate_only)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def answer_resources(
+    ctx: RequestContext, alter: Callable[[RequestContext, Any, bool], Awaitable[None]], api_name: str
+) -> Any:
+    """Run ``alter`` on every resource of the request and answer each with its own error code
+    (the response shape AlterConfigs and IncrementalAlterConfigs share)."""
     validate_only = bool(ctx.request.validate_only)
     responses = []
     for resource in ctx.request.resources:
         error, message = ErrorCode.none, None
         try:
-            await _alter(ctx, resource, validate_only)
+            await alter(ctx, resource, validate_only)
         except KafkaError as exc:
             error, message = exc.error_code, str(exc) or None
         except Exception as exc:
-            log.exception("AlterConfigs of %s failed", resource.resource_name)
+            log.exception("%s of %s failed", api_name, resource.resource_name)
             error, message = ErrorCode.unknown_server_error, f"unexpected error: {exc}"
         responses.append(
             ctx.make(
@@ -90,3 +94,7 @@ async def handle(ctx: RequestContext) -> Any:
             )
         )
     return ctx.response(throttle_time=datetime.timedelta(0), responses=tuple(responses))
+
+
+async def handle(ctx: RequestContext) -> Any:
+    return await answer_resources(ctx, _alter, "AlterConfigs")

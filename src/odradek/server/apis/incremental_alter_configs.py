@@ -17,12 +17,11 @@ supported). ``validate_only`` checks without writing. Runs on the broker's event
 
 from __future__ import annotations
 
-import datetime
 import logging
 from typing import Any
 
-from odradek.errors import ErrorCode, InvalidConfigError, InvalidRequestError, KafkaError
-from odradek.server.apis.alter_configs import check_resource, check_topic
+from odradek.errors import InvalidConfigError, InvalidRequestError
+from odradek.server.apis.alter_configs import answer_resources, check_resource, check_topic
 from odradek.server.apis.describe_configs import render_value
 from odradek.server.request import RequestContext
 from odradek.storage.config import TOPIC_CONFIGS
@@ -89,24 +88,4 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Non
 
 
 async def handle(ctx: RequestContext) -> Any:
-    validate_only = bool(ctx.request.validate_only)
-    responses = []
-    for resource in ctx.request.resources:
-        error, message = ErrorCode.none, None
-        try:
-            await _alter(ctx, resource, validate_only)
-        except KafkaError as exc:
-            error, message = exc.error_code, str(exc) or None
-        except Exception as exc:
-            log.exception("IncrementalAlterConfigs of %s failed", resource.resource_name)
-            error, message = ErrorCode.unknown_server_error, f"unexpected error: {exc}"
-        responses.append(
-            ctx.make(
-                "AlterConfigsResourceResponse",
-                error_code=error,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        )
-    return ctx.response(throttle_time=datetime.timedelta(0), responses=tuple(responses))
+    return await answer_resources(ctx, _alter, "IncrementalAlterConfigs")
