@@ -17,7 +17,6 @@ supported). ``validate_only`` checks without writing. Runs on the broker's event
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from odradek.errors import InvalidConfigError, InvalidRequestError
@@ -30,7 +29,6 @@ API_KEY = 44
 MIN_VERSION = 0
 MAX_VERSION = 1
 
-log = logging.getLogger(__name__)
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
