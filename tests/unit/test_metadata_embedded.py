@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -26,20 +23,7 @@ from odradek.metadata.errors import (
 from odradek.metadata.snapshot import snapshot_path
 from odradek.metadata.store import CheckVersionOp, CreateOp, DeleteOp, SessionState, SetDataOp
 
-T = TypeVar("T")
-
-
-def run(fn: Callable[[], Awaitable[T]]) -> T:
-    async def main() -> T:
-        return await fn()
-
-    return asyncio.run(main())
-
-
-async def settle() -> None:
-    """Let scheduled watch callbacks run."""
-    for _ in range(10):
-        await asyncio.sleep(0)
+from .metadata_support import run, settle
 
 
 def test_create_get_set_versions_and_delete() -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
@@ -20,19 +18,7 @@ from odradek.metadata.errors import (
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr, PartitionAssignment, TopicPartition, ZkData
 
-T = TypeVar("T")
-
-
-def run(fn: Callable[[], Awaitable[T]]) -> T:
-    async def main() -> T:
-        return await fn()
-
-    return asyncio.run(main())
-
-
-async def settle() -> None:
-    for _ in range(10):
-        await asyncio.sleep(0)
+from .metadata_support import run, settle
 
 
 def test_top_level_paths_and_cluster_id() -> None:

@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from odradek.errors import InvalidTopicError, KafkaStorageError
 from odradek.protocol.records import Record, build_batch
-from odradek.storage import LogConfig, LogManager, TopicPartition
+from odradek.storage import LogManager, TopicPartition
 from odradek.storage.checkpoint import OffsetCheckpointFile
 
-
-class Clock:
-    def __init__(self, now: int = 1_700_000_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-def config(**props: Any) -> LogConfig:
-    return LogConfig.from_props({k.replace("_", "."): str(v) for k, v in props.items()})
+from .storage_support import Clock, log_config
 
 
 def batch(n: int = 1, ts: int = 1_700_000_000_000) -> bytes:
@@ -31,7 +20,7 @@ def batch(n: int = 1, ts: int = 1_700_000_000_000) -> bytes:
 
 def test_logs_spread_over_dirs_and_reload(tmp_path: Path) -> None:
     dirs = [tmp_path / "a", tmp_path / "b"]
-    lm = LogManager(dirs, config())
+    lm = LogManager(dirs, log_config())
     lm.load_logs()
     tps = [TopicPartition("t", p) for p in range(4)] + [TopicPartition("my-topic.v2", 0)]
     for tp in tps:
@@ -42,7 +31,7 @@ def test_logs_spread_over_dirs_and_reload(tmp_path: Path) -> None:
     (tmp_path / "a" / "not-a-partition").mkdir()
     (tmp_path / "b" / "lost+found").mkdir()
     lm.shutdown()
-    lm2 = LogManager(dirs, config())
+    lm2 = LogManager(dirs, log_config())
     lm2.load_logs()
     assert sorted(log.topic_partition for log in lm2.all_logs()) == sorted(tps)
     assert lm2.get_log(TopicPartition("t", 3)) is not None
@@ -52,7 +41,7 @@ def test_logs_spread_over_dirs_and_reload(tmp_path: Path) -> None:
 
 
 def test_checkpoint_files_use_kafka_format(tmp_path: Path) -> None:
-    lm = LogManager([tmp_path], config())
+    lm = LogManager([tmp_path], log_config())
     lm.load_logs()
     log = lm.get_or_create_log(TopicPartition("orders", 2))
     log.append_as_leader(batch(5))
@@ -77,7 +66,7 @@ def test_checkpoint_file_read_and_malformed(tmp_path: Path, caplog: pytest.LogCa
 
 
 def test_log_start_offset_and_high_watermark_survive_restart(tmp_path: Path) -> None:
-    lm = LogManager([tmp_path], config(segment_bytes=400))
+    lm = LogManager([tmp_path], log_config(segment_bytes=400))
     lm.load_logs()
     tp = TopicPartition("orders", 0)
     log = lm.get_or_create_log(tp)
@@ -86,7 +75,7 @@ def test_log_start_offset_and_high_watermark_survive_restart(tmp_path: Path) -> 
     log.high_watermark = 8
     log.delete_records(5)
     lm.shutdown()
-    lm2 = LogManager([tmp_path], config(segment_bytes=400))
+    lm2 = LogManager([tmp_path], log_config(segment_bytes=400))
     lm2.load_logs()
     log2 = lm2.get_log(tp)
     assert log2 is not None
@@ -96,7 +85,7 @@ def test_log_start_offset_and_high_watermark_survive_restart(tmp_path: Path) -> 
 
 def test_cleanup_and_flush_dirty_logs(tmp_path: Path) -> None:
     clock = Clock()
-    lm = LogManager([tmp_path], config(retention_ms=1000, flush_ms=5000), time_ms=clock)
+    lm = LogManager([tmp_path], log_config(retention_ms=1000, flush_ms=5000), time_ms=clock)
     lm.load_logs()
     logs = [lm.get_or_create_log(TopicPartition("t", p)) for p in range(2)]
     for log in logs:
@@ -116,7 +105,7 @@ def test_cleanup_and_flush_dirty_logs(tmp_path: Path) -> None:
 
 
 def test_flush_messages(tmp_path: Path) -> None:
-    lm = LogManager([tmp_path], config(flush_messages=3))
+    lm = LogManager([tmp_path], log_config(flush_messages=3))
     log = lm.get_or_create_log(TopicPartition("t", 0))
     log.append_as_leader(batch(2))
     assert log.recovery_point == 0
@@ -126,7 +115,7 @@ def test_flush_messages(tmp_path: Path) -> None:
 
 
 def test_delete_log(tmp_path: Path) -> None:
-    lm = LogManager([tmp_path], config())
+    lm = LogManager([tmp_path], log_config())
     tp = TopicPartition("gone", 0)
     log = lm.get_or_create_log(tp)
     log.append_as_leader(batch())
@@ -135,7 +124,7 @@ def test_delete_log(tmp_path: Path) -> None:
     assert not (tmp_path / "gone-0").exists()
     assert not [p for p in tmp_path.iterdir() if p.is_dir()]
     (tmp_path / "old-1.abc-delete").mkdir()
-    lm2 = LogManager([tmp_path], config())
+    lm2 = LogManager([tmp_path], log_config())
     lm2.load_logs()
     assert not (tmp_path / "old-1.abc-delete").exists() and len(lm2) == 0
     lm.shutdown()
@@ -143,7 +132,7 @@ def test_delete_log(tmp_path: Path) -> None:
 
 
 def test_topic_names_are_validated(tmp_path: Path) -> None:
-    lm = LogManager([tmp_path], config())
+    lm = LogManager([tmp_path], log_config())
     for bad in ("../etc", "a/b", "", ".", "x" * 250, "sp ace"):
         with pytest.raises(InvalidTopicError):
             lm.get_or_create_log(TopicPartition(bad, 0))
@@ -155,6 +144,6 @@ def test_topic_names_are_validated(tmp_path: Path) -> None:
 def test_duplicate_partition_dirs_are_refused(tmp_path: Path) -> None:
     for d in ("a", "b"):
         (tmp_path / d / "t-0").mkdir(parents=True)
-    lm = LogManager([tmp_path / "a", tmp_path / "b"], config())
+    lm = LogManager([tmp_path / "a", tmp_path / "b"], log_config())
     with pytest.raises(KafkaStorageError, match="Duplicate"):
         lm.load_logs()

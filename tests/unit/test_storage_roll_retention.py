@@ -11,18 +11,11 @@ from odradek.errors import OffsetOutOfRangeError
 from odradek.protocol.records import Record, build_batch
 from odradek.storage import Log, LogConfig
 
-
-class Clock:
-    def __init__(self, now: int = 1_700_000_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
+from .storage_support import Clock, log_config
 
 
 def make_log(path: Path, clock: Clock | None = None, **props: Any) -> Log:
-    config = LogConfig.from_props({k.replace("_", "."): str(v) for k, v in props.items()})
-    return Log(path / "events-0", config, time_ms=clock or Clock())
+    return Log(path / "events-0", log_config(**props), time_ms=clock or Clock())
 
 
 def batch(n: int = 1, value_size: int = 100, ts: int = 1_700_000_000_000) -> bytes:

@@ -31,7 +31,7 @@ from odradek.protocol.records import (
     iter_batches,
     timestamp_type_name,
 )
-from odradek.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
+from odradek.storage.index import AbstractIndex, CorruptIndexError, OffsetIndex, TimeIndex
 from odradek.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX
 
 __all__ = ["DumpResult", "dump_files", "dump_index", "dump_log", "dump_time_index"]
@@ -169,6 +169,26 @@ def _header_at(view: memoryview, position: int) -> BatchHeader | None:
     return None
 
 
+def _ready_to_verify(index: AbstractIndex, path: Path, log_path: Path, out: DumpResult, *, sanity_only: bool) -> bool:
+    """Run ``index``'s sanity check into ``out``; True when its entries should then be checked against the log."""
+    try:
+        index.sanity_check()
+    except CorruptIndexError as exc:
+        out.errors.append(f"{path} failed sanity check: {exc}")
+        out.failed = True
+        if sanity_only:
+            return False
+    else:
+        if sanity_only:
+            out.lines.append(f"{path} passed sanity check.")
+            return False
+    if not log_path.exists():
+        out.errors.append(f"Log file {log_path} not found: cannot verify {path}")
+        out.failed = True
+        return False
+    return True
+
+
 def dump_index(path: str | Path, *, verify_only: bool = False, sanity_only: bool = False) -> DumpResult:
     """``offset: O position: P`` per entry of an ``.index``; mismatches with the log are errors."""
     path = Path(path)
@@ -179,20 +199,7 @@ def dump_index(path: str | Path, *, verify_only: bool = False, sanity_only: bool
         if index.entries == 0:
             out.lines.append(f"{path} is empty.")
             return out
-        try:
-            index.sanity_check()
-        except CorruptIndexError as exc:
-            out.errors.append(f"{path} failed sanity check: {exc}")
-            out.failed = True
-            if sanity_only:
-                return out
-        else:
-            if sanity_only:
-                out.lines.append(f"{path} passed sanity check.")
-                return out
-        if not log_path.exists():
-            out.errors.append(f"Log file {log_path} not found: cannot verify {path}")
-            out.failed = True
+        if not _ready_to_verify(index, path, log_path, out, sanity_only=sanity_only):
             return out
         mismatches: list[tuple[int, int]] = []
         with _mapped(log_path) as view:
@@ -223,20 +230,7 @@ def dump_time_index(path: str | Path, *, verify_only: bool = False, sanity_only:
     tindex = TimeIndex(path, base, writable=False)
     oindex = OffsetIndex(index_path, base, writable=False) if index_path.exists() else None
     try:
-        try:
-            tindex.sanity_check()
-        except CorruptIndexError as exc:
-            out.errors.append(f"{path} failed sanity check: {exc}")
-            out.failed = True
-            if sanity_only:
-                return out
-        else:
-            if sanity_only:
-                out.lines.append(f"{path} passed sanity check.")
-                return out
-        if not log_path.exists():
-            out.errors.append(f"Log file {log_path} not found: cannot verify {path}")
-            out.failed = True
+        if not _ready_to_verify(tindex, path, log_path, out, sanity_only=sanity_only):
             return out
         not_found: list[tuple[int, int]] = []
         mismatches: list[tuple[int, int]] = []
