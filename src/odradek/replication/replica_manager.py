@@ -24,7 +24,6 @@ from odradek.errors import (
     InvalidRequestError,
     KafkaError,
     NotEnoughReplicasError,
-    NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
 from odradek.replication.partition import Partition, PartitionState
@@ -275,7 +274,3 @@ class ReplicaManager:
     def shutdown(self) -> None:
         for partition in self.partitions.values():
             partition.wake_waiters()
-
-
-def not_leader(tp: TopicPartition) -> NotLeaderOrFollowerError:
-    return NotLeaderOrFollowerError(f"not the leader of {tp.topic}-{tp.partition}")

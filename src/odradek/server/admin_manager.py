@@ -32,7 +32,6 @@ from odradek.errors import (
     InvalidRequestError,
     InvalidTopicError,
     KafkaError,
-    PolicyViolationError,
     TopicDeletionDisabledError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -287,7 +286,3 @@ class AdminManager:
                 return False
             await asyncio.sleep(0.005)
         return True
-
-
-def policy_violation(message: str) -> PolicyViolationError:
-    return PolicyViolationError(message)

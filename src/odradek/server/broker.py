@@ -23,7 +23,6 @@ import contextlib
 import logging
 import os
 import time
-import uuid
 from typing import Any
 
 from odradek.controller.channel import (
@@ -340,10 +339,3 @@ class Broker:
         if request.delete_partitions:
             for topic in {tp.topic for tp in request.partitions}:
                 self.topic_overrides.pop(topic, None)
-
-
-def new_cluster_id() -> str:
-    """A Kafka-style cluster id: 16 random bytes, URL-safe base64 without padding."""
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
