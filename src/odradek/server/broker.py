@@ -111,7 +111,9 @@ class Broker:
         await self.zk.create_top_level_paths()
         self.cluster_id = await self.zk.get_or_create_cluster_id()
         self._check_meta_properties()
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.log_config_for)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, self.log_config_for, io_threads=int(self.config["num.io.threads"])
+        )
         await self._bind_listeners()
         LOCAL_BROKERS[(self.cluster_id, self.broker_id)] = self
         self._watches.append(self.store.watch_children("/config/changes", self._on_config_change))  # type: ignore[union-attr]

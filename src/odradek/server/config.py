@@ -146,7 +146,13 @@ BROKER_CONFIGS = (
     .define("socket.send.buffer.bytes", "int", 102400, "SO_SNDBUF of client sockets; -1 for the OS default.")
     .define("socket.receive.buffer.bytes", "int", 102400, "SO_RCVBUF of client sockets; -1 for the OS default.")
     .define("num.network.threads", "int", 3, "Accepted for compatibility; one event loop serves all sockets.")
-    .define("num.io.threads", "int", 8, "Accepted for compatibility.")
+    .define(
+        "num.io.threads",
+        "int",
+        8,
+        "I/O threads that write produced payloads of 256 KiB or more to the page cache.",
+        at_least(1),
+    )
     .define(
         "queued.max.requests",
         "int",

@@ -1,17 +1,26 @@
 """The ``.log`` file of a segment (Kafka's ``FileRecords``): record batches back to back.
 
-Owns one file descriptor and the file's logical size. Appends are a single ``pwrite`` at the known
-end (cut back to the previous size if it fails); reads are ``pread``. Batch headers are scanned
+Owns one file descriptor and the file's logical size (:attr:`FileRecords.size`: what readers may
+see). An append is two steps: :meth:`FileRecords.write_at` puts the bytes at the logical end with
+``pwritev`` (cut back if it fails), then :meth:`FileRecords.commit_append` moves the logical size
+over them; :meth:`FileRecords.append` does both. Reads are ``pread``. Batch headers are scanned
 without decoding records (:meth:`FileRecords.scan_batches`); :meth:`FileRecords.checked_batches`
 adds the CRC-32C check used by recovery.
 
-Not thread-safe: used from the broker's event-loop thread, through ``LogSegment``.
+Threading: every method runs on the broker's event-loop thread, through ``LogSegment``, except
+:meth:`FileRecords.write_at`, which an I/O thread may run while the loop goes on (one write at a
+time per file; the log serializes its appends). It holds the file's I/O lock, which
+``truncate_to``, ``close`` and ``delete`` also take, so the descriptor cannot be closed or the
+file cut under a write. Bytes written but not committed are invisible to readers; a commit that
+finds the file changed meanwhile (truncated or closed) cuts them off and fails, and ``close``
+trims them too, so they never outlive the append that wrote them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from crc32c import crc32c
@@ -32,6 +41,7 @@ __all__ = ["CheckedBatches", "FileRecords"]
 
 _SCAN_BLOCK = 16 * 1024
 _CHECK_CHUNK = 8 * 1024 * 1024
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024)
 
 
 class FileRecords:
@@ -42,6 +52,7 @@ class FileRecords:
         flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC if create else os.O_RDWR
         self._fd = os.open(self.path, flags, 0o644)
         self._size = os.fstat(self._fd).st_size
+        self._io_lock = threading.Lock()
 
     @property
     def size(self) -> int:
@@ -64,26 +75,53 @@ class FileRecords:
             raise KafkaStorageError(f"log file {self.path} is closed")
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
-        """Write ``data`` at the end; return the position it was written at.
+        """Write ``data`` at the end and commit it; return the position it was written at.
 
         Raises KafkaStorageError on I/O failure, after cutting the file back to its previous size.
         """
-        self._check_open()
         position = self._size
-        with memoryview(data) as view:
-            total = view.nbytes
-            written = 0
+        self.write_at((data,), position)
+        self.commit_append(position, memoryview(data).nbytes)
+        return position
+
+    def write_at(self, chunks: Sequence[bytes | bytearray | memoryview], position: int) -> int:
+        """Write ``chunks`` back to back at ``position`` (the logical end); return the byte count.
+
+        Any thread. Nothing becomes visible until :meth:`commit_append`. Raises KafkaStorageError
+        when the file is closed or on I/O failure (after cutting the file back to ``position``).
+        """
+        with self._io_lock:
+            self._check_open()
+            views = [memoryview(c).cast("B") for c in chunks]
+            total = sum(v.nbytes for v in views)
             try:
-                while written < total:
-                    written += os.pwrite(self._fd, view[written:], position + written)
+                _pwritev_all(self._fd, views, position)
             except OSError as exc:
                 try:
                     os.ftruncate(self._fd, position)
                 except OSError:
                     pass
                 raise KafkaStorageError(f"error appending to {self.path}: {exc}") from exc
-        self._size = position + total
-        return position
+            return total
+
+    def commit_append(self, position: int, size: int) -> None:
+        """Make ``size`` bytes written at ``position`` by :meth:`write_at` part of the file.
+
+        Raises KafkaStorageError, and cuts the written bytes off, when the file was closed or its
+        logical end moved (truncated) since the write started.
+        """
+        if self._size != position or self._fd < 0:
+            with self._io_lock:
+                if self._fd >= 0:
+                    try:
+                        os.ftruncate(self._fd, self._size)
+                    except OSError:
+                        pass
+            raise KafkaStorageError(
+                f"{self.path} was {'closed' if self._fd < 0 else 'truncated'} while {size} bytes were appended "
+                f"at position {position}; the append is discarded"
+            )
+        self._size = position + size
 
     def read_at(self, position: int, size: int) -> bytes:
         """``size`` bytes at ``position`` (fewer at the end of the file)."""
@@ -147,15 +185,16 @@ class FileRecords:
         return CheckedBatches(self._fd, os.fstat(self._fd).st_size)
 
     def truncate_to(self, position: int) -> int:
-        """Cut the file at ``position``; return the bytes removed."""
-        self._check_open()
-        removed = os.fstat(self._fd).st_size - position
-        try:
-            os.ftruncate(self._fd, position)
-        except OSError as exc:
-            raise KafkaStorageError(f"error truncating {self.path}: {exc}") from exc
-        self._size = position
-        return max(removed, 0)
+        """Cut the file at ``position``; return the bytes removed. Waits for a write in progress."""
+        with self._io_lock:
+            self._check_open()
+            removed = os.fstat(self._fd).st_size - position
+            try:
+                os.ftruncate(self._fd, position)
+            except OSError as exc:
+                raise KafkaStorageError(f"error truncating {self.path}: {exc}") from exc
+            self._size = position
+            return max(removed, 0)
 
     def flush(self) -> None:
         self._check_open()
@@ -165,13 +204,39 @@ class FileRecords:
             raise KafkaStorageError(f"error flushing {self.path}: {exc}") from exc
 
     def close(self) -> None:
-        if self._fd >= 0:
+        """Close the file, first cutting off bytes written but never committed. Waits for a write."""
+        with self._io_lock:
+            if self._fd < 0:
+                return
+            try:
+                if os.fstat(self._fd).st_size > self._size:
+                    os.ftruncate(self._fd, self._size)
+            except OSError:
+                pass
             os.close(self._fd)
             self._fd = -1
 
     def delete(self) -> None:
         self.close()
         self.path.unlink(missing_ok=True)
+
+
+def _pwritev_all(fd: int, views: list[memoryview], position: int) -> None:
+    """``pwritev`` every byte of ``views`` at ``position``, in groups of at most IOV_MAX buffers."""
+    pending = [v for v in views if v.nbytes]
+    while pending:
+        group = pending[:_IOV_MAX]
+        written = os.pwritev(fd, group, position)
+        if written <= 0:
+            raise OSError(f"pwritev wrote nothing at position {position}")
+        position += written
+        done = 0
+        while done < len(group) and written >= group[done].nbytes:
+            written -= group[done].nbytes
+            done += 1
+        pending = pending[done:]
+        if written:
+            pending[0] = pending[0][written:]
 
 
 class CheckedBatches:

@@ -11,37 +11,41 @@ sets it to the log end offset after each append) and is persisted only through t
 ``replication-offset-checkpoint`` written by ``LogManager.checkpoint``. The recovery point is the
 offset below which everything has been fsynced.
 
-Hot paths never touch records: an append validates batch headers and CRCs, copies the payload
-once into a ``bytearray`` to stamp base offsets and the leader epoch, and writes it with one
-``pwrite``; a read locates the batch through the segment and offset index and returns a byte range
-of whole stored batches.
+Hot paths never touch records: an append validates batch headers and CRCs and writes the
+producer's bytes with one ``pwritev``, new base offsets and leader epoch in front of each batch
+(:mod:`odradek.storage.append`); a read locates the batch through the segment and offset index
+and returns a byte range of whole stored batches.
 
 Crash policy: see :mod:`odradek.storage.log_loader` (recovery at open) and ``flush``. Flushing
 follows ``flush.messages``/``flush.ms`` (default: never fsync explicitly, leave it to the OS);
 segments are fsynced after a roll when ``flush_pending_rolls`` runs (the log manager's periodic
 flush), which advances the recovery point.
 
-Threading: not thread-safe. Every method is synchronous and must be called from the broker's
-asyncio event-loop thread.
+Threading: not thread-safe. Every method must be called from the broker's asyncio event-loop
+thread. :meth:`Log.append_as_leader_async` hands the write of a large payload to an I/O thread
+(Kafka's request handler threads) and commits it on the loop; the log's other methods stay
+synchronous and see the log as it was until the commit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import logging
 import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Literal
 
-from odradek.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
-from odradek.protocol.records import (
-    CONTROL_FLAG_MASK,
-    LOG_OVERHEAD,
-    set_log_append_time,
-    stamp_base_offset,
-    validate_batches,
+from odradek.errors import KafkaStorageError, OffsetOutOfRangeError
+from odradek.protocol.records import BatchHeader
+from odradek.storage.append import (
+    PreparedAppend,
+    check_follower_batches,
+    check_leader_batches,
+    prepare_leader_append,
 )
 from odradek.storage.checkpoint import fsync_dir
 from odradek.storage.config import LogConfig
@@ -55,7 +59,7 @@ from odradek.storage.retention import (
     retention_ms_breached,
     retention_size_breached,
 )
-from odradek.storage.segment import BatchMeta, LogSegment
+from odradek.storage.segment import LogSegment
 from odradek.storage.topic_partition import TopicPartition, parse_topic_partition_dir
 
 __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "Log", "wall_clock_ms"]
@@ -63,7 +67,6 @@ __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "Log", "wa
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
-_INT32_MAX = 2**31 - 1
 
 logger = logging.getLogger("odradek.storage.log")
 
@@ -122,6 +125,8 @@ class Log:
         self._pending_flush_offset: int | None = None
         self._dir_dirty = False
         self._closed = False
+        self._append_lock = asyncio.Lock()
+        self._write_in_progress = False
         logger.debug(
             "%s Loaded %d segment(s): start offset %d, end offset %d",
             self._ident,
@@ -207,128 +212,107 @@ class Log:
     ) -> LogAppendInfo:
         """Validate, assign offsets from the log end offset, and append a produce payload.
 
-        Per batch: header and CRC valid (CorruptRecordError/InvalidRecordError), at most
-        ``max.message.bytes`` (RecordTooLargeError), at least one record, and no control batch from
-        a client (InvalidRecordError). Base offsets and ``leader_epoch`` are stamped into one copy
-        of the payload; LogAppendTime topics also get the broker time. Nothing is written unless
-        every batch is valid. An empty payload appends nothing (offsets -1 in the result).
+        Checks of :func:`odradek.storage.append.check_leader_batches` (CorruptRecordError,
+        InvalidRecordError, RecordTooLargeError); nothing is written unless every batch is valid.
+        Base offsets and ``leader_epoch`` are written over the batches' first bytes as they go to
+        the file; LogAppendTime topics also get the broker time. An empty payload appends nothing
+        (offsets -1 in the result). Raises KafkaStorageError while an asynchronous append is in
+        progress (the appends of one log are serialized by :meth:`append_as_leader_async`).
         """
         self._check_open()
-        headers = validate_batches(records)
+        headers = check_leader_batches(records, self._config.max_message_bytes, origin)
         if not headers:
             return self._empty_info()
-        max_bytes = self._config.max_message_bytes
-        pos = 0
-        for h in headers:
-            size = h.batch_length + LOG_OVERHEAD
-            if size > max_bytes:
-                raise RecordTooLargeError(
-                    f"record batch of {size} bytes at position {pos} is larger than "
-                    f"max.message.bytes={max_bytes} of {self._tp}"
-                )
-            if h.records_count == 0:
-                raise InvalidRecordError(f"record batch at position {pos} has no records")
-            if h.attributes & CONTROL_FLAG_MASK and origin == "client":
-                raise InvalidRecordError(f"clients may not write control batches (position {pos})")
-            pos += size
-        buf = bytearray(records)
-        now = self._time_ms()
-        log_append_time = self._config.message_timestamp_type == "LogAppendTime"
-        offset = self._log_end_offset
-        first_offset = offset
-        metas: list[BatchMeta] = []
-        max_ts, offset_of_max, count = -1, -1, 0
-        pos = 0
-        for h in headers:
-            size = h.batch_length + LOG_OVERHEAD
-            stamp_base_offset(buf, pos, offset, leader_epoch)
-            last = offset + h.last_offset_delta
-            ts = h.max_timestamp
-            if log_append_time:
-                set_log_append_time(buf, pos, now)
-                ts = now
-            if ts > max_ts:
-                max_ts, offset_of_max = ts, last
-            metas.append((pos, last, ts, size))
-            count += h.records_count
-            offset = last + 1
-            pos += size
-        self._append(buf, metas, first_offset, offset - 1, max_ts)
-        return LogAppendInfo(
-            first_offset=first_offset,
-            last_offset=offset - 1,
-            max_timestamp=max_ts,
-            offset_of_max_timestamp=offset_of_max,
-            log_append_time=now if log_append_time else -1,
-            log_start_offset=self._log_start_offset,
-            records_count=count,
-            valid_bytes=pos,
-        )
+        if self._append_lock.locked():
+            raise KafkaStorageError(f"{self._tp}: an asynchronous append is in progress")
+        prepared = self._prepare_leader_append(records, headers, leader_epoch)
+        segment, position = self._segment_for(prepared)
+        segment.log.write_at(prepared.chunks, position)
+        return self._commit(segment, position, prepared)
+
+    async def append_as_leader_async(
+        self,
+        records: bytes | bytearray | memoryview,
+        leader_epoch: int = 0,
+        *,
+        executor: Executor | None = None,
+        executor_min_bytes: int = 0,
+    ) -> LogAppendInfo:
+        """:meth:`append_as_leader` for clients, writing payloads of ``executor_min_bytes`` or more
+        on ``executor`` (an I/O thread) while the event loop goes on.
+
+        Appends to one log are serialized (an asyncio lock held from offset assignment to commit),
+        so offsets are assigned in arrival order. While the bytes are written, readers see the log
+        as it was; the log end offset moves only when the write is committed. A log closed,
+        truncated or deleted meanwhile fails the append with KafkaStorageError and keeps none of
+        its bytes. Retention leaves the active segment alone while a write is in progress.
+        ``records`` must stay unchanged until this returns.
+        """
+        self._check_open()
+        headers = check_leader_batches(records, self._config.max_message_bytes, "client")
+        if not headers:
+            return self._empty_info()
+        async with self._append_lock:
+            self._check_open()
+            prepared = self._prepare_leader_append(records, headers, leader_epoch)
+            segment, position = self._segment_for(prepared)
+            if executor is None or prepared.size < executor_min_bytes:
+                segment.log.write_at(prepared.chunks, position)
+            else:
+                self._write_in_progress = True
+                try:
+                    loop = asyncio.get_running_loop()
+                    await loop.run_in_executor(executor, segment.log.write_at, prepared.chunks, position)
+                finally:
+                    self._write_in_progress = False
+            return self._commit(segment, position, prepared)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches that already carry their offsets (replication), stored as given.
 
-        The first base offset must be >= the log end offset and offsets must increase from batch
-        to batch (InvalidRecordError otherwise); headers and CRCs are validated as for a leader.
-        An empty payload appends nothing.
+        Checks of :func:`odradek.storage.append.check_follower_batches` (offsets at or above the
+        log end offset and increasing, headers, CRCs, sizes). An empty payload appends nothing.
         """
         self._check_open()
-        headers = validate_batches(records)
-        if not headers:
+        prepared = check_follower_batches(records, self._log_end_offset, self._config.max_message_bytes, self._tp)
+        if prepared is None:
             return self._empty_info()
-        max_bytes = self._config.max_message_bytes
-        expected = self._log_end_offset
-        metas: list[BatchMeta] = []
-        max_ts, offset_of_max, count, pos = -1, -1, 0, 0
-        for h in headers:
-            size = h.batch_length + LOG_OVERHEAD
-            if size > max_bytes:
-                raise RecordTooLargeError(
-                    f"record batch of {size} bytes at position {pos} is larger than max.message.bytes={max_bytes}"
-                )
-            if h.base_offset < expected:
-                raise InvalidRecordError(
-                    f"out of order offsets appending to {self._tp}: batch at position {pos} starts at "
-                    f"{h.base_offset}, expected at least {expected}"
-                )
-            last = h.base_offset + h.last_offset_delta
-            if h.max_timestamp > max_ts:
-                max_ts, offset_of_max = h.max_timestamp, last
-            metas.append((pos, last, h.max_timestamp, size))
-            count += h.records_count
-            expected = last + 1
-            pos += size
-        first_offset = headers[0].base_offset
-        if expected - 1 - first_offset > _INT32_MAX:
-            raise InvalidRecordError(f"offsets {first_offset}..{expected - 1} span more than one segment can hold")
-        self._append(records, metas, first_offset, expected - 1, max_ts)
-        return LogAppendInfo(
-            first_offset=first_offset,
-            last_offset=expected - 1,
-            max_timestamp=max_ts,
-            offset_of_max_timestamp=offset_of_max,
-            log_append_time=-1,
-            log_start_offset=self._log_start_offset,
-            records_count=count,
-            valid_bytes=pos,
-        )
+        if self._append_lock.locked():
+            raise KafkaStorageError(f"{self._tp}: an asynchronous append is in progress")
+        segment, position = self._segment_for(prepared)
+        segment.log.write_at(prepared.chunks, position)
+        return self._commit(segment, position, prepared)
+
+    def _prepare_leader_append(
+        self, records: bytes | bytearray | memoryview, headers: list[BatchHeader], leader_epoch: int
+    ) -> PreparedAppend:
+        append_time = self._time_ms() if self._config.message_timestamp_type == "LogAppendTime" else None
+        return prepare_leader_append(records, headers, self._log_end_offset, leader_epoch, append_time)
 
     def _empty_info(self) -> LogAppendInfo:
         return LogAppendInfo(-1, -1, -1, -1, -1, self._log_start_offset, 0, 0)
 
-    def _append(
-        self,
-        buf: bytes | bytearray | memoryview,
-        metas: list[BatchMeta],
-        first_offset: int,
-        last_offset: int,
-        max_ts: int,
-    ) -> None:
-        segment = self.maybe_roll(len(buf), max_ts, last_offset, first_offset)
-        segment.append(buf, metas)
-        self._log_end_offset = last_offset + 1
+    def _segment_for(self, p: PreparedAppend) -> tuple[LogSegment, int]:
+        """The segment ``p`` goes to (rolling first if needed) and the position it starts at."""
+        segment = self.maybe_roll(p.size, p.max_timestamp, p.last_offset, p.first_offset)
+        return segment, segment.begin_append()
+
+    def _commit(self, segment: LogSegment, position: int, p: PreparedAppend) -> LogAppendInfo:
+        """Commit ``p``, written at ``position`` of ``segment``, and move the log end offset."""
+        segment.commit_append(position, p.size, p.metas)
+        self._log_end_offset = p.last_offset + 1
         if self.unflushed_messages >= self._config.flush_messages:
             self.flush()
+        return LogAppendInfo(
+            first_offset=p.first_offset,
+            last_offset=p.last_offset,
+            max_timestamp=p.max_timestamp,
+            offset_of_max_timestamp=p.offset_of_max_timestamp,
+            log_append_time=p.log_append_time,
+            log_start_offset=self._log_start_offset,
+            records_count=p.records_count,
+            valid_bytes=p.size,
+        )
 
     # --- rolling ------------------------------------------------------------------------------
 
@@ -511,6 +495,8 @@ class Log:
         deletable = deletable_segments(
             self._segments, predicate, high_watermark=self._high_watermark, log_end_offset=self._log_end_offset
         )
+        if self._write_in_progress and deletable and deletable[-1] is self._segments[-1]:
+            deletable = deletable[:-1]  # the active segment is being written to: next time
         if not deletable:
             return 0
         if len(deletable) == len(self._segments):

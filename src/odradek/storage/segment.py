@@ -15,12 +15,13 @@ never decodes records on its append and read paths: it reads batch headers only
 (:meth:`scan_batches`), except :meth:`find_offset_by_timestamp` which decodes the one batch
 holding the answer.
 
-Crash policy: appends are a single ``pwrite`` at the known end; if it fails the file is cut back to
+Crash policy: appends are one ``pwritev`` at the known end; if it fails the file is cut back to
 the previous size. A torn tail left by a crash is found by :meth:`recover` (CRC-checked scan),
 which cuts it off and rebuilds both indexes. Indexes of a segment that is not active are opened
 lazily and trimmed to their valid size when the segment is rolled or closed.
 
-Not thread-safe: called from the broker's event-loop thread only, through ``Log``.
+Not thread-safe: called from the broker's event-loop thread only, through ``Log`` (an I/O thread
+may run ``self.log.write_at`` for an append the log then commits here).
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ class LogSegment:
     # --- append -------------------------------------------------------------------------------
 
     def append(self, records: bytes | bytearray | memoryview, batches: Sequence[BatchMeta]) -> None:
-        """Write ``records`` at the end with one ``pwrite`` and index the batches.
+        """Write ``records`` at the end and index the batches (``write_at`` + :meth:`commit_append`).
 
         ``batches`` describes each batch of ``records`` in order. The caller guarantees offsets
         are increasing, above the previous content, and fit as relative offsets.
@@ -191,8 +192,25 @@ class LogSegment:
         """
         if not batches:
             return
+        position = self.begin_append()
+        size = self.log.write_at((records,), position)
+        self.commit_append(position, size, batches)
+
+    def begin_append(self) -> int:
+        """The position the next append starts at (loads the segment's max timestamp first)."""
         self._ensure_max_timestamp()
-        physical = self.log.append(records)
+        return self.log.size
+
+    def commit_append(self, position: int, size: int, batches: Sequence[BatchMeta]) -> None:
+        """Commit ``size`` bytes that ``self.log.write_at`` wrote at :meth:`begin_append`'s position.
+
+        ``batches`` as for :meth:`append` (positions relative to ``position``). Raises
+        KafkaStorageError, indexing nothing, when the file changed since the write started.
+        """
+        self.log.commit_append(position, size)
+        if not batches:
+            return
+        physical = position
         if physical == 0:
             self._rolling_based_timestamp = max(b[2] for b in batches)
         index = self.offset_index

@@ -57,7 +57,9 @@ async def handle(ctx: RequestContext) -> Any:
                 error, message = ErrorCode.invalid_record, "no records in produce request"
             else:
                 try:
-                    info = replica_manager.append_records(TopicPartition(name, pdata.index), pdata.records, acks)
+                    info = await replica_manager.append_produced_records(
+                        TopicPartition(name, pdata.index), pdata.records, acks
+                    )
                     base_offset = info.first_offset
                     log_start = info.log_start_offset
                     if info.log_append_time >= 0:
