@@ -77,7 +77,10 @@ class Broker:
         self.admin = AdminManager(self)
         self.handler = RequestHandler(self)
         self.socket_server = SocketServer(
-            self.handler, config["socket.request.max.bytes"], config["queued.max.requests"]
+            self.handler,
+            config["socket.request.max.bytes"],
+            config["queued.max.requests"],
+            (config["socket.send.buffer.bytes"], config["socket.receive.buffer.bytes"]),
         )
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]

@@ -144,7 +144,13 @@ BROKER_CONFIGS = (
         at_least(1),
     )
     .define("socket.send.buffer.bytes", "int", 102400, "SO_SNDBUF of client sockets; -1 for the OS default.")
-    .define("socket.receive.buffer.bytes", "int", 102400, "SO_RCVBUF of client sockets; -1 for the OS default.")
+    .define(
+        "socket.receive.buffer.bytes",
+        "int",
+        -1,
+        "SO_RCVBUF of client sockets; -1 for the OS default (autotuned). Kafka's default is 102400; "
+        "on loopback that cut raw produce from about 950 to 550-735 MB/s.",
+    )
     .define("num.network.threads", "int", 3, "Accepted for compatibility; one event loop serves all sockets.")
     .define(
         "num.io.threads",

@@ -42,8 +42,18 @@ class CloseConnection(Exception):
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
-    def __init__(self, handler: RequestHandler, max_request_bytes: int, queued_max_requests: int) -> None:
+    """One client connection. ``socket_buffers`` is (SO_SNDBUF, SO_RCVBUF); -1 keeps the OS's
+    default (autotuned) size."""
+
+    def __init__(
+        self,
+        handler: RequestHandler,
+        max_request_bytes: int,
+        queued_max_requests: int,
+        socket_buffers: tuple[int, int] = (-1, -1),
+    ) -> None:
         self.handler = handler
+        self.socket_buffers = socket_buffers
         self.frames = FrameBuffer(max_request_bytes)
         self.queued_max_requests = queued_max_requests
         self.connection_id = f"conn-{next(_ids)}"
@@ -66,10 +76,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         sock = transport.get_extra_info("socket")
         if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
+            options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+            for name, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self.socket_buffers, strict=True):
+                if size > 0:
+                    options.append((socket.SOL_SOCKET, name, size))
+            for level, name, value in options:
+                try:
+                    sock.setsockopt(level, name, value)
+                except OSError as exc:
+                    log.warning("cannot set socket option %s=%s for %s: %s", name, value, self.peer, exc)
         transport.set_write_buffer_limits(high=4 * 1024 * 1024)
         self._worker = asyncio.get_running_loop().create_task(self._work(), name=self.connection_id)
         self.handler.connections.add(self)
@@ -176,16 +191,25 @@ class KafkaConnection(asyncio.BufferedProtocol):
 class SocketServer:
     """Listens on the configured listeners; ``start`` returns the bound (host, port) per listener."""
 
-    def __init__(self, handler: RequestHandler, max_request_bytes: int, queued_max_requests: int) -> None:
+    def __init__(
+        self,
+        handler: RequestHandler,
+        max_request_bytes: int,
+        queued_max_requests: int,
+        socket_buffers: tuple[int, int] = (-1, -1),
+    ) -> None:
         self.handler = handler
         self.max_request_bytes = max_request_bytes
         self.queued_max_requests = queued_max_requests
+        self.socket_buffers = socket_buffers
         self.servers: list[asyncio.Server] = []
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
-            lambda: KafkaConnection(self.handler, self.max_request_bytes, self.queued_max_requests),
+            lambda: KafkaConnection(
+                self.handler, self.max_request_bytes, self.queued_max_requests, self.socket_buffers
+            ),
             host=host or None,
             port=port,
             reuse_address=True,
