@@ -25,7 +25,7 @@ import itertools
 import logging
 import os
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.protocol.frames import FrameBuffer, FrameError
 
@@ -70,8 +70,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # --- asyncio.Protocol ----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport (uvloop's is not a subclass of asyncio.Transport, hence no isinstance)
+        self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         sock = transport.get_extra_info("socket")
@@ -85,7 +85,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     sock.setsockopt(level, name, value)
                 except OSError as exc:
                     log.warning("cannot set socket option %s=%s for %s: %s", name, value, self.peer, exc)
-        transport.set_write_buffer_limits(high=4 * 1024 * 1024)
+        self.transport.set_write_buffer_limits(high=4 * 1024 * 1024)
         self._worker = asyncio.get_running_loop().create_task(self._work(), name=self.connection_id)
         self.handler.connections.add(self)
 
@@ -152,10 +152,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.close()
                 return
             if response is not None and self.transport is not None and not self._closed:
-                if isinstance(response, list):
-                    await self._write_parts(response)
-                else:
-                    self.transport.write(response)
+                try:
+                    if isinstance(response, list):
+                        await self._write_parts(response)
+                    else:
+                        self.transport.write(response)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # e.g. a segment file that cannot be read: this response is lost
+                    log.exception("cannot send a response to %s; closing the connection", self.peer)
+                    self.close()
+                    return
                 if not self._writable.is_set():
                     await self._writable.wait()
 
@@ -176,7 +183,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 transport.writelines(pending)
                 pending = []
             with os.fdopen(fd, "rb", buffering=0) as f:
-                await asyncio.get_running_loop().sendfile(transport, f, part.position, part.size)
+                try:
+                    await asyncio.get_running_loop().sendfile(transport, f, part.position, part.size)
+                except NotImplementedError:  # an event loop without sendfile (uvloop): read, then write
+                    transport.write(os.pread(f.fileno(), part.size, part.position))
             if self._closed:
                 return
         if pending:

@@ -1,10 +1,16 @@
-"""``socket.send.buffer.bytes`` / ``socket.receive.buffer.bytes`` reach the accepted sockets."""
+"""Connections: socket buffer sizes reach the accepted sockets; fetches work on an event loop
+without ``sendfile`` (large partition data is then read and written)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
+import uuid
 from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from odradek.testing import BrokerRunner
 
@@ -44,3 +50,41 @@ def test_minus_one_keeps_the_os_default(odradek_broker_factory: Callable[..., Br
         sock = _server_socket(broker)
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == 2 * 102400  # Kafka's default
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= default_rcvbuf
+
+
+class _NoSendfileLoop(asyncio.SelectorEventLoop):
+    """An event loop whose ``sendfile`` is not implemented (as uvloop's)."""
+
+    async def sendfile(self, *args: Any, **kwargs: Any) -> int:
+        raise NotImplementedError
+
+
+class _NoSendfilePolicy(asyncio.DefaultEventLoopPolicy):
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        return _NoSendfileLoop()
+
+
+def test_fetch_on_a_loop_without_sendfile(odradek_broker_factory: Callable[..., BrokerRunner]) -> None:
+    previous = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(_NoSendfilePolicy())
+    try:
+        broker = odradek_broker_factory()
+    finally:
+        asyncio.set_event_loop_policy(previous)
+    assert isinstance(broker.loop, _NoSendfileLoop)
+    topic = f"nosendfile-{uuid.uuid4().hex[:8]}"
+    values = [f"{i}:".encode().ljust(1024, b"v") for i in range(400)]  # 400 KiB: fetched as file slices
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 50})
+    for value in values:
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"g-{uuid.uuid4()}"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got: list[bytes] = []
+    deadline = time.time() + 30
+    while len(got) < len(values) and time.time() < deadline:
+        for msg in consumer.consume(500, 0.5):
+            assert msg.error() is None, msg.error()
+            got.append(msg.value())
+    consumer.close()
+    assert got == values
