@@ -1,4 +1,4 @@
-"""Every benchmark, one JSON document: what ``make bench`` runs (3 to 5 minutes on 2 cores).
+"""Every benchmark, one JSON document: what ``make bench`` runs (about 5 minutes on 2 cores).
 
 1. ``storage``: ``storage_bench.py`` (append, index lookup and read of one partition log, no broker).
 2. ``compare``: ``compare.py`` (odradek and Tansu side by side through confluent-kafka, medians of
@@ -15,7 +15,7 @@ Each part runs as its own process (``sys.executable``, progress on stderr); a pa
 reported with its exit status, and the others still run. ``--quick`` shrinks every size
 for a smoke run of the harness itself (its figures mean nothing).
 
-    python bench/run_all.py [--quick] [--reps 3] [--large-bytes 4G]
+    python bench/run_all.py [--quick] [--reps 5] [--large-bytes 4G]
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def targets(out: dict[str, Any]) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check that the harness works")
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--large-bytes", type=parse_size, default=4 << 30, help="size of the large raw run (0: skip)")
     args = parser.parse_args(argv)
 
