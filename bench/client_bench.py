@@ -9,6 +9,10 @@ Workloads, each on a fresh topic of ``--partitions`` partitions (replication 1):
   or all, ``linger.ms`` 5, ``batch.size`` 1 MB, no compression, as fast as the client can call
   ``produce()``; then ``flush()``. One message is produced and flushed first (connection and
   metadata set-up is not timed).
+  With ``--producers K`` the messages are split over K client processes (each its own
+  librdkafka producer, message ``i`` from process ``i % K``), released together; the rate runs
+  to the last process's end of ``flush()``. One Python thread calling ``produce()`` tops out near
+  a million messages per second, so at 100 B it is this option that lets the broker show.
 - **consume**: read the whole topic back from offset 0 (``assign``, no group), until all N
   messages arrived. librdkafka's consumer back-off is overridden (``queued.min.messages`` 10M,
   ``queued.max.messages.kbytes`` 2 GB, ``fetch.queue.backoff.ms`` 0, ``fetch.wait.max.ms`` 100)
@@ -52,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -102,6 +107,7 @@ class Settings:
     rate_size: int = 1024
     timeout_s: float = 300.0
     max_partition_fetch_bytes: int = 1_048_576
+    producers: int = 1
 
 
 class _Deliveries:
@@ -188,18 +194,11 @@ def _warm_up(producer: Producer, topic: str, sink: _Deliveries) -> None:
     sink.latencies.clear()
 
 
-def produce(target: Target, topic: str, n: int, size: int, acks: str, partitions: int, timeout_s: float) -> dict:
-    """Produce ``n`` messages of ``size`` bytes as fast as possible; see the module docstring."""
-    sink = _Deliveries()
-    rtt = _RequestRtt()
-    producer = _producer(target.bootstrap, acks, None, rtt)
-    _warm_up(producer, topic, sink)
-    rtt.clear()
-    payload = os.urandom(size)
-    cpu0 = target.cpu()
-    thread0 = time.thread_time()
-    t0 = time.perf_counter()
-    for i in range(n):
+def _produce_loop(
+    producer: Producer, topic: str, payload: bytes, indexes: range, partitions: int, sink: _Deliveries
+) -> None:
+    """``produce()`` one message per index (partition ``i % partitions``), every 16th with a callback."""
+    for i in indexes:
         while True:
             try:
                 if i % LATENCY_SAMPLE_EVERY:
@@ -211,15 +210,40 @@ def produce(target: Target, topic: str, n: int, size: int, acks: str, partitions
                 producer.poll(0.005)
         if i & 1023 == 0:
             producer.poll(0)
-    remaining = producer.flush(timeout_s)
-    elapsed = time.perf_counter() - t0
-    cpu = target.cpu() - cpu0
-    busy = time.thread_time() - thread0
+
+
+def _check_delivered(remaining: int, sink: _Deliveries, size: int, acks: str, timeout_s: float) -> None:
     if remaining or sink.errors:
         raise RuntimeError(
             f"produce {size} B acks={acks}: {remaining} messages unacknowledged after {timeout_s} s, "
             f"{sink.errors} failed (first error: {sink.first_error})"
         )
+
+
+def produce(
+    target: Target, topic: str, n: int, size: int, acks: str, partitions: int, timeout_s: float, producers: int = 1
+) -> dict:
+    """Produce ``n`` messages of ``size`` bytes as fast as possible; see the module docstring.
+
+    ``producers`` > 1 splits them over that many client processes (:func:`_produce_in_processes`).
+    """
+    if producers > 1:
+        return _produce_in_processes(target, topic, n, size, acks, partitions, timeout_s, producers)
+    sink = _Deliveries()
+    rtt = _RequestRtt()
+    producer = _producer(target.bootstrap, acks, None, rtt)
+    _warm_up(producer, topic, sink)
+    rtt.clear()
+    payload = os.urandom(size)
+    cpu0 = target.cpu()
+    thread0 = time.thread_time()
+    t0 = time.perf_counter()
+    _produce_loop(producer, topic, payload, range(n), partitions, sink)
+    remaining = producer.flush(timeout_s)
+    elapsed = time.perf_counter() - t0
+    cpu = target.cpu() - cpu0
+    busy = time.thread_time() - thread0
+    _check_delivered(remaining, sink, size, acks, timeout_s)
     return {
         "messages": n,
         "msgs_per_s": round(n / elapsed),
@@ -230,6 +254,83 @@ def produce(target: Target, topic: str, n: int, size: int, acks: str, partitions
         "broker_cpu_s": round(cpu, 2),
         "broker_cpu_us_per_msg": round(cpu / n * 1e6, 2),
         "client_thread_busy": round(busy / elapsed, 3),
+    }
+
+
+def _producer_process(
+    bootstrap: str, topic: str, indexes: range, size: int, acks: str, partitions: int, timeout_s: float, pipe: Any
+) -> None:
+    """One client process of :func:`_produce_in_processes`: connect, say ready, wait for the go, produce."""
+    sink = _Deliveries()
+    producer = _producer(bootstrap, acks, None)
+    producer.list_topics(topic, timeout=30)  # metadata and the connection, before the clock starts
+    payload = os.urandom(size)
+    pipe.send("ready")
+    pipe.recv()
+    thread0 = time.thread_time()
+    start = time.perf_counter()
+    _produce_loop(producer, topic, payload, indexes, partitions, sink)
+    remaining = producer.flush(timeout_s)
+    end = time.perf_counter()
+    busy = (time.thread_time() - thread0) / (end - start)
+    pipe.send((end, busy, sink.latencies, remaining, sink.errors, sink.first_error))
+
+
+def _produce_in_processes(
+    target: Target, topic: str, n: int, size: int, acks: str, partitions: int, timeout_s: float, producers: int
+) -> dict:
+    """Produce ``n`` messages from ``producers`` client processes (spawned, each with its own
+    librdkafka producer and its share of the messages), all released at once; the rate runs from
+    the release to the last process's end of ``flush()``. ``client_thread_busy`` is their mean."""
+    sink = _Deliveries()
+    warm = _producer(target.bootstrap, acks, None)
+    _warm_up(warm, topic, sink)
+    ctx = multiprocessing.get_context("spawn")
+    shares = [range(k, n, producers) for k in range(producers)]
+    pipes, procs = [], []
+    for share in shares:
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(
+            target=_producer_process, args=(target.bootstrap, topic, share, size, acks, partitions, timeout_s, child)
+        )
+        proc.start()
+        pipes.append(parent)
+        procs.append(proc)
+    try:
+        for pipe in pipes:
+            if not pipe.poll(60) or pipe.recv() != "ready":
+                raise RuntimeError(f"produce {size} B acks={acks}: a client process did not start")
+        cpu0 = target.cpu()
+        t0 = time.perf_counter()
+        for pipe in pipes:
+            pipe.send("go")
+        results = []
+        for pipe in pipes:
+            if not pipe.poll(timeout_s + 60):
+                raise RuntimeError(f"produce {size} B acks={acks}: a client process did not finish")
+            results.append(pipe.recv())
+        cpu = target.cpu() - cpu0
+    finally:
+        for proc in procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+    elapsed = max(r[0] for r in results) - t0
+    for _end, _busy, latencies, remaining, errors, first_error in results:
+        sink.latencies.extend(latencies)
+        sink.errors += errors
+        sink.first_error = sink.first_error or first_error
+        _check_delivered(remaining, sink, size, acks, timeout_s)
+    return {
+        "messages": n,
+        "producers": producers,
+        "msgs_per_s": round(n / elapsed),
+        "mb_per_s": round(n * size / elapsed / 1e6, 2),
+        "seconds": round(elapsed, 3),
+        "latency_ms": _latency_ms(sink.latencies),
+        "broker_cpu_s": round(cpu, 2),
+        "broker_cpu_us_per_msg": round(cpu / n * 1e6, 2),
+        "client_thread_busy": round(sum(r[1] for r in results) / len(results), 3),
     }
 
 
@@ -351,7 +452,9 @@ def run_suite(target: Target, s: Settings) -> dict[str, Any]:
             topic = f"bench-{run}-{size}-{acks}"
             create_topic(target.bootstrap, topic, s.partitions)
             log(f"  produce {cell}: {s.messages} messages")
-            result["produce"][cell] = produce(target, topic, s.messages, size, acks, s.partitions, s.timeout_s)
+            result["produce"][cell] = produce(
+                target, topic, s.messages, size, acks, s.partitions, s.timeout_s, s.producers
+            )
             log(f"  consume {cell}")
             # the warm-up message is in the topic too
             result["consume"][cell] = consume(
@@ -375,6 +478,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         rate_seconds=args.rate_seconds,
         rate_size=args.rate_size,
         max_partition_fetch_bytes=args.max_partition_fetch_bytes,
+        producers=args.producers,
     )
 
 
@@ -386,6 +490,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=int, default=10_000, help="fixed-rate run: msg/s (0 to skip)")
     parser.add_argument("--rate-seconds", type=float, default=10.0, help="fixed-rate run: duration")
     parser.add_argument("--rate-size", type=int, default=1024, help="fixed-rate run: message size")
+    parser.add_argument(
+        "--producers", type=int, default=1, help="client processes sharing each produce cell (default 1: this one)"
+    )
     parser.add_argument(
         "--max-partition-fetch-bytes",
         type=int,
