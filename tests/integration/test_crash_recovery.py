@@ -12,9 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from odradek.cli.dump_log import main as dump_log_main
+from odradek.protocol.records import validate_batches
+from odradek.replication.replica_manager import IO_THREAD_MIN_BYTES
 
 
 def _free_port() -> int:
@@ -83,20 +86,33 @@ def _consume(bootstrap: str, topic: str, partitions: int) -> dict[int, list[byte
     return out
 
 
-def test_kill_9_during_produce_loses_no_acknowledged_record(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "batches",
+    [
+        pytest.param({"linger.ms": 2, "value_bytes": 200, "min_acked": 1000, "max_sent": 10**9}, id="small"),
+        # batches of up to 1 MB: written by the broker's I/O threads
+        pytest.param(
+            {"linger.ms": 100, "batch.size": 1_000_000, "value_bytes": 1000, "min_acked": 20_000, "max_sent": 60_000},
+            id="io-threads",
+        ),
+    ],
+)
+def test_kill_9_during_produce_loses_no_acknowledged_record(tmp_path: Path, batches: dict[str, int]) -> None:
     port = _free_port()
     proc = _start_broker(tmp_path, port)
     bootstrap = f"127.0.0.1:{port}"
     acked: set[bytes] = set()
     sent: set[bytes] = set()
+    settings = dict(batches)
+    value_bytes, min_acked, max_sent = settings.pop("value_bytes"), settings.pop("min_acked"), settings.pop("max_sent")
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
             "acks": "all",
-            "linger.ms": 2,
             "message.timeout.ms": 3000,
             "retries": 0,
             "socket.timeout.ms": 2000,
+            **settings,
         }
     )
 
@@ -106,8 +122,8 @@ def test_kill_9_during_produce_loses_no_acknowledged_record(tmp_path: Path) -> N
 
     i = 0
     start = time.time()
-    while time.time() - start < 1.5 or len(acked) < 1000:
-        value = b"record-%08d-" % i + b"x" * 200
+    while (time.time() - start < 1.5 or len(acked) < min_acked) and len(sent) < max_sent:
+        value = b"record-%08d-" % i + b"x" * value_bytes
         sent.add(value)
         try:
             producer.produce("crash", value=value, partition=i % 2, on_delivery=cb)
@@ -120,7 +136,7 @@ def test_kill_9_during_produce_loses_no_acknowledged_record(tmp_path: Path) -> N
     os.kill(proc.pid, signal.SIGKILL)  # while records are still in flight
     proc.wait(10)
     producer.flush(5)
-    assert len(acked) >= 1000
+    assert len(acked) >= min(min_acked, max_sent // 2)
     proc = _start_broker(tmp_path, port)
     try:
         got = _consume(bootstrap, "crash", 2)
@@ -138,6 +154,8 @@ def test_kill_9_during_produce_loses_no_acknowledged_record(tmp_path: Path) -> N
     assert logs
     indexes = [p[:-4] + ".index" for p in logs]
     assert dump_log_main(["--files", ",".join(indexes), "--verify-index-only"]) == 0
+    if "batch.size" in settings:  # the I/O-thread path was taken
+        assert max(h.batch_length for p in logs for h in validate_batches(Path(p).read_bytes())) >= IO_THREAD_MIN_BYTES
 
 
 def test_flipped_byte_in_tail_is_truncated_at_startup(tmp_path: Path) -> None:
