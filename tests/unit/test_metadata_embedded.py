@@ -285,3 +285,54 @@ def test_read_only_store_sees_the_tree_and_refuses_writes(tmp_path: Path) -> Non
         await owner.close()
 
     run(scenario)
+
+
+def test_snapshot_after_random_changes_equals_a_full_encoding(tmp_path: Path) -> None:
+    """The store re-encodes only the znodes a change touched; the file must still hold exactly
+    every persistent znode, as a full encoding of the tree would, after every kind of change."""
+    import random
+
+    from odradek.metadata.snapshot import NodeRecord, read_snapshot
+
+    def full_encoding(store: EmbeddedStore) -> list[NodeRecord]:
+        return [
+            NodeRecord(path, n.data, n.version, n.cversion, n.ctime, n.mtime)
+            for path, n in sorted(store._nodes.items())
+            if n.ephemeral_owner == 0
+        ]
+
+    async def scenario() -> None:
+        store = EmbeddedStore(tmp_path)
+        s = store.session()
+        rng = random.Random(7)
+        paths = ["/a", "/a/b", "/a/c", "/d", "/d/e/f"]
+        for step in range(300):
+            path = rng.choice(paths)
+            action = rng.choice(["create", "ephemeral", "sequential", "set", "delete", "multi", "failing-multi"])
+            before = read_snapshot(snapshot_path(tmp_path))
+            outcome = "persisted"
+            try:
+                if action == "create":
+                    await s.create(path, b"%d" % step, makepath=True)
+                elif action == "ephemeral":  # written only if makepath created persistent parents
+                    outcome = "maybe"
+                    await s.create(path + "-eph", b"e", ephemeral=True, makepath=True)
+                elif action == "sequential":
+                    await s.create(path + "/q-", b"\xff\x00", sequential=True, makepath=True)  # not UTF-8
+                elif action == "set":
+                    await s.set(path, b"%d" % step)
+                elif action == "delete":
+                    await s.delete(path, recursive=True)
+                elif action == "multi":
+                    await s.multi([CreateOp(f"{path}/m{step}", b"m"), SetDataOp(path, b"multi")])
+                else:  # the second op fails: the first must leave no trace, in memory or on disk
+                    outcome = "none"
+                    await s.multi([CreateOp(f"/x{step}", b"x"), CheckVersionOp("/nowhere", 0)])
+            except (NodeExistsError, NoNodeError, NotEmptyError, BadVersionError, NoChildrenForEphemeralsError):
+                outcome = "none" if outcome == "persisted" else outcome
+            got = read_snapshot(snapshot_path(tmp_path))
+            expected = {"persisted": [full_encoding(store)], "maybe": [before, full_encoding(store)], "none": [before]}
+            assert got in expected[outcome], f"step {step}: {action} {path}"
+        await store.close()
+
+    run(scenario)

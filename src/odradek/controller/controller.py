@@ -129,8 +129,8 @@ class KafkaController:
     async def _on_topic_deletion(self, _path: str) -> None:
         self.put(ControllerEvent.TOPIC_DELETION)
 
-    async def _on_partition_modification(self, _path: str) -> None:
-        self.put(ControllerEvent.PARTITION_MODIFICATION)
+    async def _on_partition_modification(self, path: str) -> None:
+        self.put(ControllerEvent.PARTITION_MODIFICATION, path.rsplit("/", 1)[1])
 
     async def _run(self) -> None:
         while True:
@@ -154,8 +154,10 @@ class KafkaController:
             return
         elif event is ControllerEvent.BROKER_CHANGE:
             await self._on_brokers_changed()
-        elif event in (ControllerEvent.TOPIC_CHANGE, ControllerEvent.PARTITION_MODIFICATION):
-            await self._on_topics_changed()
+        elif event is ControllerEvent.TOPIC_CHANGE:
+            await self._on_topics_changed(None)
+        elif event is ControllerEvent.PARTITION_MODIFICATION:
+            await self._on_topics_changed({str(payload)})
         elif event is ControllerEvent.TOPIC_DELETION:
             await self._on_topic_deletion_requested()
 
@@ -205,13 +207,17 @@ class KafkaController:
         self.ctx.live_brokers = brokers
         return set(brokers) - old, old - set(brokers)
 
-    async def _load_topics(self) -> set[str]:
-        """Read assignments (and partition states) of topics not yet known; returns new topics."""
+    async def _load_topics(self, candidates: set[str] | None = None) -> set[str]:
+        """Forget deleted topics and read the assignments (and partition states) of
+        ``candidates`` (default: every topic); returns the topics whose assignment is new or
+        changed. A topic change reads only topics not known yet, a partition modification only
+        its topic (Kafka's TopicChange and PartitionModifications), so creating a topic costs the
+        same however many exist."""
         topics = set(await self.zk.get_all_topics())
         for gone in set(self.ctx.assignments) - topics:
             self._forget_topic(gone)
         new_or_changed: set[str] = set()
-        for topic in topics:
+        for topic in sorted(topics if candidates is None else candidates & topics):
             if topic not in self._topic_watches:
                 self._topic_watches[topic] = self.zk.store.watch_data(
                     f"/brokers/topics/{topic}", self._on_partition_modification
@@ -327,8 +333,12 @@ class KafkaController:
         else:
             await self._send_update_metadata({})
 
-    async def _on_topics_changed(self) -> None:
-        changed_topics = await self._load_topics()
+    async def _on_topics_changed(self, modified: set[str] | None) -> None:
+        """A topic was created or deleted (``modified`` None: read the topics not known yet), or
+        the partitions of the ``modified`` topics changed."""
+        if modified is None:
+            modified = set(await self.zk.get_all_topics()) - set(self.ctx.assignments)
+        changed_topics = await self._load_topics(modified)
         changed = await self._elect_where_needed(changed_topics)
         if changed:
             await self._send_leader_and_isr(changed)

@@ -46,7 +46,7 @@ from odradek.metadata.errors import (
     NotEmptyError,
     StoreUnavailableError,
 )
-from odradek.metadata.snapshot import NodeRecord, read_snapshot, snapshot_path, write_snapshot
+from odradek.metadata.snapshot import NodeRecord, encode_record, read_snapshot, snapshot_path, write_snapshot_lines
 from odradek.metadata.store import (
     ANY_VERSION,
     CheckVersionOp,
@@ -128,6 +128,10 @@ class _Change:
         self.persistent = False
 
 
+def _line(path: str, n: _Node) -> str:
+    return encode_record(NodeRecord(path, n.data, n.version, n.cversion, n.ctime, n.mtime))
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -146,12 +150,15 @@ class EmbeddedStore:
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock_file: IO[bytes] | None = None
         self._snapshot: Path | None = None
+        self._lines: dict[str, str] = {}  # persistent znode path -> its line in the last snapshot written
+        self._dirty: set[str] = set()  # znodes changed since then (an ephemeral create bumps its parent)
         if self.metadata_dir is not None:
             self._snapshot = snapshot_path(self.metadata_dir)
             if not read_only:
                 self._snapshot.parent.mkdir(parents=True, exist_ok=True)
                 self._lock()
             self._load(read_snapshot(self._snapshot, remove_torn_tmp=not read_only))
+            self._lines = {path: _line(path, n) for path, n in self._nodes.items()}
 
     def __repr__(self) -> str:
         where = str(self._snapshot) if self._snapshot else "memory"
@@ -205,14 +212,21 @@ class EmbeddedStore:
             self._nodes[r.path] = node
 
     def _persist(self) -> None:
+        """Write the snapshot, re-encoding only the znodes changed since the last one (each
+        change's undo journal names every znode it touched); the cached lines and the dirty set
+        move on only once the write succeeded."""
         if self._snapshot is None or self.read_only:
             return
-        records = [
-            NodeRecord(path, n.data, n.version, n.cversion, n.ctime, n.mtime)
-            for path, n in sorted(self._nodes.items())
-            if n.ephemeral_owner == 0
-        ]
-        write_snapshot(self._snapshot, records)
+        lines = dict(self._lines)
+        for path in self._dirty:
+            n = self._nodes.get(path)
+            if n is None or n.ephemeral_owner != 0:
+                lines.pop(path, None)
+            else:
+                lines[path] = _line(path, n)
+        write_snapshot_lines(self._snapshot, [lines[p] for p in sorted(lines)])
+        self._lines = lines
+        self._dirty.clear()
 
     # -- tree primitives (synchronous, journaled) -----------------------------------------------------
 
@@ -305,6 +319,7 @@ class EmbeddedStore:
         """Run ``fn`` (one or more primitives); undo everything on error, else persist and notify."""
         try:
             result = fn()
+            self._dirty.update(change.saved)
             if change.persistent:
                 self._persist()
         except BaseException:

@@ -45,10 +45,12 @@ __all__ = [
     "METADATA_DIR_NAME",
     "SNAPSHOT_FILE",
     "NodeRecord",
+    "encode_record",
     "find_snapshot",
     "read_snapshot",
     "snapshot_path",
     "write_snapshot",
+    "write_snapshot_lines",
 ]
 
 METADATA_DIR_NAME = "metadata"
@@ -83,7 +85,8 @@ def find_snapshot(data_dir: str | os.PathLike[str]) -> Path | None:
     return None
 
 
-def _encode_record(record: NodeRecord) -> str:
+def encode_record(record: NodeRecord) -> str:
+    """One record's line in the snapshot body (compact JSON, no newline)."""
     entry: dict[str, object] = {"path": record.path}
     try:
         entry["data"] = record.data.decode("utf-8")
@@ -108,14 +111,20 @@ def _fsync_dir(directory: Path) -> None:
 
 def write_snapshot(path: Path, records: list[NodeRecord]) -> None:
     """Atomically and durably replace the snapshot at ``path`` with ``records``."""
-    body = ("[\n" + ",\n".join(_encode_record(r) for r in records) + "\n]\n").encode("utf-8")
+    write_snapshot_lines(path, [encode_record(r) for r in records])
+
+
+def write_snapshot_lines(path: Path, lines: list[str]) -> None:
+    """:func:`write_snapshot` from records already encoded by :func:`encode_record`, in path order
+    (the embedded store keeps each znode's line and re-encodes only the znodes a change touched)."""
+    body = ("[\n" + ",\n".join(lines) + "\n]\n").encode("utf-8")
     header = json.dumps(
         {
             "format": _FORMAT,
             "format_version": _FORMAT_VERSION,
             "crc32": zlib.crc32(body),
             "length": len(body),
-            "nodes": len(records),
+            "nodes": len(lines),
         },
         separators=(",", ":"),
     ).encode("utf-8")

@@ -149,12 +149,7 @@ class LogManager:
         validate_topic_name(tp.topic)
         if tp.partition < 0:
             raise InvalidTopicError(f"invalid partition {tp.partition} of topic {tp.topic}")
-        counts = {d: 0 for d in self.log_dirs}
-        for existing in self._logs.values():
-            parent = existing.dir.parent
-            if parent in counts:
-                counts[parent] += 1
-        target = min(self.log_dirs, key=lambda d: counts[d])
+        target = self.log_dirs[0] if len(self.log_dirs) == 1 else self._least_loaded_dir()
         try:
             log = Log(
                 target / tp.dir_name,
@@ -169,6 +164,15 @@ class LogManager:
         logger.info("Created log for partition %s in %s", tp, target)
         self._logs[tp] = log
         return log
+
+    def _least_loaded_dir(self) -> Path:
+        """The log dir holding the fewest partitions (the first of equals)."""
+        counts = {d: 0 for d in self.log_dirs}
+        for existing in self._logs.values():
+            parent = existing.dir.parent
+            if parent in counts:
+                counts[parent] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
 
     def delete_log(self, tp: TopicPartition) -> bool:
         """Close and remove the log of ``tp`` (renamed ``*-delete`` first); False if there is none."""
