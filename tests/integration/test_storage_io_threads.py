@@ -1,4 +1,5 @@
-"""Appends written by I/O threads (``Log.append_as_leader_async``) and the ``pwritev`` framing.
+"""Appends written by I/O threads (``Log.append_as_leader_async``) and the ``pwritev`` framing
+(here rather than in unit/ because it runs real threads).
 
 The executors are real thread pools; a "gated" pool holds a write before or after the bytes reach
 the file, so the tests can act on the log while a write is in progress.
@@ -19,8 +20,7 @@ import pytest
 from odradek.errors import KafkaStorageError
 from odradek.protocol.records import LOG_APPEND_TIME, BatchHeader, Record, build_batch, validate_batches
 from odradek.storage import Log
-
-from .storage_support import Clock, log_config
+from unit.storage_support import Clock, log_config
 
 
 def batch(n: int, value_size: int = 100, ts: int = 1_700_000_000_000, **kw: Any) -> bytes:
