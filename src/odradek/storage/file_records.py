@@ -3,7 +3,7 @@
 Owns one file descriptor and the file's logical size (:attr:`FileRecords.size`: what readers may
 see). An append is two steps: :meth:`FileRecords.write_at` puts the bytes at the logical end with
 ``pwritev`` (cut back if it fails), then :meth:`FileRecords.commit_append` moves the logical size
-over them; :meth:`FileRecords.append` does both. Reads are ``pread``. Batch headers are scanned
+over them. Reads are ``pread``. Batch headers are scanned
 without decoding records (:meth:`FileRecords.scan_batches`); :meth:`FileRecords.checked_batches`
 adds the CRC-32C check used by recovery.
 
@@ -73,16 +73,6 @@ class FileRecords:
     def _check_open(self) -> None:
         if self._fd < 0:
             raise KafkaStorageError(f"log file {self.path} is closed")
-
-    def append(self, data: bytes | bytearray | memoryview) -> int:
-        """Write ``data`` at the end and commit it; return the position it was written at.
-
-        Raises KafkaStorageError on I/O failure, after cutting the file back to its previous size.
-        """
-        position = self._size
-        self.write_at((data,), position)
-        self.commit_append(position, memoryview(data).nbytes)
-        return position
 
     def write_at(self, chunks: Sequence[bytes | bytearray | memoryview], position: int) -> int:
         """Write ``chunks`` back to back at ``position`` (the logical end); return the byte count.

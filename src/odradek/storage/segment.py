@@ -183,19 +183,6 @@ class LogSegment:
 
     # --- append -------------------------------------------------------------------------------
 
-    def append(self, records: bytes | bytearray | memoryview, batches: Sequence[BatchMeta]) -> None:
-        """Write ``records`` at the end and index the batches (``write_at`` + :meth:`commit_append`).
-
-        ``batches`` describes each batch of ``records`` in order. The caller guarantees offsets
-        are increasing, above the previous content, and fit as relative offsets.
-        Raises KafkaStorageError on I/O failure (the file is cut back to its previous size).
-        """
-        if not batches:
-            return
-        position = self.begin_append()
-        size = self.log.write_at((records,), position)
-        self.commit_append(position, size, batches)
-
     def begin_append(self) -> int:
         """The position the next append starts at (loads the segment's max timestamp first)."""
         self._ensure_max_timestamp()
@@ -204,14 +191,15 @@ class LogSegment:
     def commit_append(self, position: int, size: int, batches: Sequence[BatchMeta]) -> None:
         """Commit ``size`` bytes that ``self.log.write_at`` wrote at :meth:`begin_append`'s position.
 
-        ``batches`` as for :meth:`append` (positions relative to ``position``). Raises
-        KafkaStorageError, indexing nothing, when the file changed since the write started.
+        ``batches`` describes each batch in order (positions relative to ``position``); the caller
+        guarantees offsets are increasing, above the previous content, and fit as relative
+        offsets. Raises KafkaStorageError, indexing nothing, when the file changed since the write
+        started.
         """
         self.log.commit_append(position, size)
         if not batches:
             return
-        physical = position
-        if physical == 0:
+        if position == 0:
             self._rolling_based_timestamp = max(b[2] for b in batches)
         index = self.offset_index
         time_index = self.time_index
@@ -219,17 +207,17 @@ class LogSegment:
         since = self._bytes_since_last_index_entry
         max_ts = self._max_timestamp
         offset_of_max = self._offset_of_max_timestamp
-        for rel_pos, last_offset, batch_max_ts, size in batches:
+        for rel_pos, last_offset, batch_max_ts, batch_size in batches:
             if batch_max_ts > max_ts:
                 max_ts = batch_max_ts
                 offset_of_max = last_offset
             if since > interval:
                 if not index.is_full:
-                    index.append(last_offset, physical + rel_pos)
+                    index.append(last_offset, position + rel_pos)
                 if not time_index.is_full and max_ts >= 0:
                     time_index.maybe_append(max_ts, offset_of_max)
                 since = 0
-            since += size
+            since += batch_size
         self._bytes_since_last_index_entry = since
         self._max_timestamp = max_ts
         self._offset_of_max_timestamp = offset_of_max
