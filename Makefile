@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all venv system-packages demo test lint typecheck unit bench clean
+.PHONY: all venv system-packages demo test lint typecheck unit bench fuzz clean
 
 all: test
 
@@ -53,6 +53,13 @@ unit: venv
 
 bench: venv
 	$(BIN)/python bench/run_all.py
+
+# 1,000,000 mutated client frames against a broker process (the suite runs 100,000); FUZZ_SEED to repeat a run.
+FUZZ_FRAMES ?= 1000000
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: venv
+	ODRADEK_FUZZ_FRAMES=$(FUZZ_FRAMES) ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
+		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_client_traffic.py -k mutated
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info demo-output

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.frames import FrameBuffer, FrameTooLargeError, InvalidFrameError
+from odradek.protocol.frames import (
+    GROWTH_SLACK_BYTES,
+    STAGING_BYTES,
+    FrameBuffer,
+    FrameTooLargeError,
+    InvalidFrameError,
+    new_scratch,
+)
 
 
 def frame(body: bytes) -> bytes:
@@ -36,7 +43,7 @@ def test_oversized_frame_refused_before_body() -> None:
     buf = FrameBuffer(100)
     with pytest.raises(FrameTooLargeError, match=r"socket\.request\.max\.bytes=100"):
         buf.receive_data(struct.pack(">i", 101))
-    assert buf.buffered_bytes == 4
+    assert buf.buffered_bytes == 0 and buf.allocated_bytes == 0
     with pytest.raises(FrameTooLargeError):
         buf.next_frame()
     with pytest.raises(FrameTooLargeError):
@@ -75,3 +82,46 @@ def test_large_frame_is_filled_in_place() -> None:
         while (f := buf.next_frame()) is not None:
             out.append(bytes(f))
     assert out == [b"small", body, b"after"]
+
+
+def test_a_declared_size_costs_nothing_until_bytes_arrive() -> None:
+    buf = FrameBuffer(200 * 1024 * 1024)
+    buf.receive_data(struct.pack(">i", 100 * 1024 * 1024) + b"x" * 65532)
+    assert buf.next_frame() is None
+    assert buf.buffered_bytes == 65536
+    assert buf.allocated_bytes <= 65532 + GROWTH_SLACK_BYTES
+    buf.receive_data(b"y" * 1_000_000)  # grows with what arrives, at most twice it
+    assert buf.allocated_bytes <= 2 * (65532 + 1_000_000) + GROWTH_SLACK_BYTES
+    buf.release()
+    assert buf.allocated_bytes == 0
+
+
+def test_frame_already_in_the_kernel_gets_one_exact_buffer() -> None:
+    body = bytes(range(256)) * 4096  # 1 MiB
+    stream = frame(body)
+    fed = [STAGING_BYTES]
+    buf = FrameBuffer(10**7, pending_hint=lambda: len(stream) - fed[0])
+    target = buf.get_buffer()
+    target[:] = stream[: len(target)]
+    del target
+    buf.buffer_updated(STAGING_BYTES)
+    assert buf.allocated_bytes >= len(body)  # sized from FIONREAD's answer, not grown
+    first = buf.get_buffer()
+    assert len(first) == len(body) - (STAGING_BYTES - 4)
+    first[:] = stream[STAGING_BYTES:]
+    del first
+    buf.buffer_updated(len(stream) - STAGING_BYTES)
+    out = buf.next_frame()
+    assert isinstance(out, bytearray) and out == body
+
+
+def test_scratch_is_shared_by_connections_without_mixing_them() -> None:
+    scratch = new_scratch()
+    a, b = FrameBuffer(10**6, scratch), FrameBuffer(10**6, scratch)
+    stream_a = frame(b"a" * 100) + frame(b"A" * 70000)
+    stream_b = frame(b"b" * 5)
+    a.receive_data(stream_a[:50])
+    b.receive_data(stream_b)
+    a.receive_data(stream_a[50:])
+    assert [a.next_frame(), a.next_frame(), a.next_frame()] == [b"a" * 100, b"A" * 70000, None]
+    assert b.next_frame() == b"b" * 5

@@ -13,7 +13,10 @@ frame is ``ResponseHeader`` then the body.
 
 ``api_schema(api_key, version)`` caches the classes, native reader and writer for one message
 version. The header is parsed here by hand (a few ``struct`` calls); bodies go through kio's
-native reader. Responses are returned with their 4-byte size prefix, ready for the socket.
+native reader, but only after :mod:`odradek.protocol.bounded` has walked them and found every
+array count, string, bytes and tagged-field length within the bytes that arrived (the native
+reader sizes arrays from the count on the wire). Responses are returned with their 4-byte size
+prefix, ready for the socket.
 
 Pure functions and immutable caches: safe from any thread.
 """
@@ -31,6 +34,7 @@ from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_re
 from kio.serial import entity_reader, entity_writer
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
+from odradek.protocol.bounded import Check, body_checker, collection_error, read_uvarint
 
 API_VERSIONS_KEY = 18
 
@@ -59,6 +63,8 @@ class ApiSchema:
     flexible: bool
     read_request: Callable[[memoryview, int], tuple[Any, int]]
     write_response: Callable[[io.BytesIO, Any], None]
+    check_request: Check
+    """The bounded walk of the request body (see :mod:`odradek.protocol.bounded`)."""
 
     @property
     def response_header_version(self) -> int:
@@ -86,6 +92,7 @@ def api_schema(api_key: int, version: int) -> ApiSchema:
         flexible=bool(request_type.__flexible__),
         read_request=entity_reader(request_type),
         write_response=entity_writer(response_type),
+        check_request=body_checker(request_type),
     )
 
 
@@ -98,19 +105,7 @@ def peek_api(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
 
 
 def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    shift = 0
-    value = 0
-    while True:
-        if pos >= len(buf):
-            raise InvalidRequestError("truncated varint in request header")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise InvalidRequestError("varint too long in request header")
+    return read_uvarint(buf, pos, len(buf))
 
 
 def parse_request_header(frame: bytes | bytearray | memoryview, flexible: bool) -> RequestHeader:
@@ -132,6 +127,8 @@ def parse_request_header(frame: bytes | bytearray | memoryview, flexible: bool) 
         raise InvalidRequestError(f"invalid client_id length {client_len}")
     if flexible:
         count, pos = _read_uvarint(frame, pos)
+        if count > len(frame) - pos:
+            raise collection_error(count, len(frame) - pos)
         for _ in range(count):
             _tag, pos = _read_uvarint(frame, pos)
             size, pos = _read_uvarint(frame, pos)
@@ -146,10 +143,17 @@ def decode_request(schema: ApiSchema, frame: bytes | bytearray | memoryview, off
 
     Bytes after the body are ignored, as Kafka's ``RequestContext.parseRequest`` ignores them:
     librdkafka 2.x sends 3 extra bytes after some Metadata v12 requests (``list_topics()``).
-    (kio's reader returns the number of bytes it consumed from ``offset``.)
+    (kio's reader returns the number of bytes it consumed from ``offset``.) The body is walked
+    by the bounded checker first; its error text is Kafka's (``Tried to allocate a collection of
+    size N, but there are only M bytes remaining.``).
     """
+    view = memoryview(frame).toreadonly()
     try:
-        request, _consumed = schema.read_request(memoryview(frame).toreadonly(), offset)
+        schema.check_request(view, offset, len(view))
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(f"malformed {schema.request_type.__name__} v{schema.version}: {exc}") from None
+    try:
+        request, _consumed = schema.read_request(view, offset)
     except Exception as exc:  # kio raises several types for malformed input
         raise InvalidRequestError(f"malformed {schema.request_type.__name__} v{schema.version}: {exc}") from None
     return request
@@ -190,20 +194,38 @@ def encode_request(schema: ApiSchema, correlation_id: int, client_id: str | None
 
 
 @functools.cache
-def response_reader(api_key: int, version: int) -> Callable[[memoryview, int], tuple[Any, int]]:
-    return entity_reader(api_schema(api_key, version).response_type)
+def response_reader(api_key: int, version: int) -> tuple[Check, Callable[[memoryview, int], tuple[Any, int]]]:
+    response_type = api_schema(api_key, version).response_type
+    return body_checker(response_type), entity_reader(response_type)
 
 
 def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tuple[int, Any]:
-    """(correlation_id, response) from a response frame body (without size prefix)."""
+    """(correlation_id, response) from a response frame body (without size prefix).
+
+    A response is as untrusted as a request (another broker, or anything listening on its
+    port): it is walked by the bounded checker before the native reader sees it, and any
+    malformed response raises InvalidRequestError.
+    """
     schema = api_schema(api_key, version)
-    (correlation_id,) = _I32.unpack_from(frame, 0)
+    view = memoryview(frame).toreadonly()
+    if len(view) < 4:
+        raise InvalidRequestError(f"response of {len(view)} bytes is shorter than a response header")
+    (correlation_id,) = _I32.unpack_from(view, 0)
     pos = 4
     if schema.response_header_version == 1:
-        count, pos = _read_uvarint(frame, pos)
+        count, pos = _read_uvarint(view, pos)
+        if count > len(view) - pos:
+            raise collection_error(count, len(view) - pos)
         for _ in range(count):
-            _tag, pos = _read_uvarint(frame, pos)
-            size, pos = _read_uvarint(frame, pos)
+            _tag, pos = _read_uvarint(view, pos)
+            size, pos = _read_uvarint(view, pos)
             pos += size
-    response, _end = response_reader(api_key, version)(memoryview(frame), pos)
+            if pos > len(view):
+                raise InvalidRequestError("tagged field runs past the end of the response header")
+    check, read = response_reader(api_key, version)
+    check(view, pos, len(view))
+    try:
+        response, _end = read(view, pos)
+    except Exception as exc:  # kio raises several types for malformed input
+        raise InvalidRequestError(f"malformed {schema.response_type.__name__} v{version}: {exc}") from None
     return correlation_id, response

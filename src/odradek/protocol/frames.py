@@ -1,4 +1,4 @@
-"""Sans-IO framing of Kafka's wire protocol, shaped for ``recv_into``.
+"""Sans-IO framing of Kafka's wire protocol, shaped for ``recv_into``; memory follows bytes received.
 
 Every request and response is a frame: a 4-byte big-endian signed size N followed by N bytes.
 :class:`FrameBuffer` hands out the memory the next read should land in (``get_buffer``), is told
@@ -6,10 +6,20 @@ how many bytes arrived (``buffer_updated``), and yields whole frames (``next_fra
 shape of ``asyncio.BufferedProtocol``: the kernel copies bytes straight into our buffers, and
 ``receive_data`` remains for callers that already hold bytes (tests, fuzzers).
 
-Memory: small frames are read into one reused 64 KiB staging buffer and copied out once each;
-a frame that does not fit gets its own ``bytearray`` of exactly its size, filled in place by the
-following reads and handed over as it is (no further copy), so a 1 MB produce costs one
-allocation and no copies in Python.
+Memory (a frame costs what it carried, not what it declared):
+
+- Reads land in a *scratch* buffer (64 KiB) that may be shared by every connection of one event
+  loop: the loop calls ``get_buffer``, reads, and calls ``buffer_updated`` for one connection
+  before it serves another (asyncio's selector loop and uvloop do), so an idle connection owns no
+  read buffer at all. Whole frames are copied out of the scratch once each; the incomplete tail
+  of a small frame is kept in a buffer of its own size.
+- A frame larger than the scratch gets its own ``bytearray``, filled in place by the following
+  reads and handed over as it is. It is sized by what has arrived, not by the size prefix: the
+  bytes already read, plus what the kernel already holds for this socket (``pending_hint``, e.g.
+  ``FIONREAD``), plus 64 KiB; when it fills before the frame is complete it grows to at least
+  twice its size (one copy of what arrived), never past the declared size. A client that sends
+  its request at once gets a buffer of exactly the frame's size and no copy; one that declares
+  100 MB and stalls after 64 KiB holds about 128 KiB.
 
 Edge cases:
 - A size <= 0 raises :class:`InvalidFrameError` (Kafka's ``InvalidReceiveException``).
@@ -19,15 +29,19 @@ Edge cases:
 - After either error the buffer is poisoned: the stream has lost its framing and the caller
   must close the connection.
 
-Not thread-safe: one FrameBuffer per connection, driven by that connection's loop.
+Not thread-safe: one FrameBuffer per connection, driven by that connection's loop; a shared
+scratch belongs to one loop.
 """
 
 from __future__ import annotations
 
-import collections
+from collections.abc import Callable
 
 _SIZE = 4
 STAGING_BYTES = 64 * 1024
+"""Size of the scratch buffer reads land in; frames up to this size never get a buffer of their own."""
+GROWTH_SLACK_BYTES = 64 * 1024
+"""Room a large frame's buffer gets beyond the bytes known to have arrived."""
 
 
 class FrameError(Exception):
@@ -42,19 +56,41 @@ class FrameTooLargeError(FrameError):
     pass
 
 
+def new_scratch() -> bytearray:
+    """A scratch buffer to share between the FrameBuffers of one event loop."""
+    return bytearray(STAGING_BYTES)
+
+
 class FrameBuffer:
-    """Splits a byte stream into size-prefixed frames, reading into buffers it owns."""
+    """Splits a byte stream into size-prefixed frames; buffers only bytes that arrived."""
 
-    __slots__ = ("_end", "_error", "_frames", "_large", "_large_filled", "_stage", "_start", "max_frame_bytes")
+    __slots__ = (
+        "_error",
+        "_frames",
+        "_head",
+        "_large",
+        "_large_filled",
+        "_large_size",
+        "_pending_hint",
+        "_scratch",
+        "max_frame_bytes",
+    )
 
-    def __init__(self, max_frame_bytes: int = 104857600) -> None:
+    def __init__(
+        self,
+        max_frame_bytes: int = 104857600,
+        scratch: bytearray | None = None,
+        pending_hint: Callable[[], int] | None = None,
+    ) -> None:
         self.max_frame_bytes = max_frame_bytes
-        self._stage = bytearray(STAGING_BYTES)
-        self._start = 0
-        self._end = 0
+        self._scratch = scratch if scratch is not None else new_scratch()
+        self._pending_hint = pending_hint
+        self._head = bytearray()
+        """An incomplete small frame (with its size prefix), or an incomplete size prefix."""
         self._large: bytearray | None = None
         self._large_filled = 0
-        self._frames: collections.deque[bytes | bytearray] = collections.deque()
+        self._large_size = 0
+        self._frames: list[bytes | bytearray] = []
         self._error: FrameError | None = None
 
     @property
@@ -62,58 +98,112 @@ class FrameBuffer:
         """Bytes received but not yet returned as whole frames."""
         pending = sum(len(f) + _SIZE for f in self._frames)
         large = self._large_filled + _SIZE if self._large is not None else 0
-        return self._end - self._start + large + pending
+        return len(self._head) + large + pending
+
+    @property
+    def allocated_bytes(self) -> int:
+        """Memory this buffer holds beyond the shared scratch (for tests and accounting)."""
+        large = len(self._large) if self._large is not None else 0
+        return len(self._head) + large + sum(len(f) for f in self._frames)
 
     def get_buffer(self) -> memoryview:
         """Where the next read should write (never empty)."""
         if self._error is not None:
             raise self._error
-        if self._large is not None:
-            return memoryview(self._large)[self._large_filled :]
-        if self._start and (self._start == self._end or len(self._stage) - self._end < STAGING_BYTES // 4):
-            # move the unparsed tail to the front; a partial small frame then always fits
-            tail = self._end - self._start
-            self._stage[:tail] = self._stage[self._start : self._end]
-            self._start, self._end = 0, tail
-        return memoryview(self._stage)[self._end :]
+        large = self._large
+        if large is None:
+            return memoryview(self._scratch)
+        if self._large_filled == len(large):
+            large = self._grow()
+        return memoryview(large)[self._large_filled :]
 
     def buffer_updated(self, nbytes: int) -> None:
         """``nbytes`` were written at the start of the last ``get_buffer()``. May raise FrameError."""
         if self._large is not None:
             self._large_filled += nbytes
-            if self._large_filled == len(self._large):
+            if self._large_filled == self._large_size:
                 self._frames.append(self._large)
                 self._large = None
             return
-        self._end += nbytes
-        self._parse()
+        view = memoryview(self._scratch)[:nbytes]
+        rest = self._complete_head(view) if self._head else view
+        if rest is not None:
+            self._parse(rest)
 
-    def _parse(self) -> None:
-        stage = self._stage
-        while self._end - self._start >= _SIZE:
-            start = self._start
-            size = int.from_bytes(stage[start : start + _SIZE], "big", signed=True)
-            if size <= 0:
-                self._error = InvalidFrameError(f"invalid frame size {size}")
-                raise self._error
-            if size > self.max_frame_bytes:
-                self._error = FrameTooLargeError(
-                    f"frame of {size} bytes is larger than socket.request.max.bytes={self.max_frame_bytes}"
-                )
-                raise self._error
-            available = self._end - start - _SIZE
+    def _check_size(self, size: int) -> None:
+        if size <= 0:
+            self._error = InvalidFrameError(f"invalid frame size {size}")
+            raise self._error
+        if size > self.max_frame_bytes:
+            self._error = FrameTooLargeError(
+                f"frame of {size} bytes is larger than socket.request.max.bytes={self.max_frame_bytes}"
+            )
+            raise self._error
+
+    def _complete_head(self, data: memoryview) -> memoryview | None:
+        """Feed ``data`` to the incomplete frame in ``_head``; the bytes left, or None if all used."""
+        head = self._head
+        if len(head) < _SIZE:
+            take = min(_SIZE - len(head), len(data))
+            head += data[:take]
+            data = data[take:]
+            if len(head) < _SIZE:
+                return None
+            size = int.from_bytes(head[:_SIZE], "big", signed=True)
+            self._check_size(size)
+            if size + _SIZE > len(self._scratch):
+                self._head = bytearray()
+                self._start_large(size, data[: min(size, len(data))])
+                rest = data[min(size, len(data)) :]
+                return rest if self._large is None else None
+        size = int.from_bytes(head[:_SIZE], "big", signed=True)
+        need = size + _SIZE - len(head)
+        take = min(need, len(data))
+        head += data[:take]
+        if take < need:
+            return None
+        self._frames.append(bytes(head[_SIZE:]))
+        self._head = bytearray()
+        return data[take:]
+
+    def _parse(self, data: memoryview) -> None:
+        pos = 0
+        end = len(data)
+        while end - pos >= _SIZE:
+            size = int.from_bytes(data[pos : pos + _SIZE], "big", signed=True)
+            self._check_size(size)
+            available = end - pos - _SIZE
             if available >= size:
-                self._frames.append(bytes(stage[start + _SIZE : start + _SIZE + size]))
-                self._start = start + _SIZE + size
+                self._frames.append(bytes(data[pos + _SIZE : pos + _SIZE + size]))
+                pos += _SIZE + size
                 continue
-            if size + _SIZE > len(stage):
-                large = bytearray(size)
-                large[:available] = stage[start + _SIZE : self._end]
-                self._large, self._large_filled = large, available
-                self._start = self._end = 0
+            if size + _SIZE > len(self._scratch):
+                self._start_large(size, data[pos + _SIZE : end])
+                return
             break
-        if self._start == self._end:
-            self._start = self._end = 0
+        if pos < end:
+            self._head = bytearray(data[pos:end])
+
+    def _start_large(self, size: int, have: memoryview) -> None:
+        """A frame of ``size`` bytes of which ``have`` arrived: a buffer for what is known to come."""
+        hint = self._pending_hint() if self._pending_hint is not None else 0
+        capacity = min(size, len(have) + max(hint, 0) + GROWTH_SLACK_BYTES)
+        large = bytearray(capacity)
+        large[: len(have)] = have
+        if len(have) == size:  # cannot happen for a frame larger than the scratch, kept for safety
+            self._frames.append(large)
+            return
+        self._large, self._large_filled, self._large_size = large, len(have), size
+
+    def _grow(self) -> bytearray:
+        old = self._large
+        assert old is not None
+        hint = self._pending_hint() if self._pending_hint is not None else 0
+        capacity = min(self._large_size, max(2 * len(old), self._large_filled + max(hint, 0) + GROWTH_SLACK_BYTES))
+        large = bytearray(capacity)
+        large[: self._large_filled] = old
+        self._large = large
+        return large
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Feed bytes already read (copies them into the buffers ``get_buffer`` hands out)."""
@@ -122,13 +212,28 @@ class FrameBuffer:
             target = self.get_buffer()
             n = min(len(target), len(view))
             target[:n] = view[:n]
+            del target
             view = view[n:]
             self.buffer_updated(n)
+
+    @property
+    def frame_count(self) -> int:
+        """Complete frames waiting to be taken with ``next_frame``."""
+        return len(self._frames)
 
     def next_frame(self) -> bytes | bytearray | None:
         """The next complete frame body (without its size prefix), or None if more bytes are needed."""
         if self._frames:
-            return self._frames.popleft()
+            return self._frames.pop(0)
         if self._error is not None:
             raise self._error
         return None
+
+    def release(self) -> int:
+        """Drop every buffer this connection holds, and the hint (it is closing); the bytes freed."""
+        freed = self.allocated_bytes
+        self._pending_hint = None
+        self._head = bytearray()
+        self._large = None
+        self._frames = []
+        return freed

@@ -81,6 +81,10 @@ class Broker:
             config["socket.request.max.bytes"],
             config["queued.max.requests"],
             (config["socket.send.buffer.bytes"], config["socket.receive.buffer.bytes"]),
+            max_connections=config["max.connections"],
+            max_connections_per_ip=config["max.connections.per.ip"],
+            max_connections_per_ip_overrides=config["max.connections.per.ip.overrides"] or "",
+            connections_max_idle_ms=config["connections.max.idle.ms"],
         )
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager = None  # type: ignore[assignment]

@@ -166,7 +166,42 @@ BROKER_CONFIGS = (
         "Requests buffered per connection before the broker stops reading from it.",
         at_least(1),
     )
-    .define("connections.max.idle.ms", "long", 600000, "Close connections idle this long.", at_least(1))
+    .define(
+        "connections.max.idle.ms",
+        "long",
+        600000,
+        "Close client connections with no request in flight and no bytes received for this long "
+        "(checked every tenth of it, at most every 30 s).",
+        at_least(1),
+    )
+    .define(
+        "max.connections",
+        "int",
+        2147483647,
+        "Connections the broker keeps open across its listeners; a connection accepted past it is "
+        "closed at once with a log line.",
+        at_least(0),
+    )
+    .define(
+        "max.connections.per.ip",
+        "int",
+        2147483647,
+        "Connections from one IP address; past it a new connection from that address is closed at once "
+        "(Kafka's TooManyConnectionsException).",
+        at_least(0),
+    )
+    .define(
+        "max.connections.per.ip.overrides",
+        "string",
+        "",
+        "Per-IP or per-host limits that replace max.connections.per.ip: `host:count,ip:count`.",
+    )
+    .define(
+        "queued.max.request.bytes",
+        "long",
+        -1,
+        "Accepted for compatibility; request memory already grows only with the bytes received.",
+    )
     # --- replication
     .define("replica.lag.time.max.ms", "long", 30000, "A follower this far behind leaves the ISR.", at_least(1))
     .define("replica.fetch.max.bytes", "int", 1048576, "Per-partition bytes a follower fetch asks for.")

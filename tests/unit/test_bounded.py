@@ -1,0 +1,138 @@
+"""The bounded walk of message bodies: exact on valid bodies, refuses every length that does not fit."""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kio.serial import entity_writer
+from kio.static.primitive import Records
+
+from odradek.errors import InvalidRequestError
+from odradek.protocol.bounded import body_checker
+from odradek.protocol.codec import api_schema, decode_request, decode_response, parse_request_header, peek_api
+from odradek.server.apis import API_HANDLERS
+
+st.register_type_strategy(Records, st.binary(max_size=64))
+
+# The OffsetFetch v0 request that made the native reader ask for 16 GB (array count 0x7a6700ff).
+CRASH_FRAME = bytes.fromhex(
+    "000000310009000000000008000772646b61666b61000204667a6700ffffffff0203667a0400000000000000010000000200000100"
+)
+
+SERVED = [
+    (key, version)
+    for key, module in sorted(API_HANDLERS.items())
+    for version in range(module.MIN_VERSION, module.MAX_VERSION + 1)
+]
+_SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+
+def _encode(cls: type, entity: object) -> bytes:
+    out = io.BytesIO()
+    entity_writer(cls)(out, entity)
+    return out.getvalue()
+
+
+def test_the_53_byte_frame_is_refused_with_kafkas_message() -> None:
+    frame = CRASH_FRAME[4:]
+    api_key, version, _ = peek_api(frame)
+    schema = api_schema(api_key, version)
+    header = parse_request_header(frame, schema.flexible)
+    with pytest.raises(InvalidRequestError, match=r"Tried to allocate a collection of size 2053570815, but there"):
+        decode_request(schema, frame, header.size)
+
+
+@pytest.mark.parametrize(("api_key", "version"), SERVED)
+def test_walk_ends_where_kio_wrote_and_refuses_every_truncation(api_key: int, version: int) -> None:
+    schema = api_schema(api_key, version)
+    check = body_checker(schema.request_type)
+
+    @_SETTINGS
+    @given(st.from_type(schema.request_type), st.data())
+    def run(request: object, data: st.DataObject) -> None:
+        body = _encode(schema.request_type, request)
+        assert check(memoryview(body), 0, len(body)) == len(body)
+        if body:
+            cut = data.draw(st.integers(0, len(body) - 1))
+            with pytest.raises(InvalidRequestError):
+                check(memoryview(body[:cut]), 0, cut)
+
+    run()
+
+
+@pytest.mark.parametrize(("api_key", "version"), [(0, 3), (0, 9), (1, 4), (1, 12), (3, 1), (3, 12), (11, 5)])
+def test_responses_are_walked_too(api_key: int, version: int) -> None:
+    schema = api_schema(api_key, version)
+
+    @_SETTINGS
+    @given(st.from_type(schema.response_type))
+    def run(response: object) -> None:
+        body = _encode(schema.response_type, response)
+        header = struct.pack(">i", 7) + (b"\x00" if schema.response_header_version == 1 else b"")
+        assert decode_response(api_key, version, header + body) == (7, response)
+        with pytest.raises(InvalidRequestError):
+            decode_response(api_key, version, header + body[: len(body) // 2] if len(body) > 1 else header)
+
+    run()
+
+
+def _fetch_v4(partitions: int) -> bytes:
+    topic = struct.pack(">h", 1) + b"t" + struct.pack(">i", partitions)
+    topic += b"".join(struct.pack(">iqi", p, 0, 1 << 20) for p in range(partitions))
+    return struct.pack(">iiiib", -1, 500, 1, 1 << 20, 0) + struct.pack(">i", 1) + topic
+
+
+@pytest.mark.parametrize("declared", [-2, 0x7FFFFFFF, 5000, 2])
+def test_declared_array_counts_are_checked_against_the_bytes_left(declared: int) -> None:
+    schema = api_schema(1, 4)
+    check = body_checker(schema.request_type)
+    body = bytearray(_fetch_v4(1))
+    count_at = 4 * 4 + 1 + 4 + 2 + 1  # replica, max_wait, min_bytes, max_bytes, isolation, topics, name
+    struct.pack_into(">i", body, count_at, declared)
+    with pytest.raises(InvalidRequestError) as info:
+        check(memoryview(bytes(body)), 0, len(body))
+    if declared > 16:
+        assert f"Tried to allocate a collection of size {declared}, but there are only 16 bytes remaining." in str(
+            info.value
+        )
+
+
+def test_fixed_size_elements_are_checked_as_a_block() -> None:
+    body = _fetch_v4(1000)
+    check = body_checker(api_schema(1, 4).request_type)
+    assert check(memoryview(body), 0, len(body)) == len(body)
+    with pytest.raises(InvalidRequestError, match="collection of size 1000"):
+        check(memoryview(body[:-1]), 0, len(body) - 1)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"\x05", "Tried to allocate a collection of size 5"),  # tagged-field count past the end
+        (b"\x01\x00\x7f", "tagged field 0 of size 127"),  # one tag, declared 127 bytes
+        (b"\x01\xff\xff\xff\xff\xff\x01", "longer than 5 bytes"),
+    ],
+)
+def test_tagged_fields_are_bounded(body: bytes, message: str) -> None:
+    # ApiVersions v3's body: client_software_name, client_software_version (compact strings), tags
+    schema = api_schema(18, 3)
+    full = b"\x02a\x02b" + body
+    with pytest.raises(InvalidRequestError, match=message):
+        body_checker(schema.request_type)(memoryview(full), 0, len(full))
+
+
+def test_strings_and_bytes_longer_than_the_frame_are_refused() -> None:
+    produce = body_checker(api_schema(0, 3).request_type)
+    body = struct.pack(">hhi", -1, 1, 1000) + struct.pack(">i", 1) + struct.pack(">h", 300) + b"t"
+    with pytest.raises(InvalidRequestError, match="string of length 300"):
+        produce(memoryview(body), 0, len(body))
+    body = struct.pack(">hhi", -1, 1, 1000) + struct.pack(">ih", 1, 1) + b"t" + struct.pack(">iii", 1, 0, 1 << 30)
+    with pytest.raises(InvalidRequestError, match=f"bytes of length {1 << 30}"):
+        produce(memoryview(body), 0, len(body))
+    body = struct.pack(">hhi", -7, 1, 1000)
+    with pytest.raises(InvalidRequestError, match="invalid string length -7"):
+        produce(memoryview(body), 0, len(body))
