@@ -159,9 +159,17 @@ class _Writer:
             "_I32": _I32,
         }
         self._names = itertools.count()
+        self.byte_available = False
+        """The last line emitted proved ``pos < end`` (a fixed run followed by a field)."""
 
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
+        self.byte_available = False
+
+    def need_byte(self, indent: int, what: str) -> None:
+        """Ensure ``pos < end``, unless the previous check already proved it."""
+        if not self.byte_available:
+            self.emit(indent, f"if pos >= end: raise _short({what!r}, 1, 0)")
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._names)}"
@@ -171,13 +179,18 @@ class _Writer:
         self.env[name] = value
         return name
 
-    def fixed(self, indent: int, size: int, what: str) -> None:
-        self.emit(indent, f"if pos + {size} > end: raise _short({what!r}, {size}, end - pos)")
+    def fixed(self, indent: int, size: int, what: str, more: bool = False) -> None:
+        """Skip ``size`` bytes; with ``more``, also prove one byte follows (the next field's)."""
         self.emit(indent, f"pos += {size}")
+        if more:
+            self.emit(indent, f"if pos >= end: raise _short({what!r}, {size + 1}, end - pos + {size})")
+            self.byte_available = True
+        else:
+            self.emit(indent, f"if pos > end: raise _short({what!r}, {size}, end - pos + {size})")
 
     def uvarint(self, indent: int, target: str) -> None:
         """``target = uvarint at pos``; one- and two-byte values (below 16384) read inline."""
-        self.emit(indent, "if pos >= end: raise _short('varint', 1, 0)")
+        self.need_byte(indent, "varint")
         self.emit(indent, f"{target} = buf[pos]")
         self.emit(indent, f"if {target} < 128: pos += 1")
         self.emit(indent, "elif pos + 1 < end and buf[pos + 1] < 128:")
@@ -222,14 +235,14 @@ def _gen_struct(w: _Writer, cls: type, flexible: bool, indent: int) -> None:
             pending += size
             continue
         if pending:
-            w.fixed(indent, pending, f"{cls.__name__} fields")
+            w.fixed(indent, pending, f"{cls.__name__} fields", more=True)
             pending = 0
         _gen_field(w, field, flexible, indent, is_tag=False)
     if pending:
-        w.fixed(indent, pending, f"{cls.__name__} fields")
+        w.fixed(indent, pending, f"{cls.__name__} fields", more=flexible)
     if flexible:
         known = w.bind("known", tagged)
-        w.emit(indent, "if pos >= end: raise _short('tagged fields', 1, 0)")
+        w.need_byte(indent, "tagged fields")
         w.emit(indent, "if buf[pos] == 0: pos += 1")
         w.emit(indent, f"else: pos = _tag_section({known}, buf, pos, end)")
 

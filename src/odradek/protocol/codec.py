@@ -125,7 +125,9 @@ def parse_request_header(frame: bytes | bytearray | memoryview, flexible: bool) 
         pos += client_len
     elif client_len != -1:
         raise InvalidRequestError(f"invalid client_id length {client_len}")
-    if flexible:
+    if flexible and pos < len(frame) and frame[pos] == 0:  # the usual empty tag section
+        pos += 1
+    elif flexible:
         count, pos = _read_uvarint(frame, pos)
         if count > len(frame) - pos:
             raise collection_error(count, len(frame) - pos)
