@@ -12,6 +12,7 @@ Tree::
     KafkaError
     +-- CorruptRecordError          CORRUPT_MESSAGE      CRC mismatch, torn or truncated batch
     +-- InvalidRecordError          INVALID_RECORD       well-formed frame, invalid batch header
+    +-- RecordValidationError       INVALID_RECORD or INVALID_TIMESTAMP, with per-record errors
     +-- RecordTooLargeError         MESSAGE_TOO_LARGE    batch larger than max.message.bytes
     +-- RecordListTooLargeError     RECORD_LIST_TOO_LARGE
     +-- OffsetOutOfRangeError       OFFSET_OUT_OF_RANGE
@@ -32,6 +33,8 @@ Tree::
     +-- InvalidReplicaAssignmentError INVALID_REPLICA_ASSIGNMENT
     +-- NotEnoughReplicasError      NOT_ENOUGH_REPLICAS
     +-- TopicDeletionDisabledError  TOPIC_DELETION_DISABLED
+    +-- FencedLeaderEpochError      FENCED_LEADER_EPOCH  request's leader epoch older than ours
+    +-- UnknownLeaderEpochError     UNKNOWN_LEADER_EPOCH request's leader epoch newer than ours
 
 ``IllegalStateTransition`` (not a ``KafkaError``) is raised by every state machine for a move its
 transition table does not allow.
@@ -61,6 +64,7 @@ __all__ = [
     "PolicyViolationError",
     "RecordListTooLargeError",
     "RecordTooLargeError",
+    "RecordValidationError",
     "StaleControllerEpochError",
     "TopicDeletionDisabledError",
     "TopicExistsError",
@@ -86,6 +90,20 @@ class InvalidRecordError(KafkaError):
 
 class RecordTooLargeError(KafkaError):
     error_code = ErrorCode.message_too_large
+
+
+class RecordValidationError(KafkaError):
+    """Records of a batch broke a per-record rule (Kafka's ``RecordValidationException``, KIP-467).
+
+    ``error_code`` is INVALID_TIMESTAMP when any record has an invalid timestamp, else
+    INVALID_RECORD; ``record_errors`` lists ``(batch_index, message)`` for every rejected record,
+    ``batch_index`` counting records from 0 within the batch. The whole batch is refused.
+    """
+
+    def __init__(self, message: str, error_code: ErrorCode, record_errors: list[tuple[int, str | None]]) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.record_errors = record_errors
 
 
 class RecordListTooLargeError(KafkaError):
@@ -162,6 +180,18 @@ class NotEnoughReplicasError(KafkaError):
 
 class TopicDeletionDisabledError(KafkaError):
     error_code = ErrorCode.topic_deletion_disabled
+
+
+class FencedLeaderEpochError(KafkaError):
+    """The request's leader epoch is older than the partition's (KIP-320)."""
+
+    error_code = ErrorCode.fenced_leader_epoch
+
+
+class UnknownLeaderEpochError(KafkaError):
+    """The request's leader epoch is newer than the partition's: this broker is behind (KIP-320)."""
+
+    error_code = ErrorCode.unknown_leader_epoch
 
 
 class IllegalStateTransition(Exception):

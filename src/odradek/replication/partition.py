@@ -1,8 +1,26 @@
 """One partition as a replica: its log plus leadership state (Kafka's ``Partition``).
 
-Holds ``leader_epoch``, ``leader_id``, ``isr``, ``replicas`` and the ``high_watermark`` rule.
-With a single replica (or every follower in sync) the high watermark follows the log end
-offset after each append; replication (followers, ISR shrink/expand) extends this class.
+Holds ``leader_epoch``, ``leader_id``, ``isr``, ``replicas``, the leader epoch cache and, on the
+leader, what it knows of each follower. The rules (SEEDS §3, Kafka's ``Partition.scala``):
+
+- **High watermark** = the smallest log end offset over the ISR (the leader's included); it only
+  moves forward. A follower in the ISR whose log end offset the new leader does not know yet
+  holds it where it is until its first fetch.
+- **Follower fetch state**: a fetch from replica ``r`` at ``fetch_offset`` tells the leader r's
+  log end offset. r is *caught up* at that moment if ``fetch_offset`` >= the leader's log end
+  offset, and was caught up at its previous fetch if ``fetch_offset`` >= the leader's log end
+  offset as of that previous fetch (Kafka's ``lastCaughtUpTimeMs``).
+- **ISR expansion**: a follower outside the ISR whose log end offset reaches the high watermark
+  (and the current epoch's start offset) joins it. **ISR shrink**: a follower in the ISR not
+  caught up for ``replica.lag.time.max.ms`` leaves it (``maybe_shrink_isr``, run periodically).
+  Either change is written to the partition state znode with a conditional update on its
+  ``zk_version`` by the ``isr_writer`` the replica manager supplies; if the znode changed
+  meanwhile (the controller moved on) the change is dropped and the next LeaderAndIsr decides.
+  One ISR update is in flight at a time.
+- **acks=all**: :meth:`wait_for_offset` completes when the high watermark reaches the offset
+  (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR then holds fewer than
+  ``min.insync.replicas``), when the broker stops leading (NOT_LEADER_OR_FOLLOWER) or at the
+  timeout (REQUEST_TIMED_OUT): Kafka's ``DelayedProduce``.
 
 Called only from the broker's event loop thread.
 """
@@ -10,10 +28,16 @@ Called only from the broker's event loop thread.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 
-from odradek.errors import NotLeaderOrFollowerError
-from odradek.storage import Log, TopicPartition
+from odradek.errors import ErrorCode, NotLeaderOrFollowerError
+from odradek.protocol.records import iter_batches
+from odradek.storage import Log, LogAppendInfo, TopicPartition
+from odradek.storage.leader_epoch import LeaderEpochFileCache
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -28,13 +52,44 @@ class PartitionState:
     zk_version: int = 0
 
 
+IsrWriter = Callable[[TopicPartition, PartitionState], Awaitable[int | None]]
+"""Writes ``state`` (a new ISR) to the partition state znode if its version is still
+``state.zk_version``; returns the new version, or None when the znode changed meanwhile."""
+
+
+@dataclass
+class FollowerState:
+    """The leader's view of one follower (Kafka's ``Replica``)."""
+
+    broker_id: int
+    log_end_offset: int = -1
+    last_caught_up_time_ms: int = 0
+    last_fetch_leader_log_end_offset: int = -1
+    last_fetch_time_ms: int = 0
+
+
 @dataclass(eq=False)
 class Partition:
     topic_partition: TopicPartition
     broker_id: int
     log: Log
     state: PartitionState
+    epoch_cache: LeaderEpochFileCache | None = None
+    replica_lag_time_max_ms: int = 30000
+    isr_writer: IsrWriter | None = None
+    on_isr_change: Callable[[TopicPartition], None] | None = None
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    leader_epoch_start_offset: int = 0
     _waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    _produce_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = field(default_factory=list)
+    _isr_update: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.epoch_cache is None:
+            self.epoch_cache = LeaderEpochFileCache(self.log.dir)
+        self.epoch_cache.truncate_from_end(self.log.log_end_offset + 1)
+
+    # --- identity ----------------------------------------------------------------------------
 
     @property
     def is_leader(self) -> bool:
@@ -52,6 +107,10 @@ class Partition:
     def last_stable_offset(self) -> int:
         return self.high_watermark
 
+    @property
+    def in_sync_replica_count(self) -> int:
+        return len(self.state.isr)
+
     def check_leader(self) -> None:
         if not self.is_leader:
             raise NotLeaderOrFollowerError(
@@ -59,18 +118,198 @@ class Partition:
                 f"{self.topic_partition.partition} (leader is {self.state.leader})"
             )
 
-    def maybe_increment_high_watermark(self) -> bool:
-        """Advance the high watermark to the smallest log end offset in the ISR.
+    # --- leadership changes (LeaderAndIsr) ----------------------------------------------------
 
-        With only the leader in the ISR that is the leader's log end offset. Returns True if it
-        moved (and wakes long-polling fetches).
+    def make_leader(self, state: PartitionState, now_ms: int) -> bool:
+        """Become (or stay) leader with ``state``; True if this is a new leader epoch for us.
+
+        Followers' log end offsets are unknown until they fetch; those in the ISR count as caught
+        up now, so they are not shrunk out before they had a chance to fetch.
         """
-        new_hw = self.log.log_end_offset
+        new_epoch = not self.is_leader or state.leader_epoch != self.state.leader_epoch
+        self.state = state
+        if new_epoch:
+            self.leader_epoch_start_offset = self.log.log_end_offset
+            assert self.epoch_cache is not None
+            self.epoch_cache.assign(state.leader_epoch, self.leader_epoch_start_offset)
+            self.followers = {
+                r: FollowerState(r, last_caught_up_time_ms=now_ms if r in state.isr else 0)
+                for r in state.replicas
+                if r != self.broker_id
+            }
+        else:
+            for r in state.replicas:
+                if r != self.broker_id and r not in self.followers:
+                    self.followers[r] = FollowerState(r)
+            for r in list(self.followers):
+                if r not in state.replicas:
+                    del self.followers[r]
+        self.maybe_increment_high_watermark()
+        return new_epoch
+
+    def make_follower(self, state: PartitionState) -> bool:
+        """Follow ``state.leader``; True if the leader or its epoch changed (fetching restarts)."""
+        changed = self.state.leader != state.leader or self.state.leader_epoch != state.leader_epoch
+        was_leader = self.is_leader
+        self.state = state
+        self.followers = {}
+        if was_leader:
+            self.complete_delayed_produces()  # now NOT_LEADER_OR_FOLLOWER
+        return changed or was_leader
+
+    # --- appends -----------------------------------------------------------------------------
+
+    def record_leader_append(self, info: LogAppendInfo) -> None:
+        """After a leader append: the epoch cache knows the epoch; the HW may move (ISR of one)."""
+        self.maybe_increment_high_watermark()
+
+    def append_records_as_follower(self, records: bytes | memoryview) -> LogAppendInfo:
+        """Append batches fetched from the leader, offsets as the leader assigned them; new
+        epochs seen in the batches go to the epoch cache."""
+        assert self.epoch_cache is not None
+        latest = self.epoch_cache.latest_epoch
+        for _pos, header in iter_batches(records):
+            if header.partition_leader_epoch > latest:
+                latest = header.partition_leader_epoch
+                if header.base_offset >= self.log.log_end_offset:
+                    self.epoch_cache.assign(latest, header.base_offset)
+        return self.log.append_as_follower(records)
+
+    def truncate_to(self, offset: int) -> None:
+        """Follower truncation (divergent tail); the epoch cache follows."""
+        if self.log.truncate_to(offset):
+            assert self.epoch_cache is not None
+            self.epoch_cache.truncate_from_end(offset)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        new_hw = min(leader_high_watermark, self.log.log_end_offset)
         if new_hw > self.log.high_watermark:
             self.log.high_watermark = new_hw
             self.wake_waiters()
+
+    # --- follower fetches on the leader --------------------------------------------------------
+
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        """A fetch from follower ``replica_id`` at ``fetch_offset`` (its log end offset)."""
+        follower = self.followers.get(replica_id)
+        if follower is None:
+            return
+        leader_leo = self.log.log_end_offset
+        if fetch_offset >= leader_leo:
+            follower.last_caught_up_time_ms = now_ms
+        elif fetch_offset >= follower.last_fetch_leader_log_end_offset >= 0:
+            follower.last_caught_up_time_ms = max(follower.last_caught_up_time_ms, follower.last_fetch_time_ms)
+        follower.last_fetch_leader_log_end_offset = leader_leo
+        follower.last_fetch_time_ms = now_ms
+        follower.log_end_offset = fetch_offset
+        if (
+            replica_id not in self.state.isr
+            and fetch_offset >= self.high_watermark
+            and fetch_offset >= self.leader_epoch_start_offset
+        ):
+            self._request_isr_change([*self.state.isr, replica_id], f"replica {replica_id} caught up")
+        self.maybe_increment_high_watermark()
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """Advance the high watermark to the smallest log end offset in the ISR.
+
+        Returns True if it moved (and wakes long-polling fetches and waiting acks=all produces).
+        """
+        if not self.is_leader:
+            return False
+        new_hw = self.log.log_end_offset
+        for r in self.state.isr:
+            if r == self.broker_id:
+                continue
+            follower = self.followers.get(r)
+            if follower is None or follower.log_end_offset < 0:
+                return False
+            new_hw = min(new_hw, follower.log_end_offset)
+        if new_hw > self.log.high_watermark:
+            self.log.high_watermark = new_hw
+            self.wake_waiters()
+            self.complete_delayed_produces()
             return True
         return False
+
+    def out_of_sync_replicas(self, now_ms: int) -> list[int]:
+        return [
+            r
+            for r in self.state.isr
+            if r != self.broker_id
+            and (f := self.followers.get(r)) is not None
+            and now_ms - f.last_caught_up_time_ms > self.replica_lag_time_max_ms
+        ]
+
+    def maybe_shrink_isr(self, now_ms: int) -> None:
+        """Drop followers not caught up for ``replica.lag.time.max.ms`` from the ISR (leader only)."""
+        if not self.is_leader:
+            return
+        lagging = self.out_of_sync_replicas(now_ms)
+        if lagging:
+            new_isr = [r for r in self.state.isr if r not in lagging]
+            self._request_isr_change(new_isr, f"replicas {lagging} not caught up for {self.replica_lag_time_max_ms} ms")
+
+    def _request_isr_change(self, new_isr: list[int], reason: str) -> None:
+        if self.isr_writer is None or (self._isr_update is not None and not self._isr_update.done()):
+            return
+        self._isr_update = asyncio.get_running_loop().create_task(self._update_isr(new_isr, reason))
+
+    async def _update_isr(self, new_isr: list[int], reason: str) -> None:
+        assert self.isr_writer is not None
+        tp = self.topic_partition
+        proposed = replace(self.state, isr=new_isr)
+        try:
+            version = await self.isr_writer(tp, proposed)
+        except Exception:
+            log.exception("cannot write the ISR of %s-%d", tp.topic, tp.partition)
+            return
+        if version is None:
+            log.info(
+                "%s-%d: ISR update to %s skipped: the partition state changed (zk version %d is stale)",
+                tp.topic,
+                tp.partition,
+                new_isr,
+                proposed.zk_version,
+            )
+            return
+        if not self.is_leader or self.state.leader_epoch != proposed.leader_epoch:
+            return
+        old = self.state.isr
+        self.state = replace(proposed, zk_version=version)
+        log.info("%s-%d: ISR %s -> %s (%s)", tp.topic, tp.partition, old, new_isr, reason)
+        if self.on_isr_change is not None:
+            self.on_isr_change(tp)
+        self.maybe_increment_high_watermark()
+        self.complete_delayed_produces()
+
+    # --- acks=all ----------------------------------------------------------------------------
+
+    def wait_for_offset(self, required_offset: int) -> asyncio.Future[ErrorCode]:
+        """A future completed with the acks=all outcome once the HW reaches ``required_offset``."""
+        fut: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+        self._produce_waiters.append((required_offset, fut))
+        self.complete_delayed_produces()
+        return fut
+
+    def complete_delayed_produces(self) -> None:
+        if not self._produce_waiters:
+            return
+        leader = self.is_leader
+        hw = self.high_watermark
+        min_isr = int(self.log.config.get("min.insync.replicas"))
+        keep: list[tuple[int, asyncio.Future[ErrorCode]]] = []
+        for offset, fut in self._produce_waiters:
+            if fut.done():
+                continue
+            if not leader:
+                fut.set_result(ErrorCode.not_leader_or_follower)
+            elif hw >= offset:
+                enough = len(self.state.isr) >= min_isr
+                fut.set_result(ErrorCode.none if enough else ErrorCode.not_enough_replicas_after_append)
+            else:
+                keep.append((offset, fut))
+        self._produce_waiters = keep
 
     # --- long-poll support -------------------------------------------------------------------
 

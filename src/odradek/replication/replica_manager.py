@@ -25,14 +25,18 @@ from dataclasses import dataclass
 
 from odradek.errors import (
     ErrorCode,
+    FencedLeaderEpochError,
     InvalidRequestError,
     KafkaError,
     NotEnoughReplicasError,
+    UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
-from odradek.replication.partition import Partition, PartitionState
+from odradek.replication.fetcher import FetcherConfig, ReplicaFetcherManager
+from odradek.replication.partition import IsrWriter, Partition, PartitionState
 from odradek.storage import FileSlice, LogAppendInfo, LogManager, TopicPartition
 from odradek.storage.config import LogConfig
+from odradek.storage.log import wall_clock_ms
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,22 @@ class FetchRequestPartition:
     topic_partition: TopicPartition
     fetch_offset: int
     partition_max_bytes: int
+    current_leader_epoch: int = -1
+    """-1: not checked (clients before KIP-320); else must equal the partition's leader epoch."""
+
+
+def check_current_leader_epoch(partition: Partition, current_leader_epoch: int) -> None:
+    """KIP-320: FENCED_LEADER_EPOCH for an older epoch than ours, UNKNOWN_LEADER_EPOCH for a newer one."""
+    if current_leader_epoch < 0 or current_leader_epoch == partition.leader_epoch:
+        return
+    tp = partition.topic_partition
+    if current_leader_epoch < partition.leader_epoch:
+        raise FencedLeaderEpochError(
+            f"{tp.topic}-{tp.partition}: leader epoch {current_leader_epoch} is older than {partition.leader_epoch}"
+        )
+    raise UnknownLeaderEpochError(
+        f"{tp.topic}-{tp.partition}: leader epoch {current_leader_epoch} is newer than {partition.leader_epoch}"
+    )
 
 
 IO_THREAD_MIN_BYTES = 256 * 1024
@@ -92,34 +112,97 @@ class ReplicaManager:
         log_config_for: Callable[[str], LogConfig],
         *,
         io_threads: int = 8,
+        replica_lag_time_max_ms: int = 30000,
+        isr_writer: IsrWriter | None = None,
+        endpoint_for: Callable[[int], tuple[str, int] | None] = lambda _broker_id: None,
+        fetcher_config: FetcherConfig | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.log_config_for = log_config_for
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.isr_writer = isr_writer
+        self.isr_changed: set[TopicPartition] = set()
+        """Partitions whose ISR this broker changed since the last ``/isr_change_notification``."""
+        self.fetcher_manager = ReplicaFetcherManager(
+            broker_id, self.partitions.get, endpoint_for, fetcher_config or FetcherConfig()
+        )
         self._io_executor = ThreadPoolExecutor(max_workers=max(io_threads, 1), thread_name_prefix="odradek-io")
 
     # --- state changes from the controller --------------------------------------------------
 
     def become_leader_or_follower(self, tp: TopicPartition, state: PartitionState) -> Partition:
-        """Create or update the partition (creating its log if needed) with the controller's state."""
+        """Create or update the partition (creating its log if needed) with the controller's state.
+
+        Leader: followers' states reset, the epoch cache records the new epoch at the log end
+        offset, fetching stops. Follower: fetching from the new leader (re)starts with truncation
+        (OffsetForLeaderEpoch) whenever the leader or its epoch changed.
+        """
         partition = self.partitions.get(tp)
         if partition is None:
             log_ = self.log_manager.get_or_create_log(tp, self.log_config_for(tp.topic))
-            partition = Partition(tp, self.broker_id, log_, state)
+            partition = Partition(
+                tp,
+                self.broker_id,
+                log_,
+                PartitionState(-1, -1, [], []),
+                replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+                isr_writer=self.isr_writer,
+                on_isr_change=self.isr_changed.add,
+            )
             self.partitions[tp] = partition
-        else:
-            partition.state = state
-        if partition.is_leader:
-            partition.maybe_increment_high_watermark()
+        if state.leader == self.broker_id:
+            self.fetcher_manager.remove_partition(tp)
+            partition.make_leader(state, wall_clock_ms())
+        elif partition.make_follower(state) or tp not in self.fetcher_manager.assigned:
+            if state.leader >= 0:
+                self.fetcher_manager.add_partition(tp, state.leader)
+            else:
+                self.fetcher_manager.remove_partition(tp)
         return partition
 
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+        self.fetcher_manager.remove_partition(tp)
         partition = self.partitions.pop(tp, None)
         if partition is not None:
+            partition.state = PartitionState(-1, partition.leader_epoch, [], [])
+            partition.complete_delayed_produces()
             partition.wake_waiters()
         if delete:
             self.log_manager.delete_log(tp)
+
+    # --- ISR -----------------------------------------------------------------------------------
+
+    def maybe_shrink_isr(self, now_ms: int | None = None) -> None:
+        """Every leader drops followers not caught up for ``replica.lag.time.max.ms`` (periodic)."""
+        now = wall_clock_ms() if now_ms is None else now_ms
+        for partition in self.leader_partitions():
+            partition.maybe_shrink_isr(now)
+
+    def last_offset_for_leader_epoch(
+        self, tp: TopicPartition, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[int, int]:
+        """OffsetForLeaderEpoch on the leader: (epoch, end offset) per the epoch cache.
+
+        Raises UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH (the
+        caller's ``current_leader_epoch`` is older) or UNKNOWN_LEADER_EPOCH (newer).
+        """
+        partition = self.leader_partition(tp)
+        check_current_leader_epoch(partition, current_leader_epoch)
+        assert partition.epoch_cache is not None
+        return partition.epoch_cache.end_offset_for(leader_epoch, partition.log.log_end_offset)
+
+    async def wait_for_acks(self, tp: TopicPartition, required_offset: int, timeout_ms: int) -> ErrorCode:
+        """acks=all: wait until the high watermark reaches ``required_offset`` (DelayedProduce)."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return ErrorCode.not_leader_or_follower
+        waiter = partition.wait_for_offset(required_offset)
+        try:
+            return await asyncio.wait_for(waiter, max(timeout_ms, 0) / 1000)
+        except TimeoutError:
+            return ErrorCode.request_timed_out
 
     def update_log_config(self, topic: str) -> None:
         config = self.log_config_for(topic)
@@ -187,8 +270,10 @@ class ReplicaManager:
         result = FetchPartitionResult(req.topic_partition)
         try:
             partition = self.get_partition(req.topic_partition)
-            if replica_id < 0:
-                partition.check_leader()
+            partition.check_leader()
+            check_current_leader_epoch(partition, req.current_leader_epoch)
+            if replica_id >= 0:
+                partition.update_follower_fetch_state(replica_id, req.fetch_offset, wall_clock_ms())
             log_ = partition.log
             result.high_watermark = partition.high_watermark
             result.last_stable_offset = partition.last_stable_offset
@@ -259,7 +344,7 @@ class ReplicaManager:
         min_one = True
         for req in requests:
             limit = max(0, min(req.partition_max_bytes, remaining))
-            capped = FetchRequestPartition(req.topic_partition, req.fetch_offset, limit)
+            capped = FetchRequestPartition(req.topic_partition, req.fetch_offset, limit, req.current_leader_epoch)
             result = self._read(capped, min_one, isolation_level, replica_id)
             size = result.records_size
             if size:
@@ -308,6 +393,10 @@ class ReplicaManager:
 
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
+
+    async def shutdown_fetchers(self) -> None:
+        """Stop following (before the logs close)."""
+        await self.fetcher_manager.shutdown()
 
     def shutdown(self) -> None:
         """Wake long-polling fetches and wait for the I/O threads' writes in progress (their appends

@@ -1,0 +1,374 @@
+"""Followers: one fetcher per source broker copies the leader's log (Kafka's ReplicaFetcherManager/Thread).
+
+:class:`ReplicaFetcherManager` keeps ``num.replica.fetchers`` fetchers per leader broker; a
+partition goes to fetcher ``hash(topic, partition) % num.replica.fetchers`` of its leader. Each
+:class:`ReplicaFetcher` is one task with one connection (:class:`~odradek.client.connection.
+KafkaConnection`) to the leader's inter-broker endpoint, and loops:
+
+1. **Truncation** (KIP-101, on becoming follower and after an out-of-range answer): one
+   OffsetForLeaderEpoch request for every partition that needs it, asking for the end offset of
+   the follower's latest leader epoch. The follower truncates to the smaller of that offset and
+   its own end offset for the epoch the leader answered with; an undefined answer (the leader
+   knows no such epoch) truncates to the high watermark, Kafka's fallback.
+2. **Fetch**: one Fetch request (``replica_id`` = this broker) for all its partitions, at their
+   log end offsets, ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes``
+   in all, long-polling ``replica.fetch.wait.max.ms`` for ``replica.fetch.min.bytes``. Returned
+   batches are appended as they are (offsets assigned by the leader); the follower's high
+   watermark becomes min(leader's high watermark, own log end offset).
+3. **Errors**: a partition answered NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+   UNKNOWN_LEADER_EPOCH or UNKNOWN_TOPIC_OR_PARTITION waits ``replica.fetch.backoff.ms`` (the
+   controller's next LeaderAndIsr decides); OFFSET_OUT_OF_RANGE truncates again (or, when the
+   leader's log starts after ours ends, restarts the log empty at the leader's start); a lost
+   connection or a timeout closes the connection and backs off.
+
+The leader learns each follower's log end offset from the fetch offsets (``Partition.
+update_follower_fetch_state``); that is how the high watermark and the ISR move.
+
+Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from odradek.client.connection import KafkaConnection
+from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
+from odradek.errors import ErrorCode, KafkaError, UnsupportedVersionError
+from odradek.protocol.records import LOG_OVERHEAD, iter_batches
+from odradek.replication.partition import Partition
+from odradek.storage import TopicPartition
+from odradek.storage.leader_epoch import UNDEFINED_EPOCH_OFFSET
+
+log = logging.getLogger(__name__)
+
+FETCH_KEY = 1
+OFFSET_FOR_LEADER_EPOCH_KEY = 23
+FETCH_MAX_VERSION = 12
+RETRY_LATER = {
+    ErrorCode.not_leader_or_follower,
+    ErrorCode.fenced_leader_epoch,
+    ErrorCode.unknown_leader_epoch,
+    ErrorCode.unknown_topic_or_partition,
+    ErrorCode.replica_not_available,
+    ErrorCode.kafka_storage_error,
+}
+
+
+@dataclass(frozen=True)
+class FetcherConfig:
+    """The ``replica.fetch.*`` keys and ``num.replica.fetchers``."""
+
+    num_fetchers: int = 1
+    max_bytes: int = 1048576
+    response_max_bytes: int = 10485760
+    wait_max_ms: int = 500
+    min_bytes: int = 1
+    backoff_ms: int = 1000
+    request_timeout_ms: int = 30000
+
+
+@dataclass
+class FetchState:
+    truncating: bool = True
+    delayed_until: float = 0.0
+
+
+class ReplicaFetcher:
+    """Fetches one leader's partitions for this broker; one task, one connection."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        leader_id: int,
+        index: int,
+        partition_for: Callable[[TopicPartition], Partition | None],
+        endpoint_for: Callable[[int], tuple[str, int] | None],
+        config: FetcherConfig,
+    ) -> None:
+        self.broker_id = broker_id
+        self.leader_id = leader_id
+        self.name = f"ReplicaFetcher-{index}-{leader_id}"
+        self.partition_for = partition_for
+        self.endpoint_for = endpoint_for
+        self.config = config
+        self.partitions: dict[TopicPartition, FetchState] = {}
+        self._conn: KafkaConnection | None = None
+        self._wakeup = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    def add(self, tp: TopicPartition) -> None:
+        self.partitions[tp] = FetchState()
+        self._wakeup.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        await self._close()
+
+    async def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+    async def _connection(self) -> KafkaConnection:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        endpoint = self.endpoint_for(self.leader_id)
+        if endpoint is None:
+            raise KafkaConnectionError(f"broker {self.leader_id} is not known to be alive")
+        conn = KafkaConnection(
+            endpoint[0],
+            endpoint[1],
+            client_id=f"broker-{self.broker_id}-fetcher",
+            request_timeout_ms=self.config.request_timeout_ms,
+        )
+        self._conn = await conn.connect()
+        return self._conn
+
+    async def _run(self) -> None:
+        backoff = self.config.backoff_ms / 1000
+        while True:
+            ready = self._ready()
+            if not ready:
+                self._wakeup.clear()
+                delays = [s.delayed_until for s in self.partitions.values() if s.delayed_until]
+                timeout = max(0.0, min(delays) - time.monotonic()) if delays else None
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), timeout)
+                except TimeoutError:
+                    pass
+                continue
+            try:
+                conn = await self._connection()
+                truncating = [tp for tp in ready if self.partitions[tp].truncating]
+                if truncating:
+                    await self._truncate(conn, truncating)
+                    continue
+                await self._fetch(conn, ready)
+            except asyncio.CancelledError:
+                raise
+            except (KafkaConnectionError, KafkaTimeoutError, KafkaProtocolError, UnsupportedVersionError) as exc:
+                log.warning("%s: %s; retrying in %d ms", self.name, exc, self.config.backoff_ms)
+                await self._close()
+                await asyncio.sleep(backoff)
+            except Exception:
+                log.exception("%s: unexpected error; retrying in %d ms", self.name, self.config.backoff_ms)
+                await self._close()
+                await asyncio.sleep(backoff)
+
+    def _ready(self) -> list[TopicPartition]:
+        now = time.monotonic()
+        return [tp for tp, s in self.partitions.items() if s.delayed_until <= now and self.partition_for(tp)]
+
+    def _delay(self, tp: TopicPartition, error: ErrorCode) -> None:
+        state = self.partitions.get(tp)
+        if state is not None:
+            state.delayed_until = time.monotonic() + self.config.backoff_ms / 1000
+            log.info("%s: %s-%d answered %s; backing off", self.name, tp.topic, tp.partition, error.name)
+
+    # --- truncation ----------------------------------------------------------------------------
+
+    async def _truncate(self, conn: KafkaConnection, tps: list[TopicPartition]) -> None:
+        rb = conn.builder(OFFSET_FOR_LEADER_EPOCH_KEY, 3)
+        by_topic: dict[str, list[object]] = {}
+        asked: dict[TopicPartition, int] = {}
+        for tp in tps:
+            partition = self.partition_for(tp)
+            assert partition is not None and partition.epoch_cache is not None
+            epoch = partition.epoch_cache.latest_epoch
+            if epoch < 0:  # no epochs: Kafka's fallback, truncate to the high watermark
+                self._truncate_to(partition, partition.high_watermark, "no leader epoch known")
+                continue
+            asked[tp] = epoch
+            by_topic.setdefault(tp.topic, []).append(
+                rb.make(
+                    "OffsetForLeaderPartition",
+                    partition=tp.partition,
+                    current_leader_epoch=partition.leader_epoch,
+                    leader_epoch=epoch,
+                )
+            )
+        if not by_topic:
+            return
+        request = rb(
+            replica_id=self.broker_id,
+            topics=tuple(rb.make("OffsetForLeaderTopic", topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+        )
+        response = await conn.send(request)
+        for topic in response.topics:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.topic, p.partition)
+                partition = self.partition_for(tp)
+                if partition is None or tp not in asked or tp not in self.partitions:
+                    continue
+                error = ErrorCode(p.error_code)
+                if error != ErrorCode.none:
+                    self._delay(tp, error)
+                    continue
+                self._apply_epoch_answer(partition, asked[tp], int(p.leader_epoch), int(p.end_offset))
+
+    def _apply_epoch_answer(self, partition: Partition, asked_epoch: int, epoch: int, end_offset: int) -> None:
+        """Truncate after the leader said ``epoch`` ends at ``end_offset`` (we asked for ``asked_epoch``)."""
+        if end_offset == UNDEFINED_EPOCH_OFFSET:
+            self._truncate_to(partition, partition.high_watermark, "the leader knows no such epoch")
+            return
+        leo = partition.log.log_end_offset
+        target = min(end_offset, leo)
+        if epoch != asked_epoch:
+            assert partition.epoch_cache is not None
+            _, own_end = partition.epoch_cache.end_offset_for(epoch, leo)
+            if own_end != UNDEFINED_EPOCH_OFFSET:
+                target = min(target, own_end)
+        self._truncate_to(partition, target, f"leader epoch {epoch} ends at {end_offset} on broker {self.leader_id}")
+
+    def _truncate_to(self, partition: Partition, offset: int, reason: str) -> None:
+        tp = partition.topic_partition
+        if offset < partition.log.log_end_offset:
+            log.info(
+                "%s: truncating %s-%d from %d to %d (%s)",
+                self.name,
+                tp.topic,
+                tp.partition,
+                partition.log.log_end_offset,
+                offset,
+                reason,
+            )
+            partition.truncate_to(max(offset, 0))
+        state = self.partitions.get(tp)
+        if state is not None:
+            state.truncating = False
+
+    # --- fetch ---------------------------------------------------------------------------------
+
+    async def _fetch(self, conn: KafkaConnection, tps: list[TopicPartition]) -> None:
+        rb = conn.builder(FETCH_KEY, 4, FETCH_MAX_VERSION)
+        by_topic: dict[str, list[object]] = {}
+        for tp in tps:
+            partition = self.partition_for(tp)
+            assert partition is not None and partition.epoch_cache is not None
+            by_topic.setdefault(tp.topic, []).append(
+                rb.make(
+                    "FetchPartition",
+                    partition=tp.partition,
+                    current_leader_epoch=partition.leader_epoch,
+                    fetch_offset=partition.log.log_end_offset,
+                    last_fetched_epoch=partition.epoch_cache.latest_epoch,
+                    log_start_offset=partition.log.log_start_offset,
+                    partition_max_bytes=self.config.max_bytes,
+                )
+            )
+        request = rb(
+            cluster_id=None,
+            replica_id=self.broker_id,
+            max_wait=datetime.timedelta(milliseconds=self.config.wait_max_ms),
+            min_bytes=self.config.min_bytes,
+            max_bytes=self.config.response_max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=tuple(rb.make("FetchTopic", topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+        response = await conn.send(request, timeout_ms=self.config.request_timeout_ms + self.config.wait_max_ms)
+        error = ErrorCode(getattr(response, "error_code", 0))
+        if error != ErrorCode.none:
+            raise KafkaProtocolError(f"fetch from broker {self.leader_id} failed: {error.name}")
+        for topic in response.responses:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.topic, p.partition_index)
+                partition = self.partition_for(tp)
+                if partition is None or tp not in self.partitions or partition.is_leader:
+                    continue
+                self._process(partition, p)
+
+    def _process(self, partition: Partition, p: object) -> None:
+        tp = partition.topic_partition
+        error = ErrorCode(p.error_code)  # type: ignore[attr-defined]
+        if error == ErrorCode.offset_out_of_range:
+            leader_start = int(p.log_start_offset)  # type: ignore[attr-defined]
+            if leader_start > partition.log.log_end_offset:
+                log.info("%s: %s-%d restarts at the leader's log start %d", self.name, *tp, leader_start)
+                partition.log.truncate_fully_and_start_at(leader_start)
+            else:
+                self.partitions[tp].truncating = True
+            return
+        if error != ErrorCode.none:
+            self._delay(tp, error)
+            return
+        records = p.records  # type: ignore[attr-defined]
+        if records:
+            end = 0
+            for pos, header in iter_batches(records):
+                end = pos + header.batch_length + LOG_OVERHEAD
+            if end:
+                try:
+                    partition.append_records_as_follower(memoryview(records)[:end])
+                except KafkaError as exc:
+                    log.warning("%s: cannot append to %s-%d: %s; truncating first", self.name, *tp, exc)
+                    self.partitions[tp].truncating = True
+                    return
+        partition.update_follower_high_watermark(int(p.high_watermark))  # type: ignore[attr-defined]
+
+
+class ReplicaFetcherManager:
+    """Which fetcher copies which partition; fetchers are created on demand and stopped when empty."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        partition_for: Callable[[TopicPartition], Partition | None],
+        endpoint_for: Callable[[int], tuple[str, int] | None],
+        config: FetcherConfig,
+    ) -> None:
+        self.broker_id = broker_id
+        self.partition_for = partition_for
+        self.endpoint_for = endpoint_for
+        self.config = config
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._assigned: dict[TopicPartition, tuple[int, int]] = {}
+
+    def add_partition(self, tp: TopicPartition, leader_id: int) -> None:
+        """Fetch ``tp`` from ``leader_id`` (truncating first); replaces any earlier assignment."""
+        self.remove_partition(tp)
+        key = (leader_id, hash(tp) % max(1, self.config.num_fetchers))
+        fetcher = self.fetchers.get(key)
+        if fetcher is None:
+            fetcher = self.fetchers[key] = ReplicaFetcher(
+                self.broker_id, leader_id, key[1], self.partition_for, self.endpoint_for, self.config
+            )
+        fetcher.add(tp)
+        self._assigned[tp] = key
+
+    @property
+    def assigned(self) -> dict[TopicPartition, tuple[int, int]]:
+        """Partition -> (leader id, fetcher index) being fetched."""
+        return self._assigned
+
+    def remove_partition(self, tp: TopicPartition) -> None:
+        key = self._assigned.pop(tp, None)
+        if key is not None and key in self.fetchers:
+            self.fetchers[key].remove(tp)
+
+    async def shutdown_idle_fetchers(self) -> None:
+        for key, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                del self.fetchers[key]
+                await fetcher.stop()
+
+    async def shutdown(self) -> None:
+        fetchers, self.fetchers = list(self.fetchers.values()), {}
+        self._assigned.clear()
+        for fetcher in fetchers:
+            await fetcher.stop()
