@@ -1,0 +1,141 @@
+"""Partition rules on a real log: high watermark = min ISR log end offset, ISR shrink and expand,
+acks=all completion, follower appends and truncation with the leader epoch cache."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from odradek.errors import ErrorCode
+from odradek.protocol.records import Record, build_batch
+from odradek.replication.partition import Partition, PartitionState
+from odradek.storage import Log, TopicPartition
+
+from .storage_support import log_config
+
+TP = TopicPartition("t", 0)
+
+
+def batch(n: int = 1) -> bytes:
+    return build_batch([Record(None, b"v%d" % i) for i in range(n)])
+
+
+class IsrWrites:
+    """The partition state znode: conditional writes on its version."""
+
+    def __init__(self, version: int = 0) -> None:
+        self.version = version
+        self.written: list[list[int]] = []
+
+    async def __call__(self, tp: TopicPartition, state: PartitionState) -> int | None:
+        if state.zk_version != self.version:
+            return None
+        self.version += 1
+        self.written.append(list(state.isr))
+        return self.version
+
+
+def leader(tmp_path: Path, isr: list[int], writes: IsrWrites | None = None, min_isr: int = 1) -> Partition:
+    log = Log(tmp_path / "t-0", log_config(min_insync_replicas=min_isr))
+    p = Partition(TP, 1, log, PartitionState(-1, -1, [], []), replica_lag_time_max_ms=1000, isr_writer=writes)
+    p.make_leader(PartitionState(1, 5, isr, [1, 2, 3]), now_ms=0)
+    return p
+
+
+def test_high_watermark_is_the_smallest_isr_log_end_offset(tmp_path: Path) -> None:
+    async def run() -> None:
+        p = leader(tmp_path, [1, 2, 3])
+        p.log.append_as_leader(batch(10), 5)
+        assert not p.maybe_increment_high_watermark()  # followers' offsets unknown
+        p.update_follower_fetch_state(2, 10, now_ms=1)
+        assert p.high_watermark == 0
+        p.update_follower_fetch_state(3, 4, now_ms=1)
+        assert p.high_watermark == 4
+        p.update_follower_fetch_state(3, 10, now_ms=2)
+        assert p.high_watermark == 10
+
+    asyncio.run(run())
+
+
+def test_acks_all_waits_for_the_isr(tmp_path: Path) -> None:
+    async def run() -> None:
+        p = leader(tmp_path, [1, 2], min_isr=2)
+        p.log.append_as_leader(batch(3), 5)
+        waiter = p.wait_for_offset(3)
+        p.update_follower_fetch_state(2, 2, now_ms=1)
+        await asyncio.sleep(0)
+        assert not waiter.done()
+        p.update_follower_fetch_state(2, 3, now_ms=2)
+        assert await waiter == ErrorCode.none
+        stale = p.wait_for_offset(100)
+        p.make_follower(PartitionState(2, 6, [2], [1, 2, 3]))
+        assert await stale == ErrorCode.not_leader_or_follower
+
+    asyncio.run(run())
+
+
+def test_lagging_follower_leaves_the_isr_and_the_high_watermark_moves(tmp_path: Path) -> None:
+    async def run() -> None:
+        writes = IsrWrites()
+        p = leader(tmp_path, [1, 2, 3], writes, min_isr=2)
+        p.log.append_as_leader(batch(5), 5)
+        p.update_follower_fetch_state(2, 5, now_ms=100)
+        p.update_follower_fetch_state(3, 1, now_ms=100)  # behind since it was made leader at 0
+        waiter = p.wait_for_offset(5)
+        p.maybe_shrink_isr(now_ms=900)
+        assert p.out_of_sync_replicas(900) == []
+        p.update_follower_fetch_state(2, 5, now_ms=1400)  # 2 keeps fetching at the end of the log
+        p.maybe_shrink_isr(now_ms=1500)
+        await asyncio.sleep(0.01)
+        assert writes.written == [[1, 2]]
+        assert p.state.isr == [1, 2] and p.state.zk_version == 1
+        assert p.high_watermark == 5
+        assert await waiter == ErrorCode.none  # 2 in ISR >= min.insync.replicas
+
+    asyncio.run(run())
+
+
+def test_follower_rejoins_when_it_reaches_the_high_watermark(tmp_path: Path) -> None:
+    async def run() -> None:
+        writes = IsrWrites()
+        p = leader(tmp_path, [1, 2], writes)
+        p.log.append_as_leader(batch(4), 5)
+        p.update_follower_fetch_state(2, 4, now_ms=1)
+        assert p.high_watermark == 4
+        p.update_follower_fetch_state(3, 2, now_ms=2)
+        await asyncio.sleep(0.01)
+        assert writes.written == []
+        p.update_follower_fetch_state(3, 4, now_ms=3)
+        await asyncio.sleep(0.01)
+        assert writes.written == [[1, 2, 3]] and p.state.isr == [1, 2, 3]
+
+    asyncio.run(run())
+
+
+def test_isr_write_against_a_moved_znode_is_dropped(tmp_path: Path) -> None:
+    async def run() -> None:
+        writes = IsrWrites(version=7)  # the controller rewrote the state meanwhile
+        p = leader(tmp_path, [1, 2, 3], writes)
+        p.update_follower_fetch_state(2, 0, now_ms=1)
+        p.maybe_shrink_isr(now_ms=5000)
+        await asyncio.sleep(0.01)
+        assert writes.written == [] and p.state.isr == [1, 2, 3]
+
+    asyncio.run(run())
+
+
+def test_follower_append_records_epochs_and_truncation_drops_them(tmp_path: Path) -> None:
+    leader_log = Log(tmp_path / "leader" / "t-0", log_config())
+    leader_log.append_as_leader(batch(2), 3)
+    leader_log.append_as_leader(batch(2), 4)
+    data = leader_log.read(0, 1 << 20, None, True).records_bytes()
+    follower = Partition(TP, 2, Log(tmp_path / "f" / "t-0", log_config()), PartitionState(-1, -1, [], []))
+    follower.make_follower(PartitionState(1, 4, [1, 2], [1, 2]))
+    follower.append_records_as_follower(data)
+    assert follower.log.log_end_offset == 4
+    assert follower.epoch_cache is not None and follower.epoch_cache.entries == [(3, 0), (4, 2)]
+    assert follower.epoch_cache.end_offset_for(3, 4) == (3, 2)
+    follower.truncate_to(2)
+    assert follower.log.log_end_offset == 2 and follower.epoch_cache.entries == [(3, 0)]
+    follower.update_follower_high_watermark(10)
+    assert follower.high_watermark == 2
