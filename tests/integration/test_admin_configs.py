@@ -16,6 +16,7 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigSource,
+    NewTopic,
     ResourceType,
 )
 
@@ -83,7 +84,9 @@ def test_describe_configs_synonyms_documentation_and_errors(broker: BrokerRunner
     topic = results[Resource.topic("dc-2")]
     assert topic.error is None and sorted(topic.configs) == ["cleanup.policy", "retention.ms"]
     retention = topic.configs["retention.ms"]
-    assert retention.synonyms == [("retention.ms", "1000", 1), ("log.retention.hours", "168", 5)]
+    # Kafka's ConfigHelper lists broker synonyms from retention.ms's first broker key on:
+    # log.retention.ms has no value (null default), so log.retention.hours=168 is not listed.
+    assert retention.synonyms == [("retention.ms", "1000", 1)]
     assert retention.config_type == 5 and retention.documentation
     assert topic.configs["cleanup.policy"].config_type == 7
     assert results[Resource.topic("dc-missing")].error.error_code == ErrorCode.unknown_topic_or_partition  # type: ignore[union-attr]
@@ -137,6 +140,144 @@ def test_static_broker_config_is_the_source_of_topic_defaults(
     assert configs[ResourceType.BROKER]["num.partitions"].value == "2"
     created = with_admin(runner, lambda a: a.create_topics([OwnNewTopic("static-defaults")]))
     assert created["static-defaults"].num_partitions == 2
+
+
+def test_broker_read_only_sources_and_synonyms_as_kafka(odradek_broker_factory: Callable[..., BrokerRunner]) -> None:
+    runner = odradek_broker_factory(overrides={"log.retention.hours": "24", "num.io.threads": "4"})
+    res = confluent(runner).describe_configs([ConfigResource(ResourceType.BROKER, "0")])
+    configs = next(iter(res.values())).result(15)
+    # per-broker and cluster-wide dynamic keys of Kafka 3.9 are not read-only
+    for name in ("advertised.listeners", "listeners", "log.retention.ms", "message.max.bytes", "num.io.threads"):
+        assert not configs[name].is_read_only, name
+    for name in ("broker.id", "log.dirs", "log.retention.hours", "zookeeper.connect", "log.message.format.version"):
+        assert configs[name].is_read_only, name
+    advertised = configs["advertised.listeners"]
+    assert advertised.value is None and advertised.source == ConfigSource.DEFAULT_CONFIG.value
+    assert configs["listeners"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert configs["num.io.threads"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert configs["num.io.threads"].value == "4"
+    assert configs["log.retention.hours"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert configs["log.retention.hours"].value == "24"
+    assert configs["log.segment.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+    own = with_admin(
+        runner,
+        lambda a: a.describe_configs(
+            [Resource.broker(0)],
+            keys=["log.retention.hours", "log.retention.ms", "log.retention.minutes", "log.segment.bytes"],
+            include_synonyms=True,
+        ),
+    )[Resource.broker(0)].configs
+    assert own["log.retention.hours"].synonyms == [
+        ("log.retention.hours", "24", 4),
+        ("log.retention.hours", "168", 5),
+    ]
+    assert own["log.retention.ms"].synonyms == [] and own["log.retention.ms"].source == 5
+    assert own["log.retention.minutes"].synonyms == [] and own["log.retention.minutes"].value is None
+    assert own["log.segment.bytes"].synonyms == [("log.segment.bytes", "1073741824", 5)]
+    assert own["log.retention.hours"].read_only and not own["log.retention.ms"].read_only
+
+
+def test_static_retention_ms_synonyms_for_broker_and_topic(odradek_broker_factory: Callable[..., BrokerRunner]) -> None:
+    runner = odradek_broker_factory(overrides={"log.retention.ms": "3600000"})
+    create(runner, "syn-1")
+    results = with_admin(
+        runner,
+        lambda a: a.describe_configs(
+            [Resource.broker(0), Resource.topic("syn-1")],
+            keys=["log.retention.ms", "log.retention.hours", "retention.ms", "segment.bytes"],
+            include_synonyms=True,
+        ),
+    )
+    broker_configs = results[Resource.broker(0)].configs
+    assert broker_configs["log.retention.ms"].synonyms == [
+        ("log.retention.ms", "3600000", 4),
+        ("log.retention.hours", "168", 5),
+    ]
+    assert broker_configs["log.retention.hours"].synonyms == [("log.retention.hours", "168", 5)]
+    topic = results[Resource.topic("syn-1")].configs
+    assert topic["retention.ms"].value == "3600000" and topic["retention.ms"].source == 4
+    assert topic["retention.ms"].synonyms == [("log.retention.ms", "3600000", 4), ("log.retention.hours", "168", 5)]
+    assert topic["segment.bytes"].synonyms == [("log.segment.bytes", "1073741824", 5)]
+
+
+# --- deprecated and other Kafka 3.9 topic keys ---------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
+def test_deprecated_topic_keys_are_accepted_and_described(broker: BrokerRunner) -> None:
+    create(
+        broker,
+        "mfv-1",
+        **{"message.format.version": "0.10.2", "message.timestamp.difference.max.ms": "3600000"},
+    )
+    configs = _topic_configs(broker, "mfv-1")
+    assert configs["message.format.version"].value == "0.10.2"
+    assert configs["message.format.version"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert configs["message.timestamp.difference.max.ms"].value == "3600000"
+    assert configs["message.timestamp.before.max.ms"].value == str(2**63 - 1)
+    for name in ("message.downconversion.enable", "compression.zstd.level", "local.retention.ms"):
+        assert configs[name].source == ConfigSource.DEFAULT_CONFIG.value, name
+    assert configs["remote.storage.enable"].value == "false"
+    assert configs["leader.replication.throttled.replicas"].value == ""
+
+    create(broker, "mfv-2")
+    described = with_admin(
+        broker,
+        lambda a: a.describe_configs(
+            [Resource.topic("mfv-2")], keys=["message.format.version", "compression.gzip.level"], include_synonyms=True
+        ),
+    )[Resource.topic("mfv-2")].configs
+    assert described["message.format.version"].value == "3.0-IV1"
+    assert described["message.format.version"].synonyms == [("log.message.format.version", "3.0-IV1", 5)]
+    assert described["compression.gzip.level"].synonyms == [("compression.gzip.level", "-1", 5)]
+
+    # AlterConfigs (full replacement) and IncrementalAlterConfigs take them too
+    admin = confluent(broker)
+    fs = admin.alter_configs(
+        [ConfigResource(ResourceType.TOPIC, "mfv-2", set_config={"message.format.version": "2.8-IV1"})]
+    )
+    assert error_code_of(next(iter(fs.values()))) == 0
+    assert _topic_configs(broker, "mfv-2")["message.format.version"].value == "2.8-IV1"
+    fs = admin.incremental_alter_configs(
+        [
+            ConfigResource(
+                ResourceType.TOPIC,
+                "mfv-2",
+                incremental_configs=[
+                    ConfigEntry("message.format.version", "3.9", incremental_operation=AlterConfigOpType.SET),
+                    ConfigEntry("message.downconversion.enable", "false", incremental_operation=AlterConfigOpType.SET),
+                    ConfigEntry(
+                        "leader.replication.throttled.replicas", "0:0", incremental_operation=AlterConfigOpType.APPEND
+                    ),
+                ],
+            )
+        ]
+    )
+    assert error_code_of(next(iter(fs.values()))) == 0
+    configs = _topic_configs(broker, "mfv-2")
+    assert configs["message.format.version"].value == "3.9"
+    assert configs["message.downconversion.enable"].value == "false"
+    assert configs["leader.replication.throttled.replicas"].value == "0:0"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("message.format.version", "9.9"),
+        ("message.format.version", "4.0"),
+        ("compression.gzip.level", "0"),
+        ("compression.zstd.level", "23"),
+        ("remote.storage.enable", "true"),
+        ("remote.log.copy.disable", "true"),
+        ("leader.replication.throttled.replicas", "x:1"),
+        ("local.retention.ms", "-3"),
+    ],
+)
+def test_invalid_values_of_kafka_39_topic_keys_are_invalid_config(broker: BrokerRunner, name: str, value: str) -> None:
+    fs = confluent(broker).create_topics(
+        [NewTopic(f"bad-{name}-{value}".replace(":", "_"), 1, 1, config={name: value})]
+    )
+    assert error_code_of(next(iter(fs.values()))) == ErrorCode.invalid_config
 
 
 # --- AlterConfigs / IncrementalAlterConfigs ----------------------------------------------------

@@ -14,7 +14,8 @@ block with the batch's codec. Formats, as Kafka's clients write them:
 * ``zstd`` (4): a zstd frame, with or without the content size.
 
 Every failure to decode raises :class:`~odradek.errors.CorruptRecordError`; an unknown codec id
-raises :class:`~odradek.errors.InvalidRecordError`. Pure functions: safe from any thread.
+raises :class:`~odradek.errors.InvalidRecordError`. :func:`decompress_bounded` stops at a given
+output size (RecordTooLargeError), for input the broker has not produced itself. Pure functions: safe from any thread.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import struct
 
 import cramjam
 
-from odradek.errors import CorruptRecordError, InvalidRecordError
+from odradek.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 
 __all__ = [
     "CODEC_NAMES",
@@ -35,6 +36,7 @@ __all__ = [
     "codec_name",
     "compress",
     "decompress",
+    "decompress_bounded",
 ]
 
 NONE = 0
@@ -186,3 +188,70 @@ def decompress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     except Exception as exc:  # cramjam raises DecompressionError, ValueError, ...
         raise CorruptRecordError(f"failed to decompress {codec_name(codec)} records: {exc}") from exc
     raise InvalidRecordError(f"unknown compression codec {codec}")
+
+
+_OVERFLOW = "failed to write whole buffer"  # cramjam's error when the output buffer is full
+
+
+def _snappy_size(view: memoryview) -> int:
+    """Uncompressed size a snappy payload (raw or xerial) declares, without decompressing it."""
+    if bytes(view[:8]) != XERIAL_MAGIC:
+        return int(cramjam.snappy.decompress_raw_len(view))
+    total, pos = 0, 16
+    while pos + 4 <= len(view):
+        (length,) = _INT32.unpack_from(view, pos)
+        pos += 4
+        if length < 0 or length > len(view) - pos:
+            raise CorruptRecordError(f"xerial snappy block of {length} bytes at byte {pos} exceeds the data")
+        total += int(cramjam.snappy.decompress_raw_len(view[pos : pos + length]))
+        pos += length
+    return total
+
+
+def decompress_bounded(codec: int, data: bytes | bytearray | memoryview, max_bytes: int) -> memoryview:
+    """Decompress ``data`` written with ``codec``, producing at most ``max_bytes`` bytes.
+
+    Output goes into a buffer that starts at ``max(64 KiB, 8 x len(data))`` and grows by four
+    times up to ``max_bytes`` while it overflows, so memory follows the real output, and
+    decompression stops as soon as the limit is passed: a small payload that expands without
+    bound costs at most ``max_bytes`` of memory and the time to produce them. Snappy payloads are
+    checked against the sizes they declare before any output is produced.
+
+    Raises RecordTooLargeError past ``max_bytes``, CorruptRecordError when the data does not
+    decode, InvalidRecordError for an unknown codec.
+    """
+    view = memoryview(data).cast("B")
+    if codec == NONE:
+        if view.nbytes > max_bytes:
+            raise RecordTooLargeError(f"records of {view.nbytes} bytes exceed the limit of {max_bytes} bytes")
+        return view
+    if codec == SNAPPY:
+        try:
+            declared = _snappy_size(view)
+        except CorruptRecordError:
+            raise
+        except Exception as exc:
+            raise CorruptRecordError(f"failed to decompress snappy records: {exc}") from exc
+        if declared > max_bytes:
+            raise RecordTooLargeError(
+                f"snappy records declare {declared} bytes uncompressed, more than the limit of {max_bytes} bytes"
+            )
+        return memoryview(decompress(SNAPPY, view))
+    into = {GZIP: cramjam.gzip.decompress_into, LZ4: cramjam.lz4.decompress_into, ZSTD: cramjam.zstd.decompress_into}
+    if codec not in into:
+        raise InvalidRecordError(f"unknown compression codec {codec}")
+    size = min(max_bytes, max(64 * 1024, 8 * view.nbytes))
+    while True:
+        out = bytearray(size)
+        try:
+            written = int(into[codec](view, out))
+        except Exception as exc:  # cramjam's DecompressionError
+            if _OVERFLOW not in str(exc):
+                raise CorruptRecordError(f"failed to decompress {codec_name(codec)} records: {exc}") from exc
+            if size >= max_bytes:
+                raise RecordTooLargeError(
+                    f"{codec_name(codec)} records decompress to more than the limit of {max_bytes} bytes"
+                ) from None
+            size = min(max_bytes, size * 4)
+            continue
+        return memoryview(out)[:written]

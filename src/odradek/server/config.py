@@ -21,7 +21,7 @@ from typing import Any
 
 from odradek.configdef import ConfigDef, at_least, between, one_of
 from odradek.errors import InvalidConfigError
-from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig
+from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, gzip_level, metadata_version
 
 HOUR_MS = 3600 * 1000
 
@@ -49,7 +49,29 @@ BROKER_CONFIGS = (
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
         "Listener name to security protocol. Only PLAINTEXT is served.",
     )
-    .define("inter.broker.listener.name", "string", None, "Listener used between brokers; defaults to the first.")
+    .define(
+        "inter.broker.listener.name",
+        "string",
+        None,
+        "Listener the controller and other brokers use to reach this broker; defaults to the listener "
+        "named by security.inter.broker.protocol when that is set, else the first listener. Its security "
+        "protocol must be PLAINTEXT.",
+    )
+    .define(
+        "security.inter.broker.protocol",
+        "string",
+        "PLAINTEXT",
+        "Security protocol between brokers; only PLAINTEXT is served. Set this or "
+        "inter.broker.listener.name, not both.",
+    )
+    .define(
+        "controller.socket.timeout.ms",
+        "int",
+        30000,
+        "How long the controller waits for a broker to answer one of its requests before reconnecting "
+        "and sending it again.",
+        at_least(1),
+    )
     .define("broker.rack", "string", None, "Rack of this broker, reported in metadata.")
     # --- metadata store
     .define(
@@ -102,7 +124,33 @@ BROKER_CONFIGS = (
         "Default message.timestamp.type.",
         one_of("CreateTime", "LogAppendTime"),
     )
-    .define("log.message.timestamp.difference.max.ms", "long", 2**63 - 1, "Accepted for compatibility.")
+    .define(
+        "log.message.timestamp.difference.max.ms",
+        "long",
+        2**63 - 1,
+        "Deprecated default of message.timestamp.difference.max.ms.",
+        at_least(0),
+    )
+    .define(
+        "log.message.timestamp.before.max.ms",
+        "long",
+        2**63 - 1,
+        "Default message.timestamp.before.max.ms.",
+        at_least(0),
+    )
+    .define(
+        "log.message.timestamp.after.max.ms", "long", 2**63 - 1, "Default message.timestamp.after.max.ms.", at_least(0)
+    )
+    .define(
+        "log.message.format.version",
+        "string",
+        "3.0-IV1",
+        "Deprecated default of message.format.version; accepted and ignored, as by Kafka 3.x.",
+        metadata_version,
+    )
+    .define("log.message.downconversion.enable", "boolean", True, "Default message.downconversion.enable.")
+    .define("log.local.retention.ms", "long", -2, "Default local.retention.ms (tiered storage).", at_least(-2))
+    .define("log.local.retention.bytes", "long", -2, "Default local.retention.bytes (tiered storage).", at_least(-2))
     .define("log.cleanup.policy", "list", ["delete"], "Default cleanup.policy.", one_of("delete", "compact"))
     .define("log.cleaner.enable", "boolean", True, "Accepted for compatibility; compaction is not run.")
     .define("log.cleaner.delete.retention.ms", "long", 86400000, "Accepted for compatibility.")
@@ -123,6 +171,9 @@ BROKER_CONFIGS = (
         "Default compression.type.",
         one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
     )
+    .define("compression.gzip.level", "int", -1, "Default compression.gzip.level.", gzip_level)
+    .define("compression.lz4.level", "int", 9, "Default compression.lz4.level.", between(1, 17))
+    .define("compression.zstd.level", "int", 3, "Default compression.zstd.level.", between(-131072, 22))
     # --- topics
     .define("num.partitions", "int", 1, "Partitions of an auto-created topic.", at_least(1))
     .define("default.replication.factor", "int", 1, "Replication factor of an auto-created topic.", at_least(1))
@@ -319,6 +370,63 @@ class KafkaConfig:
                 raise InvalidConfigError(
                     f"Invalid value for configuration advertised.listeners: {sorted(unknown)} not in listeners"
                 )
+
+        self.inter_broker_listener_name = self._inter_broker_listener()
+
+    def security_protocol_map(self) -> dict[str, str]:
+        """``listener.security.protocol.map`` as listener name -> protocol (both upper case)."""
+        result: dict[str, str] = {}
+        for item in str(self.values["listener.security.protocol.map"] or "").split(","):
+            name, sep, protocol = item.strip().partition(":")
+            if not sep or not name or not protocol:
+                if item.strip():
+                    raise InvalidConfigError(
+                        f"Invalid value {item.strip()!r} for configuration listener.security.protocol.map: "
+                        "expected NAME:PROTOCOL"
+                    )
+                continue
+            result[name.strip().upper()] = protocol.strip().upper()
+        return result
+
+    def _inter_broker_listener(self) -> str:
+        """The listener brokers use between them, checked as Kafka's ``KafkaConfig`` does.
+
+        ``inter.broker.listener.name`` and an explicit ``security.inter.broker.protocol`` exclude
+        each other; the protocol names a listener of that name; the listener must be one of
+        ``advertised.listeners`` (or ``listeners``) and its protocol must be PLAINTEXT, the only
+        one odradek serves. Raises InvalidConfigError with Kafka's wording.
+        """
+        names = [e.listener for e in (self.advertised_listeners or self.listeners)]
+        explicit_name = self.values["inter.broker.listener.name"]
+        explicit_protocol = "security.inter.broker.protocol" in self.originals
+        protocol = str(self.values["security.inter.broker.protocol"]).upper()
+        if explicit_name and explicit_protocol:
+            raise InvalidConfigError(
+                "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."
+            )
+        if explicit_protocol and protocol != "PLAINTEXT":
+            raise InvalidConfigError(
+                f"Invalid value {protocol} for configuration security.inter.broker.protocol: odradek serves "
+                "PLAINTEXT only"
+            )
+        if explicit_name:
+            name = str(explicit_name).upper()
+        elif explicit_protocol:
+            name = protocol
+        else:
+            name = self.listeners[0].listener
+        if name not in names:
+            raise InvalidConfigError(
+                "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
+                f"The valid options based on currently configured listeners are {','.join(names)}"
+            )
+        listener_protocol = self.security_protocol_map().get(name, name)
+        if listener_protocol != "PLAINTEXT":
+            raise InvalidConfigError(
+                f"The inter-broker listener {name} uses security protocol {listener_protocol}; odradek "
+                "serves PLAINTEXT only"
+            )
+        return name
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]

@@ -20,7 +20,7 @@ Pure functions: no I/O, no state; any thread may call them.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,6 +34,8 @@ from odradek.protocol.records import (
     stamp_base_offset,
     validate_batches,
 )
+from odradek.storage.config import LogConfig
+from odradek.storage.log_validator import validate_records
 from odradek.storage.segment import BatchMeta
 from odradek.storage.topic_partition import TopicPartition
 
@@ -64,14 +66,22 @@ class PreparedAppend:
 
 
 def check_leader_batches(
-    records: Buffer, max_message_bytes: int, origin: Literal["client", "coordinator"]
+    records: Buffer,
+    config: LogConfig,
+    origin: Literal["client", "coordinator"],
+    now_ms: Callable[[], int],
+    tp: TopicPartition,
 ) -> list[BatchHeader]:
     """Validate a payload produced to a leader; return its batch headers (empty payload: []).
 
     Per batch: header and CRC valid (CorruptRecordError/InvalidRecordError from
-    ``validate_batches``), at most ``max_message_bytes`` (RecordTooLargeError), at least one
-    record, and no control batch from a client (InvalidRecordError).
+    ``validate_batches``), at most ``max.message.bytes`` (RecordTooLargeError), at least one
+    record, and no control batch from a client (InvalidRecordError). A client's records are then
+    checked by :func:`odradek.storage.log_validator.validate_records` (keys on compacted topics,
+    timestamps; RecordValidationError), which decodes them only when a rule of ``config`` can
+    fail. The coordinators' own batches skip that step.
     """
+    max_message_bytes = config.max_message_bytes
     headers = validate_batches(records)
     pos = 0
     for h in headers:
@@ -85,6 +95,8 @@ def check_leader_batches(
         if h.attributes & CONTROL_FLAG_MASK and origin == "client":
             raise InvalidRecordError(f"clients may not write control batches (position {pos})")
         pos += size
+    if origin == "client":
+        validate_records(records, headers, config, now_ms, tp)
     return headers
 
 

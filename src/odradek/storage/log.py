@@ -213,14 +213,15 @@ class Log:
         """Validate, assign offsets from the log end offset, and append a produce payload.
 
         Checks of :func:`odradek.storage.append.check_leader_batches` (CorruptRecordError,
-        InvalidRecordError, RecordTooLargeError); nothing is written unless every batch is valid.
+        InvalidRecordError, RecordTooLargeError, RecordValidationError for a client's records);
+        nothing is written unless every batch is valid.
         Base offsets and ``leader_epoch`` are written over the batches' first bytes as they go to
         the file; LogAppendTime topics also get the broker time. An empty payload appends nothing
         (offsets -1 in the result). Raises KafkaStorageError while an asynchronous append is in
         progress (the appends of one log are serialized by :meth:`append_as_leader_async`).
         """
         self._check_open()
-        headers = check_leader_batches(records, self._config.max_message_bytes, origin)
+        headers = check_leader_batches(records, self._config, origin, self._time_ms, self._tp)
         if not headers:
             return self._empty_info()
         if self._append_lock.locked():
@@ -249,7 +250,7 @@ class Log:
         ``records`` must stay unchanged until this returns.
         """
         self._check_open()
-        headers = check_leader_batches(records, self._config.max_message_bytes, "client")
+        headers = check_leader_batches(records, self._config, "client", self._time_ms, self._tp)
         if not headers:
             return self._empty_info()
         async with self._append_lock:

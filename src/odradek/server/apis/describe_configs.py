@@ -5,21 +5,31 @@ v1..v4 (v4 is the first flexible version). Each resource is answered on its own:
 - **topic** (resource type 2): every key of the topic config table (or only ``configuration_keys``
   when that list is non-empty; null or empty means all, unknown keys are left out). The value of a
   key is the topic's override if it has one (``config_source`` 1, DYNAMIC_TOPIC_CONFIG), else the
-  broker's value for the key's broker synonym: 4 (STATIC_BROKER_CONFIG) when that synonym is set in
-  ``server.properties``, 5 (DEFAULT_CONFIG) otherwise. An invalid topic name gets
+  broker's value for the key's broker synonym: the source of its first synonym (below), or 5
+  (DEFAULT_CONFIG) when it has none. Topic configs are never ``read_only``. An invalid topic name gets
   INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
-- **broker** (resource type 4): every broker key; 4 when set in ``server.properties``, 5 when the
-  value is the default. The resource name must be this broker's id; the empty name (the
-  cluster-wide dynamic defaults) answers an empty list, since odradek has no dynamic broker configs.
-  Any other name gets INVALID_REQUEST. Broker configs are read-only (``read_only`` true).
+- **broker** (resource type 4): every broker key; 4 (STATIC_BROKER_CONFIG) when set in
+  ``server.properties``, 5 (DEFAULT_CONFIG) otherwise. ``read_only`` is false exactly for the
+  keys Kafka 3.9 can update dynamically (``DynamicBrokerConfig.AllDynamicConfigs``: listeners,
+  ``advertised.listeners``, the log defaults such as ``log.retention.ms``, ``message.max.bytes``,
+  ``num.io.threads``, ...), true for the others (``broker.id``, ``log.dirs``,
+  ``log.retention.hours``, ...); odradek itself answers AlterConfigs on brokers with
+  INVALID_REQUEST. The resource name must be this broker's id; the empty name (the cluster-wide
+  dynamic defaults) answers an empty list, since odradek has no dynamic broker configs. Any other
+  name gets INVALID_REQUEST.
 - any other resource type: INVALID_REQUEST.
 
-``include_synonyms`` lists, per key, every place a value comes from, highest priority first (the
-topic override, then the broker keys that are set, then broker keys with a default), as Kafka's
-``ConfigHelper`` does: ``retention.ms`` has the synonyms ``log.retention.ms``,
-``log.retention.minutes`` and ``log.retention.hours``. ``config_type`` (v3+) uses Kafka's
-``ConfigType`` ids; ``documentation`` (v3+) is sent when ``include_documentation``. Password keys
-are ``is_sensitive`` with a null value.
+``include_synonyms`` lists, per key, every place a value comes from, highest priority first, as
+Kafka's ``ConfigHelper`` does: the topic override, then, for the key's chain of broker keys
+(``log.retention.ms``, ``log.retention.minutes``, ``log.retention.hours``; ``log.roll.ms``,
+``log.roll.hours``; ``log.flush.interval.ms``, ``log.flush.scheduler.interval.ms``; else the key
+alone), those set in ``server.properties`` and then those with a default, starting from the first
+entry for the key itself (a topic key's first broker synonym): a key never lists higher-priority
+keys, and a key with neither a static value nor a default lists none (``log.retention.ms``, and
+so ``retention.ms`` without an override, have no synonyms by default; ``log.retention.hours``
+lists ``log.retention.hours=168``). ``config_type`` (v3+) uses Kafka's ``ConfigType`` ids;
+``documentation`` (v3+) is sent when ``include_documentation``. Password keys are
+``is_sensitive`` with a null value.
 
 Values are rendered as Kafka renders them: booleans ``true``/``false``, lists comma-separated,
 no value as null. :func:`topic_config_entries` is also used by CreateTopics (v5+ returns the
@@ -66,14 +76,65 @@ DEFAULT_CONFIG = 5
 # Kafka's DescribeConfigsResponse.ConfigType ids.
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "password": 9}
 
-# Broker keys that set the same value, highest priority first (Kafka's synonym chains).
-BROKER_SYNONYM_CHAINS: dict[str, tuple[str, ...]] = {
-    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "log.retention.minutes": ("log.retention.minutes", "log.retention.hours"),
-    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
-    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "log.dirs": ("log.dirs", "log.dir"),
-}
+# Broker keys that set the same value, highest priority first (Kafka's
+# ``DynamicBrokerConfig.brokerConfigSynonyms``); every other key is its own only synonym.
+BROKER_SYNONYM_CHAINS: tuple[tuple[str, ...], ...] = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+_FLUSH_CHAIN = ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+
+# Kafka 3.9's ``DynamicBrokerConfig.AllDynamicConfigs``: the broker keys Kafka can update at run
+# time (per broker or cluster-wide), described with ``read_only`` false; all others are true.
+# The log keys are the first broker synonym of every topic key except message.format.version.
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
+    {broker_key for topic_key, broker_key in BROKER_SYNONYMS.items() if topic_key != "message.format.version"}
+    | {
+        # LogCleaner.ReconfigurableConfigs
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.buffer.size",
+        "message.max.bytes",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.backoff.ms",
+        # DynamicThreadPool.ReconfigurableConfigs
+        "num.io.threads",
+        "num.replica.fetchers",
+        "num.recovery.threads.per.data.dir",
+        "background.threads",
+        "metric.reporters",
+        # DynamicListenerConfig.ReconfigurableConfigs (without the SSL and SASL keys) and
+        # SocketServer.ReconfigurableConfigs
+        "advertised.listeners",
+        "listeners",
+        "listener.security.protocol.map",
+        "max.connections",
+        "max.connection.creation.rate",
+        "num.network.threads",
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        # DynamicProducerStateManagerConfig
+        "producer.id.expiration.ms",
+        "transaction.partition.verification.enable",
+        # DynamicRemoteLogConfig.ReconfigurableConfigs
+        "remote.log.index.file.cache.total.size.bytes",
+        "remote.fetch.max.wait.ms",
+        "remote.log.manager.copy.max.bytes.per.second",
+        "remote.log.manager.fetch.max.bytes.per.second",
+    }
+)
+
+
+def broker_config_synonyms(name: str) -> tuple[str, ...]:
+    """The broker keys that set ``name``'s value, highest priority first (``name`` among them)."""
+    if name == _FLUSH_CHAIN[0]:
+        return _FLUSH_CHAIN
+    for chain in BROKER_SYNONYM_CHAINS:
+        if name in chain:
+            return chain
+    return (name,)
 
 
 @dataclass(slots=True)
@@ -110,26 +171,36 @@ def _static_text(raw: Any, key: ConfigKey | None) -> str | None:
     return render_value(raw)
 
 
-def _broker_synonyms(broker: Broker, names: Sequence[str], sensitive: bool) -> list[tuple[str, str | None, int]]:
-    """(name, value, source) for each of ``names`` set statically, then each with a default."""
+def _broker_synonyms(
+    broker: Broker, name: str, names: Sequence[str], sensitive: bool
+) -> list[tuple[str, str | None, int]]:
+    """Kafka's ``ConfigHelper.configSynonyms``: (key, value, source) for each of ``names`` set in
+    ``server.properties``, then each with a default, with the entries before the first one for
+    ``name`` dropped. So a key that is neither set nor defaulted has no synonyms at all, even when
+    a lower-priority key of its chain has a value (``log.retention.ms`` is null by default, so its
+    list is empty, and its source is DEFAULT_CONFIG), and a key never lists the keys that win
+    over it (``log.retention.hours`` does not list a static ``log.retention.ms``)."""
     originals = broker.config.originals
     out: list[tuple[str, str | None, int]] = []
-    for name in names:
-        if name in originals:
-            value = None if sensitive else _static_text(originals[name], BROKER_CONFIGS.keys.get(name))
-            out.append((name, value, STATIC_BROKER_CONFIG))
-    for name in names:
-        key = BROKER_CONFIGS.keys.get(name)
+    for key_name in names:
+        if key_name in originals:
+            value = None if sensitive else _static_text(originals[key_name], BROKER_CONFIGS.keys.get(key_name))
+            out.append((key_name, value, STATIC_BROKER_CONFIG))
+    for key_name in names:
+        key = BROKER_CONFIGS.keys.get(key_name)
         if key is not None and key.default is not None:
-            out.append((name, None if sensitive else render_value(key.default), DEFAULT_CONFIG))
+            out.append((key_name, None if sensitive else render_value(key.default), DEFAULT_CONFIG))
+    while out and out[0][0] != name:
+        out.pop(0)
     return out
 
 
-def _topic_broker_keys(name: str) -> tuple[str, ...]:
+def _topic_synonyms(broker: Broker, name: str, sensitive: bool) -> list[tuple[str, str | None, int]]:
+    """The broker-level synonyms of topic key ``name`` (none for keys without a broker default)."""
     broker_key = BROKER_SYNONYMS.get(name)
     if broker_key is None:
-        return ()
-    return BROKER_SYNONYM_CHAINS.get(broker_key, (broker_key,))
+        return []
+    return _broker_synonyms(broker, broker_key, broker_config_synonyms(broker_key), sensitive)
 
 
 def _wanted(keys: Iterable[str], requested: Sequence[str] | None) -> list[str]:
@@ -154,7 +225,7 @@ def topic_config_entries(
     for name in _wanted(TOPIC_CONFIGS.keys, requested):
         key = TOPIC_CONFIGS.keys[name]
         sensitive = key.type == "password"
-        synonyms = _broker_synonyms(broker, _topic_broker_keys(name), sensitive)
+        synonyms = _topic_synonyms(broker, name, sensitive)
         value: str | None
         if name in overrides:
             value = overrides[name]
@@ -185,7 +256,7 @@ def broker_config_entries(
     for name in _wanted(table.keys, requested):
         key = table.keys[name]
         sensitive = key.type == "password"
-        synonyms = _broker_synonyms(broker, BROKER_SYNONYM_CHAINS.get(name, (name,)), sensitive)
+        synonyms = _broker_synonyms(broker, name, broker_config_synonyms(name), sensitive)
         value = None if sensitive else render_value(broker.config.get(name))
         entries.append(
             ConfigEntry(
@@ -193,7 +264,7 @@ def broker_config_entries(
                 value=value,
                 source=synonyms[0][2] if synonyms else DEFAULT_CONFIG,
                 is_sensitive=sensitive,
-                read_only=True,
+                read_only=name not in DYNAMIC_BROKER_CONFIGS,
                 synonyms=synonyms,
                 config_type=CONFIG_TYPES.get(key.type, 0),
                 documentation=key.doc if include_documentation else None,

@@ -10,7 +10,14 @@ keeps the connection). A produce to an unknown topic auto-creates it when
 (retriable), as Kafka does. Clients may not write to internal topics (``__consumer_offsets``,
 ``__transaction_state``): INVALID_TOPIC_EXCEPTION; the coordinators append to them directly.
 
-Batches are appended exactly as received (offsets stamped in); records are never decoded.
+Records that break a per-record rule (a record without a key on a compacted topic; a timestamp
+outside ``message.timestamp.before.max.ms`` / ``after.max.ms``; a producer-set LogAppendTime) fail
+their partition with INVALID_RECORD or INVALID_TIMESTAMP, Kafka's ``error_message`` and, in v8+,
+``record_errors`` (``batch_index`` and ``batch_index_error_message`` per rejected record, KIP-467);
+nothing of that partition is appended. See :mod:`odradek.storage.log_validator`.
+
+Batches are appended exactly as received (offsets stamped in); records are decoded only for those
+checks, which ordinary (uncompacted, no timestamp limit) topics never need.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import datetime
 import logging
 from typing import Any
 
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, RecordValidationError
 from odradek.server.metadata_cache import INTERNAL_TOPICS
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
@@ -32,11 +39,20 @@ log = logging.getLogger(__name__)
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 
+def _log_start_offset(ctx: RequestContext, tp: TopicPartition) -> int:
+    """The partition's log start offset, as Kafka reports it with per-record errors (-1 if unknown)."""
+    try:
+        return ctx.broker.replica_manager.get_partition(tp).log.log_start_offset
+    except KafkaError:
+        return -1
+
+
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     broker = ctx.broker
     replica_manager = broker.replica_manager
     acks = req.acks
+    with_record_errors = ctx.has("BatchIndexAndErrorMessage")  # v8+
     topics = []
     for topic_data in req.topic_data:
         name = topic_data.name
@@ -49,6 +65,7 @@ async def handle(ctx: RequestContext) -> Any:
             base_offset = -1
             append_time: datetime.datetime | None = None
             log_start = -1
+            record_errors: list[tuple[int, str | None]] = []
             if acks not in (0, 1, -1):
                 error = ErrorCode.invalid_required_acks
             elif name in INTERNAL_TOPICS:
@@ -64,6 +81,10 @@ async def handle(ctx: RequestContext) -> Any:
                     log_start = info.log_start_offset
                     if info.log_append_time >= 0:
                         append_time = _EPOCH + datetime.timedelta(milliseconds=info.log_append_time)
+                except RecordValidationError as exc:
+                    error, message = exc.error_code, str(exc)
+                    record_errors = exc.record_errors
+                    log_start = _log_start_offset(ctx, TopicPartition(name, pdata.index))
                 except KafkaError as exc:
                     error, message = exc.error_code, str(exc) or None
                     if acks == 0:
@@ -82,7 +103,12 @@ async def handle(ctx: RequestContext) -> Any:
                     base_offset=base_offset,
                     log_append_time=append_time,
                     log_start_offset=log_start,
-                    record_errors=(),
+                    record_errors=tuple(
+                        ctx.make("BatchIndexAndErrorMessage", batch_index=i, batch_index_error_message=m)
+                        for i, m in record_errors
+                    )
+                    if with_record_errors
+                    else (),
                     error_message=message,
                 )
             )
