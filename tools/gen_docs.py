@@ -11,6 +11,7 @@ import re
 from kio.schema.index import api_key_map
 
 from odradek.configdef import render_markdown_table
+from odradek.protocol import inter_broker_messages
 from odradek.server.apis import API_HANDLERS
 from odradek.server.config import BROKER_CONFIGS
 from odradek.storage.config import TOPIC_CONFIGS
@@ -22,7 +23,10 @@ def compatibility_table() -> str:
     rows = ["| API key | name | min version | max version |", "| --- | --- | --- | --- |"]
     for key in sorted(API_HANDLERS):
         module = API_HANDLERS[key]
-        name = "".join(part.capitalize() for part in api_key_map[key].split("_"))
+        if key in api_key_map:
+            name = "".join(part.capitalize() for part in api_key_map[key].split("_"))
+        else:  # the inter-broker APIs kio lacks
+            name = inter_broker_messages.request_class(key, 0).__name__.removesuffix("Request")
         rows.append(f"| {key} | {name} | {module.MIN_VERSION} | {module.MAX_VERSION} |")
     return "\n".join(rows)
 

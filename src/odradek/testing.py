@@ -8,7 +8,16 @@ odradek gets the fixtures:
 - ``odradek_broker_factory``: a callable ``factory(data_dir=None, overrides={...}) -> BrokerRunner``
   for tests that need particular settings; everything it started is stopped at the end of the test.
 
-Both yield :class:`odradek.server.runner.BrokerRunner` (a broker on its own thread and event loop;
+- ``odradek_cluster``: a factory ``odradek_cluster(brokers=3, overrides={...},
+  zookeeper_connect=None) -> LocalCluster`` starting broker *processes* (ids 1..N) on one real
+  Apache ZooKeeper (Debian's package, one per factory call unless ``zookeeper_connect`` names a
+  running one; a fresh chroot either way) with short timeouts (:data:`CLUSTER_DEFAULTS`);
+  everything it started is stopped at the end of the fixture's scope. Function-scoped;
+  ``odradek_cluster_module`` is the same factory module-scoped, for a test module that shares
+  one cluster. The cluster has ``bootstrap_servers``, ``kill9(id)``, ``sigstop(id)``,
+  ``sigcont(id)``, ``restart(id)``, ``read_znode(path)`` and ``wait_until(condition, timeout_s)``.
+
+The first two yield :class:`odradek.server.runner.BrokerRunner` (a broker on its own thread and event loop;
 see that module). Test brokers start with :data:`TEST_DEFAULTS`: a free port, no initial
 rebalance delay, and internal topics with replication factor 1 and 5 partitions.
 """
@@ -20,9 +29,28 @@ from typing import Any
 
 import pytest
 
+from odradek.cli.cluster import LocalCluster
 from odradek.server.runner import TEST_DEFAULTS, BrokerRunner
 
-__all__ = ["TEST_DEFAULTS", "BrokerRunner", "odradek_broker", "odradek_broker_factory"]
+__all__ = [
+    "CLUSTER_DEFAULTS",
+    "TEST_DEFAULTS",
+    "BrokerRunner",
+    "LocalCluster",
+    "odradek_broker",
+    "odradek_broker_factory",
+    "odradek_cluster",
+    "odradek_cluster_module",
+]
+
+CLUSTER_DEFAULTS = {
+    **{k: v for k, v in TEST_DEFAULTS.items() if k != "listeners"},
+    "zookeeper.session.timeout.ms": "6000",
+    "replica.lag.time.max.ms": "2000",
+    "controller.socket.timeout.ms": "5000",
+}
+"""Settings of every ``odradek_cluster`` broker: short ZooKeeper session and ISR lag timeouts, so
+a killed broker is noticed within seconds."""
 
 
 @pytest.fixture
@@ -53,3 +81,35 @@ def odradek_broker_factory(tmp_path: Any) -> Iterator[Callable[..., BrokerRunner
     finally:
         for runner in started:
             runner.stop()
+
+
+def _cluster_factory(base: Any) -> Iterator[Callable[..., LocalCluster]]:
+    started: list[LocalCluster] = []
+
+    def factory(
+        brokers: int = 3, overrides: Mapping[str, str] | None = None, zookeeper_connect: str | None = None
+    ) -> LocalCluster:
+        directory = base / f"cluster-{len(started) + 1}"
+        cluster = LocalCluster(
+            brokers, directory, zookeeper_connect, overrides={**CLUSTER_DEFAULTS, **(overrides or {})}
+        )
+        started.append(cluster)
+        return cluster.start()
+
+    try:
+        yield factory
+    finally:
+        for cluster in started:
+            cluster.close()
+
+
+@pytest.fixture
+def odradek_cluster(tmp_path: Any) -> Iterator[Callable[..., LocalCluster]]:
+    """``odradek_cluster(brokers=3, overrides=None) -> LocalCluster``: broker processes on a real ZooKeeper."""
+    yield from _cluster_factory(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def odradek_cluster_module(tmp_path_factory: Any) -> Iterator[Callable[..., LocalCluster]]:
+    """The same factory, module-scoped: a test module starts its cluster once and shares it."""
+    yield from _cluster_factory(tmp_path_factory.mktemp("cluster"))

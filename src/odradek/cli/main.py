@@ -12,6 +12,7 @@ import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "broker": ("odradek.cli.broker", "run a broker (Kafka's kafka-server-start)"),
+    "cluster": ("odradek.cli.cluster", "run N local brokers on one ZooKeeper, for development"),
     "topics": ("odradek.cli.topics", "create, list, describe, alter and delete topics (kafka-topics)"),
     "console-producer": ("odradek.cli.console_producer", "produce lines from stdin (kafka-console-producer)"),
     "console-consumer": ("odradek.cli.console_consumer", "print records to stdout (kafka-console-consumer)"),

@@ -1,91 +1,368 @@
-"""How the controller reaches brokers: LeaderAndIsr, UpdateMetadata and StopReplica.
+"""How the controller reaches brokers: Kafka's ``ControllerChannelManager`` over the wire protocol.
 
-Kafka sends these as inter-broker requests. odradek defines the same three operations as the
-:class:`ControllerRequestTarget` protocol; brokers in one process (the embedded mode, tests) are
-reached through :data:`LOCAL_BROKERS`, a registry keyed by (cluster id, broker id). Each
-call carries the sender's ``controller_epoch``; a broker refuses a lower epoch than the highest
-it has seen (STALE_CONTROLLER_EPOCH), which fences a controller that lost its ZooKeeper session.
+One :class:`RequestSendTask` per live broker holds one :class:`KafkaConnection` to the broker's
+inter-broker endpoint (the ``inter.broker.listener.name`` entry of its ``/brokers/ids/<id>``
+registration) and one FIFO queue. The controller's event loop only enqueues
+(:meth:`ControllerChannelManager.send_leader_and_isr` and friends return at once); the task sends
+the queued requests one at a time, in order, each as a kio message at the highest version both
+sides support (:data:`odradek.controller.wire.MAX_VERSIONS`: LeaderAndIsr v7, StopReplica v4,
+UpdateMetadata v8). A request that fails (cannot connect, connection lost, no answer within
+``controller.socket.timeout.ms``) is sent again on a fresh connection after a back-off (100 ms,
+doubling to 2 s) for as long as the broker stays registered: the controller adds a broker's
+task when ``/brokers/ids/<id>`` appears (:meth:`add_broker`) and drops it, with whatever is still
+queued, when the znode goes (:meth:`remove_broker`). A broker that comes back gets the full state
+from the controller again. Errors in answers are logged (per partition, grouped by error code);
+a broker that lacks the API or every version of it is logged and skipped.
 
-Called from the controller's event loop. A broker in the registry must run on the same loop
-(the in-process modes guarantee it).
+The controller is a broker too and reaches itself through its own listener, like every other
+broker. :class:`LocalControllerChannel` delivers the same requests to in-process targets
+directly; it is a test aid, never used by a broker.
+
+Event-loop only: every method must be called from the loop that runs the controller.
 """
 
 from __future__ import annotations
 
-import uuid
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any
 
+from odradek.client.connection import KafkaConnection
+from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
+from odradek.controller import wire
+from odradek.controller.requests import (
+    ControllerRequestTarget,
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
+from odradek.errors import ErrorCode, UnsupportedVersionError
 from odradek.metadata.znodes import BrokerInfo
-from odradek.replication.partition import PartitionState
-from odradek.storage import TopicPartition
+from odradek.protocol.inter_broker_messages import LEADER_AND_ISR_KEY, STOP_REPLICA_KEY, UPDATE_METADATA_KEY
+
+__all__ = [
+    "ControllerChannelManager",
+    "ControllerRequestTarget",
+    "LeaderAndIsrRequest",
+    "LocalControllerChannel",
+    "RequestSendTask",
+    "StopReplicaRequest",
+    "UpdateMetadataRequest",
+]
+
+log = logging.getLogger(__name__)
+
+API_NAMES = {LEADER_AND_ISR_KEY: "LeaderAndIsr", STOP_REPLICA_KEY: "StopReplica", UPDATE_METADATA_KEY: "UpdateMetadata"}
+RETRY_BACKOFF_MS = 100
+MAX_RETRY_BACKOFF_MS = 2000
+
+ResponseCallback = Callable[[int, Any], None]
+"""``callback(broker_id, response)``, called on the controller's loop once a request is answered."""
 
 
 @dataclass
-class LeaderAndIsrRequest:
-    controller_id: int
-    controller_epoch: int
-    partition_states: dict[TopicPartition, PartitionState]
-    topic_ids: dict[str, uuid.UUID]
+class QueuedRequest:
+    api_key: int
+    build: Callable[[int], Any]
+    """version -> the kio request message at that version."""
+    callback: ResponseCallback | None = None
+    topic_names: Mapping[str, str] | None = None
+    """Topic id (as text) -> name, to name partitions in log lines (LeaderAndIsr v5+ answers by id)."""
 
 
-@dataclass
-class UpdateMetadataRequest:
-    controller_id: int
-    controller_epoch: int
-    live_brokers: list[BrokerInfo]
-    partition_states: dict[TopicPartition, PartitionState]
-    topic_ids: dict[str, uuid.UUID]
-    deleted_topics: set[str]
+def response_errors(
+    api_key: int, response: Any, topic_names: Mapping[str, str] | None = None
+) -> tuple[ErrorCode, dict[str, ErrorCode]]:
+    """(top-level error, partition name "topic-p" -> error for partitions that failed); topics
+    answered by id are named through ``topic_names`` when it knows them."""
+    failed: dict[str, ErrorCode] = {}
+    partitions: list[tuple[str, Any]] = []
+    if api_key == LEADER_AND_ISR_KEY:
+        partitions = [(str(p.topic_name), p) for p in getattr(response, "partition_errors", ())]
+        for topic in getattr(response, "topics", ()):
+            name = (topic_names or {}).get(str(topic.topic_id), str(topic.topic_id))
+            partitions += [(name, p) for p in topic.partition_errors]
+    elif api_key == STOP_REPLICA_KEY:
+        partitions = [(str(p.topic_name), p) for p in response.partition_errors]
+    for topic, p in partitions:
+        if p.error_code != ErrorCode.none:
+            failed[f"{topic}-{p.partition_index}"] = ErrorCode(p.error_code)
+    return ErrorCode(response.error_code), failed
 
 
-@dataclass
-class StopReplicaRequest:
-    controller_id: int
-    controller_epoch: int
-    partitions: list[TopicPartition]
-    delete_partitions: bool
+class RequestSendTask:
+    """One broker's connection and ordered queue (Kafka's ``RequestSendThread``, as a task)."""
 
+    def __init__(self, controller_id: int, info: BrokerInfo, host: str, port: int, request_timeout_ms: int) -> None:
+        self.controller_id = controller_id
+        self.broker_id = info.id
+        self.info = info
+        self.host = host
+        self.port = port
+        self.request_timeout_ms = request_timeout_ms
+        self.queue: asyncio.Queue[QueuedRequest] = asyncio.Queue()
+        self.connection: KafkaConnection | None = None
+        self.task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"controller-{controller_id}-to-broker-{info.id}"
+        )
 
-class ControllerRequestTarget(Protocol):
-    async def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> None: ...
+    def enqueue(self, item: QueuedRequest) -> None:
+        self.queue.put_nowait(item)
 
-    async def handle_update_metadata(self, request: UpdateMetadataRequest) -> None: ...
+    def stop(self) -> None:
+        """Cancel the task; queued requests are dropped and the connection closes."""
+        self.task.cancel()
 
-    async def handle_stop_replica(self, request: StopReplicaRequest) -> None: ...
+    async def _run(self) -> None:
+        try:
+            while True:
+                item = await self.queue.get()
+                try:
+                    response = await self._send_with_retries(item)
+                    if response is not None:
+                        self._handle_response(item, response)
+                finally:
+                    self.queue.task_done()
+        finally:
+            connection, self.connection = self.connection, None
+            if connection is not None:
+                with contextlib.suppress(Exception):
+                    await connection.close()
 
+    async def _connect(self) -> KafkaConnection:
+        if self.connection is not None and not self.connection.closed:
+            return self.connection
+        self.connection = KafkaConnection(
+            self.host,
+            self.port,
+            client_id=f"controller-{self.controller_id}",
+            request_timeout_ms=self.request_timeout_ms,
+            connect_timeout_ms=self.request_timeout_ms,
+        )
+        try:
+            await self.connection.connect()
+        except BaseException:
+            self.connection = None
+            raise
+        return self.connection
 
-LOCAL_BROKERS: dict[tuple[str, int], ControllerRequestTarget] = {}
-"""Brokers running in this process, by (cluster id, broker id)."""
+    async def _send_with_retries(self, item: QueuedRequest) -> Any:
+        name = API_NAMES[item.api_key]
+        attempt = 0
+        while True:
+            try:
+                connection = await self._connect()
+                version = connection.version_for(item.api_key, max_version=wire.MAX_VERSIONS[item.api_key])
+                return await connection.send(item.build(version), timeout_ms=self.request_timeout_ms)
+            except UnsupportedVersionError as exc:
+                log.error(
+                    "controller %d: cannot send %s to broker %d: %s", self.controller_id, name, self.broker_id, exc
+                )
+                return None
+            except (KafkaConnectionError, KafkaTimeoutError, KafkaProtocolError) as exc:
+                attempt += 1
+                level = logging.WARNING if attempt == 1 or attempt % 50 == 0 else logging.DEBUG
+                log.log(
+                    level,
+                    "controller %d: %s to broker %d at %s:%d failed (attempt %d), retrying: %s",
+                    self.controller_id,
+                    name,
+                    self.broker_id,
+                    self.host,
+                    self.port,
+                    attempt,
+                    exc,
+                )
+                stale, self.connection = self.connection, None
+                if stale is not None:
+                    await stale.close()
+                await asyncio.sleep(min(RETRY_BACKOFF_MS << min(attempt - 1, 8), MAX_RETRY_BACKOFF_MS) / 1000)
+
+    def _handle_response(self, item: QueuedRequest, response: Any) -> None:
+        name = API_NAMES[item.api_key]
+        error, failed = response_errors(item.api_key, response, item.topic_names)
+        if error != ErrorCode.none:
+            log.warning(
+                "controller %d: broker %d answered %s with %s", self.controller_id, self.broker_id, name, error.name
+            )
+        by_error: dict[ErrorCode, list[str]] = {}
+        for partition, code in failed.items():
+            by_error.setdefault(code, []).append(partition)
+        for code, partitions in by_error.items():
+            # the same leader epoch sent again (a resend after a controller or broker change) is STALE: expected
+            level = logging.INFO if code == ErrorCode.stale_controller_epoch else logging.WARNING
+            log.log(
+                level,
+                "controller %d: broker %d answered %s for %d partitions with %s: %s",
+                self.controller_id,
+                self.broker_id,
+                name,
+                len(partitions),
+                code.name,
+                ", ".join(sorted(partitions)[:10]) + (" …" if len(partitions) > 10 else ""),
+            )
+        if item.callback is not None:
+            try:
+                item.callback(self.broker_id, response)
+            except Exception:
+                log.exception("controller %d: %s response callback failed", self.controller_id, name)
 
 
 class ControllerChannelManager:
-    """Delivers controller requests to brokers; unreachable brokers are skipped (they resync
-    from the controller's full UpdateMetadata/LeaderAndIsr when they register again)."""
+    """Per-broker queues and connections of the active controller (see the module docstring).
 
-    def __init__(self, cluster_id: str) -> None:
-        self.cluster_id = cluster_id
+    ``listener`` is the inter-broker listener name; ``request_timeout_ms`` is
+    ``controller.socket.timeout.ms``.
+    """
 
-    def _target(self, broker_id: int) -> ControllerRequestTarget | None:
-        return LOCAL_BROKERS.get((self.cluster_id, broker_id))
+    def __init__(self, controller_id: int, listener: str = "PLAINTEXT", request_timeout_ms: int = 30000) -> None:
+        self.controller_id = controller_id
+        self.listener = listener
+        self.request_timeout_ms = request_timeout_ms
+        self.brokers: dict[int, BrokerInfo] = {}
+        self._senders: dict[int, RequestSendTask] = {}
 
-    async def send_leader_and_isr(self, broker_id: int, request: LeaderAndIsrRequest) -> bool:
-        target = self._target(broker_id)
-        if target is None:
+    # --- brokers -----------------------------------------------------------------------------
+
+    def add_broker(self, info: BrokerInfo) -> None:
+        """Start a queue for a registered broker. A broker already known at the same endpoint
+        keeps its queue; at another endpoint (it restarted elsewhere) the old queue is dropped."""
+        endpoint = wire.endpoint_of(info, self.listener)
+        current = self._senders.get(info.id)
+        if current is not None and endpoint == (current.host, current.port):
+            current.info = info
+            self.brokers[info.id] = info
+            return
+        self.remove_broker(info.id)
+        if endpoint is None:
+            log.error(
+                "controller %d: broker %d registered no %s endpoint (%s); it cannot be reached",
+                self.controller_id,
+                info.id,
+                self.listener,
+                ", ".join(info.effective_endpoints()),
+            )
+            return
+        self.brokers[info.id] = info
+        self._senders[info.id] = RequestSendTask(
+            self.controller_id, info, endpoint[0], endpoint[1], self.request_timeout_ms
+        )
+
+    def remove_broker(self, broker_id: int) -> None:
+        """Drop a broker's queue (its registration is gone): queued requests are discarded."""
+        self.brokers.pop(broker_id, None)
+        sender = self._senders.pop(broker_id, None)
+        if sender is not None:
+            sender.stop()
+
+    def shutdown(self) -> None:
+        """Drop every queue (the controller resigned or the broker stops)."""
+        for broker_id in list(self._senders):
+            self.remove_broker(broker_id)
+
+    def has_broker(self, broker_id: int) -> bool:
+        return broker_id in self._senders
+
+    async def wait_sent(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every queue is empty and answered (tests); False on timeout."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                for sender in list(self._senders.values()):
+                    await sender.queue.join()
+        except TimeoutError:
             return False
-        await target.handle_leader_and_isr(request)
         return True
 
-    async def send_update_metadata(self, broker_id: int, request: UpdateMetadataRequest) -> bool:
-        target = self._target(broker_id)
-        if target is None:
+    # --- requests ----------------------------------------------------------------------------
+
+    def _enqueue(self, broker_id: int, item: QueuedRequest) -> bool:
+        sender = self._senders.get(broker_id)
+        if sender is None:
             return False
-        await target.handle_update_metadata(request)
+        sender.enqueue(item)
         return True
 
-    async def send_stop_replica(self, broker_id: int, request: StopReplicaRequest) -> bool:
-        target = self._target(broker_id)
-        if target is None:
+    async def send_leader_and_isr(
+        self, broker_id: int, request: LeaderAndIsrRequest, callback: ResponseCallback | None = None
+    ) -> bool:
+        """Queue LeaderAndIsr for ``broker_id``; False if the broker has no queue (not live)."""
+        brokers = dict(self.brokers)
+        listener = self.listener
+        return self._enqueue(
+            broker_id,
+            QueuedRequest(
+                LEADER_AND_ISR_KEY,
+                lambda v: wire.leader_and_isr(request, v, brokers, listener),
+                callback,
+                {str(topic_id): topic for topic, topic_id in request.topic_ids.items()},
+            ),
+        )
+
+    async def send_update_metadata(
+        self, broker_id: int, request: UpdateMetadataRequest, callback: ResponseCallback | None = None
+    ) -> bool:
+        """Queue UpdateMetadata for ``broker_id``; False if the broker has no queue."""
+        listener = self.listener
+        return self._enqueue(
+            broker_id,
+            QueuedRequest(UPDATE_METADATA_KEY, lambda v: wire.update_metadata(request, v, listener), callback),
+        )
+
+    async def send_stop_replica(
+        self, broker_id: int, request: StopReplicaRequest, callback: ResponseCallback | None = None
+    ) -> bool:
+        """Queue StopReplica for ``broker_id``; False if the broker has no queue."""
+        return self._enqueue(
+            broker_id, QueuedRequest(STOP_REPLICA_KEY, lambda v: wire.stop_replica(request, v), callback)
+        )
+
+
+class LocalControllerChannel(ControllerChannelManager):
+    """Test aid: delivers requests to in-process targets directly, awaiting each one (no socket,
+    no queue). ``targets`` maps broker id to the object handling its requests."""
+
+    def __init__(self, controller_id: int, targets: Mapping[int, ControllerRequestTarget]) -> None:
+        super().__init__(controller_id)
+        self.targets = targets
+
+    def add_broker(self, info: BrokerInfo) -> None:
+        self.brokers[info.id] = info
+
+    def remove_broker(self, broker_id: int) -> None:
+        self.brokers.pop(broker_id, None)
+
+    def shutdown(self) -> None:
+        self.brokers.clear()
+
+    def has_broker(self, broker_id: int) -> bool:
+        return broker_id in self.brokers and broker_id in self.targets
+
+    async def wait_sent(self, timeout_s: float = 10.0) -> bool:
+        return True
+
+    async def send_leader_and_isr(
+        self, broker_id: int, request: LeaderAndIsrRequest, callback: ResponseCallback | None = None
+    ) -> bool:
+        if not self.has_broker(broker_id):
             return False
-        await target.handle_stop_replica(request)
+        await self.targets[broker_id].handle_leader_and_isr(request)
+        return True
+
+    async def send_update_metadata(
+        self, broker_id: int, request: UpdateMetadataRequest, callback: ResponseCallback | None = None
+    ) -> bool:
+        if not self.has_broker(broker_id):
+            return False
+        await self.targets[broker_id].handle_update_metadata(request)
+        return True
+
+    async def send_stop_replica(
+        self, broker_id: int, request: StopReplicaRequest, callback: ResponseCallback | None = None
+    ) -> bool:
+        if not self.has_broker(broker_id):
+            return False
+        await self.targets[broker_id].handle_stop_replica(request)
         return True

@@ -8,7 +8,12 @@ znode; the winner increments ``/controller_epoch`` and becomes the controller, t
   partitions) and ``/admin/delete_topics`` (deletions);
 - elects partition leaders (``election.py``), writes leader, ISR, ``leader_epoch`` and
   ``controller_epoch`` to each partition's state znode;
-- sends LeaderAndIsr to the replicas and UpdateMetadata to every live broker.
+- sends LeaderAndIsr to the replicas and UpdateMetadata to every live broker, through
+  :class:`ControllerChannelManager` (one connection and ordered queue per live broker, added when
+  ``/brokers/ids/<id>`` appears and dropped when it goes; a broker that re-registers with a new
+  start timestamp counts as new and gets the full state again);
+- handles ControlledShutdown requests (:meth:`controlled_shutdown`): moves leadership of the
+  partitions the broker leads to another live ISR replica and answers with those it still leads.
 
 All work goes through ONE event queue processed by one task (``ControllerEventManager``): watch
 callbacks only enqueue events, so the controller's state is touched by one coroutine at a time.
@@ -25,13 +30,15 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
-from odradek.controller.channel import (
-    ControllerChannelManager,
-    LeaderAndIsrRequest,
-    StopReplicaRequest,
-    UpdateMetadataRequest,
+from odradek.controller.channel import ControllerChannelManager
+from odradek.controller.election import (
+    controlled_shutdown_leader_election,
+    initial_leader_and_isr,
+    offline_partition_leader_election,
 )
-from odradek.controller.election import initial_leader_and_isr, offline_partition_leader_election
+from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+from odradek.controller.wire import LEADER_DURING_DELETE
+from odradek.errors import ErrorCode
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
 from odradek.replication.partition import PartitionState
@@ -47,6 +54,7 @@ class ControllerEvent(enum.Enum):
     TOPIC_CHANGE = "topic_change"
     TOPIC_DELETION = "topic_deletion"
     PARTITION_MODIFICATION = "partition_modification"
+    CONTROLLED_SHUTDOWN = "controlled_shutdown"
     SHUTDOWN = "shutdown"
 
 
@@ -59,6 +67,8 @@ class ControllerContext:
     assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+    shutting_down: set[int] = field(default_factory=set)
+    """Brokers in controlled shutdown: never elected leader again until they re-register."""
 
 
 class KafkaController:
@@ -108,6 +118,7 @@ class KafkaController:
                 self._task.cancel()
             self._task = None
         self.active = False
+        self.channel.shutdown()
 
     def put(self, event: ControllerEvent, payload: object = None) -> None:
         self._idle.clear()
@@ -160,6 +171,9 @@ class KafkaController:
             await self._on_topics_changed({str(payload)})
         elif event is ControllerEvent.TOPIC_DELETION:
             await self._on_topic_deletion_requested()
+        elif event is ControllerEvent.CONTROLLED_SHUTDOWN:
+            assert isinstance(payload, tuple)
+            await self._on_controlled_shutdown(*payload)
 
     # --- election ----------------------------------------------------------------------------
 
@@ -188,6 +202,7 @@ class KafkaController:
             handle.cancel()  # type: ignore[attr-defined]
         del self._watches[1:]
         self._topic_watches.clear()
+        self.channel.shutdown()
         self.ctx = ControllerContext()
 
     async def _on_controller_failover(self) -> None:
@@ -202,10 +217,25 @@ class KafkaController:
         await self._on_topic_deletion_requested()
 
     async def _refresh_brokers(self) -> tuple[set[int], set[int]]:
+        """Read ``/brokers/ids``; returns (new, dead) broker ids and keeps the channel's queues in
+        step. A broker whose registration changed (new start timestamp or endpoints: it restarted
+        between two watch events) counts as new (Kafka's bounced brokers)."""
         brokers = {b.id: b for b in await self.zk.get_all_brokers()}
-        old = set(self.ctx.live_brokers)
+        old = self.ctx.live_brokers
         self.ctx.live_brokers = brokers
-        return set(brokers) - old, old - set(brokers)
+        dead = set(old) - set(brokers)
+        new = {
+            i
+            for i, b in brokers.items()
+            if i not in old or (old[i].timestamp, old[i].endpoints) != (b.timestamp, b.endpoints)
+        }
+        for broker_id in dead:
+            self.channel.remove_broker(broker_id)
+            self.ctx.shutting_down.discard(broker_id)
+        for broker_id in new:
+            self.ctx.shutting_down.discard(broker_id)
+            self.channel.add_broker(brokers[broker_id])
+        return new, dead
 
     async def _load_topics(self, candidates: set[str] | None = None) -> set[str]:
         """Forget deleted topics and read the assignments (and partition states) of
@@ -252,7 +282,7 @@ class KafkaController:
         New partitions of a topic get their state znodes in one multi (a 1,000-partition topic
         is one write, not 1,000); re-elections are conditional updates, one per partition.
         """
-        live = set(self.ctx.live_brokers)
+        live = set(self.ctx.live_brokers) - self.ctx.shutting_down
         changed: dict[TopicPartition, PartitionState] = {}
         for topic in sorted(topics):
             created: dict[int, PartitionState] = {}
@@ -287,11 +317,14 @@ class KafkaController:
                     self.ctx.states[tp] = changed[tp] = new
         return changed
 
-    async def _send_leader_and_isr(self, states: dict[TopicPartition, PartitionState]) -> None:
+    async def _send_leader_and_isr(
+        self, states: dict[TopicPartition, PartitionState], only: set[int] | None = None
+    ) -> None:
+        """LeaderAndIsr to every live replica of ``states`` (or only to the brokers in ``only``)."""
         by_broker: dict[int, dict[TopicPartition, PartitionState]] = {}
         for tp, state in states.items():
             for replica in state.replicas:
-                if replica in self.ctx.live_brokers:
+                if replica in self.ctx.live_brokers and (only is None or replica in only):
                     by_broker.setdefault(replica, {})[tp] = state
         for broker_id, partitions in by_broker.items():
             topic_ids = {tp.topic: self.ctx.topic_ids[tp.topic] for tp in partitions}
@@ -325,8 +358,11 @@ class KafkaController:
             log.info("controller %d: brokers joined %s, left %s", self.broker_id, sorted(new), sorted(dead))
         changed = await self._elect_where_needed(set(self.ctx.assignments))
         if new:
-            # a (re)joining broker gets every partition it hosts and the full metadata
-            await self._send_all_metadata()
+            # a (re)joining broker gets every partition it hosts; every broker the full metadata
+            if changed:
+                await self._send_leader_and_isr(changed, set(self.ctx.live_brokers) - new)
+            await self._send_leader_and_isr(dict(self.ctx.states), new)
+            await self._send_update_metadata(dict(self.ctx.states))
         elif changed:
             await self._send_leader_and_isr(changed)
             await self._send_update_metadata(changed)
@@ -349,6 +385,13 @@ class KafkaController:
             assignment = self.ctx.assignments.get(topic) or {}
             replicas = {r for rs in assignment.values() for r in rs}
             tps = [TopicPartition(topic, p) for p in assignment]
+            deleted_states = {
+                tp: PartitionState(
+                    LEADER_DURING_DELETE, s.leader_epoch, s.isr, s.replicas, self.ctx.epoch, s.zk_version
+                )
+                for tp in tps
+                if (s := self.ctx.states.get(tp)) is not None
+            }
             for broker_id in replicas:
                 await self.channel.send_stop_replica(
                     broker_id, StopReplicaRequest(self.broker_id, self.ctx.epoch, tps, True)
@@ -357,7 +400,71 @@ class KafkaController:
             self._forget_topic(topic)
             await self.zk.delete_topic_deletion(topic)
             log.info("controller %d deleted topic %s", self.broker_id, topic)
-            await self._send_update_metadata({}, {topic})
+            await self._send_update_metadata(deleted_states, {topic})
+
+    # --- controlled shutdown -----------------------------------------------------------------
+
+    async def controlled_shutdown(self, broker_id: int) -> tuple[ErrorCode, list[TopicPartition]]:
+        """ControlledShutdown for ``broker_id`` through the event queue: (error, partitions the
+        broker still leads). NOT_CONTROLLER when this broker is not (or no longer) the
+        controller, BROKER_NOT_AVAILABLE when ``broker_id`` is not registered. Call from the
+        broker's loop (the ControlledShutdown API)."""
+        future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]] = asyncio.get_running_loop().create_future()
+        self.put(ControllerEvent.CONTROLLED_SHUTDOWN, (broker_id, future))
+        return await future
+
+    async def _on_controlled_shutdown(
+        self, broker_id: int, future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]]
+    ) -> None:
+        """Kafka's ``doControlledShutdown``, leader side: every partition with more than one
+        replica that ``broker_id`` leads gets the first live ISR replica not shutting down as
+        leader (leader epoch + 1, the broker left out of the ISR), written to its state znode and
+        sent as LeaderAndIsr and UpdateMetadata. Partitions with no other eligible replica stay
+        and are answered as remaining; the caller retries. Partitions it follows keep it in
+        their ISR (their StopReplica and ISR shrink are not sent yet)."""
+        result: tuple[ErrorCode, list[TopicPartition]] = (ErrorCode.unknown_server_error, [])
+        try:
+            if not self.active:
+                result = (ErrorCode.not_controller, [])
+                return
+            if broker_id not in self.ctx.live_brokers:
+                result = (ErrorCode.broker_not_available, [])
+                return
+            self.ctx.shutting_down.add(broker_id)
+            changed: dict[TopicPartition, PartitionState] = {}
+            for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition)):
+                if state.leader != broker_id or len(state.replicas) <= 1:
+                    continue
+                leader = controlled_shutdown_leader_election(
+                    state.replicas, state.isr, set(self.ctx.live_brokers), self.ctx.shutting_down
+                )
+                if leader is None:
+                    continue
+                new = PartitionState(
+                    leader,
+                    state.leader_epoch + 1,
+                    [r for r in state.isr if r not in self.ctx.shutting_down],
+                    list(state.replicas),
+                    self.ctx.epoch,
+                    state.zk_version,
+                )
+                new.zk_version = await self.zk.update_leader_and_isr(tp, _to_zk(new), state.zk_version)
+                self.ctx.states[tp] = changed[tp] = new
+            if changed:
+                await self._send_leader_and_isr(changed)
+                await self._send_update_metadata(changed)
+            remaining = [tp for tp, s in self.ctx.states.items() if s.leader == broker_id and len(s.replicas) > 1]
+            log.info(
+                "controller %d: controlled shutdown of broker %d moved %d leaders, %d remain",
+                self.broker_id,
+                broker_id,
+                len(changed),
+                len(remaining),
+            )
+            result = (ErrorCode.none, remaining)
+        finally:
+            if not future.done():
+                future.set_result(result)
 
 
 def _to_state(state: LeaderAndIsr, replicas: list[int]) -> PartitionState:

@@ -7,6 +7,8 @@ frame is ``ResponseHeader`` then the body.
   string (i16 length, -1 = null). v2 (flexible versions) adds tagged fields (uvarint count, then
   per field uvarint tag, uvarint size, bytes) after client_id. client_id stays a classic string
   in v2 too.
+- Request header v0: api_key, api_version, correlation_id only; Kafka uses it for
+  ControlledShutdown v0 alone (:func:`request_header_version`).
 - Response header v0: correlation_id i32. v1 (flexible versions) adds an empty tagged-field
   section (one 0 byte). ApiVersions responses always use v0, so a client that does not yet
   know our versions can read them (KIP-511).
@@ -37,6 +39,7 @@ from odradek.errors import InvalidRequestError, UnsupportedVersionError
 from odradek.protocol.bounded import Check, body_checker, collection_error, read_uvarint
 
 API_VERSIONS_KEY = 18
+CONTROLLED_SHUTDOWN_KEY = 7
 
 _HEAD = struct.Struct(">hhih")
 _I32 = struct.Struct(">i")
@@ -78,9 +81,9 @@ def api_schema(api_key: int, version: int) -> ApiSchema:
         request_type = load_request_schema(api_key, version)
         response_type = load_response_schema(api_key, version)
     except (UnknownAPIKey, UnknownEntity, ImportError, ValueError):
-        from odradek.protocol.legacy_messages import load as load_legacy  # versions kio lacks
+        from odradek.protocol import inter_broker_messages, legacy_messages  # what kio lacks
 
-        legacy = load_legacy(api_key, version)
+        legacy = legacy_messages.load(api_key, version) or inter_broker_messages.load(api_key, version)
         if legacy is None:
             raise UnsupportedVersionError(f"no codec for api key {api_key} version {version}") from None
         request_type, response_type = legacy
@@ -108,8 +111,20 @@ def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, i
     return read_uvarint(buf, pos, len(buf))
 
 
+def request_header_version(api_key: int, api_version: int, flexible: bool) -> int:
+    """0 for ControlledShutdown v0 (no client id, as Kafka's ``ApiKeys.requestHeaderVersion``),
+    2 for flexible versions, else 1."""
+    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+        return 0
+    return 2 if flexible else 1
+
+
 def parse_request_header(frame: bytes | bytearray | memoryview, flexible: bool) -> RequestHeader:
-    """Parse header v1 (or v2 when ``flexible``). Raises InvalidRequestError on a malformed header."""
+    """Parse header v1 (or v2 when ``flexible``; v0 for ControlledShutdown v0). Raises
+    InvalidRequestError on a malformed header."""
+    if len(frame) >= 8 and struct.unpack_from(">hh", frame, 0) == (CONTROLLED_SHUTDOWN_KEY, 0):
+        api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
+        return RequestHeader(api_key, api_version, correlation_id, None, 8)
     if len(frame) < 10:
         raise InvalidRequestError(f"request of {len(frame)} bytes is shorter than a request header")
     api_key, api_version, correlation_id, client_len = _HEAD.unpack_from(frame, 0)
@@ -176,17 +191,16 @@ def encode_response(schema: ApiSchema, correlation_id: int, response: Any) -> by
 
 
 def encode_request(schema: ApiSchema, correlation_id: int, client_id: str | None, request: Any) -> bytes:
-    """Size prefix + request header (v1 or v2) + body; used by odradek's own client."""
+    """Size prefix + request header (v0, v1 or v2) + body; used by odradek's own client."""
     out = io.BytesIO()
     out.write(b"\x00\x00\x00\x00")
     out.write(struct.pack(">hhi", schema.api_key, schema.version, correlation_id))
-    if client_id is None:
-        out.write(b"\xff\xff")
-    else:
-        raw = client_id.encode()
-        out.write(struct.pack(">h", len(raw)))
+    header_version = request_header_version(schema.api_key, schema.version, schema.flexible)
+    if header_version >= 1:
+        raw = b"" if client_id is None else client_id.encode()
+        out.write(struct.pack(">h", -1 if client_id is None else len(raw)))
         out.write(raw)
-    if schema.flexible:
+    if header_version == 2:
         out.write(b"\x00")
     entity_writer(schema.request_type)(out, request)
     data = out.getbuffer()

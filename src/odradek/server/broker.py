@@ -25,16 +25,11 @@ import os
 import time
 from typing import Any
 
-from odradek.controller.channel import (
-    LOCAL_BROKERS,
-    ControllerChannelManager,
-    LeaderAndIsrRequest,
-    StopReplicaRequest,
-    UpdateMetadataRequest,
-)
+from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import ControllerEvent, KafkaController
+from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
-from odradek.errors import InvalidConfigError, StaleControllerEpochError
+from odradek.errors import ErrorCode, InvalidConfigError, KafkaError, StaleControllerEpochError
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import CoordinationStore, SessionState
@@ -46,7 +41,7 @@ from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
 from odradek.server.socket_server import SocketServer
-from odradek.storage import LogManager
+from odradek.storage import LogManager, TopicPartition
 from odradek.storage.config import LogConfig
 
 log = logging.getLogger(__name__)
@@ -122,14 +117,17 @@ class Broker:
             self.broker_id, self.log_manager, self.log_config_for, io_threads=int(self.config["num.io.threads"])
         )
         await self._bind_listeners()
-        LOCAL_BROKERS[(self.cluster_id, self.broker_id)] = self
         self._watches.append(self.store.watch_children("/config/changes", self._on_config_change))  # type: ignore[union-attr]
         await self._register()
         self._watches.append(self.store.watch_session(self._on_session_event))  # type: ignore[union-attr]
         self.controller = KafkaController(
             self.broker_id,
             self.zk,
-            ControllerChannelManager(self.cluster_id),
+            ControllerChannelManager(
+                self.broker_id,
+                self.config.inter_broker_listener_name,
+                int(self.config["controller.socket.timeout.ms"]),
+            ),
             bool(self.config["unclean.leader.election.enable"]),
         )
         await self.controller.startup()
@@ -149,12 +147,16 @@ class Broker:
 
     async def _register(self) -> None:
         first = self.endpoints[0]
+        protocols = self.config.security_protocol_map()
         await self.zk.register_broker(
             BrokerInfo(
                 id=self.broker_id,
                 host=first.host,
                 port=first.port,
                 endpoints=[str(e) for e in self.endpoints],
+                listener_security_protocol_map={
+                    e.listener: protocols.get(e.listener, e.listener) for e in self.endpoints
+                },
                 rack=self.config["broker.rack"],
                 timestamp=int(time.time() * 1000),
             )
@@ -281,7 +283,6 @@ class Broker:
         self._watches.clear()
         if self.controller is not None:
             await self.controller.shutdown()
-        LOCAL_BROKERS.pop((self.cluster_id, self.broker_id), None)
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if (self.store is not None and self._external_store is None) or self.store is not None:
@@ -309,6 +310,9 @@ class Broker:
             await self.reload_topic_config(topic)
 
     # --- requests from the controller --------------------------------------------------------
+    #
+    # Reached through the LeaderAndIsr, UpdateMetadata and StopReplica APIs (server/apis/), which
+    # decode the wire message into odradek.controller.requests and answer with the results.
 
     def _notify_extensions(self, hook: str, tp: Any) -> None:
         """Tell coordinators (``on_become_leader`` / ``on_become_follower``) about ``tp``."""
@@ -317,19 +321,47 @@ class Broker:
                 getattr(ext, hook)(tp)
 
     def _check_epoch(self, epoch: int) -> None:
+        """Refuse a controller epoch older than the highest seen (Kafka's ``controllerEpoch``
+        check in ReplicaManager), else remember it."""
         if epoch < self._highest_controller_epoch:
             raise StaleControllerEpochError(f"controller epoch {epoch} is older than {self._highest_controller_epoch}")
         self._highest_controller_epoch = epoch
 
-    async def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> None:
+    async def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> dict[TopicPartition, ErrorCode]:
+        """Apply the controller's partition states; an error code per partition.
+
+        Raises StaleControllerEpochError for an older controller epoch (nothing applied). Per
+        partition, as Kafka's ``becomeLeaderOrFollower``: a leader epoch not newer than the one
+        this broker has is STALE_CONTROLLER_EPOCH (already applied or older); a state whose
+        replicas do not include this broker is UNKNOWN_TOPIC_OR_PARTITION; storage errors map to
+        their codes, anything unexpected to UNKNOWN_SERVER_ERROR (logged).
+        """
         self._check_epoch(request.controller_epoch)
+        errors: dict[TopicPartition, ErrorCode] = {}
         for tp, state in request.partition_states.items():
-            if tp.topic not in self.topic_overrides:
-                self.topic_overrides[tp.topic] = await self.zk.get_entity_configs("topics", tp.topic)
-            partition = self.replica_manager.become_leader_or_follower(tp, state)
-            self._notify_extensions("on_become_leader" if partition.is_leader else "on_become_follower", tp)
+            current = self.replica_manager.partitions.get(tp)
+            if current is not None and state.leader_epoch <= current.leader_epoch:
+                errors[tp] = ErrorCode.stale_controller_epoch
+                continue
+            if self.broker_id not in state.replicas:
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+                continue
+            try:
+                if tp.topic not in self.topic_overrides:
+                    self.topic_overrides[tp.topic] = await self.zk.get_entity_configs("topics", tp.topic)
+                partition = self.replica_manager.become_leader_or_follower(tp, state)
+                self._notify_extensions("on_become_leader" if partition.is_leader else "on_become_follower", tp)
+                errors[tp] = ErrorCode.none
+            except KafkaError as exc:
+                errors[tp] = exc.error_code
+            except Exception:
+                log.exception("broker %d: LeaderAndIsr for %s-%d failed", self.broker_id, tp.topic, tp.partition)
+                errors[tp] = ErrorCode.unknown_server_error
+        return errors
 
     async def handle_update_metadata(self, request: UpdateMetadataRequest) -> None:
+        """Replace the metadata cache's brokers and the given partitions. Raises
+        StaleControllerEpochError for an older controller epoch."""
         self._check_epoch(request.controller_epoch)
         self.metadata_cache.update(
             request.controller_id,
@@ -340,11 +372,32 @@ class Broker:
             request.deleted_topics,
         )
 
-    async def handle_stop_replica(self, request: StopReplicaRequest) -> None:
+    async def handle_stop_replica(self, request: StopReplicaRequest) -> dict[TopicPartition, ErrorCode]:
+        """Stop (and with ``delete_partitions`` delete) replicas; an error code per partition.
+
+        Raises StaleControllerEpochError for an older controller epoch. A partition whose
+        request leader epoch (v3+, >= 0) is older than the one this broker has answers
+        FENCED_LEADER_EPOCH and stays; a partition this broker does not host is stopped anyway
+        (its log deleted if asked), as Kafka does.
+        """
         self._check_epoch(request.controller_epoch)
+        errors: dict[TopicPartition, ErrorCode] = {}
         for tp in request.partitions:
-            self.replica_manager.stop_replica(tp, request.delete_partitions)
-            self._notify_extensions("on_become_follower", tp)
+            epoch = request.leader_epochs.get(tp, -1)
+            current = self.replica_manager.partitions.get(tp)
+            if current is not None and epoch >= 0 and epoch < current.leader_epoch:
+                errors[tp] = ErrorCode.fenced_leader_epoch
+                continue
+            try:
+                self.replica_manager.stop_replica(tp, request.delete_partitions)
+                self._notify_extensions("on_become_follower", tp)
+                errors[tp] = ErrorCode.none
+            except KafkaError as exc:
+                errors[tp] = exc.error_code
+            except Exception:
+                log.exception("broker %d: StopReplica for %s-%d failed", self.broker_id, tp.topic, tp.partition)
+                errors[tp] = ErrorCode.unknown_server_error
         if request.delete_partitions:
             for topic in {tp.topic for tp in request.partitions}:
                 self.topic_overrides.pop(topic, None)
+        return errors

@@ -1,8 +1,11 @@
 """The broker's view of the cluster (Kafka's ``MetadataCache``), filled by UpdateMetadata.
 
 Answers Metadata, DescribeCluster and "who leads this partition" without touching the
-metadata store. Replaced wholesale per topic by each UpdateMetadata from the controller, so
-readers never see a half-applied update. Event loop thread only.
+metadata store. Filled only by UpdateMetadata from the controller (over the wire, see
+``server/apis/update_metadata.py``): each replaces the live brokers and the partitions it
+carries, and drops the topics it deletes, in one synchronous step, so readers never see a
+half-applied update. Until the first UpdateMetadata arrives the cache is empty
+(``controller_epoch`` 0, no brokers, no topics) and Metadata answers with that. Event loop only.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class MetadataCache:
         for topic in deleted_topics:
             self.topics.pop(topic, None)
         for tp, state in states.items():
+            if tp.topic in deleted_topics:
+                continue
             meta = self.topics.get(tp.topic)
             if meta is None:
                 meta = self.topics[tp.topic] = TopicMetadata(tp.topic, topic_ids.get(tp.topic, uuid.UUID(int=0)))

@@ -12,6 +12,7 @@ from types import ModuleType
 from odradek.server.apis import (
     alter_configs,
     api_versions,
+    controlled_shutdown,
     create_partitions,
     create_topics,
     delete_groups,
@@ -26,6 +27,7 @@ from odradek.server.apis import (
     incremental_alter_configs,
     init_producer_id,
     join_group,
+    leader_and_isr,
     leave_group,
     list_groups,
     list_offsets,
@@ -33,8 +35,11 @@ from odradek.server.apis import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
+    stop_replica,
     sync_group,
+    update_metadata,
 )
 
 _MODULES: list[ModuleType] = [
@@ -42,6 +47,11 @@ _MODULES: list[ModuleType] = [
     fetch,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
+    leader_and_isr,
+    stop_replica,
+    update_metadata,
+    controlled_shutdown,
     api_versions,
     init_producer_id,
     create_topics,

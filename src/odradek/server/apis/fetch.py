@@ -7,7 +7,10 @@ to the high watermark (read_uncommitted) or the last stable offset (read_committ
 (replica_id >= 0) up to the log end. Fetch sessions (KIP-227) are not kept: every answer has
 session_id 0, which clients treat as a full, sessionless fetch.
 
-Per partition: OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER.
+Per partition: OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, and
+(v9+, KIP-320) FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when ``current_leader_epoch`` is older /
+newer than the leader's. A follower's fetch offset is its log end offset: the leader records it
+(``Partition.update_follower_fetch_state``), which moves the high watermark and the ISR.
 The response is framed by :mod:`odradek.protocol.fetch_response` around the stored batches:
 small partition reads as bytes from one ``pread``, large ones (``SENDFILE_MIN_BYTES``) as file
 slices the connection sends with ``sendfile`` straight from the page cache.
@@ -31,7 +34,12 @@ MAX_VERSION = 12
 async def handle(ctx: RequestContext) -> list[Any]:
     req = ctx.request
     requests = [
-        FetchRequestPartition(TopicPartition(t.topic, p.partition), p.fetch_offset, p.partition_max_bytes)
+        FetchRequestPartition(
+            TopicPartition(t.topic, p.partition),
+            p.fetch_offset,
+            p.partition_max_bytes,
+            getattr(p, "current_leader_epoch", -1),
+        )
         for t in req.topics
         for p in t.partitions
     ]

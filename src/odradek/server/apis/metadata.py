@@ -5,6 +5,10 @@ An unknown topic is created when ``auto.create.topics.enable`` is true and the r
 it (v4+ ``allow_auto_topic_creation``; always in v0..v3) — the answer waits briefly for the new
 topic's leaders and falls back to LEADER_NOT_AVAILABLE (retriable) if they are not ready yet.
 Invalid names get INVALID_TOPIC_EXCEPTION; unknown topics UNKNOWN_TOPIC_OR_PARTITION.
+
+Answers from this broker's metadata cache only (filled by the controller's UpdateMetadata), never
+from the metadata store, so every broker answers at once; before its first UpdateMetadata a
+broker lists itself alone, no controller (-1) and no topics.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import uuid
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.metadata.znodes import BrokerInfo
 from odradek.server.metadata_cache import TopicMetadata
 from odradek.server.request import RequestContext
 
@@ -82,9 +87,15 @@ async def handle(ctx: RequestContext) -> Any:
                 continue
         if meta is not None:
             topics.append(_topic(ctx, name, ErrorCode.none, meta))
+    known = dict(cache.brokers)
+    if broker.broker_id not in known and broker.endpoints:  # no UpdateMetadata yet: at least this broker
+        first = broker.endpoints[0]
+        known[broker.broker_id] = BrokerInfo(
+            broker.broker_id, first.host, first.port, rack=broker.config["broker.rack"]
+        )
     brokers = tuple(
         ctx.make("MetadataResponseBroker", node_id=b.id, host=b.host, port=b.port, rack=b.rack)
-        for b in sorted(cache.brokers.values(), key=lambda b: b.id)
+        for b in sorted(known.values(), key=lambda b: b.id)
     )
     return ctx.response(
         throttle_time=datetime.timedelta(0),

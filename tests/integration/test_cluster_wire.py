@@ -1,0 +1,196 @@
+"""Three broker processes on a real ZooKeeper: the controller reaches them over the wire protocol.
+
+One cluster for the module (the tests run in order and build on each other): topic creation with
+replication factor 3, the same Metadata from every broker, produce to every leader, fencing of an
+older controller epoch, topic deletion through StopReplica, and controller failover after kill -9.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from odradek.cli.cluster import LocalCluster
+from odradek.client.connection import KafkaConnection
+from odradek.errors import ErrorCode
+from odradek.protocol.inter_broker_messages import request_class
+from odradek.protocol.messages import nested
+from odradek.testing_zk import ZooKeeperServer
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(120)]
+
+TOPIC = "r3"
+PartitionView = tuple[int, tuple[int, ...], tuple[int, ...]]
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    odradek_cluster_module: Callable[..., LocalCluster], zookeeper_server: ZooKeeperServer
+) -> Iterator[LocalCluster]:
+    yield odradek_cluster_module(3, zookeeper_connect=zookeeper_server.chroot_connect())
+
+
+def _topics(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "odradek.cli.main", "topics", "--bootstrap-server", cluster.bootstrap_servers]
+    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=60)
+
+
+async def _send(address: str, build: Callable[[KafkaConnection], Any]) -> Any:
+    host, port = address.split(":")
+    async with KafkaConnection(host, int(port), request_timeout_ms=3000) as conn:
+        return await conn.send(build(conn))
+
+
+def _metadata(address: str, topic: str = TOPIC) -> tuple[int, set[int], dict[int, PartitionView]]:
+    """(controller id, broker ids, partition -> (leader, replicas, isr)) as one broker answers."""
+
+    def build(conn: KafkaConnection) -> Any:
+        rb = conn.builder(3, max_version=12)
+        return rb(
+            topics=(rb.make("MetadataRequestTopic", name=topic, topic_id=None),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+
+    response = asyncio.run(_send(address, build))
+    (t,) = response.topics
+    partitions = {
+        int(p.partition_index): (int(p.leader_id), tuple(p.replica_nodes), tuple(p.isr_nodes))
+        for p in t.partitions
+        if p.error_code == ErrorCode.none
+    }
+    return int(response.controller_id), {int(b.node_id) for b in response.brokers}, partitions
+
+
+def _controller_epoch(cluster: LocalCluster) -> int:
+    data = cluster.read_znode("/controller_epoch")
+    assert data is not None
+    return int(data)
+
+
+def _controller_id(cluster: LocalCluster) -> int | None:
+    data = cluster.read_znode("/controller")
+    return None if data is None else int(json.loads(data)["brokerid"])
+
+
+def _consistent(cluster: LocalCluster, brokers: list[int], partitions: int) -> dict[int, PartitionView] | None:
+    """Every broker's view of TOPIC when all agree, list only live brokers and have ``partitions`` partitions."""
+    views = [_metadata(cluster.broker(b).bootstrap_servers) for b in brokers]
+    first = views[0][2]
+    if len(first) != partitions or any(v[2] != first for v in views):
+        return None
+    if any(v[1] != set(brokers) for v in views):
+        return None
+    return first
+
+
+def test_create_topic_with_replication_factor_3(cluster: LocalCluster) -> None:
+    result = _topics(cluster, "--create", "--topic", TOPIC, "--partitions", "6", "--replication-factor", "3")
+    assert result.returncode == 0, result.stderr
+    assert f"Created topic {TOPIC}" in result.stdout
+
+
+def test_every_broker_answers_the_same_metadata_within_a_second(cluster: LocalCluster) -> None:
+    view = cluster.wait_until(lambda: _consistent(cluster, [1, 2, 3], 6), timeout_s=1.0, interval_s=0.02)
+    for leader, replicas, isr in view.values():
+        assert sorted(replicas) == [1, 2, 3]
+        assert leader in (1, 2, 3) and leader == replicas[0]
+        assert sorted(isr) == [1, 2, 3]
+
+
+def test_each_leader_accepts_a_produce_with_acks_1(cluster: LocalCluster) -> None:
+    _, _, view = _metadata(cluster.broker(1).bootstrap_servers)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": 1})
+    delivered: dict[int, Any] = {}
+    for partition in view:
+        producer.produce(
+            TOPIC,
+            f"v{partition}".encode(),
+            partition=partition,
+            on_delivery=lambda err, msg: delivered.__setitem__(msg.partition(), err or msg.offset()),
+        )
+    assert producer.flush(20) == 0
+    assert delivered == dict.fromkeys(view, 0)
+    for partition, (leader, _replicas, _isr) in view.items():
+        # the record is in the leader's log directory (replication to followers comes with the fetchers)
+        log_file = Path(cluster.broker(leader).data_dir) / f"{TOPIC}-{partition}" / "00000000000000000000.log"
+        assert log_file.stat().st_size > 0
+
+
+def test_leader_and_isr_with_an_older_controller_epoch_is_refused(cluster: LocalCluster) -> None:
+    epoch = _controller_epoch(cluster)
+    _, _, view = _metadata(cluster.broker(2).bootstrap_servers)
+    leader, replicas, isr = view[0]
+
+    def build(conn: KafkaConnection) -> Any:
+        version = conn.version_for(4, max_version=7)
+        cls = request_class(4, version)
+        state = nested(cls, "LeaderAndIsrPartitionState")(
+            partition_index=0,
+            controller_epoch=epoch - 1,
+            leader=replicas[-1],
+            leader_epoch=99,
+            isr=isr,
+            partition_epoch=99,
+            replicas=replicas,
+            adding_replicas=(),
+            removing_replicas=(),
+        )
+        topic = nested(cls, "LeaderAndIsrTopicState")(topic_name=TOPIC, topic_id=None, partition_states=(state,))
+        return cls(
+            controller_id=leader,
+            controller_epoch=epoch - 1,
+            type=0,
+            topic_states=(topic,),
+            live_leaders=(),
+        )
+
+    response = asyncio.run(_send(cluster.broker(2).bootstrap_servers, build))
+    assert response.error_code == ErrorCode.stale_controller_epoch
+    (topic,) = response.topics
+    assert [p.error_code for p in topic.partition_errors] == [ErrorCode.stale_controller_epoch]
+    # nothing changed: every broker still reports the controller's leader
+    assert _metadata(cluster.broker(2).bootstrap_servers)[2][0] == (leader, replicas, isr)
+
+
+def test_deleting_a_topic_removes_its_partition_directories_on_every_broker(cluster: LocalCluster) -> None:
+    assert (
+        _topics(cluster, "--create", "--topic", "gone", "--partitions", "3", "--replication-factor", "3").returncode
+        == 0
+    )
+    dirs = [Path(b.data_dir) / f"gone-{p}" for b in cluster.brokers.values() for p in range(3)]
+    cluster.wait_until(lambda: all(d.is_dir() for d in dirs), timeout_s=5, message="partition directories")
+    result = _topics(cluster, "--delete", "--topic", "gone")
+    assert result.returncode == 0, result.stderr
+    cluster.wait_until(lambda: not any(d.exists() for d in dirs), timeout_s=10, message="directories deleted")
+    for broker in cluster.brokers.values():
+        assert not [p for p in Path(broker.data_dir).iterdir() if p.name.startswith("gone-")]
+
+
+def test_killing_the_controller_elects_a_new_one_that_updates_every_broker(cluster: LocalCluster) -> None:
+    old_id = _controller_id(cluster)
+    old_epoch = _controller_epoch(cluster)
+    assert old_id in (1, 2, 3)
+    cluster.kill9(old_id)
+    survivors = [b for b in (1, 2, 3) if b != old_id]
+    new_id = cluster.wait_until(
+        lambda: (c := _controller_id(cluster)) is not None and c != old_id and c, timeout_s=20, message="new controller"
+    )
+    assert new_id in survivors
+    assert _controller_epoch(cluster) == old_epoch + 1
+    view = cluster.wait_until(
+        lambda: _consistent(cluster, survivors, 6), timeout_s=10, message="metadata after failover"
+    )
+    for leader, replicas, _isr in view.values():
+        assert leader in survivors
+        assert sorted(replicas) == [1, 2, 3]
+    for broker in survivors:
+        assert _metadata(cluster.broker(broker).bootstrap_servers)[0] == new_id
