@@ -39,6 +39,7 @@ from odradek.controller.election import (
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.controller.wire import LEADER_DURING_DELETE
 from odradek.errors import ErrorCode
+from odradek.metadata.errors import BadVersionError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
 from odradek.replication.partition import PartitionState
@@ -55,6 +56,7 @@ class ControllerEvent(enum.Enum):
     TOPIC_DELETION = "topic_deletion"
     PARTITION_MODIFICATION = "partition_modification"
     CONTROLLED_SHUTDOWN = "controlled_shutdown"
+    ISR_CHANGE = "isr_change"
     SHUTDOWN = "shutdown"
 
 
@@ -137,6 +139,9 @@ class KafkaController:
     async def _on_topic_change(self, _path: str) -> None:
         self.put(ControllerEvent.TOPIC_CHANGE)
 
+    async def _on_isr_change(self, _path: str) -> None:
+        self.put(ControllerEvent.ISR_CHANGE)
+
     async def _on_topic_deletion(self, _path: str) -> None:
         self.put(ControllerEvent.TOPIC_DELETION)
 
@@ -169,6 +174,8 @@ class KafkaController:
             await self._on_topics_changed(None)
         elif event is ControllerEvent.PARTITION_MODIFICATION:
             await self._on_topics_changed({str(payload)})
+        elif event is ControllerEvent.ISR_CHANGE:
+            await self._on_isr_change_notification()
         elif event is ControllerEvent.TOPIC_DELETION:
             await self._on_topic_deletion_requested()
         elif event is ControllerEvent.CONTROLLED_SHUTDOWN:
@@ -210,6 +217,7 @@ class KafkaController:
         self._watches.append(store.watch_children("/brokers/ids", self._on_broker_change))
         self._watches.append(store.watch_children("/brokers/topics", self._on_topic_change))
         self._watches.append(store.watch_children("/admin/delete_topics", self._on_topic_deletion))
+        self._watches.append(store.watch_children("/isr_change_notification", self._on_isr_change))
         await self._refresh_brokers()
         await self._load_topics()
         await self._elect_where_needed(set(self.ctx.assignments))
@@ -295,27 +303,69 @@ class KafkaController:
                         first_leader, isr = initial
                         created[partition] = PartitionState(first_leader, 0, isr, list(replicas), self.ctx.epoch, 0)
                     continue
-                if state.leader in live:
+                if state.leader in live and all(r in live for r in state.isr):
                     state.replicas = list(replicas)
                     continue
-                elected = offline_partition_leader_election(replicas, state.isr, live, self.unclean_leader_election)
-                isr = [r for r in state.isr if r in live] or ([elected] if elected is not None else [])
-                new = PartitionState(
-                    elected if elected is not None else -1,
-                    state.leader_epoch + 1,
-                    isr if elected is not None else state.isr,
-                    list(replicas),
-                    self.ctx.epoch,
-                    state.zk_version,
-                )
-                new.zk_version = await self.zk.update_leader_and_isr(tp, _to_zk(new), state.zk_version)
-                self.ctx.states[tp] = changed[tp] = new
+                new = await self._update_state(tp, replicas, live)
+                if new is not None:
+                    self.ctx.states[tp] = changed[tp] = new
             if created:
                 await self.zk.create_partition_states(topic, {p: _to_zk(s) for p, s in created.items()})
                 for partition, new in created.items():
                     tp = TopicPartition(topic, partition)
                     self.ctx.states[tp] = changed[tp] = new
         return changed
+
+    async def _update_state(self, tp: TopicPartition, replicas: list[int], live: set[int]) -> PartitionState | None:
+        """Elect a new leader for ``tp`` if its leader is not alive, and drop dead replicas from its
+        ISR (Kafka's OnlinePartition election and OfflineReplica transition); either bumps the leader
+        epoch. Reads the state znode first (a leader may have changed the ISR since the controller
+        last saw it) and retries on a concurrent update. None when nothing had to change."""
+        for _attempt in range(5):
+            current = await self.zk.get_partition_state(tp)
+            if current is None:
+                return None
+            state = _to_state(current, replicas)
+            if state.leader in live:
+                if all(r in live for r in state.isr):
+                    return state
+                leader, isr = state.leader, [r for r in state.isr if r in live]
+            else:
+                elected = offline_partition_leader_election(replicas, state.isr, live, self.unclean_leader_election)
+                if elected is not None and elected not in state.isr:
+                    log.warning(
+                        "controller %d: unclean leader election for %s-%d: broker %d was not in the ISR %s; "
+                        "records acknowledged by the old ISR may be lost",
+                        self.broker_id,
+                        tp.topic,
+                        tp.partition,
+                        elected,
+                        state.isr,
+                    )
+                if elected is None:
+                    leader, isr = -1, state.isr  # offline: keep the last ISR (Kafka's behaviour)
+                else:
+                    leader, isr = elected, [r for r in state.isr if r in live] or [elected]
+            new = PartitionState(leader, state.leader_epoch + 1, isr, list(replicas), self.ctx.epoch, state.zk_version)
+            try:
+                new.zk_version = await self.zk.update_leader_and_isr(tp, _to_zk(new), state.zk_version)
+            except BadVersionError:
+                continue
+            return new
+        log.warning("controller %d: %s-%d's state kept changing; leaving it", self.broker_id, tp.topic, tp.partition)
+        return None
+
+    async def _on_isr_change_notification(self) -> None:
+        """Leaders changed ISRs: read the partitions' states and tell every broker (UpdateMetadata)."""
+        changed: dict[TopicPartition, PartitionState] = {}
+        for raw in await self.zk.pop_isr_change_notifications():
+            tp = TopicPartition(raw.topic, raw.partition)
+            replicas = self.ctx.assignments.get(tp.topic, {}).get(tp.partition)
+            current = await self.zk.get_partition_state(tp) if replicas is not None else None
+            if current is not None and replicas is not None:
+                self.ctx.states[tp] = changed[tp] = _to_state(current, replicas)
+        if changed:
+            await self._send_update_metadata(changed)
 
     async def _send_leader_and_isr(
         self, states: dict[TopicPartition, PartitionState], only: set[int] | None = None

@@ -59,6 +59,13 @@ RETRY_LATER = {
 }
 
 
+ENDPOINT_RETRY_S = 0.05
+
+
+class LeaderUnknownError(Exception):
+    """The leader's address is not in the metadata cache yet."""
+
+
 @dataclass(frozen=True)
 class FetcherConfig:
     """The ``replica.fetch.*`` keys and ``num.replica.fetchers``."""
@@ -126,7 +133,7 @@ class ReplicaFetcher:
             return self._conn
         endpoint = self.endpoint_for(self.leader_id)
         if endpoint is None:
-            raise KafkaConnectionError(f"broker {self.leader_id} is not known to be alive")
+            raise LeaderUnknownError(f"broker {self.leader_id} is not known to be alive yet")
         conn = KafkaConnection(
             endpoint[0],
             endpoint[1],
@@ -158,6 +165,9 @@ class ReplicaFetcher:
                 await self._fetch(conn, ready)
             except asyncio.CancelledError:
                 raise
+            except LeaderUnknownError:
+                # LeaderAndIsr can arrive before the UpdateMetadata that names the leader's address
+                await asyncio.sleep(ENDPOINT_RETRY_S)
             except (KafkaConnectionError, KafkaTimeoutError, KafkaProtocolError, UnsupportedVersionError) as exc:
                 log.warning("%s: %s; retrying in %d ms", self.name, exc, self.config.backoff_ms)
                 await self._close()

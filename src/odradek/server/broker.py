@@ -32,8 +32,10 @@ from odradek.coordinator.group import GroupCoordinator
 from odradek.errors import ErrorCode, InvalidConfigError, KafkaError, StaleControllerEpochError
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.kafka_zk_client import KafkaZkClient
-from odradek.metadata.store import CoordinationStore, SessionState
-from odradek.metadata.znodes import BrokerInfo
+from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState
+from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
+from odradek.replication.fetcher import FetcherConfig
+from odradek.replication.partition import PartitionState
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
 from odradek.server.config import Endpoint, KafkaConfig
@@ -47,6 +49,9 @@ from odradek.storage.config import LogConfig
 log = logging.getLogger(__name__)
 
 META_PROPERTIES = "meta.properties"
+ISR_CHANGE_PROPAGATION_MS = 500
+"""How often a broker writes one ``/isr_change_notification`` for the ISR changes it made (Kafka
+checks every 2,500 ms and batches; the cluster tests want the controller to learn fast)."""
 
 
 def advertised_host(host: str) -> str:
@@ -113,8 +118,24 @@ class Broker:
         await self.zk.create_top_level_paths()
         self.cluster_id = await self.zk.get_or_create_cluster_id()
         self._check_meta_properties()
+        cfg = self.config
         self.replica_manager = ReplicaManager(
-            self.broker_id, self.log_manager, self.log_config_for, io_threads=int(self.config["num.io.threads"])
+            self.broker_id,
+            self.log_manager,
+            self.log_config_for,
+            io_threads=int(cfg["num.io.threads"]),
+            replica_lag_time_max_ms=int(cfg["replica.lag.time.max.ms"]),
+            isr_writer=self._write_isr,
+            endpoint_for=self._inter_broker_endpoint,
+            fetcher_config=FetcherConfig(
+                num_fetchers=int(cfg["num.replica.fetchers"]),
+                max_bytes=int(cfg["replica.fetch.max.bytes"]),
+                response_max_bytes=int(cfg["replica.fetch.response.max.bytes"]),
+                wait_max_ms=int(cfg["replica.fetch.wait.max.ms"]),
+                min_bytes=int(cfg["replica.fetch.min.bytes"]),
+                backoff_ms=int(cfg["replica.fetch.backoff.ms"]),
+                request_timeout_ms=int(cfg["replica.socket.timeout.ms"]),
+            ),
         )
         await self._bind_listeners()
         self._watches.append(self.store.watch_children("/config/changes", self._on_config_change))  # type: ignore[union-attr]
@@ -133,6 +154,7 @@ class Broker:
         await self.controller.startup()
         await self.admin.wait_for_metadata(lambda: self.broker_id in self.metadata_cache.brokers, 5000)
         self._start_housekeeping()
+        self._start_replication_tasks()
         for ext in self.extensions.values():
             if hasattr(ext, "startup"):
                 await ext.startup()
@@ -257,6 +279,54 @@ class Broker:
             )
         )
 
+    def _start_replication_tasks(self) -> None:
+        """ISR shrink every half ``replica.lag.time.max.ms`` (Kafka's isr-expiration task) and ISR
+        change notifications every ``ISR_CHANGE_PROPAGATION_MS`` (isr-change-propagation)."""
+        loop = asyncio.get_running_loop()
+        lag_ms = int(self.config["replica.lag.time.max.ms"])
+        self._tasks.append(
+            loop.create_task(
+                self._every(
+                    max(lag_ms // 2, 10), lambda now: self.replica_manager.maybe_shrink_isr(now), "isr-expiration"
+                )
+            )
+        )
+        self._tasks.append(loop.create_task(self._propagate_isr_changes(), name="isr-change-propagation"))
+
+    async def _propagate_isr_changes(self) -> None:
+        while True:
+            await asyncio.sleep(ISR_CHANGE_PROPAGATION_MS / 1000)
+            changed = self.replica_manager.isr_changed
+            if not changed:
+                continue
+            partitions = sorted(changed)
+            changed.clear()
+            try:
+                await self.zk.propagate_isr_changes(partitions)
+            except Exception as exc:
+                log.warning("broker %d: cannot write an ISR change notification: %s", self.broker_id, exc)
+                changed.update(partitions)
+
+    async def _write_isr(self, tp: TopicPartition, state: PartitionState) -> int | None:
+        """The leader's conditional ISR write to the partition state znode (None: it moved)."""
+        znode = LeaderAndIsr(
+            leader=state.leader,
+            leader_epoch=state.leader_epoch,
+            isr=list(state.isr),
+            controller_epoch=state.controller_epoch,
+        )
+        try:
+            return await self.zk.update_leader_and_isr(tp, znode, state.zk_version)
+        except (BadVersionError, NoNodeError):
+            return None
+
+    def _inter_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        """Where to reach ``broker_id`` on the inter-broker listener, from UpdateMetadata."""
+        info = self.metadata_cache.brokers.get(broker_id)
+        if info is None:
+            return None
+        return info.endpoint_map().get(self.config.inter_broker_listener_name)
+
     async def _every(self, interval_ms: int, action: Any, name: str) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000.0)
@@ -284,6 +354,7 @@ class Broker:
         if self.controller is not None:
             await self.controller.shutdown()
         if self.replica_manager is not None:
+            await self.replica_manager.shutdown_fetchers()
             self.replica_manager.shutdown()
         if (self.store is not None and self._external_store is None) or self.store is not None:
             with contextlib.suppress(Exception):

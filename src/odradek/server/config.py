@@ -254,9 +254,27 @@ BROKER_CONFIGS = (
         "Accepted for compatibility; request memory already grows only with the bytes received.",
     )
     # --- replication
-    .define("replica.lag.time.max.ms", "long", 30000, "A follower this far behind leaves the ISR.", at_least(1))
-    .define("replica.fetch.max.bytes", "int", 1048576, "Per-partition bytes a follower fetch asks for.")
-    .define("replica.fetch.wait.max.ms", "int", 500, "Follower fetch long-poll wait.")
+    .define(
+        "replica.lag.time.max.ms",
+        "long",
+        30000,
+        "A follower that has not caught up with the leader's log end for this long leaves the ISR; the "
+        "leader checks every half of it.",
+        at_least(1),
+    )
+    .define("num.replica.fetchers", "int", 1, "Fetcher tasks (connections) per source broker.", at_least(1))
+    .define("replica.fetch.max.bytes", "int", 1048576, "Per-partition bytes a follower fetch asks for.", at_least(0))
+    .define(
+        "replica.fetch.response.max.bytes",
+        "int",
+        10485760,
+        "Bytes a follower fetch asks for in all (at least one batch is returned).",
+        at_least(0),
+    )
+    .define("replica.fetch.wait.max.ms", "int", 500, "Follower fetch long-poll wait.", at_least(0))
+    .define("replica.fetch.min.bytes", "int", 1, "Bytes a follower fetch waits for.", at_least(1))
+    .define("replica.fetch.backoff.ms", "int", 1000, "Pause of a follower fetcher after a fetch error.", at_least(0))
+    .define("replica.socket.timeout.ms", "int", 30000, "Request timeout of follower fetches (beyond the wait).")
     .define("controlled.shutdown.enable", "boolean", True, "Move leadership away before shutting down.")
     .define("auto.leader.rebalance.enable", "boolean", True, "Accepted for compatibility.")
     # --- groups and transactions (defaults as Kafka)

@@ -2,7 +2,12 @@
 
 v3..v11. Each partition is answered on its own: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
 CORRUPT_MESSAGE (CRC or framing), INVALID_RECORD (bad batch header), MESSAGE_TOO_LARGE
-(``max.message.bytes``), NOT_ENOUGH_REPLICAS. ``acks`` must be 0, 1 or -1 (else
+(``max.message.bytes``), NOT_ENOUGH_REPLICAS (acks=all with fewer in-sync replicas than
+``min.insync.replicas``: nothing appended). With acks=all the answer waits until every in-sync
+replica has the batch (the high watermark passes it), at most the request's ``timeout``:
+REQUEST_TIMED_OUT after it, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+``min.insync.replicas`` meanwhile (the batch is in the leader's log), NOT_LEADER_OR_FOLLOWER if
+leadership moved. ``acks`` must be 0, 1 or -1 (else
 INVALID_REQUIRED_ACKS for every partition); with acks=0 no response is sent (Kafka closes the
 connection on an error then, so the producer notices on its next request; odradek logs it and
 keeps the connection). A produce to an unknown topic auto-creates it when
@@ -22,8 +27,10 @@ checks, which ordinary (uncompacted, no timestamp limit) topics never need.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError, RecordValidationError
@@ -47,72 +54,102 @@ def _log_start_offset(ctx: RequestContext, tp: TopicPartition) -> int:
         return -1
 
 
+@dataclass
+class _Answer:
+    """One partition's answer, filled by the append and (acks=all) the wait for the ISR."""
+
+    index: int
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    base_offset: int = -1
+    append_time: datetime.datetime | None = None
+    log_start: int = -1
+    record_errors: list[tuple[int, str | None]] = field(default_factory=list)
+    required_offset: int = -1
+    """acks=all: the high watermark this partition waits for (last appended offset + 1)."""
+
+
+async def _append(ctx: RequestContext, name: str, pdata: Any, acks: int) -> _Answer:
+    answer = _Answer(pdata.index)
+    if acks not in (0, 1, -1):
+        answer.error = ErrorCode.invalid_required_acks
+    elif name in INTERNAL_TOPICS:
+        answer.error, answer.message = ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {name}"
+    elif pdata.records is None:
+        answer.error, answer.message = ErrorCode.invalid_record, "no records in produce request"
+    else:
+        tp = TopicPartition(name, pdata.index)
+        try:
+            info = await ctx.broker.replica_manager.append_produced_records(tp, pdata.records, acks)
+            answer.base_offset = info.first_offset
+            answer.log_start = info.log_start_offset
+            if info.log_append_time >= 0:
+                answer.append_time = _EPOCH + datetime.timedelta(milliseconds=info.log_append_time)
+            if acks == -1 and info.last_offset >= 0:
+                answer.required_offset = info.last_offset + 1
+        except RecordValidationError as exc:
+            answer.error, answer.message = exc.error_code, str(exc)
+            answer.record_errors = exc.record_errors
+            answer.log_start = _log_start_offset(ctx, tp)
+        except KafkaError as exc:
+            answer.error, answer.message = exc.error_code, str(exc) or None
+            if acks == 0:
+                log.warning("acks=0 produce to %s-%d from %s failed: %s", name, pdata.index, ctx.client_host, exc)
+    return answer
+
+
+async def _wait_for_isr(ctx: RequestContext, answers: dict[str, list[_Answer]], timeout_ms: int) -> None:
+    """acks=all (Kafka's DelayedProduce): every appended partition waits, concurrently, until its
+    high watermark covers the append; the wait's error (NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER) replaces NONE."""
+    waiting = [(name, a) for name, parts in answers.items() for a in parts if a.required_offset >= 0]
+    if not waiting:
+        return
+    rm = ctx.broker.replica_manager
+    results = await asyncio.gather(
+        *(rm.wait_for_acks(TopicPartition(name, a.index), a.required_offset, timeout_ms) for name, a in waiting)
+    )
+    for (_name, answer), error in zip(waiting, results, strict=True):
+        if error != ErrorCode.none:
+            answer.error = error
+
+
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     broker = ctx.broker
-    replica_manager = broker.replica_manager
     acks = req.acks
     with_record_errors = ctx.has("BatchIndexAndErrorMessage")  # v8+
-    topics = []
+    answers: dict[str, list[_Answer]] = {}
     for topic_data in req.topic_data:
         name = topic_data.name
-        partitions = []
         if broker.metadata_cache.topic(name) is None and acks in (0, 1, -1):
             await broker.admin.maybe_auto_create(name, True)
+        parts = answers.setdefault(name, [])
         for pdata in topic_data.partition_data:
-            error = ErrorCode.none
-            message: str | None = None
-            base_offset = -1
-            append_time: datetime.datetime | None = None
-            log_start = -1
-            record_errors: list[tuple[int, str | None]] = []
-            if acks not in (0, 1, -1):
-                error = ErrorCode.invalid_required_acks
-            elif name in INTERNAL_TOPICS:
-                error, message = ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {name}"
-            elif pdata.records is None:
-                error, message = ErrorCode.invalid_record, "no records in produce request"
-            else:
-                try:
-                    info = await replica_manager.append_produced_records(
-                        TopicPartition(name, pdata.index), pdata.records, acks
-                    )
-                    base_offset = info.first_offset
-                    log_start = info.log_start_offset
-                    if info.log_append_time >= 0:
-                        append_time = _EPOCH + datetime.timedelta(milliseconds=info.log_append_time)
-                except RecordValidationError as exc:
-                    error, message = exc.error_code, str(exc)
-                    record_errors = exc.record_errors
-                    log_start = _log_start_offset(ctx, TopicPartition(name, pdata.index))
-                except KafkaError as exc:
-                    error, message = exc.error_code, str(exc) or None
-                    if acks == 0:
-                        log.warning(
-                            "acks=0 produce to %s-%d from %s failed: %s",
-                            name,
-                            pdata.index,
-                            ctx.client_host,
-                            exc,
-                        )
-            partitions.append(
-                ctx.make(
-                    "PartitionProduceResponse",
-                    index=pdata.index,
-                    error_code=error,
-                    base_offset=base_offset,
-                    log_append_time=append_time,
-                    log_start_offset=log_start,
-                    record_errors=tuple(
-                        ctx.make("BatchIndexAndErrorMessage", batch_index=i, batch_index_error_message=m)
-                        for i, m in record_errors
-                    )
-                    if with_record_errors
-                    else (),
-                    error_message=message,
-                )
-            )
-        topics.append(ctx.make("TopicProduceResponse", name=name, partition_responses=tuple(partitions)))
+            parts.append(await _append(ctx, name, pdata, acks))
     if acks == 0:
         return None
+    if acks == -1:
+        await _wait_for_isr(ctx, answers, int(req.timeout.total_seconds() * 1000))
+    topics = []
+    for name, parts in answers.items():
+        partitions = tuple(
+            ctx.make(
+                "PartitionProduceResponse",
+                index=a.index,
+                error_code=a.error,
+                base_offset=a.base_offset,
+                log_append_time=a.append_time,
+                log_start_offset=a.log_start,
+                record_errors=tuple(
+                    ctx.make("BatchIndexAndErrorMessage", batch_index=i, batch_index_error_message=m)
+                    for i, m in a.record_errors
+                )
+                if with_record_errors
+                else (),
+                error_message=a.message,
+            )
+            for a in parts
+        )
+        topics.append(ctx.make("TopicProduceResponse", name=name, partition_responses=partitions))
     return ctx.response(responses=tuple(topics), throttle_time=datetime.timedelta(0))
