@@ -250,3 +250,46 @@ async def test_load_in_progress_and_not_coordinator() -> None:
     assert (await h.join("g")).error == ErrorCode.member_id_required
     await h.coordinator.shutdown()
     assert (await h.join("g")).error == ErrorCode.coordinator_not_available
+
+
+@run
+async def test_batch_leave_answers_each_member() -> None:
+    """LeaveGroup v3+: by instance id alone, by member id, a pending member, a stale member id of
+    a static member (FENCED_INSTANCE_ID) and unknown identities (UNKNOWN_MEMBER_ID), each
+    answered on its own; the group rebalances once for the removed members."""
+    h = await Harness().start()
+    s = await h.join("g", instance="inst-s")
+    d_task = h.join("g", require_known=False)
+    await settle()
+    s_task = h.join("g", s.member_id, instance="inst-s")
+    d, s2 = await d_task, await s_task
+    assert d.generation_id == s2.generation_id == 2
+    await asyncio.gather(
+        h.sync("g", 2, s2.member_id, assignment_for([d.member_id, s2.member_id]), instance="inst-s"),
+        h.sync("g", 2, d.member_id),
+    )
+    pending = await h.join("g")
+    assert pending.error == ErrorCode.member_id_required
+    error, errors = h.coordinator.leave_group(
+        "g",
+        [
+            (d.member_id, "inst-s", None),
+            ("", "inst-s", "admin"),
+            (pending.member_id, None, None),
+            ("", "inst-unknown", None),
+            ("ghost", None, None),
+            (d.member_id, None, "bye"),
+        ],
+    )
+    assert error == ErrorCode.none
+    assert errors == [
+        ErrorCode.fenced_instance_id,
+        ErrorCode.none,
+        ErrorCode.none,
+        ErrorCode.unknown_member_id,
+        ErrorCode.unknown_member_id,
+        ErrorCode.none,
+    ]
+    group = h.coordinator.group("g")
+    assert group is not None and group.state is GroupState.EMPTY and group.generation_id == 3
+    assert not group.members and not group.static_members and not group.pending_members

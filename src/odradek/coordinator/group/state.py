@@ -24,8 +24,9 @@ and ListGroups are answered in every state):
     waits ``group.initial.rebalance.delay.ms`` (extended while new members keep arriving, never
     past the rebalance timeout).
     join: parked. sync: REBALANCE_IN_PROGRESS. hb: REBALANCE_IN_PROGRESS (members learn of the
-    rebalance this way). leave: the member is removed. commit: accepted from the previous
-    generation's members.
+    rebalance this way). leave: the member is removed. commit: accepted from members of the
+    generation being rebalanced (still the current one: an eager consumer commits in its revoke
+    callback before it rejoins), and their session timer restarts.
     Moves to: CompletingRebalance (members joined), Empty (nobody joined), Dead.
 
 ``CompletingRebalance``
@@ -166,4 +167,8 @@ COMMIT_ANSWER: Mapping[GroupState, _AnswerOrError] = MappingProxyType(
         _S.DEAD: ErrorCode.coordinator_not_available,
     }
 )
-"""OffsetCommit that passed member/generation validation, per state."""
+"""OffsetCommit that passed member/generation validation, per state (Kafka's
+``doCommitOffsets``). The validation before it: Dead -> COORDINATOR_NOT_AVAILABLE; generation
+< 0 while Empty -> accepted ("simple" commit); a generation, member id or instance id -> the
+member must be current (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) and of the current generation
+(ILLEGAL_GENERATION); nothing named while the group has members -> UNKNOWN_MEMBER_ID."""
