@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -103,6 +103,64 @@ def test_create_list_describe_alter_delete(broker: BrokerRunner, capsys: pytest.
     capsys.readouterr()
     assert run_topics(broker, "--list") == 0
     assert capsys.readouterr().out.split() == ["orders"]
+
+
+def describe(runner: BrokerRunner, capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    assert run_topics(runner, "--describe", *args) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return captured.out.splitlines()
+
+
+def test_describe_kafka_layout_and_reports(odradek_broker: BrokerRunner, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_topics(odradek_broker, "--create", "--topic", "clicks", "--partitions", "3") == 0
+    assert run_topics(odradek_broker, "--create", "--topic", "audit", "--config", "min.insync.replicas=2") == 0
+    capsys.readouterr()
+
+    lines = describe(odradek_broker, capsys, "--topic", "clicks")
+    assert re.fullmatch(
+        r"Topic: clicks\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: ", lines[0]
+    ), lines[0]
+    assert lines[1:] == [f"\tTopic: clicks\tPartition: {p}\tLeader: 0\tReplicas: 0\tIsr: 0" for p in range(3)]
+    header = describe(odradek_broker, capsys, "--topic", "audit")[0]
+    assert header.endswith("\tConfigs: min.insync.replicas=2"), header
+
+    # a healthy single broker: nothing under-replicated, nothing unavailable
+    assert describe(odradek_broker, capsys, "--under-replicated-partitions") == []
+    assert describe(odradek_broker, capsys, "--unavailable-partitions") == []
+    # min.insync.replicas=2 with one replica: every partition of audit is under it; clicks (1) is at it
+    assert describe(odradek_broker, capsys, "--under-min-isr-partitions") == [
+        "\tTopic: audit\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0"
+    ]
+    at_min = describe(odradek_broker, capsys, "--at-min-isr-partitions", "--exclude-internal")
+    assert at_min == [f"\tTopic: clicks\tPartition: {p}\tLeader: 0\tReplicas: 0\tIsr: 0" for p in range(3)]
+    # only the topic lines of topics with overrides
+    assert describe(odradek_broker, capsys, "--topics-with-overrides") == [header]
+
+    # --topic as Kafka's include list: "," for "|", spaces and quotes dropped
+    out = describe(odradek_broker, capsys, "--topic", "'clicks, audit'")
+    assert [line for line in out if line.startswith("Topic: ")] == [header, lines[0]]
+    internal = describe(odradek_broker, capsys, "--topic", "__consumer_offsets|clicks", "--exclude-internal")
+    assert internal == lines
+
+    assert run_topics(odradek_broker, "--describe", "--topic", "([") == 1
+    assert one_error_line(capsys.readouterr().err) == "Error while executing topic command : ([ is an invalid regex."
+    assert run_topics(odradek_broker, "--describe", "--unavailable-partitions", "--topics-with-overrides") == 2
+    assert "can't be used with option" in one_error_line(capsys.readouterr().err)
+    assert run_topics(odradek_broker, "--list", "--under-replicated-partitions") == 2
+    one_error_line(capsys.readouterr().err)
+
+
+def test_describe_shows_broker_set_topic_keys_as_kafka(
+    odradek_broker_factory: Callable[..., BrokerRunner], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A topic key whose broker synonym is set in server.properties is not a default: it prints."""
+    runner = odradek_broker_factory(overrides={"log.segment.bytes": "1073741824"})
+    assert run_topics(runner, "--create", "--topic", "plain", "--partitions", "2") == 0
+    capsys.readouterr()
+    lines = describe(runner, capsys, "--topic", "plain")
+    assert lines[0].endswith("\tConfigs: segment.bytes=1073741824"), lines[0]
+    assert describe(runner, capsys, "--topics-with-overrides") == [lines[0]]
 
 
 def test_create_errors_and_if_not_exists(broker: BrokerRunner, capsys: pytest.CaptureFixture[str]) -> None:
