@@ -199,3 +199,84 @@ def test_leader_killed_and_restarted_loses_no_acknowledged_record(cluster: Local
         assert after[p] == before[p] + acked.get(p, [])
     assert failover_s < 6 + 5
     assert ErrorCode.none == 0
+
+
+def _produce_to(bootstrap: str, topic: str, values: list[bytes], acks: str) -> list[bytes]:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, "message.timeout.ms": 15000})
+    acked: list[bytes] = []
+    for v in values:
+        producer.produce(topic, v, partition=0, on_delivery=lambda e, m: acked.append(m.value()) if e is None else None)
+    producer.flush(20)
+    return acked
+
+
+def _read_topic(bootstrap: str, topic: str) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify-" + topic, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out: list[bytes] = []
+    idle = 0
+    while idle < 4:
+        msgs = consumer.consume(1000, 0.5)
+        idle = 0 if msgs else idle + 1
+        out.extend(m.value() for m in msgs if m.error() is None)
+    consumer.close()
+    return out
+
+
+def test_a_former_leader_truncates_its_divergent_tail(cluster: LocalCluster) -> None:
+    """KIP-101: the leader's ZooKeeper session expires while it holds records no follower has;
+    when it comes back it follows the new leader and drops them, as the leader epochs say."""
+    import json
+
+    topic = "diverge"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "1"})])[topic].result(30)
+
+    def state() -> dict[str, Any]:
+        data = cluster.read_znode(f"/brokers/topics/{topic}/partitions/0/state")
+        return json.loads(data) if data else {}
+
+    cluster.wait_until(lambda: len(state().get("isr", [])) == 3, timeout_s=20, message="diverge in sync")
+    committed = _produce_to(cluster.bootstrap_servers, topic, [b"committed-%d" % i for i in range(20)], "all")
+    assert len(committed) == 20
+    old_leader, old_epoch = state()["leader"], state()["leader_epoch"]
+    followers = [b for b in (1, 2, 3) if b != old_leader]
+    leader_address = cluster.broker(old_leader).bootstrap_servers
+    cluster.wait_until(
+        lambda: all(len({_segment_bytes_of(cluster, b, topic) for b in (1, 2, 3)}) == 1 for _ in (0,)),
+        timeout_s=10,
+        message="followers caught up",
+    )
+    for b in followers:
+        cluster.sigstop(b)
+    divergent = _produce_to(leader_address, topic, [b"divergent-%d" % i for i in range(5)], "1")
+    cluster.sigstop(old_leader)  # before replica.lag.time.max.ms: the followers are still in its ISR
+    for b in followers:
+        cluster.sigcont(b)
+    try:
+        assert len(divergent) == 5
+        cluster.wait_until(
+            lambda: state()["leader"] in followers and state()["leader_epoch"] > old_epoch,
+            timeout_s=20,
+            message="a follower elected after the leader's session expired",
+        )
+        new_leader = state()["leader"]
+        live = ",".join(cluster.broker(b).bootstrap_servers for b in followers)
+        later = _produce_to(live, topic, [b"later-%d" % i for i in range(10)], "all")
+        assert len(later) == 10
+    finally:
+        cluster.sigcont(old_leader)
+    cluster.wait_until(lambda: len(state()["isr"]) == 3, timeout_s=30, message="former leader back in the ISR")
+    cluster.wait_until(
+        lambda: _segment_bytes_of(cluster, old_leader, topic) == _segment_bytes_of(cluster, new_leader, topic),
+        timeout_s=20,
+        message="former leader's log equal to the new leader's",
+    )
+    assert _read_topic(cluster.bootstrap_servers, topic) == committed + later
+    log = Path(cluster.broker(old_leader).log_path).read_text(errors="replace")
+    assert "truncating" in log.lower()
+
+
+def _segment_bytes_of(cluster: LocalCluster, broker_id: int, topic: str) -> bytes:
+    directory = Path(cluster.broker(broker_id).data_dir) / f"{topic}-0"
+    return b"".join(f.read_bytes() for f in sorted(directory.glob("*.log")))

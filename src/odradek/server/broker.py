@@ -31,6 +31,7 @@ from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest,
 from odradek.coordinator.group import GroupCoordinator
 from odradek.errors import ErrorCode, InvalidConfigError, KafkaError, StaleControllerEpochError
 from odradek.metadata.embedded import EmbeddedStore
+from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
@@ -318,6 +319,9 @@ class Broker:
         try:
             return await self.zk.update_leader_and_isr(tp, znode, state.zk_version)
         except (BadVersionError, NoNodeError):
+            return None
+        except CoordinationError as exc:  # ZooKeeper unreachable or our session expired
+            log.warning("broker %d: cannot write the ISR of %s-%d: %s", self.broker_id, tp.topic, tp.partition, exc)
             return None
 
     def _inter_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
