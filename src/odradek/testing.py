@@ -48,6 +48,7 @@ CLUSTER_DEFAULTS = {
     "zookeeper.session.timeout.ms": "6000",
     "replica.lag.time.max.ms": "2000",
     "controller.socket.timeout.ms": "5000",
+    "controlled.shutdown.retry.backoff.ms": "500",
 }
 """Settings of every ``odradek_cluster`` broker: short ZooKeeper session and ISR lag timeouts, so
 a killed broker is noticed within seconds."""

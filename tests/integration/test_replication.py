@@ -280,3 +280,25 @@ def test_a_former_leader_truncates_its_divergent_tail(cluster: LocalCluster) -> 
 def _segment_bytes_of(cluster: LocalCluster, broker_id: int, topic: str) -> bytes:
     directory = Path(cluster.broker(broker_id).data_dir) / f"{topic}-0"
     return b"".join(f.read_bytes() for f in sorted(directory.glob("*.log")))
+
+
+def test_sigterm_moves_leadership_before_the_broker_stops(cluster: LocalCluster) -> None:
+    """Controlled shutdown: the leader asks the controller to move its partitions first, so a new
+    leader is in Metadata well before the stopped broker's ZooKeeper session would have expired."""
+    view = _metadata(cluster)
+    leader = view[0][0]
+    led = [p for p in range(PARTITIONS) if view[p][0] == leader]
+    t0 = time.monotonic()
+    cluster.stop(leader)  # SIGTERM, waits for the process to exit
+    stopped_s = time.monotonic() - t0
+    after = _metadata(cluster)
+    for p in led:
+        assert after[p][0] not in (leader, -1), f"partition {p} still led by {after[p][0]}"
+        assert leader not in after[p][1]
+    assert stopped_s < 5, f"controlled shutdown took {stopped_s:.2f} s"
+    log = Path(cluster.broker(leader).log_path).read_text(errors="replace")
+    assert "controlled shutdown succeeded" in log
+    acked = _produce(cluster.bootstrap_servers, 30, "after-sigterm")
+    assert sum(len(v) for v in acked.values()) == 30
+    cluster.restart(leader)
+    cluster.wait_until(lambda: _isr_sizes(cluster) == [3] * PARTITIONS, timeout_s=30, message="back in the ISR")

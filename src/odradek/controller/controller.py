@@ -28,6 +28,7 @@ import asyncio
 import enum
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from odradek.controller.channel import ControllerChannelManager
@@ -316,44 +317,60 @@ class KafkaController:
                     self.ctx.states[tp] = changed[tp] = new
         return changed
 
-    async def _update_state(self, tp: TopicPartition, replicas: list[int], live: set[int]) -> PartitionState | None:
-        """Elect a new leader for ``tp`` if its leader is not alive, and drop dead replicas from its
-        ISR (Kafka's OnlinePartition election and OfflineReplica transition); either bumps the leader
-        epoch. Reads the state znode first (a leader may have changed the ISR since the controller
-        last saw it) and retries on a concurrent update. None when nothing had to change."""
+    async def _rewrite_state(
+        self,
+        tp: TopicPartition,
+        replicas: list[int],
+        decide: Callable[[PartitionState], tuple[int, list[int]] | None],
+    ) -> PartitionState | None:
+        """Read ``tp``'s state znode, let ``decide`` pick (leader, isr) from it (None: no change),
+        and write that with the leader epoch + 1, conditionally on the version read; re-reads and
+        decides again when a leader changed the ISR meanwhile. Returns the new state, or None."""
         for _attempt in range(5):
             current = await self.zk.get_partition_state(tp)
             if current is None:
                 return None
             state = _to_state(current, replicas)
-            if state.leader in live:
-                if all(r in live for r in state.isr):
-                    return state
-                leader, isr = state.leader, [r for r in state.isr if r in live]
-            else:
-                elected = offline_partition_leader_election(replicas, state.isr, live, self.unclean_leader_election)
-                if elected is not None and elected not in state.isr:
-                    log.warning(
-                        "controller %d: unclean leader election for %s-%d: broker %d was not in the ISR %s; "
-                        "records acknowledged by the old ISR may be lost",
-                        self.broker_id,
-                        tp.topic,
-                        tp.partition,
-                        elected,
-                        state.isr,
-                    )
-                if elected is None:
-                    leader, isr = -1, state.isr  # offline: keep the last ISR (Kafka's behaviour)
-                else:
-                    leader, isr = elected, [r for r in state.isr if r in live] or [elected]
+            decision = decide(state)
+            if decision is None:
+                self.ctx.states[tp] = state
+                return None
+            leader, isr = decision
             new = PartitionState(leader, state.leader_epoch + 1, isr, list(replicas), self.ctx.epoch, state.zk_version)
             try:
                 new.zk_version = await self.zk.update_leader_and_isr(tp, _to_zk(new), state.zk_version)
             except BadVersionError:
                 continue
+            self.ctx.states[tp] = new
             return new
         log.warning("controller %d: %s-%d's state kept changing; leaving it", self.broker_id, tp.topic, tp.partition)
         return None
+
+    async def _update_state(self, tp: TopicPartition, replicas: list[int], live: set[int]) -> PartitionState | None:
+        """Elect a new leader for ``tp`` if its leader is not alive, and drop dead replicas from its
+        ISR (Kafka's OnlinePartition election and OfflineReplica transition)."""
+
+        def decide(state: PartitionState) -> tuple[int, list[int]] | None:
+            if state.leader in live:
+                if all(r in live for r in state.isr):
+                    return None
+                return state.leader, [r for r in state.isr if r in live]
+            elected = offline_partition_leader_election(replicas, state.isr, live, self.unclean_leader_election)
+            if elected is None:
+                return (-1, state.isr) if state.leader != -1 else None  # offline: keep the last ISR, as Kafka
+            if elected not in state.isr:
+                log.warning(
+                    "controller %d: unclean leader election for %s-%d: broker %d was not in the ISR %s; "
+                    "records acknowledged by the old ISR may be lost",
+                    self.broker_id,
+                    tp.topic,
+                    tp.partition,
+                    elected,
+                    state.isr,
+                )
+            return elected, [r for r in state.isr if r in live] or [elected]
+
+        return await self._rewrite_state(tp, replicas, decide)
 
     async def _on_isr_change_notification(self) -> None:
         """Leaders changed ISRs: read the partitions' states and tell every broker (UpdateMetadata)."""
@@ -470,8 +487,8 @@ class KafkaController:
         replica that ``broker_id`` leads gets the first live ISR replica not shutting down as
         leader (leader epoch + 1, the broker left out of the ISR), written to its state znode and
         sent as LeaderAndIsr and UpdateMetadata. Partitions with no other eligible replica stay
-        and are answered as remaining; the caller retries. Partitions it follows keep it in
-        their ISR (their StopReplica and ISR shrink are not sent yet)."""
+        and are answered as remaining; the caller retries. Partitions it follows drop it from
+        their ISR (leader epoch + 1), so acks=all writes do not wait for a broker going away."""
         result: tuple[ErrorCode, list[TopicPartition]] = (ErrorCode.unknown_server_error, [])
         try:
             if not self.active:
@@ -482,24 +499,24 @@ class KafkaController:
                 return
             self.ctx.shutting_down.add(broker_id)
             changed: dict[TopicPartition, PartitionState] = {}
+            live = set(self.ctx.live_brokers)
+            shutting = self.ctx.shutting_down
+
+            def decide(state: PartitionState) -> tuple[int, list[int]] | None:
+                isr = [r for r in state.isr if r not in shutting]
+                if state.leader == broker_id:
+                    leader = controlled_shutdown_leader_election(state.replicas, state.isr, live, shutting)
+                    return None if leader is None else (leader, isr)
+                if broker_id in state.isr and isr:  # a follower leaves the ISR (OfflineReplica)
+                    return state.leader, isr
+                return None
+
             for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition)):
-                if state.leader != broker_id or len(state.replicas) <= 1:
+                if broker_id not in state.replicas or len(state.replicas) <= 1:
                     continue
-                leader = controlled_shutdown_leader_election(
-                    state.replicas, state.isr, set(self.ctx.live_brokers), self.ctx.shutting_down
-                )
-                if leader is None:
-                    continue
-                new = PartitionState(
-                    leader,
-                    state.leader_epoch + 1,
-                    [r for r in state.isr if r not in self.ctx.shutting_down],
-                    list(state.replicas),
-                    self.ctx.epoch,
-                    state.zk_version,
-                )
-                new.zk_version = await self.zk.update_leader_and_isr(tp, _to_zk(new), state.zk_version)
-                self.ctx.states[tp] = changed[tp] = new
+                new = await self._rewrite_state(tp, list(state.replicas), decide)
+                if new is not None:
+                    changed[tp] = new
             if changed:
                 await self._send_leader_and_isr(changed)
                 await self._send_update_metadata(changed)

@@ -25,6 +25,7 @@ import os
 import time
 from typing import Any
 
+from odradek.client.connection import KafkaConnection
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import ControllerEvent, KafkaController
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
@@ -50,6 +51,7 @@ from odradek.storage.config import LogConfig
 log = logging.getLogger(__name__)
 
 META_PROPERTIES = "meta.properties"
+CONTROLLED_SHUTDOWN_KEY = 7
 ISR_CHANGE_PROPAGATION_MS = 500
 """How often a broker writes one ``/isr_change_notification`` for the ISR changes it made (Kafka
 checks every 2,500 ms and batches; the cluster tests want the controller to learn fast)."""
@@ -339,8 +341,53 @@ class Broker:
             except Exception:
                 log.exception("broker %d: %s task failed", self.broker_id, name)
 
+    async def controlled_shutdown(self) -> bool:
+        """Kafka's ``controlledShutdown``: ask the controller (over the inter-broker listener) to
+        move every leadership of this broker elsewhere; retried ``controlled.shutdown.max.retries``
+        times, ``controlled.shutdown.retry.backoff.ms`` apart, while partitions remain or the
+        controller cannot be reached. True when nothing remains. A broker alone in its cluster (or
+        on the embedded store) has nowhere to move anything and returns at once."""
+        cfg = self.config
+        if not cfg["controlled.shutdown.enable"] or cfg["zookeeper.connect"] is None:
+            return False
+        if len(self.metadata_cache.brokers) <= 1:
+            return True
+        retries = int(cfg["controlled.shutdown.max.retries"])
+        backoff_s = int(cfg["controlled.shutdown.retry.backoff.ms"]) / 1000
+        for attempt in range(1, retries + 1):
+            controller_id = self.metadata_cache.controller_id
+            endpoint = self._inter_broker_endpoint(controller_id) if controller_id >= 0 else None
+            reason = f"controller {controller_id} unknown"
+            if endpoint is not None:
+                try:
+                    async with KafkaConnection(
+                        endpoint[0],
+                        endpoint[1],
+                        client_id=f"broker-{self.broker_id}-controlled-shutdown",
+                        request_timeout_ms=int(cfg["controller.socket.timeout.ms"]),
+                    ) as conn:
+                        rb = conn.builder(CONTROLLED_SHUTDOWN_KEY, 1)
+                        response = await conn.send(rb(broker_id=self.broker_id, broker_epoch=-1))
+                    error = ErrorCode(response.error_code)
+                    remaining = len(response.remaining_partitions)
+                    if error == ErrorCode.none and remaining == 0:
+                        log.info("broker %d: controlled shutdown succeeded", self.broker_id)
+                        return True
+                    reason = f"{error.name}, {remaining} partitions remain"
+                except Exception as exc:
+                    reason = str(exc)
+            log.warning(
+                "broker %d: controlled shutdown attempt %d of %d failed: %s", self.broker_id, attempt, retries, reason
+            )
+            if attempt < retries:
+                await asyncio.sleep(backoff_s)
+        return False
+
     async def shutdown(self) -> None:
         log.info("broker %d shutting down", self.broker_id)
+        if self.started:
+            with contextlib.suppress(Exception):
+                await self.controlled_shutdown()
         for ext in reversed(list(self.extensions.values())):
             if hasattr(ext, "shutdown"):
                 with contextlib.suppress(Exception):

@@ -275,7 +275,24 @@ BROKER_CONFIGS = (
     .define("replica.fetch.min.bytes", "int", 1, "Bytes a follower fetch waits for.", at_least(1))
     .define("replica.fetch.backoff.ms", "int", 1000, "Pause of a follower fetcher after a fetch error.", at_least(0))
     .define("replica.socket.timeout.ms", "int", 30000, "Request timeout of follower fetches (beyond the wait).")
-    .define("controlled.shutdown.enable", "boolean", True, "Move leadership away before shutting down.")
+    .define(
+        "controlled.shutdown.enable",
+        "boolean",
+        True,
+        "On SIGTERM, ask the controller to move this broker's leaderships to other in-sync replicas (and "
+        "take it out of the ISRs it is in) before stopping. Only with zookeeper.connect.",
+    )
+    .define(
+        "controlled.shutdown.max.retries",
+        "int",
+        3,
+        "ControlledShutdown attempts while partitions remain (no other in-sync replica) or the controller "
+        "does not answer; the broker then stops anyway.",
+        at_least(1),
+    )
+    .define(
+        "controlled.shutdown.retry.backoff.ms", "long", 5000, "Pause between ControlledShutdown attempts.", at_least(0)
+    )
     .define("auto.leader.rebalance.enable", "boolean", True, "Accepted for compatibility.")
     # --- groups and transactions (defaults as Kafka)
     .define("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", at_least(1))
