@@ -302,3 +302,35 @@ def test_sigterm_moves_leadership_before_the_broker_stops(cluster: LocalCluster)
     assert sum(len(v) for v in acked.values()) == 30
     cluster.restart(leader)
     cluster.wait_until(lambda: _isr_sizes(cluster) == [3] * PARTITIONS, timeout_s=30, message="back in the ISR")
+
+
+def test_a_paused_controller_is_replaced_and_fenced(cluster: LocalCluster) -> None:
+    """SIGSTOP the controller past its session: a new controller with controller_epoch + 1 takes
+    over; when the old one resumes it steps down, and the brokers' metadata stays the new one's."""
+    import json
+
+    def controller() -> tuple[int, int]:
+        data, epoch = cluster.read_znode("/controller"), cluster.read_znode("/controller_epoch")
+        return (json.loads(data)["brokerid"] if data else -1), int(epoch or 0)
+
+    old_id, old_epoch = controller()
+    cluster.sigstop(old_id)
+    try:
+        cluster.wait_until(
+            lambda: controller()[0] not in (-1, old_id) and controller()[1] == old_epoch + 1,
+            timeout_s=20,
+            message="a new controller",
+        )
+    finally:
+        cluster.sigcont(old_id)
+    new_id, new_epoch = controller()
+    log_path = Path(cluster.broker(old_id).log_path)
+    cluster.wait_until(
+        lambda: "is no longer the controller" in log_path.read_text(errors="replace"),
+        timeout_s=20,
+        message="the old controller stepped down",
+    )
+    cluster.wait_until(lambda: _isr_sizes(cluster) == [3] * PARTITIONS, timeout_s=30, message="all in sync again")
+    assert controller() == (new_id, new_epoch)
+    acked = _produce(cluster.bootstrap_servers, 30, "after-controller-pause")
+    assert sum(len(v) for v in acked.values()) == 30
