@@ -334,3 +334,58 @@ def test_a_paused_controller_is_replaced_and_fenced(cluster: LocalCluster) -> No
     assert controller() == (new_id, new_epoch)
     acked = _produce(cluster.bootstrap_servers, 30, "after-controller-pause")
     assert sum(len(v) for v in acked.values()) == 30
+
+
+def _preferred_leaders(cluster: LocalCluster) -> bool:
+    import json
+
+    for p in range(PARTITIONS):
+        assignment = json.loads(cluster.read_znode(f"/brokers/topics/{TOPIC}") or "{}")["partitions"][str(p)]
+        if _metadata(cluster)[p][0] != assignment[0]:
+            return False
+    return True
+
+
+def test_preferred_leader_election_restores_the_first_replicas(cluster: LocalCluster) -> None:
+    from confluent_kafka import ElectionType
+
+    view = _metadata(cluster)
+    victim = view[0][0]
+    cluster.stop(victim)  # controlled shutdown: its partitions move to other replicas
+    cluster.restart(victim)
+    cluster.wait_until(lambda: _isr_sizes(cluster) == [3] * PARTITIONS, timeout_s=30, message="back in the ISR")
+    assert not _preferred_leaders(cluster)  # the restarted broker leads nothing until an election
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    partitions = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+    result = admin.elect_leaders(ElectionType.PREFERRED, partitions).result(30)
+    errors = {tp.partition: err for tp, err in result.items()}
+    assert all(err is None or err.code() == KafkaError.ELECTION_NOT_NEEDED for err in errors.values()), errors
+    cluster.wait_until(lambda: _preferred_leaders(cluster), timeout_s=10, message="preferred leaders")
+    again = admin.elect_leaders(ElectionType.PREFERRED, partitions).result(30)
+    assert all(err is not None and err.code() == KafkaError.ELECTION_NOT_NEEDED for err in again.values())
+
+
+def test_leader_election_command(cluster: LocalCluster) -> None:
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "odradek.cli.main", "leader-election", "--bootstrap-server"]
+    result = subprocess.run(
+        [*argv, cluster.bootstrap_servers, "--election-type", "preferred", "--topic", TOPIC, "--partition", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"Valid replica already elected for partitions {TOPIC}-0"
+    result = subprocess.run(
+        [*argv, cluster.bootstrap_servers, "--election-type", "preferred", "--topic", "nope", "--partition", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert (
+        "Error completing leader election (PREFERRED) for partition: nope-0: UNKNOWN_TOPIC_OR_PARTITION"
+        in result.stdout
+    )

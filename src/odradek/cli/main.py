@@ -20,6 +20,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "odradek.cli.consumer_groups",
         "list, describe, delete, reset groups (kafka-consumer-groups)",
     ),
+    "leader-election": (
+        "odradek.cli.leader_election",
+        "preferred or unclean leader election (kafka-leader-election)",
+    ),
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
     "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),

@@ -25,56 +25,28 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.election import (
-    controlled_shutdown_leader_election,
     initial_leader_and_isr,
     offline_partition_leader_election,
 )
+from odradek.controller.events import ControllerContext, ControllerEvent
+from odradek.controller.operations import ControllerOperations
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.controller.wire import LEADER_DURING_DELETE
-from odradek.errors import ErrorCode
 from odradek.metadata.errors import BadVersionError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
-from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
+from odradek.metadata.znodes import LeaderAndIsr
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
 log = logging.getLogger(__name__)
 
 
-class ControllerEvent(enum.Enum):
-    ELECT = "elect"
-    CONTROLLER_CHANGE = "controller_change"
-    BROKER_CHANGE = "broker_change"
-    TOPIC_CHANGE = "topic_change"
-    TOPIC_DELETION = "topic_deletion"
-    PARTITION_MODIFICATION = "partition_modification"
-    CONTROLLED_SHUTDOWN = "controlled_shutdown"
-    ISR_CHANGE = "isr_change"
-    SHUTDOWN = "shutdown"
-
-
-@dataclass
-class ControllerContext:
-    """What the active controller knows (Kafka's ``ControllerContext``)."""
-
-    epoch: int = 0
-    live_brokers: dict[int, BrokerInfo] = field(default_factory=dict)
-    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
-    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
-    states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
-    shutting_down: set[int] = field(default_factory=set)
-    """Brokers in controlled shutdown: never elected leader again until they re-register."""
-
-
-class KafkaController:
+class KafkaController(ControllerOperations):
     """Controller election and, while active, partition leadership for the whole cluster."""
 
     def __init__(
@@ -177,6 +149,9 @@ class KafkaController:
             await self._on_topics_changed({str(payload)})
         elif event is ControllerEvent.ISR_CHANGE:
             await self._on_isr_change_notification()
+        elif event is ControllerEvent.ELECT_LEADERS:
+            assert isinstance(payload, tuple)
+            await self._on_elect_leaders(*payload)
         elif event is ControllerEvent.TOPIC_DELETION:
             await self._on_topic_deletion_requested()
         elif event is ControllerEvent.CONTROLLED_SHUTDOWN:
@@ -470,68 +445,6 @@ class KafkaController:
             await self._send_update_metadata(deleted_states, {topic})
 
     # --- controlled shutdown -----------------------------------------------------------------
-
-    async def controlled_shutdown(self, broker_id: int) -> tuple[ErrorCode, list[TopicPartition]]:
-        """ControlledShutdown for ``broker_id`` through the event queue: (error, partitions the
-        broker still leads). NOT_CONTROLLER when this broker is not (or no longer) the
-        controller, BROKER_NOT_AVAILABLE when ``broker_id`` is not registered. Call from the
-        broker's loop (the ControlledShutdown API)."""
-        future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]] = asyncio.get_running_loop().create_future()
-        self.put(ControllerEvent.CONTROLLED_SHUTDOWN, (broker_id, future))
-        return await future
-
-    async def _on_controlled_shutdown(
-        self, broker_id: int, future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]]
-    ) -> None:
-        """Kafka's ``doControlledShutdown``, leader side: every partition with more than one
-        replica that ``broker_id`` leads gets the first live ISR replica not shutting down as
-        leader (leader epoch + 1, the broker left out of the ISR), written to its state znode and
-        sent as LeaderAndIsr and UpdateMetadata. Partitions with no other eligible replica stay
-        and are answered as remaining; the caller retries. Partitions it follows drop it from
-        their ISR (leader epoch + 1), so acks=all writes do not wait for a broker going away."""
-        result: tuple[ErrorCode, list[TopicPartition]] = (ErrorCode.unknown_server_error, [])
-        try:
-            if not self.active:
-                result = (ErrorCode.not_controller, [])
-                return
-            if broker_id not in self.ctx.live_brokers:
-                result = (ErrorCode.broker_not_available, [])
-                return
-            self.ctx.shutting_down.add(broker_id)
-            changed: dict[TopicPartition, PartitionState] = {}
-            live = set(self.ctx.live_brokers)
-            shutting = self.ctx.shutting_down
-
-            def decide(state: PartitionState) -> tuple[int, list[int]] | None:
-                isr = [r for r in state.isr if r not in shutting]
-                if state.leader == broker_id:
-                    leader = controlled_shutdown_leader_election(state.replicas, state.isr, live, shutting)
-                    return None if leader is None else (leader, isr)
-                if broker_id in state.isr and isr:  # a follower leaves the ISR (OfflineReplica)
-                    return state.leader, isr
-                return None
-
-            for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition)):
-                if broker_id not in state.replicas or len(state.replicas) <= 1:
-                    continue
-                new = await self._rewrite_state(tp, list(state.replicas), decide)
-                if new is not None:
-                    changed[tp] = new
-            if changed:
-                await self._send_leader_and_isr(changed)
-                await self._send_update_metadata(changed)
-            remaining = [tp for tp, s in self.ctx.states.items() if s.leader == broker_id and len(s.replicas) > 1]
-            log.info(
-                "controller %d: controlled shutdown of broker %d moved %d leaders, %d remain",
-                self.broker_id,
-                broker_id,
-                len(changed),
-                len(remaining),
-            )
-            result = (ErrorCode.none, remaining)
-        finally:
-            if not future.done():
-                future.set_result(result)
 
 
 def _to_state(state: LeaderAndIsr, replicas: list[int]) -> PartitionState:

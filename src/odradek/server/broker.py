@@ -27,7 +27,8 @@ from typing import Any
 
 from odradek.client.connection import KafkaConnection
 from odradek.controller.channel import ControllerChannelManager
-from odradek.controller.controller import ControllerEvent, KafkaController
+from odradek.controller.controller import KafkaController
+from odradek.controller.events import ControllerEvent
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
 from odradek.errors import ErrorCode, InvalidConfigError, KafkaError, StaleControllerEpochError
@@ -295,6 +296,27 @@ class Broker:
             )
         )
         self._tasks.append(loop.create_task(self._propagate_isr_changes(), name="isr-change-propagation"))
+        if self.config["auto.leader.rebalance.enable"]:
+            percentage = int(self.config["leader.imbalance.per.broker.percentage"])
+            self._tasks.append(
+                loop.create_task(
+                    self._every_async(
+                        int(self.config["leader.imbalance.check.interval.seconds"]) * 1000,
+                        lambda: self.controller.maybe_rebalance_leaders(percentage) if self.controller else None,
+                        "auto-leader-rebalance",
+                    )
+                )
+            )
+
+    async def _every_async(self, interval_ms: int, action: Any, name: str) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000.0)
+            try:
+                pending = action()
+                if pending is not None:
+                    await pending
+            except Exception:
+                log.exception("broker %d: %s task failed", self.broker_id, name)
 
     async def _propagate_isr_changes(self) -> None:
         while True:

@@ -293,7 +293,24 @@ BROKER_CONFIGS = (
     .define(
         "controlled.shutdown.retry.backoff.ms", "long", 5000, "Pause between ControlledShutdown attempts.", at_least(0)
     )
-    .define("auto.leader.rebalance.enable", "boolean", True, "Accepted for compatibility.")
+    .define(
+        "auto.leader.rebalance.enable",
+        "boolean",
+        True,
+        "The controller moves leadership back to preferred replicas when a broker's share of partitions led "
+        "elsewhere exceeds leader.imbalance.per.broker.percentage (checked every "
+        "leader.imbalance.check.interval.seconds).",
+    )
+    .define(
+        "leader.imbalance.check.interval.seconds", "long", 300, "How often the leader balance is checked.", at_least(1)
+    )
+    .define(
+        "leader.imbalance.per.broker.percentage",
+        "int",
+        10,
+        "Share (%) of a broker's preferred partitions led elsewhere that triggers a preferred election.",
+        at_least(0),
+    )
     # --- groups and transactions (defaults as Kafka)
     .define("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", at_least(1))
     .define(

@@ -1,0 +1,220 @@
+"""Operator-driven leadership moves of the active controller: controlled shutdown, ElectLeaders
+(preferred and unclean) and the automatic leader rebalance.
+
+A mixin of :class:`~odradek.controller.controller.KafkaController`: each public coroutine queues
+an event and waits for its result, and the ``_on_*`` handlers run on the controller's event task,
+like every other change of its state. Every partition change goes through
+``KafkaController._rewrite_state`` (a fresh read of the state znode, the leader epoch + 1, a
+conditional write), then LeaderAndIsr to the replicas and UpdateMetadata to every broker.
+
+Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from odradek.controller.election import controlled_shutdown_leader_election, offline_partition_leader_election
+from odradek.controller.events import ControllerContext, ControllerEvent
+from odradek.errors import ErrorCode
+from odradek.replication.partition import PartitionState
+from odradek.storage import TopicPartition
+
+log = logging.getLogger("odradek.controller.controller")
+
+
+class ControllerOperations:
+    """Controlled shutdown and leader elections asked for from outside the controller."""
+
+    broker_id: int
+    active: bool
+    ctx: ControllerContext
+
+    def put(self, event: ControllerEvent, payload: object = None) -> None:
+        raise NotImplementedError
+
+    async def _rewrite_state(
+        self,
+        tp: TopicPartition,
+        replicas: list[int],
+        decide: Callable[[PartitionState], tuple[int, list[int]] | None],
+    ) -> PartitionState | None:
+        raise NotImplementedError
+
+    async def _send_leader_and_isr(
+        self, states: dict[TopicPartition, PartitionState], only: set[int] | None = None
+    ) -> None:
+        raise NotImplementedError
+
+    async def _send_update_metadata(
+        self, states: dict[TopicPartition, PartitionState], deleted: set[str] | None = None
+    ) -> None:
+        raise NotImplementedError
+
+    async def elect_leaders(
+        self, partitions: set[TopicPartition] | None, unclean: bool
+    ) -> dict[TopicPartition, ErrorCode] | None:
+        """ElectLeaders (and auto leader rebalance) through the event queue: the error per
+        partition, or None when this broker is not the controller. See :meth:`_on_elect_leaders`."""
+        future: asyncio.Future[dict[TopicPartition, ErrorCode] | None] = asyncio.get_running_loop().create_future()
+        self.put(ControllerEvent.ELECT_LEADERS, (partitions, unclean, future))
+        return await future
+
+    async def _on_elect_leaders(
+        self,
+        partitions: set[TopicPartition] | None,
+        unclean: bool,
+        future: asyncio.Future[dict[TopicPartition, ErrorCode] | None],
+    ) -> None:
+        """Preferred election (Kafka's PreferredReplicaPartitionLeaderElectionStrategy): the first
+        replica of the assignment leads if it is alive and in the ISR (PREFERRED_LEADER_NOT_AVAILABLE
+        otherwise, ELECTION_NOT_NEEDED if it already leads). Unclean election: a partition without a
+        live leader gets one from the ISR or, failing that, any live replica, logged as possible
+        data loss (ELIGIBLE_LEADERS_NOT_AVAILABLE when none is alive, ELECTION_NOT_NEEDED when it
+        has a leader). ``partitions`` None means every partition. Unknown ones:
+        UNKNOWN_TOPIC_OR_PARTITION."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        try:
+            if not self.active:
+                return
+            live = set(self.ctx.live_brokers) - self.ctx.shutting_down
+            changed: dict[TopicPartition, PartitionState] = {}
+            for tp in sorted(partitions if partitions is not None else set(self.ctx.states)):
+                state = self.ctx.states.get(tp)
+                replicas = self.ctx.assignments.get(tp.topic, {}).get(tp.partition)
+                if state is None or replicas is None:
+                    results[tp] = ErrorCode.unknown_topic_or_partition
+                    continue
+                outcome: list[ErrorCode] = [ErrorCode.none]
+
+                def decide(
+                    current: PartitionState, replicas: list[int] = replicas, outcome: list[ErrorCode] = outcome
+                ) -> tuple[int, list[int]] | None:
+                    if unclean:
+                        if current.leader in live:
+                            outcome[0] = ErrorCode.election_not_needed
+                            return None
+                        elected = offline_partition_leader_election(replicas, current.isr, live, True)
+                        if elected is None:
+                            outcome[0] = ErrorCode.eligible_leaders_not_available
+                            return None
+                        return elected, [r for r in current.isr if r in live] or [elected]
+                    preferred = replicas[0]
+                    if current.leader == preferred:
+                        outcome[0] = ErrorCode.election_not_needed
+                        return None
+                    if preferred not in live or preferred not in current.isr:
+                        outcome[0] = ErrorCode.preferred_leader_not_available
+                        return None
+                    return preferred, list(current.isr)
+
+                new = await self._rewrite_state(tp, replicas, decide)
+                if new is not None:
+                    changed[tp] = new
+                results[tp] = outcome[0]
+            if changed:
+                log.info(
+                    "controller %d: %s election moved %d leaders",
+                    self.broker_id,
+                    "unclean" if unclean else "preferred",
+                    len(changed),
+                )
+                await self._send_leader_and_isr(changed)
+                await self._send_update_metadata(changed)
+        finally:
+            if not future.done():
+                future.set_result(results if self.active else None)
+
+    def leader_imbalance(self) -> dict[int, tuple[int, int]]:
+        """Broker -> (partitions it should lead by preference, of those led by another broker)."""
+        out: dict[int, tuple[int, int]] = {}
+        for tp, state in self.ctx.states.items():
+            replicas = self.ctx.assignments.get(tp.topic, {}).get(tp.partition)
+            if not replicas:
+                continue
+            preferred = replicas[0]
+            total, elsewhere = out.get(preferred, (0, 0))
+            out[preferred] = (total + 1, elsewhere + (state.leader != preferred))
+        return out
+
+    async def maybe_rebalance_leaders(self, imbalance_percentage: int) -> None:
+        """``auto.leader.rebalance.enable``: for every live broker whose share of partitions led by
+        another broker exceeds ``leader.imbalance.per.broker.percentage``, a preferred election of
+        those partitions (Kafka's checkAndTriggerAutoLeaderRebalance)."""
+        if not self.active:
+            return
+        targets: set[TopicPartition] = set()
+        for broker_id, (total, elsewhere) in self.leader_imbalance().items():
+            if broker_id in self.ctx.live_brokers and total and elsewhere * 100 / total > imbalance_percentage:
+                targets |= {
+                    tp
+                    for tp, s in self.ctx.states.items()
+                    if self.ctx.assignments.get(tp.topic, {}).get(tp.partition, [None])[0] == broker_id
+                    and s.leader != broker_id
+                }
+        if targets:
+            await self.elect_leaders(targets, unclean=False)
+
+    async def controlled_shutdown(self, broker_id: int) -> tuple[ErrorCode, list[TopicPartition]]:
+        """ControlledShutdown for ``broker_id`` through the event queue: (error, partitions the
+        broker still leads). NOT_CONTROLLER when this broker is not (or no longer) the
+        controller, BROKER_NOT_AVAILABLE when ``broker_id`` is not registered. Call from the
+        broker's loop (the ControlledShutdown API)."""
+        future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]] = asyncio.get_running_loop().create_future()
+        self.put(ControllerEvent.CONTROLLED_SHUTDOWN, (broker_id, future))
+        return await future
+
+    async def _on_controlled_shutdown(
+        self, broker_id: int, future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]]
+    ) -> None:
+        """Kafka's ``doControlledShutdown``, leader side: every partition with more than one
+        replica that ``broker_id`` leads gets the first live ISR replica not shutting down as
+        leader (leader epoch + 1, the broker left out of the ISR), written to its state znode and
+        sent as LeaderAndIsr and UpdateMetadata. Partitions with no other eligible replica stay
+        and are answered as remaining; the caller retries. Partitions it follows drop it from
+        their ISR (leader epoch + 1), so acks=all writes do not wait for a broker going away."""
+        result: tuple[ErrorCode, list[TopicPartition]] = (ErrorCode.unknown_server_error, [])
+        try:
+            if not self.active:
+                result = (ErrorCode.not_controller, [])
+                return
+            if broker_id not in self.ctx.live_brokers:
+                result = (ErrorCode.broker_not_available, [])
+                return
+            self.ctx.shutting_down.add(broker_id)
+            changed: dict[TopicPartition, PartitionState] = {}
+            live = set(self.ctx.live_brokers)
+            shutting = self.ctx.shutting_down
+
+            def decide(state: PartitionState) -> tuple[int, list[int]] | None:
+                isr = [r for r in state.isr if r not in shutting]
+                if state.leader == broker_id:
+                    leader = controlled_shutdown_leader_election(state.replicas, state.isr, live, shutting)
+                    return None if leader is None else (leader, isr)
+                if broker_id in state.isr and isr:  # a follower leaves the ISR (OfflineReplica)
+                    return state.leader, isr
+                return None
+
+            for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition)):
+                if broker_id not in state.replicas or len(state.replicas) <= 1:
+                    continue
+                new = await self._rewrite_state(tp, list(state.replicas), decide)
+                if new is not None:
+                    changed[tp] = new
+            if changed:
+                await self._send_leader_and_isr(changed)
+                await self._send_update_metadata(changed)
+            remaining = [tp for tp, s in self.ctx.states.items() if s.leader == broker_id and len(s.replicas) > 1]
+            log.info(
+                "controller %d: controlled shutdown of broker %d moved %d leaders, %d remain",
+                self.broker_id,
+                broker_id,
+                len(changed),
+                len(remaining),
+            )
+            result = (ErrorCode.none, remaining)
+        finally:
+            if not future.done():
+                future.set_result(result)
