@@ -35,6 +35,8 @@ Tree::
     +-- TopicDeletionDisabledError  TOPIC_DELETION_DISABLED
     +-- FencedLeaderEpochError      FENCED_LEADER_EPOCH  request's leader epoch older than ours
     +-- UnknownLeaderEpochError     UNKNOWN_LEADER_EPOCH request's leader epoch newer than ours
+    +-- OutOfOrderSequenceError     OUT_OF_ORDER_SEQUENCE_NUMBER  idempotent producer's gap
+    +-- InvalidProducerEpochError   INVALID_PRODUCER_EPOCH        a fenced producer epoch
 
 ``IllegalStateTransition`` (not a ``KafkaError``) is raised by every state machine for a move its
 transition table does not allow.
@@ -50,6 +52,7 @@ __all__ = [
     "IllegalStateTransition",
     "InvalidConfigError",
     "InvalidPartitionsError",
+    "InvalidProducerEpochError",
     "InvalidRecordError",
     "InvalidReplicaAssignmentError",
     "InvalidReplicationFactorError",
@@ -61,6 +64,7 @@ __all__ = [
     "NotEnoughReplicasError",
     "NotLeaderOrFollowerError",
     "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
     "PolicyViolationError",
     "RecordListTooLargeError",
     "RecordTooLargeError",
@@ -196,3 +200,15 @@ class UnknownLeaderEpochError(KafkaError):
 
 class IllegalStateTransition(Exception):
     """A state machine was asked for a move its transition table does not allow."""
+
+
+class OutOfOrderSequenceError(KafkaError):
+    """An idempotent producer's batch does not follow its previous sequence number."""
+
+    error_code = ErrorCode.out_of_order_sequence_number
+
+
+class InvalidProducerEpochError(KafkaError):
+    """An idempotent producer's epoch is older than the one the partition has seen."""
+
+    error_code = ErrorCode.invalid_producer_epoch

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 
 from odradek.errors import ErrorCode, NotLeaderOrFollowerError
 from odradek.protocol.records import iter_batches
+from odradek.replication.producer_state import ProducerStateManager
 from odradek.storage import Log, LogAppendInfo, TopicPartition
 from odradek.storage.leader_epoch import LeaderEpochFileCache
 
@@ -83,11 +84,13 @@ class Partition:
     _waiters: list[asyncio.Future[None]] = field(default_factory=list)
     _produce_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = field(default_factory=list)
     _isr_update: asyncio.Task[None] | None = None
+    producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
 
     def __post_init__(self) -> None:
         if self.epoch_cache is None:
             self.epoch_cache = LeaderEpochFileCache(self.log.dir)
         self.epoch_cache.truncate_from_end(self.log.log_end_offset + 1)
+        self.producer_state.rebuild(self.log)
 
     # --- identity ----------------------------------------------------------------------------
 
@@ -159,10 +162,6 @@ class Partition:
 
     # --- appends -----------------------------------------------------------------------------
 
-    def record_leader_append(self, info: LogAppendInfo) -> None:
-        """After a leader append: the epoch cache knows the epoch; the HW may move (ISR of one)."""
-        self.maybe_increment_high_watermark()
-
     def append_records_as_follower(self, records: bytes | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, offsets as the leader assigned them; new
         epochs seen in the batches go to the epoch cache."""
@@ -173,13 +172,16 @@ class Partition:
                 latest = header.partition_leader_epoch
                 if header.base_offset >= self.log.log_end_offset:
                     self.epoch_cache.assign(latest, header.base_offset)
-        return self.log.append_as_follower(records)
+        info = self.log.append_as_follower(records)
+        self.producer_state.record_fetched(records)
+        return info
 
     def truncate_to(self, offset: int) -> None:
         """Follower truncation (divergent tail); the epoch cache follows."""
         if self.log.truncate_to(offset):
             assert self.epoch_cache is not None
             self.epoch_cache.truncate_from_end(offset)
+            self.producer_state.truncate_to(offset)
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
         new_hw = min(leader_high_watermark, self.log.log_end_offset)

@@ -32,6 +32,7 @@ from odradek.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
+from odradek.protocol.records import iter_batches
 from odradek.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from odradek.replication.partition import IsrWriter, Partition, PartitionState
 from odradek.storage import FileSlice, LogAppendInfo, LogManager, TopicPartition
@@ -240,14 +241,23 @@ class ReplicaManager:
     ) -> LogAppendInfo:
         """Append a producer's batches to the leader's log; large payloads are written by an I/O
         thread. Errors as :meth:`append_records`, plus KAFKA_STORAGE_ERROR when the log is closed or
-        truncated while the payload is written. ``records`` must not change until this returns."""
+        truncated while the payload is written, and for idempotent producers INVALID_PRODUCER_EPOCH
+        and OUT_OF_ORDER_SEQUENCE_NUMBER; a retried batch already in the log is not appended again
+        and gets its original offsets (:mod:`odradek.replication.producer_state`). ``records`` must
+        not change until this returns."""
         partition = self._partition_for_append(tp, required_acks)
+        duplicate = partition.producer_state.check(header for _pos, header in iter_batches(records))
+        if duplicate is not None:  # an idempotent producer's retry: the original append's offsets
+            log_ = partition.log
+            return LogAppendInfo(duplicate[0], duplicate[1], -1, -1, -1, log_.log_start_offset, 0, 0)
         info = await partition.log.append_as_leader_async(
             records,
             partition.leader_epoch,
             executor=self._io_executor,
             executor_min_bytes=IO_THREAD_MIN_BYTES,
         )
+        if info.first_offset >= 0:
+            partition.producer_state.record_payload(records, info.first_offset)
         partition.maybe_increment_high_watermark()
         return info
 
