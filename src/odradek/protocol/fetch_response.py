@@ -46,6 +46,7 @@ _HEAD_V4 = struct.Struct(">ii")  # correlation_id, throttle
 _PART = struct.Struct(">ihqq")  # partition, error, hw, lso
 _I64 = struct.Struct(">q")
 _ABORTED = struct.Struct(">qq")
+_EPOCH_END = struct.Struct(">iq")  # DivergingEpoch: epoch, end_offset (13 bytes with its empty tag section)
 
 
 @dataclass(slots=True)
@@ -58,6 +59,8 @@ class FetchedPartition:
     records: bytes | memoryview | SizedSlice | None
     aborted_transactions: Sequence[tuple[int, int]] | None = None
     preferred_read_replica: int = -1
+    diverging_epoch: tuple[int, int] | None = None
+    """(epoch, end offset) when the fetcher's log diverged from the leader's (v12+, tagged field 0)."""
 
 
 def _uvarint(value: int) -> bytes:
@@ -129,7 +132,9 @@ def encode_fetch_response(
                     parts.append(records)
                     total += size
                     buf = bytearray()
-            if flexible:
+            if flexible and p.diverging_epoch is not None:  # one tagged field: 0, DivergingEpoch
+                buf += b"\x01\x00\x0d" + _EPOCH_END.pack(*p.diverging_epoch) + b"\x00"
+            elif flexible:
                 buf += b"\x00"  # partition tagged fields
         if flexible:
             buf += b"\x00"  # topic tagged fields

@@ -14,7 +14,9 @@ KafkaConnection`) to the leader's inter-broker endpoint, and loops:
    log end offsets, ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes``
    in all, long-polling ``replica.fetch.wait.max.ms`` for ``replica.fetch.min.bytes``. Returned
    batches are appended as they are (offsets assigned by the leader); the follower's high
-   watermark becomes min(leader's high watermark, own log end offset).
+   watermark becomes min(leader's high watermark, own log end offset). Each request names the
+   epoch of the follower's last batch; an answer with ``diverging_epoch`` (the leader's log
+   diverged from ours there) truncates as an OffsetForLeaderEpoch answer would.
 3. **Errors**: a partition answered NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
    UNKNOWN_LEADER_EPOCH or UNKNOWN_TOPIC_OR_PARTITION waits ``replica.fetch.backoff.ms`` (the
    controller's next LeaderAndIsr decides); OFFSET_OUT_OF_RANGE truncates again (or, when the
@@ -316,6 +318,13 @@ class ReplicaFetcher:
             return
         if error != ErrorCode.none:
             self._delay(tp, error)
+            return
+        diverging = getattr(p, "diverging_epoch", None)
+        if diverging is not None and int(diverging.epoch) >= 0:
+            assert partition.epoch_cache is not None
+            self._apply_epoch_answer(
+                partition, partition.epoch_cache.latest_epoch, int(diverging.epoch), int(diverging.end_offset)
+            )
             return
         records = p.records  # type: ignore[attr-defined]
         if records:

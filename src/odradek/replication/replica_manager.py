@@ -54,6 +54,21 @@ class FetchRequestPartition:
     partition_max_bytes: int
     current_leader_epoch: int = -1
     """-1: not checked (clients before KIP-320); else must equal the partition's leader epoch."""
+    last_fetched_epoch: int = -1
+    """Fetch v12+: the epoch of the fetcher's last batch; -1 when unknown (no divergence check)."""
+
+
+def diverging_epoch(partition: Partition, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+    """Kafka's divergence check: where ``last_fetched_epoch`` ends in the leader's epoch cache;
+    (epoch, end offset) when that is before ``fetch_offset`` or the leader knows an older epoch
+    only, else None."""
+    assert partition.epoch_cache is not None
+    epoch, end_offset = partition.epoch_cache.end_offset_for(last_fetched_epoch, partition.log.log_end_offset)
+    if end_offset < 0:
+        return None
+    if epoch < last_fetched_epoch or end_offset < fetch_offset:
+        return epoch, end_offset
+    return None
 
 
 def check_current_leader_epoch(partition: Partition, current_leader_epoch: int) -> None:
@@ -101,6 +116,7 @@ class FetchPartitionResult:
         return records.size if isinstance(records, FileSlice) else len(records)
 
     aborted_transactions: list[tuple[int, int]] | None = None
+    diverging_epoch: tuple[int, int] | None = None
 
 
 class ReplicaManager:
@@ -282,9 +298,18 @@ class ReplicaManager:
             partition = self.get_partition(req.topic_partition)
             partition.check_leader()
             check_current_leader_epoch(partition, req.current_leader_epoch)
+            log_ = partition.log
+            if req.last_fetched_epoch >= 0:
+                diverging = diverging_epoch(partition, req.last_fetched_epoch, req.fetch_offset)
+                if diverging is not None:  # no records: the fetcher truncates first (KIP-595)
+                    result.diverging_epoch = diverging
+                    result.high_watermark = partition.high_watermark
+                    result.last_stable_offset = partition.last_stable_offset
+                    result.log_start_offset = log_.log_start_offset
+                    result.records = b""
+                    return result
             if replica_id >= 0:
                 partition.update_follower_fetch_state(replica_id, req.fetch_offset, wall_clock_ms())
-            log_ = partition.log
             result.high_watermark = partition.high_watermark
             result.last_stable_offset = partition.last_stable_offset
             result.log_start_offset = log_.log_start_offset
@@ -354,7 +379,9 @@ class ReplicaManager:
         min_one = True
         for req in requests:
             limit = max(0, min(req.partition_max_bytes, remaining))
-            capped = FetchRequestPartition(req.topic_partition, req.fetch_offset, limit, req.current_leader_epoch)
+            capped = FetchRequestPartition(
+                req.topic_partition, req.fetch_offset, limit, req.current_leader_epoch, req.last_fetched_epoch
+            )
             result = self._read(capped, min_one, isolation_level, replica_id)
             size = result.records_size
             if size:

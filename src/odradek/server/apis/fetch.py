@@ -39,6 +39,7 @@ async def handle(ctx: RequestContext) -> list[Any]:
             p.fetch_offset,
             p.partition_max_bytes,
             getattr(p, "current_leader_epoch", -1),
+            getattr(p, "last_fetched_epoch", -1),
         )
         for t in req.topics
         for p in t.partitions
@@ -63,6 +64,7 @@ async def handle(ctx: RequestContext) -> list[Any]:
                 log_start_offset=r.log_start_offset,
                 records=r.records if r.records is not None else b"",
                 aborted_transactions=r.aborted_transactions if r.error_code == ErrorCode.none else (),
+                diverging_epoch=r.diverging_epoch,
             )
         )
     return encode_fetch_response(ctx.api_version, ctx.header.correlation_id, list(by_topic.items()))
