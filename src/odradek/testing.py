@@ -49,6 +49,7 @@ CLUSTER_DEFAULTS = {
     "replica.lag.time.max.ms": "2000",
     "controller.socket.timeout.ms": "5000",
     "controlled.shutdown.retry.backoff.ms": "500",
+    "replica.fetch.backoff.ms": "200",
 }
 """Settings of every ``odradek_cluster`` broker: short ZooKeeper session and ISR lag timeouts, so
 a killed broker is noticed within seconds."""

@@ -161,12 +161,12 @@ def test_acks_all_fails_with_one_replica_in_sync(cluster: LocalCluster) -> None:
         cluster.sigstop(b)
     try:
         cluster.wait_until(lambda: _isr_znode(cluster, 0) == [leader], timeout_s=15, message="ISR of one")
-        producer = Producer(
-            {"bootstrap.servers": cluster.broker(leader).bootstrap_servers, "acks": "all", "message.timeout.ms": 3000}
+        producer = Producer(  # quick: the paused followers' sessions (6 s) must not expire meanwhile
+            {"bootstrap.servers": cluster.broker(leader).bootstrap_servers, "acks": "all", "message.timeout.ms": 1000}
         )
         errors: list[Any] = []
         producer.produce(TOPIC, b"alone", partition=0, on_delivery=lambda e, m: errors.append(e))
-        producer.flush(10)
+        producer.flush(5)
         assert len(errors) == 1 and errors[0] is not None
         assert errors[0].code() in (KafkaError.NOT_ENOUGH_REPLICAS, KafkaError._MSG_TIMED_OUT), errors[0]
         log = Path(cluster.broker(leader).log_path).read_text(errors="replace")
@@ -249,6 +249,9 @@ def test_a_former_leader_truncates_its_divergent_tail(cluster: LocalCluster) -> 
     )
     for b in followers:
         cluster.sigstop(b)
+    # the followers' fetches waiting on the leader end within replica.fetch.wait.max.ms (500 ms);
+    # after that no fetch of theirs can carry the next records before they resume
+    time.sleep(0.8)
     divergent = _produce_to(leader_address, topic, [b"divergent-%d" % i for i in range(5)], "1")
     cluster.sigstop(old_leader)  # before replica.lag.time.max.ms: the followers are still in its ISR
     for b in followers:

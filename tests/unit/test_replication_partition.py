@@ -139,3 +139,13 @@ def test_follower_append_records_epochs_and_truncation_drops_them(tmp_path: Path
     assert follower.log.log_end_offset == 2 and follower.epoch_cache.entries == [(3, 0)]
     follower.update_follower_high_watermark(10)
     assert follower.high_watermark == 2
+
+
+def test_truncation_at_the_log_end_drops_an_epoch_led_without_writing(tmp_path: Path) -> None:
+    p = leader(tmp_path, [1])
+    p.log.append_as_leader(batch(3), 5)
+    p.make_leader(PartitionState(1, 7, [1], [1, 2, 3]), now_ms=0)  # led epoch 7, wrote nothing
+    assert p.epoch_cache is not None and p.epoch_cache.latest_epoch == 7
+    p.make_follower(PartitionState(2, 6, [2], [1, 2, 3]))
+    p.truncate_to(p.log.log_end_offset)
+    assert p.epoch_cache.latest_epoch == 5 and p.log.log_end_offset == 3

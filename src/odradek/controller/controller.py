@@ -115,6 +115,9 @@ class KafkaController(ControllerOperations):
     async def _on_isr_change(self, _path: str) -> None:
         self.put(ControllerEvent.ISR_CHANGE)
 
+    async def _on_config_change(self, _path: str) -> None:
+        self.put(ControllerEvent.TOPIC_CONFIG_CHANGE)
+
     async def _on_topic_deletion(self, _path: str) -> None:
         self.put(ControllerEvent.TOPIC_DELETION)
 
@@ -149,6 +152,8 @@ class KafkaController(ControllerOperations):
             await self._on_topics_changed({str(payload)})
         elif event is ControllerEvent.ISR_CHANGE:
             await self._on_isr_change_notification()
+        elif event is ControllerEvent.TOPIC_CONFIG_CHANGE:
+            await self._on_topic_config_change()
         elif event is ControllerEvent.ELECT_LEADERS:
             assert isinstance(payload, tuple)
             await self._on_elect_leaders(*payload)
@@ -194,6 +199,7 @@ class KafkaController(ControllerOperations):
         self._watches.append(store.watch_children("/brokers/topics", self._on_topic_change))
         self._watches.append(store.watch_children("/admin/delete_topics", self._on_topic_deletion))
         self._watches.append(store.watch_children("/isr_change_notification", self._on_isr_change))
+        self._watches.append(store.watch_children("/config/changes", self._on_config_change))
         await self._refresh_brokers()
         await self._load_topics()
         await self._elect_where_needed(set(self.ctx.assignments))
@@ -270,6 +276,7 @@ class KafkaController(ControllerOperations):
         changed: dict[TopicPartition, PartitionState] = {}
         for topic in sorted(topics):
             created: dict[int, PartitionState] = {}
+            unclean: bool | None = None
             for partition, replicas in sorted(self.ctx.assignments[topic].items()):
                 tp = TopicPartition(topic, partition)
                 state = self.ctx.states.get(tp)
@@ -282,7 +289,9 @@ class KafkaController(ControllerOperations):
                 if state.leader in live and all(r in live for r in state.isr):
                     state.replicas = list(replicas)
                     continue
-                new = await self._update_state(tp, replicas, live)
+                if unclean is None:
+                    unclean = await self._unclean_election_enabled(topic)
+                new = await self._update_state(tp, replicas, live, unclean)
                 if new is not None:
                     self.ctx.states[tp] = changed[tp] = new
             if created:
@@ -321,7 +330,29 @@ class KafkaController(ControllerOperations):
         log.warning("controller %d: %s-%d's state kept changing; leaving it", self.broker_id, tp.topic, tp.partition)
         return None
 
-    async def _update_state(self, tp: TopicPartition, replicas: list[int], live: set[int]) -> PartitionState | None:
+    async def _unclean_election_enabled(self, topic: str) -> bool:
+        """The topic's ``unclean.leader.election.enable``, or the broker default (Kafka's controller
+        reads the topic config at each election)."""
+        try:
+            value = (await self.zk.get_entity_configs("topics", topic)).get("unclean.leader.election.enable")
+        except Exception:
+            value = None
+        return self.unclean_leader_election if value is None else value.strip().lower() == "true"
+
+    async def _on_topic_config_change(self) -> None:
+        """A topic config changed (``/config/changes``): partitions without a leader are elected
+        again, so ``unclean.leader.election.enable=true`` on an offline topic takes effect at once
+        (Kafka's TopicUncleanLeaderElectionEnable)."""
+        live = set(self.ctx.live_brokers)
+        offline = {tp.topic for tp, s in self.ctx.states.items() if s.leader not in live}
+        changed = await self._elect_where_needed(offline & set(self.ctx.assignments))
+        if changed:
+            await self._send_leader_and_isr(changed)
+            await self._send_update_metadata(changed)
+
+    async def _update_state(
+        self, tp: TopicPartition, replicas: list[int], live: set[int], unclean: bool
+    ) -> PartitionState | None:
         """Elect a new leader for ``tp`` if its leader is not alive, and drop dead replicas from its
         ISR (Kafka's OnlinePartition election and OfflineReplica transition)."""
 
@@ -330,7 +361,7 @@ class KafkaController(ControllerOperations):
                 if all(r in live for r in state.isr):
                     return None
                 return state.leader, [r for r in state.isr if r in live]
-            elected = offline_partition_leader_election(replicas, state.isr, live, self.unclean_leader_election)
+            elected = offline_partition_leader_election(replicas, state.isr, live, unclean)
             if elected is None:
                 return (-1, state.isr) if state.leader != -1 else None  # offline: keep the last ISR, as Kafka
             if elected not in state.isr:

@@ -26,6 +26,7 @@ class ControllerEvent(enum.Enum):
     PARTITION_MODIFICATION = "partition_modification"
     CONTROLLED_SHUTDOWN = "controlled_shutdown"
     ISR_CHANGE = "isr_change"
+    TOPIC_CONFIG_CHANGE = "topic_config_change"
     ELECT_LEADERS = "elect_leaders"
     SHUTDOWN = "shutdown"
 

@@ -199,6 +199,9 @@ class ReplicaFetcher:
             partition = self.partition_for(tp)
             assert partition is not None and partition.epoch_cache is not None
             epoch = partition.epoch_cache.latest_epoch
+            if partition.log.log_end_offset == partition.log.log_start_offset:  # empty: nothing to truncate
+                self._truncate_to(partition, partition.log.log_end_offset, "empty log")
+                continue
             if epoch < 0:  # no epochs: Kafka's fallback, truncate to the high watermark
                 self._truncate_to(partition, partition.high_watermark, "no leader epoch known")
                 continue
@@ -257,6 +260,8 @@ class ReplicaFetcher:
                 reason,
             )
             partition.truncate_to(max(offset, 0))
+        else:
+            partition.truncate_to(partition.log.log_end_offset)  # drops epochs the leader never had
         state = self.partitions.get(tp)
         if state is not None:
             state.truncating = False

@@ -82,6 +82,7 @@ class Partition:
     followers: dict[int, FollowerState] = field(default_factory=dict)
     leader_epoch_start_offset: int = 0
     _waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    _follower_waiters: list[asyncio.Future[None]] = field(default_factory=list)
     _produce_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = field(default_factory=list)
     _isr_update: asyncio.Task[None] | None = None
     producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
@@ -178,9 +179,11 @@ class Partition:
 
     def truncate_to(self, offset: int) -> None:
         """Follower truncation (divergent tail); the epoch cache follows."""
+        assert self.epoch_cache is not None
+        # epochs that start at or after ``offset`` go even when no record does: a broker that led
+        # an epoch without writing in it must not name that epoch in its next fetch
+        self.epoch_cache.truncate_from_end(offset)
         if self.log.truncate_to(offset):
-            assert self.epoch_cache is not None
-            self.epoch_cache.truncate_from_end(offset)
             self.producer_state.truncate_to(offset)
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
@@ -315,17 +318,29 @@ class Partition:
 
     # --- long-poll support -------------------------------------------------------------------
 
-    def add_waiter(self, future: asyncio.Future[None]) -> None:
-        self._waiters.append(future)
+    def add_waiter(self, future: asyncio.Future[None], follower: bool = False) -> None:
+        """A long-polling fetch: a consumer's waits for the high watermark to move, a follower's
+        (``follower``) for the log end offset (Kafka's DelayedFetch completes them apart)."""
+        (self._follower_waiters if follower else self._waiters).append(future)
 
     def remove_waiter(self, future: asyncio.Future[None]) -> None:
-        try:
-            self._waiters.remove(future)
-        except ValueError:
-            pass
+        for waiters in (self._waiters, self._follower_waiters):
+            try:
+                waiters.remove(future)
+            except ValueError:
+                pass
 
     def wake_waiters(self) -> None:
+        """The high watermark moved (or the partition changed): wake every long-polling fetch."""
+        self.wake_follower_waiters()
         waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def wake_follower_waiters(self) -> None:
+        """The log end offset moved: followers waiting for new batches fetch them now."""
+        waiters, self._follower_waiters = self._follower_waiters, []
         for fut in waiters:
             if not fut.done():
                 fut.set_result(None)

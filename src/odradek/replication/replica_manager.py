@@ -249,6 +249,8 @@ class ReplicaManager:
         """
         partition = self._partition_for_append(tp, required_acks)
         info = partition.log.append_as_leader(records, partition.leader_epoch)
+        if info.first_offset >= 0:
+            partition.wake_follower_waiters()
         partition.maybe_increment_high_watermark()
         return info
 
@@ -274,6 +276,7 @@ class ReplicaManager:
         )
         if info.first_offset >= 0:
             partition.producer_state.record_payload(records, info.first_offset)
+            partition.wake_follower_waiters()
         partition.maybe_increment_high_watermark()
         return info
 
@@ -358,7 +361,7 @@ class ReplicaManager:
             waiter: asyncio.Future[None] = loop.create_future()
             watched = [self.partitions[r.topic_partition] for r in requests if r.topic_partition in self.partitions]
             for partition in watched:
-                partition.add_waiter(waiter)
+                partition.add_waiter(waiter, follower=replica_id >= 0)
             try:
                 await asyncio.wait_for(waiter, remaining)
             except TimeoutError:

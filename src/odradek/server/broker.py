@@ -341,7 +341,16 @@ class Broker:
             controller_epoch=state.controller_epoch,
         )
         try:
-            return await self.zk.update_leader_and_isr(tp, znode, state.zk_version)
+            try:
+                return await self.zk.update_leader_and_isr(tp, znode, state.zk_version)
+            except BadVersionError:
+                # the znode moved without a new leader epoch (an ISR write this broker lost track of,
+                # a controller's rewrite of the same term): same leader and epoch, so write again on
+                # the version that is there; a new term is the controller's to announce
+                current = await self.zk.get_partition_state(tp)
+                if current is None or (current.leader, current.leader_epoch) != (state.leader, state.leader_epoch):
+                    return None
+                return await self.zk.update_leader_and_isr(tp, znode, current.zk_version)
         except (BadVersionError, NoNodeError):
             return None
         except CoordinationError as exc:  # ZooKeeper unreachable or our session expired
