@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 PRODUCE_KEY = 0
 API_VERSIONS_VERSION = 3
 MAX_RESPONSE_BYTES = 1 << 30
+CLOSE_TIMEOUT_S = 1.0
 _I32 = struct.Struct(">i")
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -215,8 +216,12 @@ class KafkaConnection:
                 await task
         if writer is not None:
             writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            try:  # unsent bytes to a peer that stopped reading would keep the close waiting forever
+                await asyncio.wait_for(writer.wait_closed(), CLOSE_TIMEOUT_S)
+            except TimeoutError:
+                writer.transport.abort()
+            except Exception:
+                pass
 
     async def __aenter__(self) -> KafkaConnection:
         return await self.connect() if self._writer is None else self

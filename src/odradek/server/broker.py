@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 
 META_PROPERTIES = "meta.properties"
 CONTROLLED_SHUTDOWN_KEY = 7
+SHUTDOWN_STEP_TIMEOUT_S = 5
+"""Longest a shutdown step that talks to other brokers (fetchers, controller channel) may take."""
 ISR_CHANGE_PROPAGATION_MS = 500
 """How often a broker writes one ``/isr_change_notification`` for the ISR changes it made (Kafka
 checks every 2,500 ms and batches; the cluster tests want the controller to learn fast)."""
@@ -422,7 +424,7 @@ class Broker:
         for ext in reversed(list(self.extensions.values())):
             if hasattr(ext, "shutdown"):
                 with contextlib.suppress(Exception):
-                    await ext.shutdown()
+                    await asyncio.wait_for(ext.shutdown(), SHUTDOWN_STEP_TIMEOUT_S)
         await self.socket_server.stop()
         for task in self._tasks:
             task.cancel()
@@ -434,9 +436,15 @@ class Broker:
             handle.cancel()
         self._watches.clear()
         if self.controller is not None:
-            await self.controller.shutdown()
+            try:
+                await asyncio.wait_for(self.controller.shutdown(), SHUTDOWN_STEP_TIMEOUT_S)
+            except TimeoutError:
+                log.warning("broker %d: the controller did not stop in %d s", self.broker_id, SHUTDOWN_STEP_TIMEOUT_S)
         if self.replica_manager is not None:
-            await self.replica_manager.shutdown_fetchers()
+            try:
+                await asyncio.wait_for(self.replica_manager.shutdown_fetchers(), SHUTDOWN_STEP_TIMEOUT_S)
+            except TimeoutError:
+                log.warning("broker %d: replica fetchers did not stop in %d s", self.broker_id, SHUTDOWN_STEP_TIMEOUT_S)
             self.replica_manager.shutdown()
         if (self.store is not None and self._external_store is None) or self.store is not None:
             with contextlib.suppress(Exception):
