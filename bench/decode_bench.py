@@ -1,16 +1,19 @@
-"""Decode cost of Produce and Fetch requests: kio's native reader alone vs the bounded walk + reader.
+"""Decode cost of Produce and Fetch requests: before bounded reading against now.
 
-Prints one JSON object: per request shape, the microseconds per decode of the native reader
-alone (the path before bounded reading) and of ``codec.decode_request`` (bounded walk, then the
-native reader), the walk's own cost, and the overhead in percent. Each figure is the best of
-``--repeats`` timings of ``--number`` decodes (best-of filters scheduler noise).
+Prints one JSON object. ``cases``: per request shape, microseconds to decode a frame into its
+header and request (``peek_api``, ``api_schema``, ``parse_request_header``, ``decode_request``)
+with the code before bounded reading (``bench/decode_baseline.py``: kio's native reader on an
+unchecked body) and with today's codec (bounded walk, then the native reader), the walk's own
+cost, and the difference in percent. Each figure is the best of ``--repeats`` timings of
+``--number`` decodes, before and after interleaved (best-of filters scheduler noise).
 
-``request_path``: the same comparison on the broker's whole request path for a small Produce
-(one 100 B record, acks=1) and a Fetch that returns at once: ``RequestHandler.handle`` on a
-broker in this process (append, response encoding and all), with the walk switched off
-("native") and on ("checked"), microseconds per request, best of ``--repeats`` runs.
+``request_path``: the same comparison on the broker's whole request path: ``RequestHandler.handle``
+on a broker in this process (appends, or fetches of empty partitions at their end answered at
+once; response encoding and all) with the handler's
+decode functions swapped for the baseline ones ("before") and today's ("after"), microseconds
+per request, best of ``--repeats`` runs.
 
-    python bench/decode_bench.py [--repeats 7] [--number 20000]
+    python bench/decode_bench.py [--repeats 9] [--number 20000]
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import time
 import timeit
 from typing import Any
 
-from odradek.protocol.codec import api_schema, decode_request, encode_request, parse_request_header
+import decode_baseline  # type: ignore[import-not-found]
+from odradek.protocol import codec
+from odradek.protocol.codec import api_schema, encode_request
 from odradek.protocol.messages import build, nested
 from odradek.protocol.records import Record, build_batch
 
@@ -48,16 +53,16 @@ def produce_frame(version: int, partitions: int, records: int, value_bytes: int,
     return encode_request(schema, 1, "rdkafka", req)[4:]
 
 
-def fetch_frame(version: int, partitions: int) -> bytes:
+def fetch_frame(version: int, partitions: int, offset: int = 123456, first: int = 0) -> bytes:
     schema = api_schema(1, version)
     pcls = nested(schema.request_type, "FetchPartition")
     tcls = nested(schema.request_type, "FetchTopic")
     parts = tuple(
         build(
             pcls,
-            partition=p,
+            partition=first + p,
             current_leader_epoch=0,
-            fetch_offset=123456,
+            fetch_offset=offset,
             last_fetched_epoch=-1,
             log_start_offset=-1,
             partition_max_bytes=1 << 20,
@@ -91,50 +96,58 @@ CASES: dict[str, Any] = {
     "fetch v12 1x100": lambda: fetch_frame(12, 100),
     "fetch v11 1x10": lambda: fetch_frame(11, 10),
     "fetch v4 1x100": lambda: fetch_frame(4, 100),
+    "fetch v12 1x10": lambda: fetch_frame(12, 10),
 }
 
 
-def measure(frame: bytes, repeats: int, number: int) -> dict[str, float]:
-    api_key, version = int.from_bytes(frame[0:2], "big"), int.from_bytes(frame[2:4], "big")
+def _decode_with(codec: Any, frame: bytes) -> Any:
+    api_key, version, _ = codec.peek_api(frame)
     schema = api_schema(api_key, version)
-    header = parse_request_header(frame, schema.flexible)
-    offset = header.size
-    view = memoryview(frame).toreadonly()
-    read, check = schema.read_request, schema.check_request
-    end = len(view)
+    header = codec.parse_request_header(frame, schema.flexible)
+    return codec.decode_request(schema, frame, header.size)
 
-    def native() -> None:
-        read(memoryview(frame).toreadonly(), offset)
 
-    def checked() -> None:
-        decode_request(schema, frame, offset)
-
-    def walk() -> None:
-        check(view, offset, end)
-
+def measure(frame: bytes, repeats: int, number: int) -> dict[str, float]:
+    schema = api_schema(*codec.peek_api(frame)[:2])
+    offset = codec.parse_request_header(frame, schema.flexible).size
+    assert _decode_with(decode_baseline, frame) == _decode_with(codec, frame)
+    check, end = schema.check_request, len(frame)
+    timers = {
+        "before_us": lambda: _decode_with(decode_baseline, frame),
+        "after_us": lambda: _decode_with(codec, frame),
+        "walk_us": lambda: check(frame, offset, end),
+    }
     scale = max(1, number // max(1, len(frame) // 4096))
-    out = {}
-    for name, fn in (("native_us", native), ("checked_us", checked), ("walk_us", walk)):
-        best = min(timeit.repeat(fn, repeat=repeats, number=scale))
-        out[name] = round(best / scale * 1e6, 3)
-    out["overhead_pct"] = round((out["checked_us"] / out["native_us"] - 1) * 100, 1)
+    best = dict.fromkeys(timers, float("inf"))
+    for _ in range(repeats):
+        for name, fn in timers.items():
+            best[name] = min(best[name], timeit.timeit(fn, number=scale))
+    out = {name: round(t / scale * 1e6, 3) for name, t in best.items()}
+    out["overhead_pct"] = round((out["after_us"] / out["before_us"] - 1) * 100, 1)
     out["frame_bytes"] = len(frame)
     return out
 
 
 def request_path(repeats: int, number: int) -> dict[str, dict[str, float]]:
-    """Microseconds per request through ``RequestHandler.handle`` with and without the walk."""
+    """Microseconds per request through ``RequestHandler.handle``, baseline decode vs today's."""
     import asyncio
 
+    from odradek.server import request_handler
     from odradek.server.runner import BrokerRunner
 
     class _Conn:
         peer = "127.0.0.1:1"
         connection_id = "bench"
 
-    frames = {"produce v9 1x1 100B acks=1": produce_frame(9, 1, 1, 100, acks=1), "fetch v12 1x1": fetch_frame(12, 1)}
+    frames = {
+        "produce v9 1x1 100B acks=1": produce_frame(9, 1, 1, 100, acks=1),
+        "produce v9 1x10 1KiB acks=1": produce_frame(9, 10, 10, 100, acks=1),
+        "fetch v12 1x1": fetch_frame(12, 1, offset=0, first=10),
+        "fetch v12 1x100": fetch_frame(12, 100, offset=0, first=10),
+    }
+    names = ("peek_api", "parse_request_header", "decode_request")
     out: dict[str, dict[str, float]] = {}
-    with BrokerRunner(overrides={"num.partitions": "1"}) as runner:
+    with BrokerRunner(overrides={"num.partitions": "110"}) as runner:
         broker = runner.broker
         assert broker is not None and runner.loop is not None
 
@@ -145,28 +158,26 @@ def request_path(repeats: int, number: int) -> dict[str, dict[str, float]]:
                 await handle(frame, conn)  # type: ignore[arg-type]
             return (time.perf_counter() - t0) / number * 1e6
 
-        def run(frame: bytes) -> float:
+        def run(frame: bytes, impl: Any) -> float:
+            for name in names:
+                setattr(request_handler, name, getattr(impl, name))
             return asyncio.run_coroutine_threadsafe(timed(frame), runner.loop).result()  # type: ignore[arg-type]
 
-        run(frames["produce v9 1x1 100B acks=1"])  # creates the topic
-        for name, frame in frames.items():
-            schema = api_schema(int.from_bytes(frame[0:2], "big"), int.from_bytes(frame[2:4], "big"))
-            check = schema.check_request
-            figures: dict[str, list[float]] = {"native_us": [], "checked_us": []}
+        run(frames["produce v9 1x1 100B acks=1"], codec)  # creates the topic
+        for label, frame in frames.items():
+            figures: dict[str, list[float]] = {"before_us": [], "after_us": []}
             for _ in range(repeats):
-                object.__setattr__(schema, "check_request", lambda buf, pos, end: pos)
-                figures["native_us"].append(run(frame))
-                object.__setattr__(schema, "check_request", check)
-                figures["checked_us"].append(run(frame))
+                figures["before_us"].append(run(frame, decode_baseline))
+                figures["after_us"].append(run(frame, codec))
             best = {k: round(min(v), 2) for k, v in figures.items()}
-            best["overhead_pct"] = round((best["checked_us"] / best["native_us"] - 1) * 100, 1)
-            out[name] = best
+            best["overhead_pct"] = round((best["after_us"] / best["before_us"] - 1) * 100, 1)
+            out[label] = best
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--number", type=int, default=20000)
     args = parser.parse_args()
     results = {name: measure(make(), args.repeats, args.number) for name, make in CASES.items()}

@@ -12,7 +12,7 @@ from kio.schema.index import api_key_map
 
 from odradek.configdef import render_markdown_table
 from odradek.protocol import inter_broker_messages
-from odradek.server.apis import API_HANDLERS
+from odradek.server.apis import API_HANDLERS, KAFKA_3_9_VERSIONS, KAFKA_4_0_MINIMA, KAFKA_RELEASE
 from odradek.server.config import BROKER_CONFIGS
 from odradek.storage.config import TOPIC_CONFIGS
 
@@ -20,14 +20,19 @@ DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
 
 
 def compatibility_table() -> str:
-    rows = ["| API key | name | min version | max version |", "| --- | --- | --- | --- |"]
+    rows = [
+        f"| API key | name | min version | max version | Kafka {KAFKA_RELEASE} |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for key in sorted(API_HANDLERS):
         module = API_HANDLERS[key]
         if key in api_key_map:
             name = "".join(part.capitalize() for part in api_key_map[key].split("_"))
         else:  # the inter-broker APIs kio lacks
             name = inter_broker_messages.request_class(key, 0).__name__.removesuffix("Request")
-        rows.append(f"| {key} | {name} | {module.MIN_VERSION} | {module.MAX_VERSION} |")
+        low, high = KAFKA_3_9_VERSIONS[key]
+        note = f"{low}-{high}" + (" (min: Kafka 4.0's)" if key in KAFKA_4_0_MINIMA else "")
+        rows.append(f"| {key} | {name} | {module.MIN_VERSION} | {module.MAX_VERSION} | {note} |")
     return "\n".join(rows)
 
 

@@ -50,6 +50,7 @@ from typing import Any
 
 from kio.schema.index import api_key_map
 
+from odradek.cli.cluster import free_port
 from odradek.server.runner import BrokerRunner
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -852,11 +853,14 @@ def record(clients: list[str], out_dir: pathlib.Path, max_bytes: int) -> list[st
     proxy = RecordingProxy()
     proxy_port = proxy.start()
     with tempfile.TemporaryDirectory(prefix="odradek-record-") as data_dir:
+        replication_port = free_port()  # the controller's own requests bypass the proxy
         runner = BrokerRunner(
             data_dir,
             {
-                "listeners": f"PLAINTEXT://{HOST}:0",
-                "advertised.listeners": f"PLAINTEXT://{HOST}:{proxy_port}",
+                "listeners": f"PLAINTEXT://{HOST}:0,REPLICATION://{HOST}:{replication_port}",
+                "advertised.listeners": f"PLAINTEXT://{HOST}:{proxy_port},REPLICATION://{HOST}:{replication_port}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
+                "inter.broker.listener.name": "REPLICATION",
                 "num.partitions": "3",
             },
         )

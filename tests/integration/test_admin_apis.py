@@ -293,7 +293,7 @@ def test_describe_cluster(broker: BrokerRunner) -> None:
     assert own.brokers == [(0, "127.0.0.1", broker.port, None)]
 
 
-@pytest.mark.parametrize("version", range(0, 3))
+@pytest.mark.parametrize("version", range(0, 2))
 def test_describe_cluster_every_version(broker: BrokerRunner, version: int) -> None:
     async def go(conn: KafkaConnection) -> tuple[Any, Any]:
         rb = RequestBuilder(60, version)

@@ -136,3 +136,43 @@ def test_strings_and_bytes_longer_than_the_frame_are_refused() -> None:
     body = struct.pack(">hhi", -7, 1, 1000)
     with pytest.raises(InvalidRequestError, match="invalid string length -7"):
         produce(memoryview(body), 0, len(body))
+
+
+def _fetch_v12(tag_sections: list[bytes]) -> bytes:
+    """Fetch v12 body, one topic, a partition per entry of ``tag_sections`` (each partition's tags)."""
+    parts = b"".join(struct.pack(">iiqiqi", p, 0, 0, -1, -1, 1 << 20) + tags for p, tags in enumerate(tag_sections))
+    topic = b"\x02t" + bytes([len(tag_sections) + 1]) + parts + b"\x00"
+    return struct.pack(">iiiibii", -1, 500, 1, 1 << 20, 0, 0, -1) + b"\x02" + topic + b"\x01" + b"\x01" + b"\x00"
+
+
+@pytest.mark.parametrize("tagged", [None, 0, 50, 99])
+def test_fixed_flexible_elements_are_walked_exactly_with_or_without_tags(tagged: int | None) -> None:
+    # The strided check covers partitions whose tag sections are all empty; one non-empty tag
+    # section (an unknown tag 9 of 3 bytes) sends the walk element by element.
+    sections = [b"\x00"] * 100
+    if tagged is not None:
+        sections[tagged] = b"\x01\x09\x03abc"
+    body = _fetch_v12(sections)
+    schema = api_schema(1, 12)
+    check = body_checker(schema.request_type)
+    assert check(body, 0, len(body)) == len(body)
+    if tagged is None:  # (kio refuses tags it does not know; the walk skips them)
+        request = decode_request(schema, body, 0)
+        assert [p.partition for p in request.topics[0].partitions] == list(range(100))
+    for cut in (len(body) - 1, len(body) - 5, 40 + 33 * 50, 40):
+        with pytest.raises(InvalidRequestError):
+            check(body[:cut], 0, cut)
+    # a tag section declared longer than what is left is refused
+    sections[99] = b"\x01\x09\x7f"
+    body = _fetch_v12(sections)
+    with pytest.raises(InvalidRequestError, match="tagged field 9 of size 127"):
+        check(body, 0, len(body))
+
+
+def test_a_walk_bounded_below_the_buffer_end_stops_there() -> None:
+    body = _fetch_v4(3)
+    check = body_checker(api_schema(1, 4).request_type)
+    padded = body + b"\x00" * 64
+    assert check(padded, 0, len(body)) == len(body)
+    with pytest.raises(InvalidRequestError):
+        check(padded, 0, len(body) - 1)

@@ -2,32 +2,40 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from odradek.protocol.codec import decode_response
 from odradek.protocol.fetch_response import FetchedPartition, encode_fetch_response
 
+ALPHA_ID, B_ID = uuid.uuid4(), uuid.uuid4()
 
-@pytest.mark.parametrize("version", range(4, 13))
+
+@pytest.mark.parametrize("version", range(4, 18))
 def test_every_version_decodes_with_kio(version: int) -> None:
     records_a = b"\x00" * 70 + b"batch-bytes"
-    topics = [
+    by_id = version >= 13
+    topics: list[tuple[str | uuid.UUID, list[FetchedPartition]]] = [
         (
-            "alpha",
+            ALPHA_ID if by_id else "alpha",
             [
                 FetchedPartition(0, 0, 100, 90, 5, records_a, None, -1),
                 FetchedPartition(1, 1, -1, -1, -1, b"", [], -1),
                 FetchedPartition(2, 0, 7, 7, 0, b"", [(42, 3), (43, 9)], 2),
             ],
         ),
-        ("b" * 300, [FetchedPartition(7, 3, -1, -1, -1, None)]),
+        (B_ID if by_id else "b" * 300, [FetchedPartition(7, 3, -1, -1, -1, None)]),
     ]
     frame = b"".join(encode_fetch_response(version, 1234, topics, throttle_time_ms=5, session_id=0))
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
     corr, resp = decode_response(1, version, frame[4:])
     assert corr == 1234
     assert int(resp.throttle_time.total_seconds() * 1000) == 5
-    assert [t.topic for t in resp.responses] == ["alpha", "b" * 300]
+    if by_id:
+        assert [t.topic_id for t in resp.responses] == [ALPHA_ID, B_ID]
+    else:
+        assert [t.topic for t in resp.responses] == ["alpha", "b" * 300]
     parts = resp.responses[0].partitions
     assert [p.partition_index for p in parts] == [0, 1, 2]
     assert parts[0].records == records_a and parts[0].high_watermark == 100

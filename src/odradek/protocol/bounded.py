@@ -26,10 +26,15 @@ a record set is one length check.
 
 How: ``body_checker(cls)`` generates, once per message class, one flat Python function
 ``check(buf, pos, end) -> pos`` from the class's fields (nested structs and array elements
-inlined, fixed-size runs merged into one bounds check, the common single-byte varint and empty
-tag section read inline); ``checker_source(cls)`` returns its text for reading. It returns where
-the body ends or raises :class:`~odradek.errors.InvalidRequestError`. Generated functions and
-caches are immutable once built: safe from any thread.
+inlined). Fixed-size fields cost no line: they grow a constant offset folded into the next read
+(``buf[pos + 6]``). Reads past the buffer raise IndexError/``struct.error``, turned into
+InvalidRequestError, so only lengths and counts are compared with the bytes left, explicitly and
+with Kafka's messages. Varints below 2**21 and empty tag sections are read inline; an array of
+fixed-size flexible elements whose tag sections are all empty (Fetch partitions) is one strided
+check at C speed. ``checker_source(cls)`` returns the text for reading. The function returns
+where the body ends or raises :class:`~odradek.errors.InvalidRequestError`; ``end`` below
+``len(buf)`` is honoured through a view. Generated functions and caches are immutable once
+built: safe from any thread.
 """
 
 from __future__ import annotations
@@ -77,8 +82,8 @@ def collection_error(size: int, remaining: int) -> InvalidRequestError:
     )
 
 
-def _short(what: str, need: int, remaining: int) -> InvalidRequestError:
-    return InvalidRequestError(f"{what} needs {need} bytes, but there are only {remaining} bytes remaining.")
+def _truncated(pos: int, end: int) -> InvalidRequestError:
+    return InvalidRequestError(f"the message ends at byte {end}, before its fields do (walked to byte {pos})")
 
 
 def _length_error(kind: str, length: int, remaining: int) -> InvalidRequestError:
@@ -108,8 +113,10 @@ def read_uvarint(buf: Any, pos: int, end: int) -> tuple[int, int]:
             raise InvalidRequestError("varint is longer than 5 bytes")
 
 
-def _tag_section(known: dict[int, Check], buf: Any, pos: int, end: int) -> int:
-    """A tagged-field section that is not the single 0 byte (the generated code inlines that)."""
+def tag_section(known: dict[int, Check], buf: Any, pos: int, end: int) -> int:
+    """Skip a tagged-field section at ``pos``, walking the values of the ``known`` tags; returns
+    where it ends. The generated code inlines the usual single 0 byte and calls this otherwise;
+    the codec uses it for request and response headers."""
     count, pos = read_uvarint(buf, pos, end)
     if count > end - pos:
         raise collection_error(count, end - pos)
@@ -144,32 +151,49 @@ def _strip_optional(tp: Any) -> tuple[Any, bool]:
 
 
 class _Writer:
-    """Accumulates the generated function's lines and the objects it refers to."""
+    """Accumulates the generated function's lines and the objects it refers to.
+
+    ``off`` is a run of fixed-size fields walked but not yet added to ``pos``: reads use
+    ``buf[pos + off]`` and the next variable-size field adds it with its own size, so a fixed run
+    costs no line of its own. Reads past the buffer raise ``IndexError`` or ``struct.error``,
+    which the generated function turns into InvalidRequestError; lengths and counts are compared
+    with the bytes left explicitly, for Kafka's messages.
+    """
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {
-            "_short": _short,
             "_length_error": _length_error,
             "_null_error": _null_error,
             "_collection_error": collection_error,
+            "_truncated": _truncated,
             "_uvarint": read_uvarint,
-            "_tag_section": _tag_section,
+            "_tag_section": tag_section,
+            "_zeros": _zeros,
             "_I16": _I16,
             "_I32": _I32,
+            "_struct_error": struct.error,
         }
         self._names = itertools.count()
-        self.byte_available = False
-        """The last line emitted proved ``pos < end`` (a fixed run followed by a field)."""
+        self.off = 0
 
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
-        self.byte_available = False
 
-    def need_byte(self, indent: int, what: str) -> None:
-        """Ensure ``pos < end``, unless the previous check already proved it."""
-        if not self.byte_available:
-            self.emit(indent, f"if pos >= end: raise _short({what!r}, 1, 0)")
+    def at(self, extra: int = 0) -> str:
+        """The expression for ``pos`` plus the pending fixed run plus ``extra``."""
+        total = self.off + extra
+        return f"pos + {total}" if total else "pos"
+
+    def advance(self, extra: int) -> str:
+        """The statement that moves ``pos`` past the pending run and ``extra`` bytes."""
+        total = self.off + extra
+        self.off = 0
+        return f"pos += {total}" if total else "pass"
+
+    def flush(self, indent: int) -> None:
+        if self.off:
+            self.emit(indent, self.advance(0))
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._names)}"
@@ -179,24 +203,26 @@ class _Writer:
         self.env[name] = value
         return name
 
-    def fixed(self, indent: int, size: int, what: str, more: bool = False) -> None:
-        """Skip ``size`` bytes; with ``more``, also prove one byte follows (the next field's)."""
-        self.emit(indent, f"pos += {size}")
-        if more:
-            self.emit(indent, f"if pos >= end: raise _short({what!r}, {size + 1}, end - pos + {size})")
-            self.byte_available = True
-        else:
-            self.emit(indent, f"if pos > end: raise _short({what!r}, {size}, end - pos + {size})")
-
     def uvarint(self, indent: int, target: str) -> None:
-        """``target = uvarint at pos``; one- and two-byte values (below 16384) read inline."""
-        self.need_byte(indent, "varint")
-        self.emit(indent, f"{target} = buf[pos]")
-        self.emit(indent, f"if {target} < 128: pos += 1")
-        self.emit(indent, "elif pos + 1 < end and buf[pos + 1] < 128:")
-        self.emit(indent + 1, f"{target} = ({target} & 127) | (buf[pos + 1] << 7)")
-        self.emit(indent + 1, "pos += 2")
-        self.emit(indent, f"else: {target}, pos = _uvarint(buf, pos, end)")
+        """``target = uvarint at pos (+ off)``; values below 2**21 (three bytes: a record set up to
+        2 MiB) read inline."""
+        first, second, third = self.at(), self.at(1), self.at(2)
+        start = self.off
+        self.emit(indent, f"{target} = buf[{first}]")
+        self.emit(indent, f"if {target} < 128: pos += {start + 1}")
+        self.emit(indent, f"elif buf[{second}] < 128:")
+        self.emit(indent + 1, f"{target} = ({target} & 127) | (buf[{second}] << 7)")
+        self.emit(indent + 1, f"pos += {start + 2}")
+        self.emit(indent, f"elif buf[{third}] < 128:")
+        self.emit(indent + 1, f"{target} = ({target} & 127) | ((buf[{second}] & 127) << 7) | (buf[{third}] << 14)")
+        self.emit(indent + 1, f"pos += {start + 3}")
+        self.emit(indent, f"else: {target}, pos = _uvarint(buf, {first}, end)")
+        self.off = 0
+
+    def tag_section(self, indent: int, known: dict[int, Check]) -> None:
+        name = self.bind("known", known)
+        self.emit(indent, f"if buf[{self.at()}]: pos = _tag_section({name}, buf, {self.at()}, end)")
+        self.emit(indent, f"else: {self.advance(1)}")
 
 
 def _fixed_size(cls: type, flexible: bool) -> int | None:
@@ -221,9 +247,26 @@ def _fixed_size(cls: type, flexible: bool) -> int | None:
     return total
 
 
+def _tagged_stride(cls: type) -> int | None:
+    """Bytes per element of a flexible struct of fixed-size fields whose tag section is empty."""
+    total = 0
+    for field in dataclasses.fields(cls):
+        if field.metadata.get("tag") is not None:
+            continue
+        size = _field_fixed_size(field, True)
+        if size is None:
+            return None
+        total += size
+    return total + 1
+
+
+def _zeros(buf: Any, first: int, count: int, stride: int) -> bool:
+    """Whether the ``count`` bytes at ``first``, ``first + stride``, ... are all 0."""
+    return bytes(buf[first : first + count * stride : stride]).count(0) == count
+
+
 def _gen_struct(w: _Writer, cls: type, flexible: bool, indent: int) -> None:
-    """Lines that walk one struct at ``pos``; fixed-size runs become one bounds check."""
-    pending = 0
+    """Lines that walk one struct at ``pos + off``; fixed-size fields only grow ``off``."""
     tagged: dict[int, Check] = {}
     for field in dataclasses.fields(cls):
         tag = field.metadata.get("tag")
@@ -232,19 +275,11 @@ def _gen_struct(w: _Writer, cls: type, flexible: bool, indent: int) -> None:
             continue
         size = _field_fixed_size(field, flexible)
         if size is not None:
-            pending += size
+            w.off += size
             continue
-        if pending:
-            w.fixed(indent, pending, f"{cls.__name__} fields", more=True)
-            pending = 0
         _gen_field(w, field, flexible, indent, is_tag=False)
-    if pending:
-        w.fixed(indent, pending, f"{cls.__name__} fields", more=flexible)
     if flexible:
-        known = w.bind("known", tagged)
-        w.need_byte(indent, "tagged fields")
-        w.emit(indent, "if buf[pos] == 0: pos += 1")
-        w.emit(indent, f"else: pos = _tag_section({known}, buf, pos, end)")
+        w.tag_section(indent, tagged)
 
 
 def _field_fixed_size(field: dataclasses.Field[Any], flexible: bool) -> int | None:
@@ -264,12 +299,12 @@ def _gen_field(w: _Writer, field: dataclasses.Field[Any], flexible: bool, indent
     elif dataclasses.is_dataclass(tp):
         if optional and not is_tag:  # KIP-893 marker: -1 null, 1 present
             marker = w.fresh("m")
-            w.emit(indent, "if pos >= end: raise _short('struct marker', 1, 0)")
-            w.emit(indent, f"{marker} = buf[pos]")
-            w.emit(indent, "pos += 1")
+            w.emit(indent, f"{marker} = buf[{w.at()}]")
+            w.emit(indent, w.advance(1))
             w.emit(indent, f"if {marker} == 1:")
             w.emit(indent + 1, "pass")
             _gen_struct(w, tp, flexible, indent + 1)  # type: ignore[arg-type]
+            w.flush(indent + 1)
             w.emit(indent, f"elif {marker} != 255: raise _length_error('struct marker', -{marker}, 0)")
         else:
             _gen_struct(w, tp, flexible, indent)  # type: ignore[arg-type]
@@ -280,7 +315,7 @@ def _gen_field(w: _Writer, field: dataclasses.Field[Any], flexible: bool, indent
 def _gen_primitive(w: _Writer, kafka_type: str, flexible: bool, indent: int, name: str, nullable: bool) -> None:
     size = _FIXED_SIZES.get(kafka_type)
     if size is not None:
-        w.fixed(indent, size, name)
+        w.off += size
         return
     if kafka_type not in _VARIABLE_TYPES:
         raise TypeError(f"no bounded reader for field {name} of kafka type {kafka_type!r}")
@@ -295,9 +330,8 @@ def _gen_primitive(w: _Writer, kafka_type: str, flexible: bool, indent: int, nam
             w.emit(indent, f"elif {n} == 0: raise _null_error({name!r})")
         return
     width, reader = (2, "_I16") if kind == "string" else (4, "_I32")
-    w.emit(indent, f"if pos + {width} > end: raise _short({name + ' length'!r}, {width}, end - pos)")
-    w.emit(indent, f"({n},) = {reader}(buf, pos)")
-    w.emit(indent, f"pos += {width}")
+    w.emit(indent, f"({n},) = {reader}(buf, {w.at()})")
+    w.emit(indent, w.advance(width))
     w.emit(indent, f"if {n} > 0:")
     w.emit(indent + 1, f"if {n} > end - pos: raise _length_error({kind!r}, {n}, end - pos)")
     w.emit(indent + 1, f"pos += {n}")
@@ -316,9 +350,8 @@ def _gen_array(
         w.uvarint(indent, count)
         w.emit(indent, f"{count} -= 1")
     else:
-        w.emit(indent, f"if pos + 4 > end: raise _short({field.name + ' length'!r}, 4, end - pos)")
-        w.emit(indent, f"({count},) = _I32(buf, pos)")
-        w.emit(indent, "pos += 4")
+        w.emit(indent, f"({count},) = _I32(buf, {w.at()})")
+        w.emit(indent, w.advance(4))
         w.emit(indent, f"if {count} < -1: raise _length_error('array', {count}, 0)")
     if not nullable:
         w.emit(indent, f"if {count} == -1: raise _null_error({field.name!r})")
@@ -332,15 +365,35 @@ def _gen_array(
         w.emit(indent + 1, f"if {count} * {element_size} > end - pos: raise _collection_error({count}, end - pos)")
         w.emit(indent + 1, f"pos += {count} * {element_size}")
         return
-    w.emit(indent + 1, f"for _ in range({count}):")
+    stride = _tagged_stride(element) if flexible and dataclasses.is_dataclass(element) else None  # type: ignore[arg-type]
+    body = indent + 1
+    if stride is not None:  # fixed fields + tag section: all sections empty is one check at C speed
+        w.emit(body, f"if {count} * {stride} <= end - pos and _zeros(buf, pos + {stride - 1}, {count}, {stride}):")
+        w.emit(body + 1, f"pos += {count} * {stride}")
+        w.emit(body, "else:")
+        body += 1
+    w.emit(body, f"for _ in range({count}):")
     if dataclasses.is_dataclass(element):
-        _gen_struct(w, element, flexible, indent + 2)  # type: ignore[arg-type]
+        _gen_struct(w, element, flexible, body + 1)  # type: ignore[arg-type]
     else:
-        _gen_primitive(w, field.metadata.get("kafka_type", ""), flexible, indent + 2, field.name, False)
+        _gen_primitive(w, field.metadata.get("kafka_type", ""), flexible, body + 1, field.name, False)
+    w.flush(body + 1)
 
 
 def _finish(w: _Writer, name: str) -> Check:
-    source = f"def {name}(buf, pos, end):\n" + "\n".join(w.lines) + "\n    return pos\n"
+    w.flush(2)
+    body = "\n".join(w.lines)
+    source = (
+        f"def {name}(buf, pos, end):\n"
+        "    if end != len(buf): buf = memoryview(buf)[:end]\n"
+        "    try:\n"
+        f"{body}\n"
+        "        pass\n"
+        "    except (IndexError, _struct_error):\n"
+        "        raise _truncated(pos, end) from None\n"
+        "    if pos > end: raise _truncated(pos, end)\n"
+        "    return pos\n"
+    )
     namespace = dict(w.env)
     exec(compile(source, f"<bounded {name}>", "exec"), namespace)
     check: Check = namespace[name]
@@ -351,7 +404,7 @@ def _finish(w: _Writer, name: str) -> Check:
 def _compile_field(field: dataclasses.Field[Any], flexible: bool) -> Check:
     """A standalone check for one tagged field's value."""
     w = _Writer()
-    _gen_field(w, field, flexible, 1, is_tag=True)
+    _gen_field(w, field, flexible, 2, is_tag=True)
     return _finish(w, f"check_tag_{field.name}")
 
 
@@ -359,7 +412,7 @@ def _compile_field(field: dataclasses.Field[Any], flexible: bool) -> Check:
 def body_checker(cls: type) -> Check:
     """The bounded walk of a kio message class (request, response or our own additions)."""
     w = _Writer()
-    _gen_struct(w, cls, bool(getattr(cls, "__flexible__", False)), 1)
+    _gen_struct(w, cls, bool(getattr(cls, "__flexible__", False)), 2)
     return _finish(w, f"check_{cls.__name__}")
 
 

@@ -30,23 +30,25 @@ import io
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
-from odradek.protocol.bounded import Check, body_checker, collection_error, read_uvarint
+from odradek.protocol.bounded import Check, body_checker, tag_section
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
 
-_HEAD = struct.Struct(">hhih")
+_HEAD = struct.Struct(">hhih").unpack_from
+_PEEK = struct.Struct(">hhi").unpack_from
 _I32 = struct.Struct(">i")
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
+class RequestHeader(NamedTuple):
+    """A parsed request header (a tuple: built once per request, on the hot path)."""
+
     api_key: int
     api_version: int
     correlation_id: int
@@ -103,12 +105,7 @@ def peek_api(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) from the first 8 bytes; InvalidRequestError if short."""
     if len(frame) < 8:
         raise InvalidRequestError(f"request of {len(frame)} bytes is shorter than a request header")
-    api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
-    return api_key, api_version, correlation_id
-
-
-def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    return read_uvarint(buf, pos, len(buf))
+    return _PEEK(frame, 0)  # type: ignore[return-value]
 
 
 def request_header_version(api_key: int, api_version: int, flexible: bool) -> int:
@@ -121,37 +118,37 @@ def request_header_version(api_key: int, api_version: int, flexible: bool) -> in
 
 def parse_request_header(frame: bytes | bytearray | memoryview, flexible: bool) -> RequestHeader:
     """Parse header v1 (or v2 when ``flexible``; v0 for ControlledShutdown v0). Raises
-    InvalidRequestError on a malformed header."""
-    if len(frame) >= 8 and struct.unpack_from(">hh", frame, 0) == (CONTROLLED_SHUTDOWN_KEY, 0):
-        api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
+    InvalidRequestError on a malformed header.
+
+    Hot path (every request): one ``struct`` call for the fixed part, the client id decoded
+    straight from the frame, the usual empty tag section (one 0 byte) read inline.
+    """
+    end = len(frame)
+    if end < 10:
+        if end >= 8 and _PEEK(frame, 0)[:2] == (CONTROLLED_SHUTDOWN_KEY, 0):
+            return RequestHeader(CONTROLLED_SHUTDOWN_KEY, 0, _PEEK(frame, 0)[2], None, 8)
+        raise InvalidRequestError(f"request of {end} bytes is shorter than a request header")
+    api_key, api_version, correlation_id, client_len = _HEAD(frame, 0)
+    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
         return RequestHeader(api_key, api_version, correlation_id, None, 8)
-    if len(frame) < 10:
-        raise InvalidRequestError(f"request of {len(frame)} bytes is shorter than a request header")
-    api_key, api_version, correlation_id, client_len = _HEAD.unpack_from(frame, 0)
-    pos = 10
+    pos = 10 + client_len
     client_id: str | None = None
     if client_len >= 0:
-        if pos + client_len > len(frame):
+        if pos > end:
             raise InvalidRequestError("client_id runs past the end of the request")
         try:
-            client_id = bytes(frame[pos : pos + client_len]).decode("utf-8")
+            client_id = str(frame[10:pos], "utf-8")
         except UnicodeDecodeError:
             raise InvalidRequestError("client_id is not valid UTF-8") from None
-        pos += client_len
-    elif client_len != -1:
+    elif client_len == -1:
+        pos = 10
+    else:
         raise InvalidRequestError(f"invalid client_id length {client_len}")
-    if flexible and pos < len(frame) and frame[pos] == 0:  # the usual empty tag section
-        pos += 1
-    elif flexible:
-        count, pos = _read_uvarint(frame, pos)
-        if count > len(frame) - pos:
-            raise collection_error(count, len(frame) - pos)
-        for _ in range(count):
-            _tag, pos = _read_uvarint(frame, pos)
-            size, pos = _read_uvarint(frame, pos)
-            pos += size
-            if pos > len(frame):
-                raise InvalidRequestError("tagged field runs past the end of the request header")
+    if flexible:
+        if pos < end and frame[pos] == 0:  # the usual empty tag section
+            pos += 1
+        else:
+            pos = tag_section({}, frame, pos, end)
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
@@ -162,16 +159,14 @@ def decode_request(schema: ApiSchema, frame: bytes | bytearray | memoryview, off
     librdkafka 2.x sends 3 extra bytes after some Metadata v12 requests (``list_topics()``).
     (kio's reader returns the number of bytes it consumed from ``offset``.) The body is walked
     by the bounded checker first; its error text is Kafka's (``Tried to allocate a collection of
-    size N, but there are only M bytes remaining.``).
+    size N, but there are only M bytes remaining.``). ``bytes`` are read as they are (indexing
+    them is the walk's cheapest case); other buffers through a read-only view, as kio requires.
     """
-    view = memoryview(frame).toreadonly()
+    buf: bytes | memoryview = frame if type(frame) is bytes else memoryview(frame).toreadonly()
     try:
-        schema.check_request(view, offset, len(view))
-    except InvalidRequestError as exc:
-        raise InvalidRequestError(f"malformed {schema.request_type.__name__} v{schema.version}: {exc}") from None
-    try:
-        request, _consumed = schema.read_request(view, offset)
-    except Exception as exc:  # kio raises several types for malformed input
+        schema.check_request(buf, offset, len(buf))
+        request, _consumed = schema.read_request(buf, offset)  # type: ignore[arg-type]
+    except Exception as exc:  # the walk's InvalidRequestError, or any of the types kio raises
         raise InvalidRequestError(f"malformed {schema.request_type.__name__} v{schema.version}: {exc}") from None
     return request
 
@@ -229,15 +224,7 @@ def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tu
     (correlation_id,) = _I32.unpack_from(view, 0)
     pos = 4
     if schema.response_header_version == 1:
-        count, pos = _read_uvarint(view, pos)
-        if count > len(view) - pos:
-            raise collection_error(count, len(view) - pos)
-        for _ in range(count):
-            _tag, pos = _read_uvarint(view, pos)
-            size, pos = _read_uvarint(view, pos)
-            pos += size
-            if pos > len(view):
-                raise InvalidRequestError("tagged field runs past the end of the response header")
+        pos = tag_section({}, view, pos, len(view))
     check, read = response_reader(api_key, version)
     check(view, pos, len(view))
     try:

@@ -5,13 +5,13 @@ byte strings — headers built with ``struct`` and the log's stored batch bytes 
 connection writes with ``writelines`` (one ``sendmsg``), so records are never copied into a
 second Python buffer.
 
-Wire format, Fetch v4..v12 (Kafka's FetchResponse.json; flexible from v12):
+Wire format, Fetch v4..v17 (Kafka's FetchResponse.json; flexible from v12; topics by id from v13):
 
     ResponseHeader    correlation_id i32 [+ tagged fields (v12)]
     throttle_time_ms  i32
     error_code        i16                           (v7+)
     session_id        i32                           (v7+)
-    responses         [topic string, partitions [
+    responses         [topic string (v4-v12) | topic_id uuid (v13+), partitions [
         partition_index i32, error_code i16, high_watermark i64,
         last_stable_offset i64, log_start_offset i64 (v5+),
         aborted_transactions nullable [producer_id i64, first_offset i64],
@@ -29,6 +29,7 @@ version against kio's decoder. Pure functions: any thread.
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -78,7 +79,7 @@ def _uvarint(value: int) -> bytes:
 def encode_fetch_response(
     version: int,
     correlation_id: int,
-    topics: Sequence[tuple[str, Sequence[FetchedPartition]]],
+    topics: Sequence[tuple[str | uuid.UUID, Sequence[FetchedPartition]]],
     *,
     throttle_time_ms: int = 0,
     error_code: int = 0,
@@ -86,7 +87,7 @@ def encode_fetch_response(
 ) -> list[Any]:
     """The whole response frame (size prefix included) as a list of parts: byte strings, and,
     where a partition's records are a file slice, that slice object itself (the connection sends
-    it with ``sendfile``)."""
+    it with ``sendfile``). Each topic is named by its name up to v12 and by its id from v13."""
     flexible = version >= 12
     parts: list[Any] = []
     head = bytearray(b"\x00\x00\x00\x00")
@@ -101,9 +102,12 @@ def encode_fetch_response(
     head += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
     buf = head
     total = 0
-    for name, partitions in topics:
-        raw = name.encode()
-        buf += (_uvarint(len(raw) + 1) if flexible else struct.pack(">h", len(raw))) + raw
+    for key, partitions in topics:
+        if isinstance(key, uuid.UUID):
+            buf += key.bytes
+        else:
+            raw = key.encode()
+            buf += (_uvarint(len(raw) + 1) if flexible else struct.pack(">h", len(raw))) + raw
         buf += _uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
         for p in partitions:
             buf += _PART.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)

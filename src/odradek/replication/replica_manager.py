@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+"""ListOffsets v8+ (KIP-405): the local log's start; without tiered storage, the log start offset."""
+LATEST_TIERED_TIMESTAMP = -5
+"""ListOffsets v9+ (KIP-1005): the highest offset in remote storage; without tiered storage, -1."""
 READ_COMMITTED = 1
 
 
@@ -407,13 +411,17 @@ class ReplicaManager:
     def fetch_offset_for_timestamp(
         self, tp: TopicPartition, timestamp: int, isolation_level: int = 0
     ) -> tuple[int, int]:
-        """(offset, timestamp) for ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else
-        the first offset whose timestamp >= ``timestamp`` ((-1, -1) when there is none)."""
+        """(offset, timestamp) for ListOffsets: -2 earliest, -1 latest, -3 max timestamp, -4
+        earliest local (the log start: there is no tiered storage), -5 latest tiered (-1, as
+        Kafka without remote storage), else the first offset whose timestamp >= ``timestamp``
+        ((-1, -1) when there is none)."""
         partition = self.leader_partition(tp)
         log_ = partition.log
         upper = partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
-        if timestamp == EARLIEST_TIMESTAMP:
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return log_.log_start_offset, -1
+        if timestamp == LATEST_TIERED_TIMESTAMP:
+            return -1, -1
         if timestamp == LATEST_TIMESTAMP:
             return upper, -1
         if timestamp == MAX_TIMESTAMP:

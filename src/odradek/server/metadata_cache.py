@@ -17,6 +17,7 @@ from odradek.metadata.znodes import BrokerInfo
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
+ZERO_UUID = uuid.UUID(int=0)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
@@ -37,6 +38,8 @@ class MetadataCache:
         self.topics: dict[str, TopicMetadata] = {}
         self.controller_id: int = -1
         self.controller_epoch: int = 0
+        self.topic_names: dict[uuid.UUID, str] = {}
+        """Topic id -> name, for requests that name topics by id (Fetch v13+); no zero id."""
 
     def update(
         self,
@@ -51,13 +54,21 @@ class MetadataCache:
         self.controller_epoch = controller_epoch
         self.brokers = {b.id: b for b in brokers}
         for topic in deleted_topics:
-            self.topics.pop(topic, None)
+            gone = self.topics.pop(topic, None)
+            if gone is not None:
+                self.topic_names.pop(gone.topic_id, None)
         for tp, state in states.items():
             if tp.topic in deleted_topics:
                 continue
             meta = self.topics.get(tp.topic)
+            topic_id = topic_ids.get(tp.topic, ZERO_UUID)
             if meta is None:
-                meta = self.topics[tp.topic] = TopicMetadata(tp.topic, topic_ids.get(tp.topic, uuid.UUID(int=0)))
+                meta = self.topics[tp.topic] = TopicMetadata(tp.topic, topic_id)
+            elif topic_id != ZERO_UUID and meta.topic_id != topic_id:  # an id learnt later
+                self.topic_names.pop(meta.topic_id, None)
+                meta.topic_id = topic_id
+            if meta.topic_id != ZERO_UUID:
+                self.topic_names[meta.topic_id] = tp.topic
             meta.partitions[tp.partition] = state
 
     def topic(self, name: str) -> TopicMetadata | None:

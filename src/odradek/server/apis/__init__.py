@@ -3,6 +3,13 @@
 
 ``API_HANDLERS`` maps API key to module; ApiVersions answers from it, and
 ``docs/compatibility.md`` is checked against it by a unit test.
+
+Advertised versions are one Kafka release: every served API's maximum is Kafka 3.9's
+(``KAFKA_3_9_VERSIONS``, from 3.9's message specs; clients infer the broker's release from the
+maxima). Minima are Kafka 3.9's too, except where the protocol library has no codec for the
+oldest versions: there they are Kafka 4.0's (KIP-896 removed Produce v0-2, Fetch v0-3,
+ListOffsets v0, CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0 and OffsetForLeaderEpoch
+v0-1). A unit test holds the registry to this table.
 """
 
 from __future__ import annotations
@@ -78,3 +85,42 @@ _MODULES: list[ModuleType] = [
 ]
 
 API_HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in _MODULES}
+
+KAFKA_RELEASE = "3.9"
+KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
+    0: (0, 11),  # Produce
+    1: (0, 17),  # Fetch
+    2: (0, 9),  # ListOffsets
+    3: (0, 12),  # Metadata
+    4: (0, 7),  # LeaderAndIsr
+    5: (0, 4),  # StopReplica
+    6: (0, 8),  # UpdateMetadata
+    7: (0, 3),  # ControlledShutdown
+    8: (0, 9),  # OffsetCommit
+    9: (0, 9),  # OffsetFetch
+    10: (0, 6),  # FindCoordinator
+    11: (0, 9),  # JoinGroup
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup
+    14: (0, 5),  # SyncGroup
+    15: (0, 5),  # DescribeGroups
+    16: (0, 5),  # ListGroups
+    18: (0, 4),  # ApiVersions
+    19: (0, 7),  # CreateTopics
+    20: (0, 6),  # DeleteTopics
+    21: (0, 2),  # DeleteRecords
+    22: (0, 5),  # InitProducerId
+    23: (0, 4),  # OffsetForLeaderEpoch
+    32: (0, 4),  # DescribeConfigs
+    33: (0, 2),  # AlterConfigs
+    37: (0, 3),  # CreatePartitions
+    42: (0, 2),  # DeleteGroups
+    43: (0, 2),  # ElectLeaders
+    44: (0, 1),  # IncrementalAlterConfigs
+    47: (0, 0),  # OffsetDelete
+    60: (0, 1),  # DescribeCluster
+}
+"""(min, max) of each API Kafka 3.9's ZooKeeper-mode broker serves that odradek serves too."""
+
+KAFKA_4_0_MINIMA: dict[int, int] = {0: 3, 1: 4, 2: 1, 19: 2, 20: 1, 23: 2, 32: 1}
+"""Where odradek's minimum is above 3.9's: Kafka 4.0's minimum (KIP-896)."""

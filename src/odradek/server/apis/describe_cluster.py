@@ -1,12 +1,10 @@
 """DescribeCluster (key 60): cluster id, controller id and live brokers.
 
-v0..v2, answered from this broker's metadata cache. ``brokers`` lists every live broker with
-host, port and rack (``is_fenced`` false from v2: brokers registered in the metadata store are
-never fenced). ``endpoint_type`` (v1+) 1 describes brokers; 2 (controllers, a KRaft notion) is
-answered with UNSUPPORTED_ENDPOINT_TYPE and no brokers. ``controller_id`` is -1 while no
-controller is known. Cluster authorized operations are not computed (the "omitted" value).
-Runs on the broker's event loop.
-"""
+v0..v1 (Kafka 3.9's range; v2's ``is_fenced`` is Kafka 4.0's), answered from this broker's metadata
+cache. ``brokers`` lists every live broker with host, port and rack. ``endpoint_type`` (v1+) 1
+describes brokers; 2 (controllers, a KRaft notion) is answered with UNSUPPORTED_ENDPOINT_TYPE and
+no brokers. ``controller_id`` is -1 while no controller is known. Cluster authorized operations are
+not computed (the "omitted" value). Runs on the broker's event loop."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ from odradek.server.request import RequestContext
 
 API_KEY = 60
 MIN_VERSION = 0
-MAX_VERSION = 2
+MAX_VERSION = 1
 
 ENDPOINT_BROKERS = 1
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648

@@ -1,11 +1,11 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
-v0..v6. Member metadata and assignments are shown only for Stable groups (as Kafka). v3+ can ask
-for the authorized operations (odradek has no ACLs: every group operation, READ|DELETE|DESCRIBE);
-v4+ show ``group_instance_id``; v6 answers an unknown group GROUP_ID_NOT_FOUND with a message
-(before v6 it is described as Dead with no error). Per-group errors: COORDINATOR_NOT_AVAILABLE,
-COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR.
-"""
+v0..v5 (Kafka 3.9's range). Member metadata and assignments are shown only for Stable groups (as
+Kafka). v3+ can ask for the authorized operations (odradek has no ACLs: every group operation,
+READ|DELETE|DESCRIBE); v4+ show ``group_instance_id``; an unknown group is described as Dead with
+no error (Kafka 4.0's v6 answers GROUP_ID_NOT_FOUND; the coordinator keeps that answer for when v6
+is advertised). Per-group errors: COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+NOT_COORDINATOR."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from odradek.server.request import RequestContext
 
 API_KEY = 15
 MIN_VERSION = 0
-MAX_VERSION = 6
+MAX_VERSION = 5
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)

@@ -1,11 +1,16 @@
 """Fetch (key 1): stored record batches, long-polled.
 
-v4..v12 (topic names, not ids). Waits up to ``max_wait_ms`` until ``min_bytes`` are available;
-``max_bytes`` bounds the response and ``partition_max_bytes`` each partition, but the first
-partition with data returns at least one whole batch (KIP-74). Consumers (replica_id -1) read up
-to the high watermark (read_uncommitted) or the last stable offset (read_committed); followers
-(replica_id >= 0) up to the log end. Fetch sessions (KIP-227) are not kept: every answer has
-session_id 0, which clients treat as a full, sessionless fetch.
+v4..v17 (Kafka 3.9's range from v4). v13+ name topics by id (KIP-516): an id the metadata cache
+does not know (or the zero id) is answered UNKNOWN_TOPIC_ID for each of its partitions, and the
+response names topics by id too. v15+ carry the follower's id in the tagged ``ReplicaState``
+(KIP-903) instead of ``replica_id``; v17's ``replica_directory_id`` is accepted and unused (one log
+directory per partition, no JBOD moves). v16's tagged ``current_leader`` and ``node_endpoints``
+(KIP-951) are not sent: clients fall back to a metadata refresh. Waits up to ``max_wait_ms`` until
+``min_bytes`` are available; ``max_bytes`` bounds the response and ``partition_max_bytes`` each
+partition, but the first partition with data returns at least one whole batch (KIP-74). Consumers
+(replica_id -1) read up to the high watermark (read_uncommitted) or the last stable offset
+(read_committed); followers (replica_id >= 0) up to the log end. Fetch sessions (KIP-227) are not
+kept: every answer has session_id 0, which clients treat as a full, sessionless fetch.
 
 Per partition: OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, and
 (v9+, KIP-320) FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when ``current_leader_epoch`` is older /
@@ -23,39 +28,59 @@ from typing import Any
 from odradek.errors import ErrorCode
 from odradek.protocol.fetch_response import FetchedPartition, encode_fetch_response
 from odradek.replication.replica_manager import FetchRequestPartition
+from odradek.server.metadata_cache import ZERO_UUID
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
 API_KEY = 1
 MIN_VERSION = 4
-MAX_VERSION = 12
+MAX_VERSION = 17
+
+
+def _replica_id(req: Any, version: int) -> int:
+    if version >= 15:
+        state = getattr(req, "replica_state", None)
+        return -1 if state is None else int(state.replica_id)
+    return int(req.replica_id)
 
 
 async def handle(ctx: RequestContext) -> list[Any]:
     req = ctx.request
-    requests = [
-        FetchRequestPartition(
-            TopicPartition(t.topic, p.partition),
-            p.fetch_offset,
-            p.partition_max_bytes,
-            getattr(p, "current_leader_epoch", -1),
-            getattr(p, "last_fetched_epoch", -1),
+    version = ctx.api_version
+    by_id = version >= 13
+    names = ctx.broker.metadata_cache.topic_names if by_id else {}
+    keys: dict[str, Any] = {}  # topic name -> how the response names it (name, or id from v13)
+    unknown: list[tuple[Any, list[FetchedPartition]]] = []
+    requests: list[FetchRequestPartition] = []
+    for t in req.topics:
+        topic_id = (t.topic_id or ZERO_UUID) if by_id else None  # kio reads the zero id as None
+        name = names.get(topic_id) if topic_id is not None else t.topic
+        if name is None:
+            unknown.append((topic_id, [_unknown_topic_id(p.partition) for p in t.partitions]))
+            continue
+        keys[name] = topic_id if by_id else name
+        requests.extend(
+            FetchRequestPartition(
+                TopicPartition(name, p.partition),
+                p.fetch_offset,
+                p.partition_max_bytes,
+                getattr(p, "current_leader_epoch", -1),
+                getattr(p, "last_fetched_epoch", -1),
+            )
+            for p in t.partitions
         )
-        for t in req.topics
-        for p in t.partitions
-    ]
     max_wait_ms = int(req.max_wait.total_seconds() * 1000)
     results = await ctx.broker.replica_manager.fetch_messages(
         requests,
-        max_wait_ms=max_wait_ms,
+        max_wait_ms=max_wait_ms if not unknown else 0,
         min_bytes=req.min_bytes,
         max_bytes=getattr(req, "max_bytes", 2**31 - 1),
         isolation_level=getattr(req, "isolation_level", 0),
-        replica_id=req.replica_id,
+        replica_id=_replica_id(req, version),
     )
-    by_topic: dict[str, list[FetchedPartition]] = {}
+    by_topic: dict[Any, list[FetchedPartition]] = {}
     for r in results:
-        by_topic.setdefault(r.topic_partition.topic, []).append(
+        by_topic.setdefault(keys[r.topic_partition.topic], []).append(
             FetchedPartition(
                 partition_index=r.topic_partition.partition,
                 error_code=int(r.error_code),
@@ -67,4 +92,9 @@ async def handle(ctx: RequestContext) -> list[Any]:
                 diverging_epoch=r.diverging_epoch,
             )
         )
-    return encode_fetch_response(ctx.api_version, ctx.header.correlation_id, list(by_topic.items()))
+    topics = list(by_topic.items()) + unknown
+    return encode_fetch_response(version, ctx.header.correlation_id, topics)
+
+
+def _unknown_topic_id(partition: int) -> FetchedPartition:
+    return FetchedPartition(partition, int(ErrorCode.unknown_topic_id), -1, -1, -1, b"")

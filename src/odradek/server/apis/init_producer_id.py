@@ -1,9 +1,9 @@
 """InitProducerId (key 22): a producer id and epoch for an idempotent producer.
 
-v0..v4. Without a transactional id the broker hands out a fresh producer id (epoch 0) from the
-block it reserved in the metadata store; clients such as kafka-python 3 enable idempotence by
-default and ask for one. With a transactional id the request needs the transaction coordinator.
-"""
+v0..v5 (v5, KIP-890, reads as v4). Without a transactional id the broker hands out a fresh producer
+id (epoch 0) from the block it reserved in the metadata store; clients such as kafka-python 3
+enable idempotence by default and ask for one. With a transactional id the request needs the
+transaction coordinator."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from odradek.server.request import RequestContext
 
 API_KEY = 22
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
 
 
 async def handle(ctx: RequestContext) -> Any:

@@ -1,7 +1,9 @@
 """ListOffsets (key 2): offsets by timestamp.
 
-v1..v8. Timestamps: -2 earliest (log start offset), -1 latest (high watermark, or the last
-stable offset for read_committed), -3 the record with the largest timestamp (v7+), otherwise the
+v1..v9. Timestamps: -2 earliest (log start offset), -1 latest (high watermark, or the last
+stable offset for read_committed), -3 the record with the largest timestamp (v7+), -4 earliest
+local (v8+, KIP-405: the log start offset, as Kafka without tiered storage), -5 latest tiered
+(v9+, KIP-1005: offset -1 and leader epoch -1, as Kafka without tiered storage), otherwise the
 first offset whose timestamp is at least the given one; (-1, -1) when no record qualifies.
 """
 
@@ -16,7 +18,7 @@ from odradek.storage import TopicPartition
 
 API_KEY = 2
 MIN_VERSION = 1
-MAX_VERSION = 8
+MAX_VERSION = 9
 
 
 async def handle(ctx: RequestContext) -> Any:
@@ -32,7 +34,7 @@ async def handle(ctx: RequestContext) -> Any:
             offset, timestamp, epoch = -1, -1, -1
             try:
                 offset, timestamp = rm.fetch_offset_for_timestamp(tp, p.timestamp, isolation)
-                epoch = rm.get_partition(tp).leader_epoch
+                epoch = rm.get_partition(tp).leader_epoch if offset >= 0 else -1
             except KafkaError as exc:
                 error = exc.error_code
             partitions.append(
