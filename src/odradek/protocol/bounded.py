@@ -176,6 +176,8 @@ class _Writer:
         }
         self._names = itertools.count()
         self.off = 0
+        self.loops: list[tuple[str, str]] = []
+        """(index, count) of the enclosing element loops, outermost first."""
 
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
@@ -265,10 +267,30 @@ def _zeros(buf: Any, first: int, count: int, stride: int) -> bool:
     return bytes(buf[first : first + count * stride : stride]).count(0) == count
 
 
-def _gen_struct(w: _Writer, cls: type, flexible: bool, indent: int) -> None:
-    """Lines that walk one struct at ``pos + off``; fixed-size fields only grow ``off``."""
+def _walk_free(field: dataclasses.Field[Any]) -> bool:
+    """Whether the native reader may read this field unwalked: no array (whose storage it would
+    size from the wire count) and no null where the field is not nullable, at any depth, tagged
+    fields included. Fixed-size fields and nullable strings, bytes and records qualify: the
+    native reader checks their lengths against the bytes left before it copies (a unit test
+    holds it to that)."""
+    tp, optional = _strip_optional(field.type)
+    if typing.get_origin(tp) is tuple:
+        return False
+    if dataclasses.is_dataclass(tp):
+        return not optional and all(_walk_free(f) for f in dataclasses.fields(tp))  # type: ignore[arg-type]
+    kafka_type = field.metadata.get("kafka_type", "")
+    return kafka_type in _FIXED_SIZES or (kafka_type in _VARIABLE_TYPES and optional)
+
+
+def _gen_struct(w: _Writer, cls: type, flexible: bool, indent: int, tail_free: bool = False) -> None:
+    """Lines that walk one struct at ``pos + off``; fixed-size fields only grow ``off``.
+
+    ``tail_free``: everything after this struct is walk-free when every enclosing element loop
+    is in its last iteration (see :func:`_gen_array`)."""
     tagged: dict[int, Check] = {}
-    for field in dataclasses.fields(cls):
+    fields = dataclasses.fields(cls)
+    tags_free = all(_walk_free(f) for f in fields if f.metadata.get("tag") is not None)
+    for j, field in enumerate(fields):
         tag = field.metadata.get("tag")
         if tag is not None:
             tagged[int(tag)] = _compile_field(field, flexible)
@@ -277,7 +299,8 @@ def _gen_struct(w: _Writer, cls: type, flexible: bool, indent: int) -> None:
         if size is not None:
             w.off += size
             continue
-        _gen_field(w, field, flexible, indent, is_tag=False)
+        rest_free = tail_free and tags_free and all(_walk_free(f) for f in fields[j + 1 :])
+        _gen_field(w, field, flexible, indent, is_tag=False, tail_free=rest_free)
     if flexible:
         w.tag_section(indent, tagged)
 
@@ -291,11 +314,13 @@ def _field_fixed_size(field: dataclasses.Field[Any], flexible: bool) -> int | No
     return _FIXED_SIZES.get(field.metadata.get("kafka_type", ""))
 
 
-def _gen_field(w: _Writer, field: dataclasses.Field[Any], flexible: bool, indent: int, is_tag: bool) -> None:
+def _gen_field(
+    w: _Writer, field: dataclasses.Field[Any], flexible: bool, indent: int, is_tag: bool, tail_free: bool = False
+) -> None:
     tp, optional = _strip_optional(field.type)
     if typing.get_origin(tp) is tuple:
         element, _ = _strip_optional(typing.get_args(tp)[0])
-        _gen_array(w, field, element, flexible, indent, optional)
+        _gen_array(w, field, element, flexible, indent, optional, tail_free)
     elif dataclasses.is_dataclass(tp):
         if optional and not is_tag:  # KIP-893 marker: -1 null, 1 present
             marker = w.fresh("m")
@@ -307,7 +332,7 @@ def _gen_field(w: _Writer, field: dataclasses.Field[Any], flexible: bool, indent
             w.flush(indent + 1)
             w.emit(indent, f"elif {marker} != 255: raise _length_error('struct marker', -{marker}, 0)")
         else:
-            _gen_struct(w, tp, flexible, indent)  # type: ignore[arg-type]
+            _gen_struct(w, tp, flexible, indent, tail_free)  # type: ignore[arg-type]
     else:
         _gen_primitive(w, field.metadata.get("kafka_type", ""), flexible, indent, field.name, optional)
 
@@ -343,8 +368,19 @@ def _gen_primitive(w: _Writer, kafka_type: str, flexible: bool, indent: int, nam
 
 
 def _gen_array(
-    w: _Writer, field: dataclasses.Field[Any], element: Any, flexible: bool, indent: int, nullable: bool
+    w: _Writer,
+    field: dataclasses.Field[Any],
+    element: Any,
+    flexible: bool,
+    indent: int,
+    nullable: bool,
+    tail_free: bool = False,
 ) -> None:
+    """An array: its count checked against the bytes left, then its elements walked, unless
+    they are fixed-size (one multiplication), flexible fixed-size with empty tag sections (one
+    strided check), or walk-free with nothing after them that needs the walk: then, when every
+    enclosing loop is in its last iteration, the walk ends there (returns -1) and the native
+    reader reads the rest (a single-topic Produce request is walked up to its partition count)."""
     count = w.fresh("c")
     if flexible:
         w.uvarint(indent, count)
@@ -368,15 +404,27 @@ def _gen_array(
     stride = _tagged_stride(element) if flexible and dataclasses.is_dataclass(element) else None  # type: ignore[arg-type]
     body = indent + 1
     if stride is not None:  # fixed fields + tag section: all sections empty is one check at C speed
-        w.emit(body, f"if {count} * {stride} <= end - pos and _zeros(buf, pos + {stride - 1}, {count}, {stride}):")
+        # (from 8 elements: below that the loop costs less than the call)
+        check = f"_zeros(buf, pos + {stride - 1}, {count}, {stride})"
+        w.emit(body, f"if {count} >= 8 and {count} * {stride} <= end - pos and {check}:")
         w.emit(body + 1, f"pos += {count} * {stride}")
         w.emit(body, "else:")
         body += 1
-    w.emit(body, f"for _ in range({count}):")
     if dataclasses.is_dataclass(element):
-        _gen_struct(w, element, flexible, body + 1)  # type: ignore[arg-type]
+        elements_free = all(_walk_free(f) for f in dataclasses.fields(element))  # type: ignore[arg-type]
+    else:  # array elements are never null: only fixed-size ones need no walk
+        elements_free = field.metadata.get("kafka_type", "") in _FIXED_SIZES
+    if tail_free and elements_free:
+        last = " and ".join(f"{i} == {c} - 1" for i, c in w.loops) or "True"
+        w.emit(body, f"if {last}: return -1")
+    index = w.fresh("i")
+    w.emit(body, f"for {index} in range({count}):")
+    w.loops.append((index, count))
+    if dataclasses.is_dataclass(element):
+        _gen_struct(w, element, flexible, body + 1, tail_free)  # type: ignore[arg-type]
     else:
         _gen_primitive(w, field.metadata.get("kafka_type", ""), flexible, body + 1, field.name, False)
+    w.loops.pop()
     w.flush(body + 1)
 
 
@@ -412,7 +460,7 @@ def _compile_field(field: dataclasses.Field[Any], flexible: bool) -> Check:
 def body_checker(cls: type) -> Check:
     """The bounded walk of a kio message class (request, response or our own additions)."""
     w = _Writer()
-    _gen_struct(w, cls, bool(getattr(cls, "__flexible__", False)), 2)
+    _gen_struct(w, cls, bool(getattr(cls, "__flexible__", False)), 2, tail_free=True)
     return _finish(w, f"check_{cls.__name__}")
 
 
