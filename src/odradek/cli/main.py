@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "odradek.cli.leader_election",
         "preferred or unclean leader election (kafka-leader-election)",
     ),
+    "reassign-partitions": (
+        "odradek.cli.reassign_partitions",
+        "move partition replicas between brokers (kafka-reassign-partitions)",
+    ),
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
     "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),

@@ -35,6 +35,7 @@ from odradek.controller.election import (
 )
 from odradek.controller.events import ControllerContext, ControllerEvent
 from odradek.controller.operations import ControllerOperations
+from odradek.controller.reassignment import ControllerReassignment, Reassignment
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.controller.wire import LEADER_DURING_DELETE
 from odradek.metadata.errors import BadVersionError
@@ -46,7 +47,7 @@ from odradek.storage import TopicPartition
 log = logging.getLogger(__name__)
 
 
-class KafkaController(ControllerOperations):
+class KafkaController(ControllerOperations, ControllerReassignment):
     """Controller election and, while active, partition leadership for the whole cluster."""
 
     def __init__(
@@ -61,6 +62,7 @@ class KafkaController(ControllerOperations):
         self.channel = channel
         self.unclean_leader_election = unclean_leader_election
         self.ctx = ControllerContext()
+        self.reassignments: dict[TopicPartition, Reassignment] = {}
         self.active = False
         self.active_controller_id: int | None = None
         self._queue: asyncio.Queue[tuple[ControllerEvent, object]] = asyncio.Queue()
@@ -121,6 +123,9 @@ class KafkaController(ControllerOperations):
     async def _on_topic_deletion(self, _path: str) -> None:
         self.put(ControllerEvent.TOPIC_DELETION)
 
+    async def _on_reassign_partitions(self, _path: str) -> None:
+        self.put(ControllerEvent.REASSIGN_PARTITIONS)
+
     async def _on_partition_modification(self, path: str) -> None:
         self.put(ControllerEvent.PARTITION_MODIFICATION, path.rsplit("/", 1)[1])
 
@@ -162,6 +167,11 @@ class KafkaController(ControllerOperations):
         elif event is ControllerEvent.CONTROLLED_SHUTDOWN:
             assert isinstance(payload, tuple)
             await self._on_controlled_shutdown(*payload)
+        elif event is ControllerEvent.ALTER_REASSIGNMENTS:
+            assert isinstance(payload, tuple)
+            await self._on_alter_reassignments(*payload)
+        elif event is ControllerEvent.REASSIGN_PARTITIONS:
+            await self._on_reassign_partitions_znode()
 
     # --- election ----------------------------------------------------------------------------
 
@@ -192,6 +202,7 @@ class KafkaController(ControllerOperations):
         self._topic_watches.clear()
         self.channel.shutdown()
         self.ctx = ControllerContext()
+        self.reassignments = {}
 
     async def _on_controller_failover(self) -> None:
         store = self.zk.store
@@ -200,11 +211,13 @@ class KafkaController(ControllerOperations):
         self._watches.append(store.watch_children("/admin/delete_topics", self._on_topic_deletion))
         self._watches.append(store.watch_children("/isr_change_notification", self._on_isr_change))
         self._watches.append(store.watch_children("/config/changes", self._on_config_change))
+        self._watches.append(store.watch_data("/admin/reassign_partitions", self._on_reassign_partitions))
         await self._refresh_brokers()
         await self._load_topics()
         await self._elect_where_needed(set(self.ctx.assignments))
         await self._send_all_metadata()
         await self._on_topic_deletion_requested()
+        await self._resume_reassignments()
 
     async def _refresh_brokers(self) -> tuple[set[int], set[int]]:
         """Read ``/brokers/ids``; returns (new, dead) broker ids and keeps the channel's queues in
@@ -389,6 +402,7 @@ class KafkaController(ControllerOperations):
                 self.ctx.states[tp] = changed[tp] = _to_state(current, replicas)
         if changed:
             await self._send_update_metadata(changed)
+            await self._on_reassignment_progress(set(changed))
 
     async def _send_leader_and_isr(
         self, states: dict[TopicPartition, PartitionState], only: set[int] | None = None
@@ -441,6 +455,7 @@ class KafkaController(ControllerOperations):
             await self._send_update_metadata(changed)
         else:
             await self._send_update_metadata({})
+        await self._on_reassignment_progress(set(self.reassignments))
 
     async def _on_topics_changed(self, modified: set[str] | None) -> None:
         """A topic was created or deleted (``modified`` None: read the topics not known yet), or

@@ -28,6 +28,8 @@ class ControllerEvent(enum.Enum):
     ISR_CHANGE = "isr_change"
     TOPIC_CONFIG_CHANGE = "topic_config_change"
     ELECT_LEADERS = "elect_leaders"
+    ALTER_REASSIGNMENTS = "alter_reassignments"
+    REASSIGN_PARTITIONS = "reassign_partitions"
     SHUTDOWN = "shutdown"
 
 

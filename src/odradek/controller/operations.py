@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
+from odradek.controller.core import ControllerCore
 from odradek.controller.election import controlled_shutdown_leader_election, offline_partition_leader_election
-from odradek.controller.events import ControllerContext, ControllerEvent
+from odradek.controller.events import ControllerEvent
 from odradek.errors import ErrorCode
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
@@ -25,33 +25,8 @@ from odradek.storage import TopicPartition
 log = logging.getLogger("odradek.controller.controller")
 
 
-class ControllerOperations:
+class ControllerOperations(ControllerCore):
     """Controlled shutdown and leader elections asked for from outside the controller."""
-
-    broker_id: int
-    active: bool
-    ctx: ControllerContext
-
-    def put(self, event: ControllerEvent, payload: object = None) -> None:
-        raise NotImplementedError
-
-    async def _rewrite_state(
-        self,
-        tp: TopicPartition,
-        replicas: list[int],
-        decide: Callable[[PartitionState], tuple[int, list[int]] | None],
-    ) -> PartitionState | None:
-        raise NotImplementedError
-
-    async def _send_leader_and_isr(
-        self, states: dict[TopicPartition, PartitionState], only: set[int] | None = None
-    ) -> None:
-        raise NotImplementedError
-
-    async def _send_update_metadata(
-        self, states: dict[TopicPartition, PartitionState], deleted: set[str] | None = None
-    ) -> None:
-        raise NotImplementedError
 
     async def elect_leaders(
         self, partitions: set[TopicPartition] | None, unclean: bool

@@ -289,15 +289,18 @@ class KafkaZkClient:
         assignment: Mapping[int, Sequence[int]],
         topic_id: uuid.UUID | None = None,
         expected_zk_version: int = ANY_VERSION,
+        adding_replicas: Mapping[int, Sequence[int]] | None = None,
+        removing_replicas: Mapping[int, Sequence[int]] | None = None,
     ) -> int:
         """Replace the topic's assignment (CreatePartitions, reassignment); returns the new version.
 
-        ``topic_id`` None or ``ZERO_UUID`` writes no id. Raises :class:`NoNodeError` for an
-        unknown topic, :class:`BadVersionError` on a conflict.
+        ``topic_id`` None or ``ZERO_UUID`` writes no id. ``adding_replicas``/``removing_replicas``:
+        the reassignments in progress (Kafka 2.4+). Raises :class:`NoNodeError` for an unknown
+        topic, :class:`BadVersionError` on a conflict.
         """
         if topic_id == ZERO_UUID:
             topic_id = None
-        data = TopicZNode.encode(assignment, topic_id)
+        data = TopicZNode.encode(assignment, topic_id, adding_replicas, removing_replicas)
         stat = await self.store.set(TopicZNode.path(topic), data, expected_zk_version)
         return stat.version
 

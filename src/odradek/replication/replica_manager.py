@@ -404,7 +404,7 @@ class ReplicaManager:
             if r.error_code != ErrorCode.none:
                 return True
             total += r.records_size
-        return total >= max(min_bytes, 1)
+        return total >= min_bytes  # min_bytes 0 answers at once, as Kafka's DelayedFetch
 
     # --- offsets -----------------------------------------------------------------------------
 

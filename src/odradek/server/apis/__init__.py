@@ -18,6 +18,7 @@ from types import ModuleType
 
 from odradek.server.apis import (
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -39,6 +40,7 @@ from odradek.server.apis import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -58,6 +60,8 @@ _MODULES: list[ModuleType] = [
     offset_for_leader_epoch,
     leader_and_isr,
     elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
     stop_replica,
     update_metadata,
     controlled_shutdown,
@@ -117,6 +121,8 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     42: (0, 2),  # DeleteGroups
     43: (0, 2),  # ElectLeaders
     44: (0, 1),  # IncrementalAlterConfigs
+    45: (0, 0),  # AlterPartitionReassignments
+    46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster
 }

@@ -1,0 +1,283 @@
+"""``odradek reassign-partitions``: move partition replicas between brokers (Kafka's
+kafka-reassign-partitions.sh).
+
+    odradek reassign-partitions --bootstrap-server B --generate
+        --topics-to-move-json-file topics.json --broker-list "0,1,2"
+    odradek reassign-partitions --bootstrap-server B --execute --reassignment-json-file f.json
+    odradek reassign-partitions --bootstrap-server B --verify --reassignment-json-file f.json
+    odradek reassign-partitions --bootstrap-server B --cancel --reassignment-json-file f.json
+    odradek reassign-partitions --bootstrap-server B --list
+
+Files are Kafka's: ``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[0,1,2]}]}``
+(``log_dirs`` accepted and ignored) and, for ``--generate``, ``{"version":1,"topics":[{"topic":
+"t"}]}``. Requests go to the controller (AlterPartitionReassignments, ListPartitionReassignments).
+Output lines are Kafka's: ``--execute`` prints the current assignment for rollback and
+"Successfully started partition reassignment(s) for t-0,t-1"; ``--verify`` prints one status line
+per partition ("Reassignment of partition t-0 is completed." / "... is still in progress.").
+``--generate`` proposes Kafka's rack-unaware round-robin assignment over the broker list, keeping
+each partition's replication factor. ``--throttle`` is accepted and reported as not applied:
+replication throttles are not implemented. Exit status 0 on success (``--verify`` too, as Kafka),
+1 on a refused request, a bad file or an unreachable cluster, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.client.admin import AdminClient
+from odradek.errors import ErrorCode
+
+ALTER_REASSIGNMENTS = 45
+LIST_REASSIGNMENTS = 46
+Assignment = dict[tuple[str, int], list[int]]
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="odradek reassign-partitions", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bootstrap-server", required=True)
+    action = parser.add_mutually_exclusive_group(required=True)
+    for name in ("generate", "execute", "verify", "cancel", "list"):
+        action.add_argument(f"--{name}", action="store_true")
+    parser.add_argument("--reassignment-json-file", type=Path)
+    parser.add_argument("--topics-to-move-json-file", type=Path)
+    parser.add_argument("--broker-list")
+    parser.add_argument("--throttle", type=int, default=-1)
+    parser.add_argument("--timeout", type=int, default=30000, help="ms to wait for the controller")
+    return parser
+
+
+def read_json(path: Path | None, option: str) -> Any:
+    if path is None:
+        raise CommandError(f"{option} is required")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot read {path}: {exc}") from None
+
+
+def parse_reassignment(data: Any) -> Assignment:
+    """Kafka's reassignment JSON -> {(topic, partition): replicas}. CommandError when malformed."""
+    try:
+        entries = data["partitions"]
+        out: Assignment = {}
+        for e in entries:
+            tp = (str(e["topic"]), int(e["partition"]))
+            if tp in out:
+                raise CommandError(f"partition {tp[0]}-{tp[1]} appears more than once")
+            out[tp] = [int(r) for r in e["replicas"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CommandError(f"malformed reassignment JSON: {exc!r}") from None
+    if not out:
+        raise CommandError("the reassignment JSON names no partition")
+    return out
+
+
+def format_reassignment(assignment: Assignment) -> str:
+    """Kafka's compact JSON, partitions in topic, partition order."""
+    partitions = [
+        {"topic": t, "partition": p, "replicas": replicas, "log_dirs": ["any"] * len(replicas)}
+        for (t, p), replicas in sorted(assignment.items())
+    ]
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
+
+
+def propose(current: Assignment, brokers: list[int]) -> Assignment:
+    """Kafka's rack-unaware assignment (``assignReplicasToBrokers``, start index and shift 0) of
+    each topic's partitions over ``brokers``, keeping every partition's replication factor."""
+    out: Assignment = {}
+    n = len(brokers)
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for (t, p), replicas in sorted(current.items()):
+        by_topic.setdefault(t, []).append((p, len(replicas)))
+    for topic, partitions in by_topic.items():
+        shift = 0
+        for index, (partition, rf) in enumerate(partitions):
+            if rf > n:
+                raise CommandError(f"replication factor {rf} of {topic}-{partition} is larger than the broker list")
+            if index > 0 and index % n == 0:
+                shift += 1
+            first = index % n
+            replicas = [brokers[first]]
+            for j in range(rf - 1):
+                replicas.append(brokers[(first + 1 + (shift + j) % (n - 1)) % n])
+            out[(topic, partition)] = replicas
+    return out
+
+
+async def current_assignment(admin: AdminClient, topics: set[str]) -> Assignment:
+    described = await admin.describe_topics(sorted(topics))
+    out: Assignment = {}
+    for name in sorted(topics):
+        desc = described.get(name)
+        if desc is None or desc.error_code != ErrorCode.none:
+            raise CommandError(f"topic {name} does not exist")
+        for p, info in desc.partitions.items():
+            out[(name, p)] = list(info.replicas)
+    return out
+
+
+async def controller_request(admin: AdminClient, api_key: int, make: Any) -> Any:
+    """``make(builder)`` sent to the controller; once more after NOT_CONTROLLER."""
+    for attempt in range(2):
+        conn = await admin.cluster.controller_connection()
+        response: Any = await conn.send(make(conn.builder(api_key, 0, 0)))
+        error = ErrorCode(response.error_code)
+        if error == ErrorCode.not_controller and attempt == 0:
+            await admin.cluster.refresh(topics=[])
+            continue
+        if error != ErrorCode.none:
+            raise CommandError(f"{error.name.upper()}: {response.error_message}")
+        return response
+    raise CommandError("no controller answered")
+
+
+async def alter(
+    admin: AdminClient, targets: dict[tuple[str, int], list[int] | None], timeout_ms: int
+) -> dict[str, str]:
+    """AlterPartitionReassignments; the error message per failed partition ("t-0")."""
+    by_topic: dict[str, list[tuple[int, list[int] | None]]] = {}
+    for (t, p), replicas in sorted(targets.items()):
+        by_topic.setdefault(t, []).append((p, replicas))
+
+    def make(rb: Any) -> Any:
+        topics = tuple(
+            rb.make(
+                "ReassignableTopic",
+                name=t,
+                partitions=tuple(
+                    rb.make("ReassignablePartition", partition_index=p, replicas=None if r is None else tuple(r))
+                    for p, r in parts
+                ),
+            )
+            for t, parts in by_topic.items()
+        )
+        return rb(timeout=datetime.timedelta(milliseconds=timeout_ms), topics=topics)
+
+    response = await controller_request(admin, ALTER_REASSIGNMENTS, make)
+    errors = {}
+    for topic in response.responses:
+        for part in topic.partitions:
+            if part.error_code != ErrorCode.none:
+                code = ErrorCode(part.error_code).name.upper()
+                errors[f"{topic.name}-{part.partition_index}"] = f"{code}: {part.error_message}"
+    return errors
+
+
+async def ongoing(admin: AdminClient) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+    """The moves in progress: (replicas, adding, removing) per partition."""
+    response = await controller_request(
+        admin, LIST_REASSIGNMENTS, lambda rb: rb(timeout=datetime.timedelta(seconds=30), topics=None)
+    )
+    return {
+        (t.name, int(p.partition_index)): (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+        for t in response.topics
+        for p in t.partitions
+    }
+
+
+def _names(tps: Sequence[tuple[str, int]]) -> str:
+    return ",".join(f"{t}-{p}" for t, p in sorted(tps))
+
+
+async def execute(admin: AdminClient, args: argparse.Namespace) -> int:
+    proposed = parse_reassignment(read_json(args.reassignment_json_file, "--reassignment-json-file"))
+    current = await current_assignment(admin, {t for t, _ in proposed})
+    missing = [tp for tp in proposed if tp not in current]
+    if missing:
+        raise CommandError(f"unknown partitions: {_names(missing)}")
+    rollback = format_reassignment({tp: current[tp] for tp in proposed})
+    print(f"Current partition replica assignment\n\n{rollback}\n\n", end="")
+    print("Save this to use as the --reassignment-json-file option during rollback")
+    if args.throttle >= 0:
+        print("Warning: --throttle is not applied: odradek does not implement replication throttles yet")
+    errors = await alter(admin, {tp: list(r) for tp, r in proposed.items()}, args.timeout)
+    if errors:
+        print("Error reassigning partition(s):", file=sys.stderr)
+        for name, message in sorted(errors.items()):
+            print(f"{name}: {message}", file=sys.stderr)
+        return 1
+    plural = "" if len(proposed) == 1 else "s"
+    print(f"Successfully started partition reassignment{plural} for {_names(list(proposed))}")
+    return 0
+
+
+async def verify(admin: AdminClient, args: argparse.Namespace) -> int:
+    proposed = parse_reassignment(read_json(args.reassignment_json_file, "--reassignment-json-file"))
+    moving = await ongoing(admin)
+    current = await current_assignment(admin, {t for t, _ in proposed})
+    print("Status of partition reassignment:")
+    for tp, target in sorted(proposed.items()):
+        name = f"{tp[0]}-{tp[1]}"
+        if tp in moving:
+            print(f"Reassignment of partition {name} is still in progress.")
+        elif current.get(tp) == target:
+            print(f"Reassignment of partition {name} is completed.")
+        else:
+            now = ",".join(map(str, current.get(tp, [])))
+            want = ",".join(map(str, target))
+            print(f"There is no active reassignment of partition {name}, but replica set is {now} rather than {want}.")
+    return 0
+
+
+async def cancel(admin: AdminClient, args: argparse.Namespace) -> int:
+    proposed = parse_reassignment(read_json(args.reassignment_json_file, "--reassignment-json-file"))
+    errors = await alter(admin, dict.fromkeys(proposed), args.timeout)
+    cancelled = [tp for tp in proposed if f"{tp[0]}-{tp[1]}" not in errors]
+    if cancelled:
+        plural = "" if len(cancelled) == 1 else "s"
+        print(f"Successfully cancelled partition reassignment{plural} for: {_names(cancelled)}")
+    for name, message in sorted(errors.items()):
+        print(f"{name}: {message}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+async def generate(admin: AdminClient, args: argparse.Namespace) -> int:
+    data = read_json(args.topics_to_move_json_file, "--topics-to-move-json-file")
+    try:
+        topics = {str(t["topic"]) for t in data["topics"]}
+        brokers = [int(b) for b in str(args.broker_list).split(",")]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CommandError(f"--generate needs topics JSON and --broker-list: {exc!r}") from None
+    current = await current_assignment(admin, topics)
+    print(f"Current partition replica assignment\n{format_reassignment(current)}\n")
+    print(f"Proposed partition reassignment configuration\n{format_reassignment(propose(current, brokers))}")
+    return 0
+
+
+async def list_moves(admin: AdminClient) -> int:
+    moves = await ongoing(admin)
+    if not moves:
+        print("No partition reassignments found.")
+        return 0
+    print("Current partition reassignments:")
+    for (t, p), (replicas, adding, removing) in sorted(moves.items()):
+        joined = [",".join(map(str, x)) for x in (replicas, adding, removing)]
+        print(f"{t}-{p}: replicas: {joined[0]}. adding: {joined[1]}. removing: {joined[2]}.")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+
+    async def go() -> int:
+        async with AdminClient(args.bootstrap_server) as admin:
+            if args.execute:
+                return await execute(admin, args)
+            if args.verify:
+                return await verify(admin, args)
+            if args.cancel:
+                return await cancel(admin, args)
+            if args.generate:
+                return await generate(admin, args)
+            return await list_moves(admin)
+
+    return run("odradek reassign-partitions", go)

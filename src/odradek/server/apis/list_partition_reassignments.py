@@ -1,0 +1,51 @@
+"""ListPartitionReassignments (key 46): the partition reassignments in progress (KIP-455).
+
+v0. Answered by the controller only (NOT_CONTROLLER elsewhere). ``topics`` null lists every move;
+otherwise the named partitions that are moving. Each answer carries the replicas during the move
+(target first, then the original replicas being removed), ``adding_replicas`` and
+``removing_replicas``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+from odradek.storage import TopicPartition
+
+API_KEY = 46
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+async def handle(ctx: RequestContext) -> Any:
+    controller = ctx.broker.controller
+    topics = ctx.request.topics
+    wanted = None if topics is None else {TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes}
+    moves = controller.list_partition_reassignments(wanted) if controller is not None else None
+    if moves is None:
+        return ctx.response(
+            throttle_time=datetime.timedelta(0),
+            error_code=ErrorCode.not_controller,
+            error_message="this broker is not the controller",
+            topics=(),
+        )
+    by_topic: dict[str, list[Any]] = {}
+    for tp, move in sorted(moves.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            ctx.make(
+                "OngoingPartitionReassignment",
+                partition_index=tp.partition,
+                replicas=tuple(move.replicas),
+                adding_replicas=tuple(move.adding),
+                removing_replicas=tuple(move.removing),
+            )
+        )
+    return ctx.response(
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        error_message=None,
+        topics=tuple(ctx.make("OngoingTopicReassignment", name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+    )
