@@ -147,6 +147,26 @@ def test_lowering_the_replication_factor_deletes_the_removed_replica(cluster: Lo
     assert len(got) == 500 and len(set(got)) == 500
 
 
+def test_preferred_replica_election_znode(cluster: LocalCluster, tmp_path: Path) -> None:
+    from kazoo.client import KazooClient
+
+    _create(cluster, "pref", [[1]])
+    plan = _plan(tmp_path, "pref.json", {("pref", 0): [2, 1]})
+    assert _cli(cluster, "--execute", "--reassignment-json-file", str(plan)).returncode == 0
+    _wait_completed(cluster, plan, 1)
+    assert _state(cluster, "pref", 0) == ([2, 1], 1, [1, 2])  # the leader stayed: it is a target replica
+    zk = KazooClient(hosts=cluster.zookeeper_connect)
+    zk.start(timeout=10)
+    try:
+        request = {"version": 1, "partitions": [{"topic": "pref", "partition": 0}]}
+        zk.create("/admin/preferred_replica_election", json.dumps(request).encode(), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+    cluster.wait_until(lambda: _state(cluster, "pref", 0)[1] == 2, message="the preferred replica leads")
+    cluster.wait_until(lambda: cluster.read_znode("/admin/preferred_replica_election") is None, message="deleted")
+
+
 def test_invalid_plans_are_refused(cluster: LocalCluster, tmp_path: Path) -> None:
     for name, moves, message in (
         ("dup.json", {("seed", 1): [2, 2]}, "duplicate replicas"),

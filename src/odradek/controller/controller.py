@@ -126,6 +126,9 @@ class KafkaController(ControllerOperations, ControllerReassignment):
     async def _on_reassign_partitions(self, _path: str) -> None:
         self.put(ControllerEvent.REASSIGN_PARTITIONS)
 
+    async def _on_preferred_replica_election(self, _path: str) -> None:
+        self.put(ControllerEvent.PREFERRED_REPLICA_ELECTION)
+
     async def _on_partition_modification(self, path: str) -> None:
         self.put(ControllerEvent.PARTITION_MODIFICATION, path.rsplit("/", 1)[1])
 
@@ -172,6 +175,8 @@ class KafkaController(ControllerOperations, ControllerReassignment):
             await self._on_alter_reassignments(*payload)
         elif event is ControllerEvent.REASSIGN_PARTITIONS:
             await self._on_reassign_partitions_znode()
+        elif event is ControllerEvent.PREFERRED_REPLICA_ELECTION:
+            await self._on_preferred_replica_election_znode()
 
     # --- election ----------------------------------------------------------------------------
 
@@ -212,12 +217,14 @@ class KafkaController(ControllerOperations, ControllerReassignment):
         self._watches.append(store.watch_children("/isr_change_notification", self._on_isr_change))
         self._watches.append(store.watch_children("/config/changes", self._on_config_change))
         self._watches.append(store.watch_data("/admin/reassign_partitions", self._on_reassign_partitions))
+        self._watches.append(store.watch_data("/admin/preferred_replica_election", self._on_preferred_replica_election))
         await self._refresh_brokers()
         await self._load_topics()
         await self._elect_where_needed(set(self.ctx.assignments))
         await self._send_all_metadata()
         await self._on_topic_deletion_requested()
         await self._resume_reassignments()
+        await self._on_preferred_replica_election_znode()
 
     async def _refresh_brokers(self) -> tuple[set[int], set[int]]:
         """Read ``/brokers/ids``; returns (new, dead) broker ids and keeps the channel's queues in

@@ -30,6 +30,7 @@ class ControllerEvent(enum.Enum):
     ELECT_LEADERS = "elect_leaders"
     ALTER_REASSIGNMENTS = "alter_reassignments"
     REASSIGN_PARTITIONS = "reassign_partitions"
+    PREFERRED_REPLICA_ELECTION = "preferred_replica_election"
     SHUTDOWN = "shutdown"
 
 

@@ -13,12 +13,14 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 from odradek.controller.core import ControllerCore
 from odradek.controller.election import controlled_shutdown_leader_election, offline_partition_leader_election
 from odradek.controller.events import ControllerEvent
 from odradek.errors import ErrorCode
+from odradek.metadata.errors import NoNodeError
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
@@ -131,6 +133,33 @@ class ControllerOperations(ControllerCore):
                 }
         if targets:
             await self.elect_leaders(targets, unclean=False)
+
+    async def _on_preferred_replica_election_znode(self) -> None:
+        """``/admin/preferred_replica_election`` (``{"version":1,"partitions":[{"topic":"t",
+        "partition":0}]}``, the ZooKeeper-era tool's request): a preferred election of those
+        partitions, then the znode is deleted (Kafka's PreferredReplicaElection event). A
+        malformed znode is logged and deleted."""
+        path = "/admin/preferred_replica_election"
+        try:
+            data, _ = await self.zk.store.get(path)
+        except NoNodeError:
+            return
+        try:
+            entries = json.loads(data)["partitions"]
+            partitions = {TopicPartition(str(e["topic"]), int(e["partition"])) for e in entries}
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("controller %d: ignoring malformed %s: %r", self.broker_id, path, exc)
+            partitions = set()
+        if partitions:
+            done: asyncio.Future[dict[TopicPartition, ErrorCode] | None] = asyncio.get_running_loop().create_future()
+            await self._on_elect_leaders(partitions, False, done)
+            for tp, error in sorted((done.result() or {}).items()):
+                if error not in (ErrorCode.none, ErrorCode.election_not_needed):
+                    log.warning("controller %d: preferred election of %s-%d: %s", self.broker_id, *tp, error.name)
+        try:
+            await self.zk.store.delete(path)
+        except NoNodeError:
+            pass
 
     async def controlled_shutdown(self, broker_id: int) -> tuple[ErrorCode, list[TopicPartition]]:
         """ControlledShutdown for ``broker_id`` through the event queue: (error, partitions the
