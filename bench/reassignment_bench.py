@@ -10,10 +10,12 @@ confluent-kafka. One JSON document on stdout, progress on stderr.
   two new replicas hold at the end, ``mb_per_s`` = copied / seconds, and ``seconds_per_gb``
   (seconds scaled to 1 GB of topic data, i.e. 2 GB copied).
 - ``producer_during_move``: p50/p99 delivery latency (ms) of an acks=all producer sending 1 KiB
-  every 2 ms to a second, already replicated topic, sampled before the move and during it
-  (no replication throttle exists yet: this shows what an unthrottled move costs).
+  every 2 ms to a second, already replicated topic, sampled before the move and during it.
 
-    python bench/reassignment_bench.py [--mb 512] [--partitions 4]
+``--throttle R`` passes ``--throttle R`` to the move (Kafka's replication throttles: the leader and
+each new follower copy at most R bytes/s, the in-sync replicas are not throttled).
+
+    python bench/reassignment_bench.py [--mb 512] [--partitions 4] [--throttle 0]
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 
 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
-    with LocalCluster(3, overrides=OVERRIDES) as cluster:
+    with LocalCluster(3, overrides=OVERRIDES, base_dir=args.dir) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         topic = NewTopic("moving", num_partitions=args.partitions, replica_assignment=[[1]] * args.partitions)
         admin.create_topics([topic])["moving"].result(60)
@@ -121,11 +123,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         log("moving")
         t0 = time.perf_counter()
         cmd = [sys.executable, "-m", "odradek.cli.main", "reassign-partitions", "--bootstrap-server"]
-        subprocess.run(
-            [*cmd, cluster.bootstrap_servers, "--execute", "--reassignment-json-file", f.name],
-            check=True,
-            capture_output=True,
-        )
+        throttle = ["--throttle", str(args.throttle)] if args.throttle > 0 else []
+        execute = [*cmd, cluster.bootstrap_servers, "--execute", "--reassignment-json-file", f.name, *throttle]
+        subprocess.run(execute, check=True, capture_output=True)
         while time.perf_counter() - t0 < 1800:
             value = json.loads(cluster.read_znode("/brokers/topics/moving") or b"{}")
             if not value.get("adding_replicas"):
@@ -153,6 +153,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=int, default=512)
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--throttle", type=int, default=0, help="bytes/s for --throttle (0: none)")
+    parser.add_argument("--dir", default=None, help="keep the cluster's files (logs) here")
     args = parser.parse_args()
     print(json.dumps({"bench": "reassignment", "args": vars(args), **bench(args)}, indent=2))
 

@@ -399,3 +399,44 @@ def test_apply_operations() -> None:
         apply_operations({}, defaults, [("retention.ms", 9, "1")])
     with pytest.raises(InvalidRequestError):
         apply_operations({}, defaults, [("retention.ms", 0, None)])
+
+
+def test_replication_throttle_rates_are_dynamic_broker_configs(broker: BrokerRunner) -> None:
+    def rates() -> tuple[int, int]:
+        async def read() -> tuple[int, int]:
+            assert broker.broker is not None
+            rm = broker.broker.replica_manager
+            return rm.leader_quota.rate, rm.follower_quota.rate
+
+        return broker.call(read)  # type: ignore[no-any-return]
+
+    unlimited = 2**63 - 1
+    assert rates() == (unlimited, unlimited)
+    leader, follower = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+    errors = with_admin(
+        broker,
+        lambda a: a.incremental_alter_configs(
+            {
+                Resource.broker(0): [AlterConfigOp(leader, AlterConfigOp.SET, "1000")],
+                Resource(4, ""): [AlterConfigOp(follower, AlterConfigOp.SET, "2000")],  # cluster default
+            }
+        ),
+    )
+    assert errors == {Resource.broker(0): None, Resource(4, ""): None}
+    assert rates() == (1000, 2000)
+    assert broker.call(lambda: _znode(broker, "/config/brokers/0"))["config"] == {leader: "1000"}
+    # a broker's own value beats the cluster default
+    with_admin(broker, lambda a: a.alter_configs({Resource.broker(0): {leader: "1000", follower: "3000"}}))
+    assert rates() == (1000, 3000)
+    bad = with_admin(broker, lambda a: a.alter_configs({Resource.broker(0): {leader: "-5"}}))
+    assert bad[Resource.broker(0)].error_code == ErrorCode.invalid_config  # type: ignore[union-attr]
+    with_admin(broker, lambda a: a.alter_configs({Resource.broker(0): {}, Resource(4, ""): {}}))
+    assert rates() == (unlimited, unlimited)
+
+
+async def _znode(broker: BrokerRunner, path: str) -> Any:
+    import json
+
+    assert broker.broker is not None
+    data, _ = await broker.broker.zk.store.get(path)
+    return json.loads(data)

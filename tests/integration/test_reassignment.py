@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -260,3 +261,44 @@ def test_cancel_returns_a_move_to_its_original_replicas(cluster: LocalCluster, t
     topic = json.loads(cluster.read_znode("/brokers/topics/cancelled") or b"{}")
     assert not topic.get("adding_replicas") and not topic.get("removing_replicas")
     cluster.wait_until(lambda: _log_bytes(cluster, target, "cancelled", 0) is None, message="the new replica removed")
+
+
+def test_a_throttled_move_is_bounded_and_the_throttles_are_cleared(cluster: LocalCluster, tmp_path: Path) -> None:
+    _create(cluster, "throttled", [[1]])
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": 1, "linger.ms": 5})
+    value = bytes(1024)
+    for _ in range(8 * 1024):  # 8 MB
+        producer.produce("throttled", value, partition=0)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    size = len(_log_bytes(cluster, 1, "throttled", 0) or b"")
+    rate = 500_000
+    plan = _plan(tmp_path, "throttled.json", {("throttled", 0): [1, 2]})
+    started = time.monotonic()
+    result = _cli(cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", str(rate))
+    assert result.returncode == 0, result.stderr
+    assert f"The inter-broker throttle limit was set to {rate} B/s" in result.stdout
+    assert json.loads(cluster.read_znode("/config/brokers/1") or b"{}")["config"] == {
+        "leader.replication.throttled.rate": str(rate),
+        "follower.replication.throttled.rate": str(rate),
+    }
+    topic_config = json.loads(cluster.read_znode("/config/topics/throttled") or b"{}")["config"]
+    assert topic_config["leader.replication.throttled.replicas"] == "0:1"
+    assert topic_config["follower.replication.throttled.replicas"] == "0:2"
+
+    def done() -> bool:
+        return not json.loads(cluster.read_znode("/brokers/topics/throttled") or b"{}").get("adding_replicas")
+
+    cluster.wait_until(done, timeout_s=60, interval_s=0.2, message="throttled move completed")
+    elapsed = time.monotonic() - started
+    # The rate is sampled over 11 windows of 1 s: the first 10 s may carry rate x 10 bytes, the
+    # rest goes at the rate. Unthrottled, 8 MB copies in well under a second here.
+    assert elapsed >= (size - 10 * rate) / rate * 0.8, f"{size} bytes copied in {elapsed:.1f} s"
+    status = _cli(cluster, "--verify", "--reassignment-json-file", str(plan)).stdout
+    assert "Reassignment of partition throttled-0 is completed." in status
+    assert "Clearing broker-level throttles on brokers 1,2,3" in status
+    assert "Clearing topic-level throttles on topic throttled" in status
+    assert json.loads(cluster.read_znode("/config/brokers/1") or b"{}")["config"] == {}
+    topic_config = json.loads(cluster.read_znode("/config/topics/throttled") or b"{}")["config"]
+    assert "leader.replication.throttled.replicas" not in topic_config
+    assert _log_bytes(cluster, 2, "throttled", 0) == _log_bytes(cluster, 1, "throttled", 0)

@@ -15,9 +15,13 @@ Output lines are Kafka's: ``--execute`` prints the current assignment for rollba
 "Successfully started partition reassignment(s) for t-0,t-1"; ``--verify`` prints one status line
 per partition ("Reassignment of partition t-0 is completed." / "... is still in progress.").
 ``--generate`` proposes Kafka's rack-unaware round-robin assignment over the broker list, keeping
-each partition's replication factor. ``--throttle`` is accepted and reported as not applied:
-replication throttles are not implemented. Exit status 0 on success (``--verify`` too, as Kafka),
-1 on a refused request, a bad file or an unreachable cluster, 2 for a usage error.
+each partition's replication factor. ``--throttle R`` (``--execute``) sets Kafka's throttles before
+the move: ``leader.replication.throttled.rate`` and ``follower.replication.throttled.rate`` = R on
+every broker involved (dynamic broker configs), ``leader.replication.throttled.replicas`` = the
+current replicas and ``follower.replication.throttled.replicas`` = the added ones on each topic;
+``--verify`` clears them once every partition is done (unless ``--preserve-throttles``).
+Exit status 0 on success (``--verify`` too, as Kafka), 1 on a refused request, a bad file or an
+unreachable cluster, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
-from odradek.client.admin import AdminClient
+from odradek.client.admin import AdminClient, AlterConfigOp, ConfigResource
 from odradek.errors import ErrorCode
 
 ALTER_REASSIGNMENTS = 45
@@ -48,7 +52,8 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--reassignment-json-file", type=Path)
     parser.add_argument("--topics-to-move-json-file", type=Path)
     parser.add_argument("--broker-list")
-    parser.add_argument("--throttle", type=int, default=-1)
+    parser.add_argument("--throttle", type=int, default=-1, help="replication bytes/s while moving (--execute)")
+    parser.add_argument("--preserve-throttles", action="store_true", help="--verify leaves the throttles in place")
     parser.add_argument("--timeout", type=int, default=30000, help="ms to wait for the controller")
     return parser
 
@@ -182,6 +187,57 @@ async def ongoing(admin: AdminClient) -> dict[tuple[str, int], tuple[list[int], 
     }
 
 
+THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+THROTTLE_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+def throttled_replicas(current: Assignment, proposed: Assignment) -> dict[str, tuple[str, str]]:
+    """Kafka's topic throttles for a move, per topic: (leader side: every current replica of a
+    moving partition, follower side: the replicas it adds), as ``partition:broker`` lists."""
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for (t, p), target in sorted(proposed.items()):
+        now = current.get((t, p), [])
+        if now == target:
+            continue
+        leaders, followers = out.setdefault(t, ([], []))
+        leaders += [f"{p}:{b}" for b in now]
+        followers += [f"{p}:{b}" for b in target if b not in now]
+    return {t: (",".join(lead), ",".join(follow)) for t, (lead, follow) in out.items()}
+
+
+async def set_throttles(admin: AdminClient, current: Assignment, proposed: Assignment, rate: int) -> None:
+    ops: dict[ConfigResource, list[AlterConfigOp]] = {}
+    for topic, (lead, follow) in throttled_replicas(current, proposed).items():
+        ops[ConfigResource.topic(topic)] = [
+            AlterConfigOp(THROTTLE_REPLICAS[0], AlterConfigOp.SET, lead),
+            AlterConfigOp(THROTTLE_REPLICAS[1], AlterConfigOp.SET, follow),
+        ]
+    brokers = {b for replicas in (*current.values(), *proposed.values()) for b in replicas}
+    for b in sorted(brokers):
+        ops[ConfigResource.broker(b)] = [AlterConfigOp(k, AlterConfigOp.SET, str(rate)) for k in THROTTLE_RATES]
+    await _checked(admin.incremental_alter_configs(ops))
+
+
+async def clear_throttles(admin: AdminClient, proposed: Assignment) -> None:
+    live = {b[0] for b in (await admin.describe_cluster()).brokers}
+    brokers = sorted(live | {b for replicas in proposed.values() for b in replicas})
+    topics = sorted({t for t, _ in proposed})
+    plural = "" if len(brokers) == 1 else "s"
+    print(f"Clearing broker-level throttles on broker{plural} {','.join(map(str, brokers))}")
+    ops = {ConfigResource.broker(b): [AlterConfigOp(k, AlterConfigOp.DELETE) for k in THROTTLE_RATES] for b in brokers}
+    ops[ConfigResource(ConfigResource.BROKER, "")] = [AlterConfigOp(k, AlterConfigOp.DELETE) for k in THROTTLE_RATES]
+    print(f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} {','.join(topics)}")
+    for t in topics:
+        ops[ConfigResource.topic(t)] = [AlterConfigOp(k, AlterConfigOp.DELETE) for k in THROTTLE_REPLICAS]
+    await _checked(admin.incremental_alter_configs(ops))
+
+
+async def _checked(pending: Any) -> None:
+    errors = {r: e for r, e in (await pending).items() if e is not None}
+    if errors:
+        raise CommandError("; ".join(f"{r.name or '<default>'}: {e}" for r, e in errors.items()))
+
+
 def _names(tps: Sequence[tuple[str, int]]) -> str:
     return ",".join(f"{t}-{p}" for t, p in sorted(tps))
 
@@ -196,7 +252,12 @@ async def execute(admin: AdminClient, args: argparse.Namespace) -> int:
     print(f"Current partition replica assignment\n\n{rollback}\n\n", end="")
     print("Save this to use as the --reassignment-json-file option during rollback")
     if args.throttle >= 0:
-        print("Warning: --throttle is not applied: odradek does not implement replication throttles yet")
+        await set_throttles(admin, current, proposed, args.throttle)
+        print(
+            "Warning: You must run --verify periodically, until the reassignment completes, "
+            "to ensure the throttle is removed."
+        )
+        print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
     errors = await alter(admin, {tp: list(r) for tp, r in proposed.items()}, args.timeout)
     if errors:
         print("Error reassigning partition(s):", file=sys.stderr)
@@ -213,9 +274,11 @@ async def verify(admin: AdminClient, args: argparse.Namespace) -> int:
     moving = await ongoing(admin)
     current = await current_assignment(admin, {t for t, _ in proposed})
     print("Status of partition reassignment:")
+    done = True
     for tp, target in sorted(proposed.items()):
         name = f"{tp[0]}-{tp[1]}"
         if tp in moving:
+            done = False
             print(f"Reassignment of partition {name} is still in progress.")
         elif current.get(tp) == target:
             print(f"Reassignment of partition {name} is completed.")
@@ -223,6 +286,8 @@ async def verify(admin: AdminClient, args: argparse.Namespace) -> int:
             now = ",".join(map(str, current.get(tp, [])))
             want = ",".join(map(str, target))
             print(f"There is no active reassignment of partition {name}, but replica set is {now} rather than {want}.")
+    if done and not args.preserve_throttles:
+        await clear_throttles(admin, proposed)
     return 0
 
 

@@ -36,13 +36,14 @@ import datetime
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
 from odradek.errors import ErrorCode, KafkaError, UnsupportedVersionError
 from odradek.protocol.records import LOG_OVERHEAD, iter_batches
 from odradek.replication.partition import Partition
+from odradek.replication.quota import ReplicationQuota
 from odradek.storage import TopicPartition
 from odradek.storage.leader_epoch import UNDEFINED_EPOCH_OFFSET
 
@@ -62,6 +63,8 @@ RETRY_LATER = {
 
 
 ENDPOINT_RETRY_S = 0.05
+THROTTLE_PAUSE_S = 0.1
+"""How long a fetcher whose every partition is throttled waits before it looks at the rate again."""
 
 
 class LeaderUnknownError(Exception):
@@ -79,6 +82,8 @@ class FetcherConfig:
     min_bytes: int = 1
     backoff_ms: int = 1000
     request_timeout_ms: int = 30000
+    quota: ReplicationQuota = field(default_factory=ReplicationQuota)
+    """The follower-side replication throttle, shared by every fetcher of the broker."""
 
 
 @dataclass
@@ -268,7 +273,23 @@ class ReplicaFetcher:
 
     # --- fetch ---------------------------------------------------------------------------------
 
+    def _throttled(self, tps: list[TopicPartition]) -> set[TopicPartition]:
+        """The out-of-sync partitions under the follower throttle (Kafka's shouldFollowerThrottle)."""
+        quota = self.config.quota
+        out = set()
+        for tp in tps:
+            partition = self.partition_for(tp)
+            if partition is not None and quota.is_throttled(tp) and self.broker_id not in partition.state.isr:
+                out.add(tp)
+        return out
+
     async def _fetch(self, conn: KafkaConnection, tps: list[TopicPartition]) -> None:
+        throttled = self._throttled(tps)
+        if throttled and self.config.quota.is_exceeded():
+            tps = [tp for tp in tps if tp not in throttled]
+            if not tps:  # only throttled partitions: wait for the rate to fall
+                await asyncio.sleep(THROTTLE_PAUSE_S)
+                return
         rb = conn.builder(FETCH_KEY, 4, FETCH_MAX_VERSION)
         by_topic: dict[str, list[object]] = {}
         for tp in tps:
@@ -308,6 +329,8 @@ class ReplicaFetcher:
                 partition = self.partition_for(tp)
                 if partition is None or tp not in self.partitions or partition.is_leader:
                     continue
+                if tp in throttled and p.records is not None:
+                    self.config.quota.record(len(p.records))
                 self._process(partition, p)
 
     def _process(self, partition: Partition, p: object) -> None:

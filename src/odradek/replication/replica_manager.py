@@ -35,6 +35,7 @@ from odradek.errors import (
 from odradek.protocol.records import iter_batches
 from odradek.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from odradek.replication.partition import IsrWriter, Partition, PartitionState
+from odradek.replication.quota import ReplicationQuota
 from odradek.storage import FileSlice, LogAppendInfo, LogManager, TopicPartition
 from odradek.storage.config import LogConfig
 from odradek.storage.log import wall_clock_ms
@@ -149,6 +150,9 @@ class ReplicaManager:
         self.fetcher_manager = ReplicaFetcherManager(
             broker_id, self.partitions.get, endpoint_for, fetcher_config or FetcherConfig()
         )
+        self.leader_quota = ReplicationQuota()
+        """Bytes sent to out-of-sync followers of throttled partitions (see :mod:`.quota`)."""
+        self.follower_quota = self.fetcher_manager.config.quota
         self._io_executor = ThreadPoolExecutor(max_workers=max(io_threads, 1), thread_name_prefix="odradek-io")
 
     # --- state changes from the controller --------------------------------------------------
@@ -320,8 +324,16 @@ class ReplicaManager:
             result.high_watermark = partition.high_watermark
             result.last_stable_offset = partition.last_stable_offset
             result.log_start_offset = log_.log_start_offset
+            throttled = False
             if replica_id >= 0:
                 max_offset = None
+                # Kafka's shouldLeaderThrottle: out-of-sync followers of throttled partitions
+                throttled = replica_id not in partition.state.isr and self.leader_quota.is_throttled(
+                    req.topic_partition
+                )
+                if throttled and self.leader_quota.is_exceeded():
+                    result.records = b""
+                    return result
             elif isolation_level == READ_COMMITTED:
                 max_offset = partition.last_stable_offset
             else:
@@ -331,6 +343,8 @@ class ReplicaManager:
                 result.records = info.file_slice
             else:
                 result.records = info.records_bytes()
+            if throttled:
+                self.leader_quota.record(result.records_size)
         except KafkaError as exc:
             result.error_code = exc.error_code
             result.records = b""

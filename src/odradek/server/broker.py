@@ -39,6 +39,7 @@ from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeErr
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
 from odradek.replication.fetcher import FetcherConfig
 from odradek.replication.partition import PartitionState
+from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
 from odradek.server.config import Endpoint, KafkaConfig
@@ -144,6 +145,7 @@ class Broker:
             ),
         )
         await self._bind_listeners()
+        await self.reload_broker_throttles()
         self._watches.append(self.store.watch_children("/config/changes", self._on_config_change))  # type: ignore[union-attr]
         await self._register()
         self._watches.append(self.store.watch_session(self._on_session_event))  # type: ignore[union-attr]
@@ -465,10 +467,44 @@ class Broker:
     async def reload_topic_config(self, topic: str) -> None:
         self.topic_overrides[topic] = await self.zk.get_entity_configs("topics", topic)
         self.replica_manager.update_log_config(topic)
+        self._apply_topic_throttles(topic)
+
+    def _apply_topic_throttles(self, topic: str) -> None:
+        """The topic's ``*.replication.throttled.replicas`` that name this broker (see replication/quota.py)."""
+        overrides = self.topic_overrides.get(topic, {})
+        rm = self.replica_manager
+        for side, quota in (("leader", rm.leader_quota), ("follower", rm.follower_quota)):
+            value = overrides.get(f"{side}.replication.throttled.replicas")
+            partitions = parse_throttled_replicas(value, self.broker_id)
+            if quota.set_throttled(topic, partitions):
+                shown = "all" if partitions is None else sorted(partitions)
+                log.info("broker %d: %s throttle on %s partitions %s", self.broker_id, side, topic, shown)
+
+    async def reload_broker_throttles(self) -> None:
+        """``*.replication.throttled.rate``: this broker's dynamic config (``/config/brokers/<id>``),
+        else the cluster's (``/config/brokers/<default>``), else ``server.properties``."""
+        dynamic = {
+            **await self.zk.get_entity_configs("brokers", "<default>"),
+            **await self.zk.get_entity_configs("brokers", str(self.broker_id)),
+        }
+        rm = self.replica_manager
+        for side, quota in (("leader", rm.leader_quota), ("follower", rm.follower_quota)):
+            key = f"{side}.replication.throttled.rate"
+            try:
+                rate = int(dynamic.get(key, self.config[key]))
+            except ValueError:
+                log.warning("broker %d: ignoring %s=%r", self.broker_id, key, dynamic.get(key))
+                rate = int(self.config[key])
+            if rate != quota.rate:
+                log.info("broker %d: %s = %d", self.broker_id, key, rate)
+                quota.rate = rate
+            quota.samples = int(self.config["replication.quota.window.num"])
+            quota.window_s = float(self.config["replication.quota.window.size.seconds"])
 
     async def _on_config_change(self, _path: str) -> None:
         for topic in {tp.topic for tp in self.replica_manager.partitions}:
             await self.reload_topic_config(topic)
+        await self.reload_broker_throttles()
 
     # --- requests from the controller --------------------------------------------------------
     #
@@ -510,6 +546,7 @@ class Broker:
             try:
                 if tp.topic not in self.topic_overrides:
                     self.topic_overrides[tp.topic] = await self.zk.get_entity_configs("topics", tp.topic)
+                    self._apply_topic_throttles(tp.topic)
                 partition = self.replica_manager.become_leader_or_follower(tp, state)
                 self._notify_extensions("on_become_leader" if partition.is_leader else "on_become_follower", tp)
                 errors[tp] = ErrorCode.none

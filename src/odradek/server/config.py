@@ -276,6 +276,24 @@ BROKER_CONFIGS = (
     .define("replica.fetch.backoff.ms", "int", 1000, "Pause of a follower fetcher after a fetch error.", at_least(0))
     .define("replica.socket.timeout.ms", "int", 30000, "Request timeout of follower fetches (beyond the wait).")
     .define(
+        "leader.replication.throttled.rate",
+        "long",
+        2**63 - 1,
+        "Bytes/s this broker sends to out-of-sync followers of partitions in leader.replication.throttled.replicas. "
+        "Dynamic: per broker or cluster-wide through AlterConfigs on a broker resource.",
+        at_least(0),
+    )
+    .define(
+        "follower.replication.throttled.rate",
+        "long",
+        2**63 - 1,
+        "Bytes/s this broker fetches, while out of sync, for partitions in follower.replication.throttled.replicas. "
+        "Dynamic, as the leader rate.",
+        at_least(0),
+    )
+    .define("replication.quota.window.num", "int", 11, "Sample windows of the replication throttles.", at_least(1))
+    .define("replication.quota.window.size.seconds", "int", 1, "Length of a replication throttle sample.", at_least(1))
+    .define(
         "controlled.shutdown.enable",
         "boolean",
         True,

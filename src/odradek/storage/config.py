@@ -248,14 +248,14 @@ TOPIC_CONFIGS = (
         "leader.replication.throttled.replicas",
         "list",
         [],
-        "Accepted for compatibility (`*` or partition:broker pairs); replication is not throttled.",
+        "Replicas throttled by leader.replication.throttled.rate on their leader: `*` or partition:broker pairs.",
         throttled_replicas,
     )
     .define(
         "follower.replication.throttled.replicas",
         "list",
         [],
-        "Accepted for compatibility (`*` or partition:broker pairs); replication is not throttled.",
+        "Replicas throttled by follower.replication.throttled.rate while they catch up: `*` or partition:broker pairs.",
         throttled_replicas,
     )
     .define(

@@ -5,9 +5,9 @@ overrides: keys left out go back to the broker's defaults. Each resource is answ
 
 - UNKNOWN_TOPIC_OR_PARTITION (no such topic), INVALID_TOPIC_EXCEPTION (invalid name);
 - INVALID_CONFIG: unknown key or a value of the wrong type or range (nothing is changed);
-- INVALID_REQUEST: a key named twice, a null value, a broker resource (type 4: dynamic broker
-  configs are not supported; ``server.properties`` is the only source of broker configs) or any
-  other resource type.
+- INVALID_REQUEST: a key named twice, a null value, any other resource type, or on a broker
+  resource (type 4) a key that is not dynamic here (see :mod:`odradek.server.dynamic_config`:
+  the replication throttle rates are).
 
 With ``validate_only`` everything is checked and nothing written. A change is written to the
 metadata store (``/config/topics/<topic>`` plus a change notification) and applied to this
@@ -27,6 +27,7 @@ from typing import Any
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from odradek.server.admin_manager import validate_topic_name
 from odradek.server.apis.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, topic_exists
+from odradek.server.dynamic_config import set_broker_overrides
 from odradek.server.request import RequestContext
 
 API_KEY = 33
@@ -38,9 +39,7 @@ log = logging.getLogger(__name__)
 
 def check_resource(ctx: RequestContext, resource_type: int, names: Iterable[str]) -> None:
     """Raise for a resource that cannot be altered or a key named twice."""
-    if resource_type == RESOURCE_BROKER:
-        raise InvalidRequestError("dynamic broker configs are not supported: set broker configs in server.properties")
-    if resource_type != RESOURCE_TOPIC:
+    if resource_type not in (RESOURCE_TOPIC, RESOURCE_BROKER):
         raise InvalidRequestError(f"Unsupported resource type: {resource_type}")
     duplicates = sorted(name for name, n in Counter(names).items() if n > 1)
     if duplicates:
@@ -65,7 +64,11 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Non
     nulls = [c.name for c in resource.configs if c.value is None]
     if nulls:
         raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
-    await alter_topic(ctx, resource.resource_name, {c.name: c.value for c in resource.configs}, validate_only)
+    overrides = {c.name: c.value for c in resource.configs}
+    if resource.resource_type == RESOURCE_BROKER:
+        await set_broker_overrides(ctx.broker, resource.resource_name, overrides, validate_only)
+    else:
+        await alter_topic(ctx, resource.resource_name, overrides, validate_only)
 
 
 async def answer_resources(

@@ -11,8 +11,8 @@ in request order, on top of the stored overrides:
 - any other operation: INVALID_REQUEST.
 
 Errors per resource as AlterConfigs: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (unknown key,
-bad value), INVALID_REQUEST (a key named twice, broker resources: dynamic broker configs are not
-supported). ``validate_only`` checks without writing. Runs on the broker's event loop.
+bad value), INVALID_REQUEST (a key named twice; on a broker resource, a key that is not dynamic: see
+:mod:`odradek.server.dynamic_config`). ``validate_only`` checks without writing. Runs on the broker's event loop.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Any
 
 from odradek.errors import InvalidConfigError, InvalidRequestError
 from odradek.server.apis.alter_configs import answer_resources, check_resource, check_topic
-from odradek.server.apis.describe_configs import render_value
+from odradek.server.apis.describe_configs import RESOURCE_BROKER, render_value
+from odradek.server.dynamic_config import broker_overrides, set_broker_overrides
 from odradek.server.request import RequestContext
 from odradek.storage.config import TOPIC_CONFIGS
 
@@ -79,6 +80,11 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Non
     check_resource(ctx, resource.resource_type, (c.name for c in resource.configs))
     name = resource.resource_name
     ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
+    if resource.resource_type == RESOURCE_BROKER:
+        current = await broker_overrides(ctx.broker, name)
+        updated = apply_operations(current, {}, ops)
+        await set_broker_overrides(ctx.broker, name, updated, validate_only)
+        return
     await check_topic(ctx, name)
     overrides = await ctx.broker.admin.topic_overrides(name)
     updated = apply_operations(overrides, ctx.broker.config.log_config_defaults(), ops)
