@@ -302,3 +302,29 @@ def test_a_throttled_move_is_bounded_and_the_throttles_are_cleared(cluster: Loca
     topic_config = json.loads(cluster.read_znode("/config/topics/throttled") or b"{}")["config"]
     assert "leader.replication.throttled.replicas" not in topic_config
     assert _log_bytes(cluster, 2, "throttled", 0) == _log_bytes(cluster, 1, "throttled", 0)
+
+
+def test_log_dirs_describe_every_broker(cluster: LocalCluster) -> None:
+    argv = [sys.executable, "-m", "odradek.cli.main", "log-dirs", "--bootstrap-server", cluster.bootstrap_servers]
+    result = subprocess.run([*argv, "--describe", "--topic-list", "seed"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [
+        "Querying brokers for log directories information",
+        "Received log directory information from brokers 1,2,3",
+    ]
+    doc = json.loads(lines[2])
+    sizes = {
+        (b["broker"], p["partition"]): p["size"]
+        for b in doc["brokers"]
+        for d in b["logDirs"]
+        for p in d["partitions"]
+        if d["error"] is None
+    }
+    # seed-0 was lowered to [2, 3]; seed-1 has three replicas
+    assert set(sizes) == {(2, "seed-0"), (3, "seed-0"), (1, "seed-1"), (2, "seed-1"), (3, "seed-1")}
+    for (broker_id, name), size in sizes.items():
+        assert size == len(_log_bytes(cluster, broker_id, "seed", int(name.rsplit("-", 1)[1])) or b"")
+    assert all(
+        Path(d["logDir"]) == Path(cluster.broker(b["broker"]).data_dir) for b in doc["brokers"] for d in b["logDirs"]
+    )
