@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -36,6 +35,7 @@ from odradek.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from odradek.server.replica_assignment import assign_replicas
 from odradek.storage.config import TOPIC_CONFIGS, LogConfig
 
 if TYPE_CHECKING:
@@ -62,35 +62,6 @@ def validate_topic_name(name: str) -> None:
         )
 
 
-def assign_replicas(
-    brokers: Sequence[int],
-    partitions: int,
-    replication_factor: int,
-    start_partition: int = 0,
-    start_index: int | None = None,
-) -> dict[int, list[int]]:
-    """Spread partitions over brokers round-robin from a random start, replicas on consecutive
-    brokers with a per-round shift (Kafka's rack-unaware ``assignReplicasToBrokers``)."""
-    ordered = sorted(brokers)
-    n = len(ordered)
-    if replication_factor > n:
-        raise InvalidReplicationFactorError(
-            f"Replication factor: {replication_factor} larger than available brokers: {n}."
-        )
-    start = random.randrange(n) if start_index is None else start_index
-    shift = random.randrange(n) if start_index is None else 0
-    assignment: dict[int, list[int]] = {}
-    for p in range(start_partition, start_partition + partitions):
-        if p > 0 and p % n == 0:
-            shift += 1
-        first = (start + p) % n
-        replicas = [ordered[first]]
-        for j in range(replication_factor - 1):
-            replicas.append(ordered[(first + 1 + (shift + j) % max(n - 1, 1)) % n])
-        assignment[p] = replicas
-    return assignment
-
-
 class AdminManager:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -101,6 +72,9 @@ class AdminManager:
 
     async def _live_brokers(self) -> list[int]:
         return [b.id for b in await self.broker.zk.get_all_brokers()]
+
+    async def _racks(self) -> dict[int, str | None]:
+        return {b.id: b.rack for b in await self.broker.zk.get_all_brokers()}
 
     # --- create ------------------------------------------------------------------------------
 
@@ -136,7 +110,7 @@ class AdminManager:
                 raise InvalidPartitionsError(f"Number of partitions must be larger than 0, got {partitions}.")
             if rf < 1:
                 raise InvalidReplicationFactorError(f"Replication factor must be larger than 0, got {rf}.")
-            assignment = assign_replicas(live, partitions, rf)
+            assignment = assign_replicas(live, partitions, rf, racks=await self._racks())
         overrides = {k: v for k, v in (configs or {}).items() if v is not None}
         log_config = LogConfig.from_props(overrides, self.config.log_config_defaults())
         if name in await self.broker.zk.get_all_topics():
@@ -252,7 +226,7 @@ class AdminManager:
                     f"Inconsistent replication factor between partitions, partition 0 has {rf}"
                 )
         else:
-            new = assign_replicas(live, count - existing, rf, start_partition=existing)
+            new = assign_replicas(live, count - existing, rf, start_partition=existing, racks=await self._racks())
         if validate_only:
             return
         merged = {**current, **new}
