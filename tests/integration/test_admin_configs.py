@@ -428,6 +428,11 @@ def test_replication_throttle_rates_are_dynamic_broker_configs(broker: BrokerRun
     # a broker's own value beats the cluster default
     with_admin(broker, lambda a: a.alter_configs({Resource.broker(0): {leader: "1000", follower: "3000"}}))
     assert rates() == (1000, 3000)
+    described = with_admin(broker, lambda a: a.describe_configs([Resource.broker(0), Resource(4, "")]))
+    own = described[Resource.broker(0)].configs
+    assert (own[follower].value, own[follower].source) == ("3000", 2)  # DYNAMIC_BROKER_CONFIG
+    default = described[Resource(4, "")].configs
+    assert list(default) == [follower] and (default[follower].value, default[follower].source) == ("2000", 3)
     bad = with_admin(broker, lambda a: a.alter_configs({Resource.broker(0): {leader: "-5"}}))
     assert bad[Resource.broker(0)].error_code == ErrorCode.invalid_config  # type: ignore[union-attr]
     with_admin(broker, lambda a: a.alter_configs({Resource.broker(0): {}, Resource(4, ""): {}}))

@@ -8,15 +8,16 @@ v1..v4 (v4 is the first flexible version). Each resource is answered on its own:
   broker's value for the key's broker synonym: the source of its first synonym (below), or 5
   (DEFAULT_CONFIG) when it has none. Topic configs are never ``read_only``. An invalid topic name gets
   INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
-- **broker** (resource type 4): every broker key; 4 (STATIC_BROKER_CONFIG) when set in
-  ``server.properties``, 5 (DEFAULT_CONFIG) otherwise. ``read_only`` is false exactly for the
-  keys Kafka 3.9 can update dynamically (``DynamicBrokerConfig.AllDynamicConfigs``: listeners,
-  ``advertised.listeners``, the log defaults such as ``log.retention.ms``, ``message.max.bytes``,
-  ``num.io.threads``, ...), true for the others (``broker.id``, ``log.dirs``,
-  ``log.retention.hours``, ...); odradek itself answers AlterConfigs on brokers with
-  INVALID_REQUEST. The resource name must be this broker's id; the empty name (the cluster-wide
-  dynamic defaults) answers an empty list, since odradek has no dynamic broker configs. Any other
-  name gets INVALID_REQUEST.
+- **broker** (resource type 4): every broker key; 2 (DYNAMIC_BROKER_CONFIG) when set in
+  ``/config/brokers/<id>``, 3 (DYNAMIC_DEFAULT_BROKER_CONFIG) when set in
+  ``/config/brokers/<default>``, 4 (STATIC_BROKER_CONFIG) when set in ``server.properties``, 5
+  (DEFAULT_CONFIG) otherwise. ``read_only`` is false exactly for the keys Kafka 3.9 can update
+  dynamically (``DynamicBrokerConfig.AllDynamicConfigs``: listeners, ``advertised.listeners``,
+  the log defaults such as ``log.retention.ms``, ``message.max.bytes``, ``num.io.threads``, ...),
+  true for the others (``broker.id``, ``log.dirs``, ``log.retention.hours``, ...); odradek itself
+  changes only the replication throttle rates dynamically (:mod:`odradek.server.dynamic_config`).
+  The resource name must be this broker's id; the empty name lists the cluster-wide dynamic
+  defaults that are set. Any other name gets INVALID_REQUEST.
 - any other resource type: INVALID_REQUEST.
 
 ``include_synonyms`` lists, per key, every place a value comes from, highest priority first, as
@@ -248,9 +249,15 @@ def topic_config_entries(
 
 
 def broker_config_entries(
-    broker: Broker, requested: Sequence[str] | None = None, include_documentation: bool = False
+    broker: Broker,
+    requested: Sequence[str] | None = None,
+    include_documentation: bool = False,
+    dynamic: Mapping[str, str] | None = None,
+    dynamic_default: Mapping[str, str] | None = None,
 ) -> list[ConfigEntry]:
-    """Every (or every requested) broker config of this broker, sorted by name."""
+    """Every (or every requested) broker config of this broker, sorted by name. ``dynamic`` and
+    ``dynamic_default`` (``/config/brokers/<id>`` and ``<default>``) win over ``server.properties``
+    and come first in the synonyms (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG)."""
     table: ConfigDef = BROKER_CONFIGS
     entries = []
     for name in _wanted(table.keys, requested):
@@ -258,6 +265,10 @@ def broker_config_entries(
         sensitive = key.type == "password"
         synonyms = _broker_synonyms(broker, name, broker_config_synonyms(name), sensitive)
         value = None if sensitive else render_value(broker.config.get(name))
+        for values, source in ((dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG), (dynamic, DYNAMIC_BROKER_CONFIG)):
+            if values and name in values:
+                value = None if sensitive else values[name]
+                synonyms.insert(0, (name, value, source))
         entries.append(
             ConfigEntry(
                 name=name,
@@ -293,13 +304,18 @@ async def _describe(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
         return topic_config_entries(broker, overrides, requested, include_doc)
     if resource.resource_type == RESOURCE_BROKER:
         name = resource.resource_name
-        if name == "":
-            return []  # cluster-wide dynamic defaults: odradek has none
+        default = await broker.zk.get_entity_configs("brokers", "<default>")
+        if name == "":  # the cluster-wide dynamic defaults only
+            if not default:
+                return []
+            entries = broker_config_entries(broker, sorted(default), include_doc, dynamic_default=default)
+            return [e for e in entries if not requested or e.name in requested]
         if name != str(broker.broker_id):
             raise InvalidRequestError(
                 f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}"
             )
-        return broker_config_entries(broker, requested, include_doc)
+        own = await broker.zk.get_entity_configs("brokers", name)
+        return broker_config_entries(broker, requested, include_doc, own, default)
     raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
 
 
