@@ -285,6 +285,8 @@ class KafkaController(ControllerOperations, ControllerReassignment):
         self.ctx.topic_ids.pop(topic, None)
         for tp in [tp for tp in self.ctx.states if tp.topic == topic]:
             del self.ctx.states[tp]
+        for tp in [tp for tp in self.reassignments if tp.topic == topic]:
+            del self.reassignments[tp]  # a topic deleted while it moved
 
     async def _elect_where_needed(self, topics: set[str]) -> dict[TopicPartition, PartitionState]:
         """Initialise new partitions and re-elect partitions whose leader is not alive.
