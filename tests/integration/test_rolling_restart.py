@@ -122,12 +122,16 @@ def test_rolling_restart_loses_and_duplicates_nothing(cluster: LocalCluster) -> 
     reader.start()
     producing = _Producing(cluster.bootstrap_servers)
     producing.start()
-    time.sleep(2)
+
+    def acked_more(than: int) -> bool:
+        return sum(len(v) for v in producing.acked.values()) >= than + 200
+
+    cluster.wait_until(lambda: acked_more(0), timeout_s=20, message="records acknowledged")
     for broker_id in (1, 2, 3):
         cluster.restart(broker_id)  # SIGTERM (controlled shutdown), then start again
         cluster.wait_until(lambda: _isr_whole(cluster), timeout_s=40, message=f"ISR whole after broker {broker_id}")
-        time.sleep(1)
-    time.sleep(2)
+        before = sum(len(v) for v in producing.acked.values())
+        cluster.wait_until(lambda b=before: acked_more(b), timeout_s=20, message="producing again")
     producing.stop.set()
     producing.join(90)
     assert producing.failed == []

@@ -37,6 +37,7 @@ from typing import Any
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
 from odradek.client.admin import AdminClient, AlterConfigOp, ConfigResource
 from odradek.errors import ErrorCode
+from odradek.server.replica_assignment import assign_replicas
 
 ALTER_REASSIGNMENTS = 45
 LIST_REASSIGNMENTS = 46
@@ -94,25 +95,19 @@ def format_reassignment(assignment: Assignment) -> str:
 
 
 def propose(current: Assignment, brokers: list[int]) -> Assignment:
-    """Kafka's rack-unaware assignment (``assignReplicasToBrokers``, start index and shift 0) of
-    each topic's partitions over ``brokers``, keeping every partition's replication factor."""
+    """Kafka's rack-unaware assignment (start index and shift 0) of each topic's partitions over
+    ``brokers``, keeping every partition's replication factor."""
     out: Assignment = {}
-    n = len(brokers)
     by_topic: dict[str, list[tuple[int, int]]] = {}
     for (t, p), replicas in sorted(current.items()):
         by_topic.setdefault(t, []).append((p, len(replicas)))
     for topic, partitions in by_topic.items():
-        shift = 0
-        for index, (partition, rf) in enumerate(partitions):
-            if rf > n:
-                raise CommandError(f"replication factor {rf} of {topic}-{partition} is larger than the broker list")
-            if index > 0 and index % n == 0:
-                shift += 1
-            first = index % n
-            replicas = [brokers[first]]
-            for j in range(rf - 1):
-                replicas.append(brokers[(first + 1 + (shift + j) % (n - 1)) % n])
-            out[(topic, partition)] = replicas
+        rf = max(r for _, r in partitions)
+        if rf > len(brokers):
+            raise CommandError(f"replication factor {rf} of {topic} is larger than the broker list")
+        proposed = assign_replicas(brokers, len(partitions), rf, start_index=0)
+        for index, (partition, own_rf) in enumerate(partitions):
+            out[(topic, partition)] = proposed[index][:own_rf]
     return out
 
 
