@@ -8,9 +8,12 @@ older controller epoch, topic deletion through StopReplica, and controller failo
 from __future__ import annotations
 
 import asyncio
+import base64
+import datetime
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from odradek.client.connection import KafkaConnection
 from odradek.errors import ErrorCode
 from odradek.protocol.inter_broker_messages import request_class
 from odradek.protocol.messages import nested
+from odradek.protocol.records import Record, build_batch
 from odradek.testing_zk import ZooKeeperServer
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(120)]
@@ -123,6 +127,55 @@ def test_each_leader_accepts_a_produce_with_acks_1(cluster: LocalCluster) -> Non
         # the record is in the leader's log directory (replication to followers comes with the fetchers)
         log_file = Path(cluster.broker(leader).data_dir) / f"{TOPIC}-{partition}" / "00000000000000000000.log"
         assert log_file.stat().st_size > 0
+
+
+def test_a_follower_refusing_produce_and_fetch_names_the_leader(cluster: LocalCluster) -> None:
+    """KIP-951: Produce v11 and Fetch v16 sent to a follower are answered NOT_LEADER_OR_FOLLOWER with
+    the leader's id and epoch (``current_leader``) and its address (``node_endpoints``)."""
+    _, _, view = _metadata(cluster.broker(1).bootstrap_servers)
+    partition, (leader, replicas, _isr) = next(iter(view.items()))
+    follower = next(r for r in replicas if r != leader)
+    state = json.loads(cluster.read_znode(f"/brokers/topics/{TOPIC}/partitions/{partition}/state") or b"{}")
+    topic_id = uuid.UUID(
+        bytes=base64.urlsafe_b64decode(
+            json.loads(cluster.read_znode(f"/brokers/topics/{TOPIC}") or b"{}")["topic_id"] + "=="
+        )
+    )
+
+    def produce(conn: KafkaConnection) -> Any:
+        rb = conn.builder(0, 11, 11)
+        batch = build_batch([Record(b"k", b"v")])
+        part = rb.make("PartitionProduceData", index=partition, records=batch)
+        return rb(
+            transactional_id=None,
+            acks=1,
+            timeout=datetime.timedelta(seconds=5),
+            topic_data=(rb.make("TopicProduceData", name=TOPIC, partition_data=(part,)),),
+        )
+
+    def fetch(conn: KafkaConnection) -> Any:
+        rb = conn.builder(1, 16, 16)
+        part = rb.make("FetchPartition", partition=partition, fetch_offset=0, partition_max_bytes=1024)
+        return rb(
+            max_wait=datetime.timedelta(0),
+            min_bytes=0,
+            topics=(rb.make("FetchTopic", topic_id=topic_id, partitions=(part,)),),
+            forgotten_topics_data=(),
+        )
+
+    address = cluster.broker(follower).bootstrap_servers
+    leader_port = int(cluster.broker(leader).bootstrap_servers.rsplit(":", 1)[1])
+    produced = asyncio.run(_send(address, produce))
+    answer = produced.responses[0].partition_responses[0]
+    fetched = asyncio.run(_send(address, fetch))
+    fetched_part = fetched.responses[0].partitions[0]
+    for error_code, hint, endpoints in (
+        (answer.error_code, answer.current_leader, produced.node_endpoints),
+        (fetched_part.error_code, fetched_part.current_leader, fetched.node_endpoints),
+    ):
+        assert error_code == ErrorCode.not_leader_or_follower
+        assert (hint.leader_id, hint.leader_epoch) == (leader, state["leader_epoch"])
+        assert [(n.node_id, n.port) for n in endpoints] == [(leader, leader_port)]
 
 
 def test_leader_and_isr_with_an_older_controller_epoch_is_refused(cluster: LocalCluster) -> None:

@@ -17,9 +17,10 @@ Wire format, Fetch v4..v17 (Kafka's FetchResponse.json; flexible from v12; topic
         aborted_transactions nullable [producer_id i64, first_offset i64],
         preferred_read_replica i32 (v11+),
         records nullable bytes,
-        tagged fields (v12)]
+        tagged fields (v12): 0 diverging_epoch [epoch i32, end_offset i64],
+                             1 current_leader [leader_id i32, leader_epoch i32] (KIP-951)]
       tagged fields (v12)]
-    tagged fields (v12)
+    tagged fields (v12): 0 node_endpoints [node_id i32, host string, port i32, rack nullable string] (v16+)
 
 Non-flexible versions use i32 array counts, i16 string lengths and i32 byte lengths (-1 = null);
 v12 uses compact forms (unsigned varint of length + 1, 0 = null). A unit test checks every
@@ -48,6 +49,7 @@ _PART = struct.Struct(">ihqq")  # partition, error, hw, lso
 _I64 = struct.Struct(">q")
 _ABORTED = struct.Struct(">qq")
 _EPOCH_END = struct.Struct(">iq")  # DivergingEpoch: epoch, end_offset (13 bytes with its empty tag section)
+_LEADER = struct.Struct(">ii")  # LeaderIdAndEpoch: leader_id, leader_epoch (9 bytes with its empty tag section)
 
 
 @dataclass(slots=True)
@@ -62,6 +64,41 @@ class FetchedPartition:
     preferred_read_replica: int = -1
     diverging_epoch: tuple[int, int] | None = None
     """(epoch, end offset) when the fetcher's log diverged from the leader's (v12+, tagged field 0)."""
+    current_leader: tuple[int, int] | None = None
+    """(leader id, leader epoch) hinted with NOT_LEADER_OR_FOLLOWER (v12+, tagged field 1, KIP-951)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEndpoint:
+    """A leader's address in the response's ``node_endpoints`` (v16+, tagged field 0, KIP-951)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+def _compact_string(value: str | None) -> bytes:
+    if value is None:
+        return b"\x00"
+    raw = value.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+def _partition_tags(p: FetchedPartition) -> bytes:
+    tags = []
+    if p.diverging_epoch is not None:
+        tags.append(b"\x00\x0d" + _EPOCH_END.pack(*p.diverging_epoch) + b"\x00")
+    if p.current_leader is not None:
+        tags.append(b"\x01\x09" + _LEADER.pack(*p.current_leader) + b"\x00")
+    return _uvarint(len(tags)) + b"".join(tags)
+
+
+def _node_endpoints_tag(endpoints: Sequence[NodeEndpoint]) -> bytes:
+    body = bytearray(_uvarint(len(endpoints) + 1))
+    for e in endpoints:
+        body += _I32.pack(e.node_id) + _compact_string(e.host) + _I32.pack(e.port) + _compact_string(e.rack) + b"\x00"
+    return b"\x01\x00" + _uvarint(len(body)) + body
 
 
 def _uvarint(value: int) -> bytes:
@@ -84,6 +121,7 @@ def encode_fetch_response(
     throttle_time_ms: int = 0,
     error_code: int = 0,
     session_id: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> list[Any]:
     """The whole response frame (size prefix included) as a list of parts: byte strings, and,
     where a partition's records are a file slice, that slice object itself (the connection sends
@@ -136,14 +174,15 @@ def encode_fetch_response(
                     parts.append(records)
                     total += size
                     buf = bytearray()
-            if flexible and p.diverging_epoch is not None:  # one tagged field: 0, DivergingEpoch
-                buf += b"\x01\x00\x0d" + _EPOCH_END.pack(*p.diverging_epoch) + b"\x00"
-            elif flexible:
-                buf += b"\x00"  # partition tagged fields
+            if flexible:
+                if p.diverging_epoch is None and p.current_leader is None:
+                    buf += b"\x00"  # no partition tagged fields
+                else:
+                    buf += _partition_tags(p)
         if flexible:
             buf += b"\x00"  # topic tagged fields
     if flexible:
-        buf += b"\x00"  # response tagged fields
+        buf += _node_endpoints_tag(node_endpoints) if version >= 16 and node_endpoints else b"\x00"
     parts.append(bytes(buf))
     total += len(buf)
     first = bytearray(parts[0])

@@ -113,6 +113,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._conn: KafkaConnection | None = None
         self._wakeup = asyncio.Event()
+        self._stopping = False
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     def add(self, tp: TopicPartition) -> None:
@@ -123,6 +124,10 @@ class ReplicaFetcher:
         self.partitions.pop(tp, None)
 
     async def stop(self) -> None:
+        """Stop the task and close the connection. The loop also checks a flag: on Python 3.11 a
+        cancellation that lands as ``asyncio.wait_for``'s inner wait completes can be lost."""
+        self._stopping = True
+        self._wakeup.set()
         self._task.cancel()
         try:
             await self._task
@@ -152,7 +157,7 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         backoff = self.config.backoff_ms / 1000
-        while True:
+        while not self._stopping:
             ready = self._ready()
             if not ready:
                 self._wakeup.clear()
@@ -292,9 +297,11 @@ class ReplicaFetcher:
                 return
         rb = conn.builder(FETCH_KEY, 4, FETCH_MAX_VERSION)
         by_topic: dict[str, list[object]] = {}
+        sent: dict[TopicPartition, tuple[FetchState, int, int]] = {}
         for tp in tps:
             partition = self.partition_for(tp)
             assert partition is not None and partition.epoch_cache is not None
+            sent[tp] = (self.partitions[tp], partition.leader_epoch, partition.log.log_end_offset)
             by_topic.setdefault(tp.topic, []).append(
                 rb.make(
                     "FetchPartition",
@@ -327,11 +334,25 @@ class ReplicaFetcher:
             for p in topic.partitions:
                 tp = TopicPartition(topic.topic, p.partition_index)
                 partition = self.partition_for(tp)
-                if partition is None or tp not in self.partitions or partition.is_leader:
+                if partition is None or partition.is_leader or not self._unchanged(tp, partition, sent.get(tp)):
                     continue
                 if tp in throttled and p.records is not None:
                     self.config.quota.record(len(p.records))
                 self._process(partition, p)
+
+    def _unchanged(self, tp: TopicPartition, partition: Partition, sent: tuple[FetchState, int, int] | None) -> bool:
+        """Whether ``tp`` is fetched as it was when the request went out (Kafka's fetcher drops an
+        answer otherwise): same assignment, same leader epoch, same log end offset. A LeaderAndIsr
+        that arrived during the long poll made the answer stale: the partition is fetched (after
+        truncating) at once with its new epoch instead of backing off on FENCED_LEADER_EPOCH."""
+        if sent is None:
+            return False
+        state, epoch, fetch_offset = sent
+        return (
+            self.partitions.get(tp) is state
+            and partition.leader_epoch == epoch
+            and partition.log.log_end_offset == fetch_offset
+        )
 
     def _process(self, partition: Partition, p: object) -> None:
         tp = partition.topic_partition
@@ -385,10 +406,15 @@ class ReplicaFetcherManager:
         self.config = config
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._assigned: dict[TopicPartition, tuple[int, int]] = {}
+        self.closed = False
+        """Set by :meth:`shutdown`: a broker going away fetches nothing more."""
 
     def add_partition(self, tp: TopicPartition, leader_id: int) -> None:
-        """Fetch ``tp`` from ``leader_id`` (truncating first); replaces any earlier assignment."""
+        """Fetch ``tp`` from ``leader_id`` (truncating first); replaces any earlier assignment.
+        Does nothing once the manager is shut down."""
         self.remove_partition(tp)
+        if self.closed:
+            return
         key = (leader_id, hash(tp) % max(1, self.config.num_fetchers))
         fetcher = self.fetchers.get(key)
         if fetcher is None:
@@ -415,6 +441,8 @@ class ReplicaFetcherManager:
                 await fetcher.stop()
 
     async def shutdown(self) -> None:
+        """Stop every fetcher for good (controlled shutdown, broker stop)."""
+        self.closed = True
         fetchers, self.fetchers = list(self.fetchers.values()), {}
         self._assigned.clear()
         for fetcher in fetchers:

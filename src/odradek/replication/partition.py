@@ -127,20 +127,29 @@ class Partition:
     def make_leader(self, state: PartitionState, now_ms: int) -> bool:
         """Become (or stay) leader with ``state``; True if this is a new leader epoch for us.
 
-        Followers' log end offsets are unknown until they fetch; those in the ISR count as caught
-        up now, so they are not shrunk out before they had a chance to fetch.
+        A new leader does not know its followers' log end offsets until they fetch; those in the
+        ISR count as caught up now, so they are not shrunk out before they had a chance to fetch.
+        A leader that stays leader under a new epoch (the controller shrank the ISR, a
+        reassignment) keeps what it knows of its followers (Kafka's ``resetReplicaState``), so the
+        high watermark can move with the new ISR at once; long-polling fetches are woken, and a
+        follower's fetch parked with the old epoch is answered FENCED_LEADER_EPOCH now rather than
+        at the end of its wait.
         """
-        new_epoch = not self.is_leader or state.leader_epoch != self.state.leader_epoch
+        was_leader = self.is_leader
+        new_epoch = not was_leader or state.leader_epoch != self.state.leader_epoch
         self.state = state
         if new_epoch:
             self.leader_epoch_start_offset = self.log.log_end_offset
             assert self.epoch_cache is not None
             self.epoch_cache.assign(state.leader_epoch, self.leader_epoch_start_offset)
-            self.followers = {
-                r: FollowerState(r, last_caught_up_time_ms=now_ms if r in state.isr else 0)
-                for r in state.replicas
-                if r != self.broker_id
-            }
+            known = self.followers if was_leader else {}
+            self.followers = {}
+            for r in state.replicas:
+                if r == self.broker_id:
+                    continue
+                follower = known.get(r) or FollowerState(r)
+                follower.last_caught_up_time_ms = now_ms if r in state.isr else follower.last_caught_up_time_ms
+                self.followers[r] = follower
         else:
             for r in state.replicas:
                 if r != self.broker_id and r not in self.followers:
@@ -149,6 +158,9 @@ class Partition:
                 if r not in state.replicas:
                     del self.followers[r]
         self.maybe_increment_high_watermark()
+        if new_epoch and was_leader:
+            self.wake_waiters()
+            self.complete_delayed_produces()
         return new_epoch
 
     def make_follower(self, state: PartitionState) -> bool:

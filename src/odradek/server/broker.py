@@ -387,6 +387,10 @@ class Broker:
             return False
         if len(self.metadata_cache.brokers) <= 1:
             return True
+        # A follower that kept fetching would be taken back into the ISRs the controller shrinks,
+        # and acks=all writes would wait for it until replica.lag.time.max.ms.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.replica_manager.shutdown_fetchers(), SHUTDOWN_STEP_TIMEOUT_S)
         retries = int(cfg["controlled.shutdown.max.retries"])
         backoff_s = int(cfg["controlled.shutdown.retry.backoff.ms"]) / 1000
         for attempt in range(1, retries + 1):

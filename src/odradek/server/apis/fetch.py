@@ -4,8 +4,9 @@ v4..v17 (Kafka 3.9's range from v4). v13+ name topics by id (KIP-516): an id the
 does not know (or the zero id) is answered UNKNOWN_TOPIC_ID for each of its partitions, and the
 response names topics by id too. v15+ carry the follower's id in the tagged ``ReplicaState``
 (KIP-903) instead of ``replica_id``; v17's ``replica_directory_id`` is accepted and unused (one log
-directory per partition, no JBOD moves). v16's tagged ``current_leader`` and ``node_endpoints``
-(KIP-951) are not sent: clients fall back to a metadata refresh. Waits up to ``max_wait_ms`` until
+directory per partition, no JBOD moves). v16+ answers NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH
+with the leader this broker knows (tagged ``current_leader`` and ``node_endpoints``, KIP-951,
+:mod:`odradek.server.apis.leader_hints`). Waits up to ``max_wait_ms`` until
 ``min_bytes`` are available; ``max_bytes`` bounds the response and ``partition_max_bytes`` each
 partition, but the first partition with data returns at least one whole batch (KIP-74). Consumers
 (replica_id -1) read up to the high watermark (read_uncommitted) or the last stable offset
@@ -26,8 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.errors import ErrorCode
-from odradek.protocol.fetch_response import FetchedPartition, encode_fetch_response
+from odradek.protocol.fetch_response import FetchedPartition, NodeEndpoint, encode_fetch_response
 from odradek.replication.replica_manager import FetchRequestPartition
+from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, hinted_brokers
 from odradek.server.metadata_cache import ZERO_UUID
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
@@ -90,10 +92,21 @@ async def handle(ctx: RequestContext) -> list[Any]:
                 records=r.records if r.records is not None else b"",
                 aborted_transactions=r.aborted_transactions if r.error_code == ErrorCode.none else (),
                 diverging_epoch=r.diverging_epoch,
+                current_leader=current_leader(ctx, r.topic_partition)
+                if version >= 16 and r.error_code in HINTED_ERRORS
+                else None,
             )
         )
     topics = list(by_topic.items()) + unknown
-    return encode_fetch_response(version, ctx.header.correlation_id, topics)
+    return encode_fetch_response(
+        version, ctx.header.correlation_id, topics, node_endpoints=_node_endpoints(ctx, by_topic.values())
+    )
+
+
+def _node_endpoints(ctx: RequestContext, answered: Any) -> list[NodeEndpoint]:
+    """The hinted leaders' addresses (v16+ ``node_endpoints``); empty when nothing was hinted."""
+    leaders = (p.current_leader[0] for parts in answered for p in parts if p.current_leader)
+    return [NodeEndpoint(b.id, b.host, b.port, b.rack) for b in hinted_brokers(ctx, leaders)]
 
 
 def _unknown_topic_id(partition: int) -> FetchedPartition:

@@ -21,6 +21,9 @@ their partition with INVALID_RECORD or INVALID_TIMESTAMP, Kafka's ``error_messag
 ``record_errors`` (``batch_index`` and ``batch_index_error_message`` per rejected record, KIP-467);
 nothing of that partition is appended. See :mod:`odradek.storage.log_validator`.
 
+v10+ answers NOT_LEADER_OR_FOLLOWER with the leader this broker knows (``current_leader`` and
+``node_endpoints``, KIP-951, :mod:`odradek.server.apis.leader_hints`).
+
 Batches are appended exactly as received (offsets stamped in); records are decoded only for those
 checks, which ordinary (uncompacted, no timestamp limit) topics never need.
 """
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError, RecordValidationError
+from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, node_endpoints
 from odradek.server.metadata_cache import INTERNAL_TOPICS
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
@@ -131,11 +135,14 @@ async def handle(ctx: RequestContext) -> Any:
         return None
     if acks == -1:
         await _wait_for_isr(ctx, answers, int(req.timeout.total_seconds() * 1000))
+    with_hints = ctx.has("LeaderIdAndEpoch")  # v10+ (KIP-951)
+    leaders: list[int] = []
     topics = []
     for name, parts in answers.items():
         partitions = tuple(
             ctx.make(
                 "PartitionProduceResponse",
+                **_leader_hint(ctx, name, a, leaders) if with_hints else {},
                 index=a.index,
                 error_code=a.error,
                 base_offset=a.base_offset,
@@ -152,4 +159,16 @@ async def handle(ctx: RequestContext) -> Any:
             for a in parts
         )
         topics.append(ctx.make("TopicProduceResponse", name=name, partition_responses=partitions))
-    return ctx.response(responses=tuple(topics), throttle_time=datetime.timedelta(0))
+    extra = {"node_endpoints": node_endpoints(ctx, "NodeEndpoint", leaders)} if leaders else {}
+    return ctx.response(responses=tuple(topics), throttle_time=datetime.timedelta(0), **extra)
+
+
+def _leader_hint(ctx: RequestContext, name: str, answer: _Answer, leaders: list[int]) -> dict[str, Any]:
+    """v10+: the ``current_leader`` of a partition refused for not being led here (KIP-951);
+    the leader's id is added to ``leaders`` for the response's ``node_endpoints``."""
+    if answer.error not in HINTED_ERRORS:
+        return {}
+    leader, epoch = current_leader(ctx, TopicPartition(name, answer.index))
+    if leader >= 0:
+        leaders.append(leader)
+    return {"current_leader": ctx.make("LeaderIdAndEpoch", leader_id=leader, leader_epoch=epoch)}
