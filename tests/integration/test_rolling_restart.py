@@ -53,8 +53,9 @@ def _isr_whole(cluster: LocalCluster) -> bool:
 
 
 class _Producing(threading.Thread):
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, prefix: bytes = b"r") -> None:
         super().__init__(daemon=True)
+        self.prefix = prefix
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -77,7 +78,9 @@ class _Producing(threading.Thread):
     def run(self) -> None:
         i = 0
         while not self.stop.is_set():
-            self.producer.produce(TOPIC, b"r-%06d" % i, partition=i % PARTITIONS, on_delivery=self._delivered)
+            self.producer.produce(
+                TOPIC, b"%s-%06d" % (self.prefix, i), partition=i % PARTITIONS, on_delivery=self._delivered
+            )
             self.producer.poll(0.002)
             i += 1
         self.producer.flush(60)
@@ -97,6 +100,26 @@ def _read_all(bootstrap: str) -> dict[int, list[bytes]]:
                 ended.add(m.partition())
     consumer.close()
     return out
+
+
+def test_a_broker_stopped_with_sigterm_leaves_every_isr_and_stays_out(cluster: LocalCluster) -> None:
+    """Controlled shutdown: when the process has exited no partition is led by it or counts it in
+    sync, and it is not taken back into an ISR by a last fetch (acks=all would wait for it)."""
+    producing = _Producing(cluster.bootstrap_servers, prefix=b"sigterm")
+    producing.start()
+    cluster.wait_until(lambda: sum(len(v) for v in producing.acked.values()) >= 200, timeout_s=20)
+    cluster.stop(3)
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        for p in range(PARTITIONS):
+            state = _state(cluster, p)
+            assert state["leader"] != 3 and 3 not in state["isr"], f"partition {p}: {state}"  # type: ignore[operator]
+        time.sleep(0.05)
+    producing.stop.set()
+    producing.join(60)
+    assert producing.failed == []
+    cluster.restart(3)
+    cluster.wait_until(lambda: _isr_whole(cluster), timeout_s=40, message="ISR whole after broker 3 came back")
 
 
 def test_rolling_restart_loses_and_duplicates_nothing(cluster: LocalCluster) -> None:
