@@ -149,3 +149,26 @@ def test_truncation_at_the_log_end_drops_an_epoch_led_without_writing(tmp_path: 
     p.make_follower(PartitionState(2, 6, [2], [1, 2, 3]))
     p.truncate_to(p.log.log_end_offset)
     assert p.epoch_cache.latest_epoch == 5 and p.log.log_end_offset == 3
+
+
+def test_a_leader_staying_leader_under_a_new_epoch_keeps_its_followers_positions(tmp_path: Path) -> None:
+    """The controller drops a departing follower from the ISR with a new leader epoch: the high
+    watermark moves with the remaining ISR at once, the waiting acks=all write completes and a
+    long-polling fetch is woken (its old epoch is now fenced)."""
+
+    async def run() -> None:
+        p = leader(tmp_path, [1, 2, 3], min_isr=2)
+        p.log.append_as_leader(batch(4), 5)
+        p.update_follower_fetch_state(2, 4, now_ms=1)
+        p.update_follower_fetch_state(3, 1, now_ms=1)
+        assert p.high_watermark == 1
+        waiter = p.wait_for_offset(4)
+        parked: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        p.add_waiter(parked, follower=True)
+        assert p.make_leader(PartitionState(1, 6, [1, 2], [1, 2, 3]), now_ms=2)
+        assert p.high_watermark == 4
+        assert await waiter == ErrorCode.none
+        assert parked.done()
+        assert p.followers[3].log_end_offset == 1
+
+    asyncio.run(run())
