@@ -113,6 +113,19 @@ def read_uvarint(buf: Any, pos: int, end: int) -> tuple[int, int]:
             raise InvalidRequestError("varint is longer than 5 bytes")
 
 
+def write_uvarint(value: int) -> bytes:
+    """``value`` (>= 0) as an unsigned varint: 7 bits a byte, low bits first."""
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
 def tag_section(known: dict[int, Check], buf: Any, pos: int, end: int) -> int:
     """Skip a tagged-field section at ``pos``, walking the values of the ``known`` tags; returns
     where it ends. The generated code inlines the usual single 0 byte and calls this otherwise;

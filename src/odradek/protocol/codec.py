@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import io
+import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ from kio.serial import entity_reader, entity_writer
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
 from odradek.protocol.bounded import Check, body_checker, tag_section
+from odradek.protocol.unknown_tags import strip_unknown_tags
+
+log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
@@ -165,10 +169,27 @@ def decode_request(schema: ApiSchema, frame: bytes | bytearray | memoryview, off
     buf: bytes | memoryview = frame if type(frame) is bytes else memoryview(frame).toreadonly()
     try:
         schema.check_request(buf, offset, len(buf))
-        request, _consumed = schema.read_request(buf, offset)  # type: ignore[arg-type]
+        try:
+            request, _consumed = schema.read_request(buf, offset)  # type: ignore[arg-type]
+        except Exception as exc:
+            if _UNKNOWN_TAG not in str(exc):
+                raise
+            request = _read_without_unknown_tags(schema.request_type, schema.read_request, buf, offset)
     except Exception as exc:  # the walk's InvalidRequestError, or any of the types kio raises
         raise InvalidRequestError(f"malformed {schema.request_type.__name__} v{schema.version}: {exc}") from None
     return request
+
+
+_UNKNOWN_TAG = "Unknown tagged field"
+
+
+def _read_without_unknown_tags(cls: type, read: Callable[[Any, int], tuple[Any, int]], buf: Any, pos: int) -> Any:
+    """kio refused a tagged field ``cls`` does not declare; Kafka skips those (KIP-482): read a copy
+    without them (:mod:`odradek.protocol.unknown_tags`)."""
+    body, dropped = strip_unknown_tags(cls, buf, pos, len(buf))
+    log.debug("%s: %d unknown tagged field(s) skipped", cls.__name__, dropped)
+    message, _consumed = read(body, 0)
+    return message
 
 
 def encode_response(schema: ApiSchema, correlation_id: int, response: Any) -> bytes:
@@ -228,7 +249,12 @@ def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tu
     check, read = response_reader(api_key, version)
     check(view, pos, len(view))
     try:
-        response, _end = read(view, pos)
+        try:
+            response, _end = read(view, pos)
+        except Exception as exc:
+            if _UNKNOWN_TAG not in str(exc):
+                raise
+            response = _read_without_unknown_tags(schema.response_type, read, view, pos)
     except Exception as exc:  # kio raises several types for malformed input
         raise InvalidRequestError(f"malformed {schema.response_type.__name__} v{version}: {exc}") from None
     return correlation_id, response

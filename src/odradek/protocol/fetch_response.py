@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from odradek.protocol.bounded import write_uvarint as _uvarint
+
 
 class SizedSlice(Protocol):
     """A byte range of a file the connection will ``sendfile`` (``odradek.storage.FileSlice``)."""
@@ -99,18 +101,6 @@ def _node_endpoints_tag(endpoints: Sequence[NodeEndpoint]) -> bytes:
     for e in endpoints:
         body += _I32.pack(e.node_id) + _compact_string(e.host) + _I32.pack(e.port) + _compact_string(e.rack) + b"\x00"
     return b"\x01\x00" + _uvarint(len(body)) + body
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def encode_fetch_response(
