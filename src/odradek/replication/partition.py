@@ -33,8 +33,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from odradek.errors import ErrorCode, NotLeaderOrFollowerError
-from odradek.protocol.records import iter_batches
+from odradek.protocol.records import LOG_OVERHEAD, iter_batches
 from odradek.replication.producer_state import ProducerStateManager
+from odradek.replication.txn_state import TxnState
 from odradek.storage import Log, LogAppendInfo, TopicPartition
 from odradek.storage.leader_epoch import LeaderEpochFileCache
 
@@ -86,12 +87,15 @@ class Partition:
     _produce_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = field(default_factory=list)
     _isr_update: asyncio.Task[None] | None = None
     producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
+    txn_state: TxnState = field(init=False)
 
     def __post_init__(self) -> None:
         if self.epoch_cache is None:
             self.epoch_cache = LeaderEpochFileCache(self.log.dir)
         self.epoch_cache.truncate_from_end(self.log.log_end_offset + 1)
         self.producer_state.rebuild(self.log)
+        self.txn_state = TxnState(self.log)
+        self.txn_state.rebuild()
 
     # --- identity ----------------------------------------------------------------------------
 
@@ -109,7 +113,24 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        """``min(first unstable offset, high watermark)``: read_committed reads stop there."""
+        hw = self.high_watermark
+        first_unstable = self.txn_state.first_unstable_offset()
+        return hw if first_unstable is None else min(first_unstable, hw)
+
+    def record_appended(self, records: bytes | memoryview, first_offset: int) -> None:
+        """Producer and transaction state for batches just appended from ``first_offset`` (leader:
+        offsets just assigned; follower: ``first_offset`` -1, the batches carry theirs)."""
+        view = memoryview(records)
+        offset = first_offset
+        for pos, h in iter_batches(records):
+            base = h.base_offset if first_offset < 0 else offset
+            self.producer_state.record(h, base)
+            if h.is_transactional:
+                self.txn_state.on_batch(
+                    h, base, view[pos : pos + h.batch_length + LOG_OVERHEAD], self.last_stable_offset
+                )
+            offset += h.last_offset_delta + 1
 
     @property
     def in_sync_replica_count(self) -> int:
@@ -186,7 +207,7 @@ class Partition:
                 if header.base_offset >= self.log.log_end_offset:
                     self.epoch_cache.assign(latest, header.base_offset)
         info = self.log.append_as_follower(records)
-        self.producer_state.record_fetched(records)
+        self.record_appended(records, -1)
         return info
 
     def truncate_to(self, offset: int) -> None:
@@ -197,6 +218,7 @@ class Partition:
         self.epoch_cache.truncate_from_end(offset)
         if self.log.truncate_to(offset):
             self.producer_state.truncate_to(offset)
+            self.txn_state.truncate_to(offset)
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
         new_hw = min(leader_high_watermark, self.log.log_end_offset)

@@ -130,11 +130,6 @@ class ProducerStateManager:
             self.record(h, offset)
             offset += h.last_offset_delta + 1
 
-    def record_fetched(self, records: bytes | memoryview) -> None:
-        """Record batches appended as follower (they carry their offsets)."""
-        for _pos, h in iter_batches(records):
-            self.record(h, h.base_offset)
-
     def truncate_to(self, offset: int) -> None:
         """Forget batches at or above ``offset`` (the log was truncated there)."""
         for pid, entry in list(self.producers.items()):

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Literal
 
 from odradek.errors import (
     ErrorCode,
@@ -248,16 +249,24 @@ class ReplicaManager:
 
     # --- produce -----------------------------------------------------------------------------
 
-    def append_records(self, tp: TopicPartition, records: bytes | memoryview, required_acks: int) -> LogAppendInfo:
-        """Append batches to the leader's log now, on the loop (the coordinators' internal topics).
+    def append_records(
+        self,
+        tp: TopicPartition,
+        records: bytes | memoryview,
+        required_acks: int,
+        origin: Literal["client", "coordinator"] = "client",
+    ) -> LogAppendInfo:
+        """Append batches to the leader's log now, on the loop (the coordinators' internal topics,
+        transaction markers: ``origin`` "coordinator" may write control batches).
 
         Raises KafkaError subclasses (per partition): UNKNOWN_TOPIC_OR_PARTITION,
         NOT_LEADER_OR_FOLLOWER, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
         NOT_ENOUGH_REPLICAS (acks=-1 with fewer in-sync replicas than min.insync.replicas).
         """
         partition = self._partition_for_append(tp, required_acks)
-        info = partition.log.append_as_leader(records, partition.leader_epoch)
+        info = partition.log.append_as_leader(records, partition.leader_epoch, origin=origin)
         if info.first_offset >= 0:
+            partition.record_appended(records, info.first_offset)
             partition.wake_follower_waiters()
         partition.maybe_increment_high_watermark()
         return info
@@ -283,7 +292,7 @@ class ReplicaManager:
             executor_min_bytes=IO_THREAD_MIN_BYTES,
         )
         if info.first_offset >= 0:
-            partition.producer_state.record_payload(records, info.first_offset)
+            partition.record_appended(records, info.first_offset)
             partition.wake_follower_waiters()
         partition.maybe_increment_high_watermark()
         return info
@@ -339,6 +348,8 @@ class ReplicaManager:
             else:
                 max_offset = partition.high_watermark
             info = log_.read(req.fetch_offset, req.partition_max_bytes, max_offset, min_one_message)
+            if isolation_level == READ_COMMITTED and replica_id < 0 and max_offset is not None:
+                result.aborted_transactions = partition.txn_state.collect_aborted(req.fetch_offset, max_offset)
             if info.file_slice is not None and info.file_slice.size >= SENDFILE_MIN_BYTES:
                 result.records = info.file_slice
             else:

@@ -1,6 +1,6 @@
 """Reading segment files for inspection (Kafka's ``DumpLogSegments``), as lines of text.
 
-:func:`dump_files` handles ``.log``, ``.index`` and ``.timeindex`` files and returns a
+:func:`dump_files` handles ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` files and returns a
 :class:`DumpResult`: the lines Kafka's tool prints to stdout, the problems it prints to stderr,
 and whether verification failed (an index entry that does not match the log, an index that fails
 its sanity check, a batch with a bad CRC, invalid bytes at the end of a log).
@@ -33,6 +33,7 @@ from odradek.protocol.records import (
 )
 from odradek.storage.index import AbstractIndex, CorruptIndexError, OffsetIndex, TimeIndex
 from odradek.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX
+from odradek.storage.txn_index import TXN_INDEX_FILE_SUFFIX, TransactionIndex
 
 __all__ = ["DumpResult", "dump_files", "dump_index", "dump_log", "dump_time_index"]
 
@@ -274,6 +275,17 @@ def dump_time_index(path: str | Path, *, verify_only: bool = False, sanity_only:
             oindex.close()
 
 
+def dump_txn_index(path: str | Path) -> DumpResult:
+    """One line per aborted transaction of a ``.txnindex``, as Kafka's ``DumpLogSegments``."""
+    out = DumpResult()
+    for e in TransactionIndex(Path(path)).entries():
+        out.lines.append(
+            f"version: 0 producerId: {e.producer_id} firstOffset: {e.first_offset} "
+            f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}"
+        )
+    return out
+
+
 def dump_files(
     files: Sequence[str | Path],
     *,
@@ -296,6 +308,8 @@ def dump_files(
                 result.extend(dump_log(path, print_data_log=print_data_log, deep_iteration=deep_iteration))
             elif path.name.endswith(TIME_INDEX_FILE_SUFFIX):
                 result.extend(dump_time_index(path, verify_only=verify_index_only, sanity_only=index_sanity_check))
+            elif path.name.endswith(TXN_INDEX_FILE_SUFFIX):
+                result.extend(dump_txn_index(path))
             elif path.name.endswith(INDEX_FILE_SUFFIX):
                 result.extend(dump_index(path, verify_only=verify_index_only, sanity_only=index_sanity_check))
             else:

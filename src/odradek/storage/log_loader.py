@@ -35,6 +35,7 @@ from odradek.storage.segment import (
     LogSegment,
     offset_from_file_name,
 )
+from odradek.storage.txn_index import TXN_INDEX_FILE_SUFFIX
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "TEMP_FILE_SUFFIXES", "LoadedLog", "load_segments"]
 
@@ -81,7 +82,7 @@ def _remove_leftovers(directory: Path, ident: str) -> set[int]:
         suffix = name[20:]
         if suffix == LOG_FILE_SUFFIX:
             logs.add(offset)
-        elif suffix in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
+        elif suffix in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX):
             indexes.append((offset, path))
     for offset, path in indexes:
         if offset not in logs:

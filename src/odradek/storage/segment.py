@@ -7,6 +7,8 @@ Files, named by the segment's base offset zero-padded to 20 digits (e.g. ``00000
   epochs stamped by the leader). Every offset in the segment is >= the base offset and every
   relative offset fits in an int32.
 * ``<base>.index`` / ``<base>.timeindex``: sparse indexes (see :mod:`odradek.storage.index`).
+* ``<base>.txnindex``: transactions aborted in the segment, when there are any
+  (:mod:`odradek.storage.txn_index`).
   An entry is added for a batch when more than ``index.interval.bytes`` bytes were appended since
   the previous entry (Kafka's rule, evaluated per batch; a full index just stops growing).
 
@@ -34,6 +36,7 @@ from odradek.protocol.records import LOG_OVERHEAD, BatchHeader, decode_records
 from odradek.storage.file_records import FileRecords
 from odradek.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from odradek.storage.results import FetchDataInfo, FileSlice
+from odradek.storage.txn_index import TXN_INDEX_FILE_SUFFIX, TransactionIndex
 
 __all__ = [
     "INDEX_FILE_SUFFIX",
@@ -92,6 +95,7 @@ class LogSegment:
         self.log_path = self.dir / (prefix + LOG_FILE_SUFFIX)
         self.index_path = self.dir / (prefix + INDEX_FILE_SUFFIX)
         self.time_index_path = self.dir / (prefix + TIME_INDEX_FILE_SUFFIX)
+        self.txn_index = TransactionIndex(self.dir / (prefix + TXN_INDEX_FILE_SUFFIX))
         self.index_interval_bytes = index_interval_bytes
         self.max_index_size = max_index_size
         self._time_ms = time_ms
@@ -459,6 +463,7 @@ class LogSegment:
         pos, h = found
         self.offset_index.truncate_to(h.base_offset)
         self.time_index.truncate_to(h.base_offset)
+        self.txn_index.truncate_to(h.base_offset)
         truncated = self.log.truncate_to(pos)
         if pos == 0:
             self._created_ms = self._time_ms()
@@ -531,3 +536,4 @@ class LogSegment:
         self.log.delete()
         self.index_path.unlink(missing_ok=True)
         self.time_index_path.unlink(missing_ok=True)
+        self.txn_index.delete()

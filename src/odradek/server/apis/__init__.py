@@ -8,8 +8,8 @@ Advertised versions are one Kafka release: every served API's maximum is Kafka 3
 (``KAFKA_3_9_VERSIONS``, from 3.9's message specs; clients infer the broker's release from the
 maxima). Minima are Kafka 3.9's too, except where the protocol library has no codec for the
 oldest versions: there they are Kafka 4.0's (KIP-896 removed Produce v0-2, Fetch v0-3,
-ListOffsets v0, CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0 and
-OffsetForLeaderEpoch v0-1). A unit test holds the registry to this table.
+ListOffsets v0, CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0,
+OffsetForLeaderEpoch v0-1 and WriteTxnMarkers v0). A unit test holds the registry to this table.
 """
 
 from __future__ import annotations
@@ -51,10 +51,12 @@ from odradek.server.apis import (
     stop_replica,
     sync_group,
     update_metadata,
+    write_txn_markers,
 )
 
 _MODULES: list[ModuleType] = [
     produce,
+    write_txn_markers,
     fetch,
     list_offsets,
     metadata,
@@ -117,6 +119,7 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     21: (0, 2),  # DeleteRecords
     22: (0, 5),  # InitProducerId
     23: (0, 4),  # OffsetForLeaderEpoch
+    27: (0, 1),  # WriteTxnMarkers
     32: (0, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
     35: (0, 4),  # DescribeLogDirs
@@ -131,5 +134,5 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
 }
 """(min, max) of each API Kafka 3.9's ZooKeeper-mode broker serves that odradek serves too."""
 
-KAFKA_4_0_MINIMA: dict[int, int] = {0: 3, 1: 4, 2: 1, 19: 2, 20: 1, 23: 2, 32: 1, 35: 1}
+KAFKA_4_0_MINIMA: dict[int, int] = {0: 3, 1: 4, 2: 1, 19: 2, 20: 1, 23: 2, 27: 1, 32: 1, 35: 1}
 """Where odradek's minimum is above 3.9's: Kafka 4.0's minimum (KIP-896)."""

@@ -1,0 +1,115 @@
+"""Transactions on one partition: ongoing transactions, the first unstable offset, aborted ranges.
+
+Kafka keeps this in its ``ProducerStateManager`` and ``TransactionIndex``. A batch with the
+transactional flag opens a transaction for its producer id at its base offset (if none is open);
+a control batch (a COMMIT or ABORT marker written by WriteTxnMarkers) closes it. An ABORT records
+``AbortedTxn(producer_id, first_offset, marker_offset, last_stable_offset)`` in the ``.txnindex``
+of the segment holding the marker (:mod:`odradek.storage.txn_index`).
+
+- the *first unstable offset* is the smallest first offset of the open transactions (None: none);
+  the partition's last stable offset is ``min(first unstable offset, high watermark)``;
+- a read_committed fetch of ``[start, upper)`` answers the aborted transactions whose range
+  overlaps it (Kafka's ``collectAbortedTransactions``), so the consumer drops their records;
+- leaders and followers track the same batches, so a new leader knows which transactions are open.
+
+On start the state is rebuilt from the log: aborted ranges from the segments' ``.txnindex``
+files, open transactions from a scan of every segment's batch headers. Producer-state snapshots,
+which would bound that scan, are not written yet. Truncation rebuilds the same way. Event loop
+only.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from odradek.protocol.records import BatchHeader, decode_records
+from odradek.storage import Log
+from odradek.storage.txn_index import AbortedTxn, TransactionIndex
+
+__all__ = ["ABORT", "COMMIT", "TxnState", "control_type"]
+
+ABORT, COMMIT = 0, 1
+_CONTROL_KEY = struct.Struct(">hh")  # version, type
+
+
+def control_type(batch: bytes | memoryview) -> int | None:
+    """The marker type of one control batch (ABORT 0, COMMIT 1); None when unreadable."""
+    try:
+        records = decode_records(batch, verify_crc=False)
+    except Exception:
+        return None
+    if not records or records[0].key is None or len(records[0].key) < _CONTROL_KEY.size:
+        return None
+    return int(_CONTROL_KEY.unpack_from(records[0].key)[1])
+
+
+class TxnState:
+    """Open transactions and aborted ranges of one partition's log."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.ongoing: dict[int, int] = {}
+        """producer id -> first offset of its open transaction."""
+        self.aborted: list[AbortedTxn] = []
+        """In marker order (ascending ``last_offset``)."""
+
+    # --- appends -------------------------------------------------------------------------------
+
+    def on_batch(self, h: BatchHeader, base_offset: int, batch: bytes | memoryview, lso: int) -> None:
+        """A batch appended at ``base_offset`` (``batch`` its bytes, needed for control batches);
+        ``lso`` is the last stable offset before it, recorded with an abort."""
+        if not h.is_transactional or h.producer_id < 0:
+            return
+        if not h.is_control:
+            self.ongoing.setdefault(h.producer_id, base_offset)
+            return
+        first = self.ongoing.pop(h.producer_id, None)
+        if control_type(batch) == ABORT and first is not None:
+            entry = AbortedTxn(h.producer_id, first, base_offset, lso)
+            self.aborted.append(entry)
+            self._segment_index(base_offset).append(entry)
+
+    def _segment_index(self, offset: int) -> TransactionIndex:
+        for segment in reversed(self.log.segments):
+            if segment.base_offset <= offset:
+                return segment.txn_index
+        return self.log.segments[0].txn_index
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def first_unstable_offset(self) -> int | None:
+        return min(self.ongoing.values()) if self.ongoing else None
+
+    def collect_aborted(self, start: int, upper: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping ``[start, upper)``."""
+        return [
+            (a.producer_id, a.first_offset) for a in self.aborted if a.last_offset >= start and a.first_offset < upper
+        ]
+
+    # --- rebuild, truncation, retention -------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Aborted ranges from the ``.txnindex`` files, open transactions from the batch headers."""
+        self.ongoing.clear()
+        self.aborted = [e for segment in self.log.segments for e in segment.txn_index.entries()]
+        for h in self._transactional_batches():
+            if not h.is_control:
+                self.ongoing.setdefault(h.producer_id, h.base_offset)
+            else:
+                self.ongoing.pop(h.producer_id, None)
+
+    def _transactional_batches(self) -> Iterator[BatchHeader]:
+        for segment in self.log.segments:
+            for _pos, h in segment.scan_batches():
+                if h.is_transactional and h.producer_id >= 0:
+                    yield h
+
+    def truncate_to(self, offset: int) -> None:
+        """The log was cut at ``offset`` (its segments' ``.txnindex`` already were)."""
+        self.rebuild()
+
+    def on_log_start(self, offset: int) -> None:
+        """Retention moved the log start: ranges that ended before it are gone."""
+        self.aborted = [a for a in self.aborted if a.last_offset >= offset]
+        self.ongoing = {pid: max(first, offset) for pid, first in self.ongoing.items()}

@@ -1,0 +1,94 @@
+"""WriteTxnMarkers (key 27): a transaction coordinator writes COMMIT/ABORT markers on partition leaders.
+
+v1 (Kafka 4.0 removed v0, and the protocol library has no codec for it). For every marker
+(producer id, producer epoch, result, coordinator epoch) and every partition named, this broker,
+which must lead the partition, appends one control batch (Kafka's ``EndTransactionMarker``:
+attributes transactional + control, one record whose key is version 0 + type (0 ABORT, 1 COMMIT)
+and whose value is version 0 + the coordinator epoch), then waits, as acks=all, until the ISR has
+it. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS,
+INVALID_PRODUCER_EPOCH when the producer already wrote with a newer epoch on the partition (a
+zombie coordinator's marker), REQUEST_TIMED_OUT.
+
+A marker closes the producer's open transaction on the partition, moving the last stable offset;
+an ABORT adds an entry to the segment's ``.txnindex`` (:mod:`odradek.replication.txn_state`). After
+markers were written to ``__consumer_offsets`` partitions, the group coordinator is told
+(``handle_txn_completion(producer_id, partitions, commit)``) so it can materialise or drop the
+producer's transactional offset commits.
+
+Controller-like inter-broker API: accepted from any client, as Kafka without an authorizer.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.records import Record, build_batch
+from odradek.server.request import RequestContext
+from odradek.storage import TopicPartition
+
+API_KEY = 27
+MIN_VERSION = 1
+MAX_VERSION = 1
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+MARKER_TIMEOUT_MS = 30_000
+
+
+def control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> bytes:
+    """One control batch holding a COMMIT (``commit``) or ABORT marker."""
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    return build_batch(
+        [Record(key, value)],
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=-1,
+        is_transactional=True,
+        is_control=True,
+    )
+
+
+async def write_marker(
+    ctx: RequestContext, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+) -> ErrorCode:
+    """Append one marker to ``tp`` and wait for the ISR; the partition's error code."""
+    rm = ctx.broker.replica_manager
+    try:
+        partition = rm.leader_partition(tp)
+        entry = partition.producer_state.producers.get(producer_id)
+        if entry is not None and entry.epoch > producer_epoch:
+            return ErrorCode.invalid_producer_epoch
+        info = rm.append_records(
+            tp, control_batch(producer_id, producer_epoch, commit, coordinator_epoch), -1, "coordinator"
+        )
+    except KafkaError as exc:
+        return exc.error_code
+    return await rm.wait_for_acks(tp, info.last_offset + 1, MARKER_TIMEOUT_MS)
+
+
+async def handle(ctx: RequestContext) -> Any:
+    results = []
+    for marker in ctx.request.markers:
+        commit = bool(marker.transaction_result)
+        topics = []
+        offsets_partitions: set[int] = set()
+        for topic in marker.topics:
+            partitions = []
+            for index in topic.partition_indexes:
+                tp = TopicPartition(topic.name, int(index))
+                error = await write_marker(
+                    ctx, tp, int(marker.producer_id), int(marker.producer_epoch), commit, int(marker.coordinator_epoch)
+                )
+                if error == ErrorCode.none and topic.name == CONSUMER_OFFSETS:
+                    offsets_partitions.add(int(index))
+                partitions.append(
+                    ctx.make("WritableTxnMarkerPartitionResult", partition_index=int(index), error_code=error)
+                )
+            topics.append(ctx.make("WritableTxnMarkerTopicResult", name=topic.name, partitions=tuple(partitions)))
+        groups = ctx.broker.extensions.get("group_coordinator")
+        if offsets_partitions and groups is not None and hasattr(groups, "handle_txn_completion"):
+            await groups.handle_txn_completion(int(marker.producer_id), offsets_partitions, commit)
+        results.append(ctx.make("WritableTxnMarkerResult", producer_id=marker.producer_id, topics=tuple(topics)))
+    return ctx.response(markers=tuple(results))

@@ -1,0 +1,215 @@
+"""Transactions on the partition, against a broker process: transactional batches hold the last
+stable offset until a WriteTxnMarkers COMMIT or ABORT; read_committed consumers (confluent-kafka)
+see committed records only and stop at an open transaction, read_uncommitted ones see everything;
+aborts land in ``.txnindex`` (``dump-log`` prints them); a kill -9 keeps an open transaction open."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from odradek.client.connection import KafkaConnection
+from odradek.errors import ErrorCode
+from odradek.protocol.records import Record, build_batch
+
+from .process_support import BrokerProcess
+
+pytestmark = pytest.mark.timeout(120)
+
+TOPIC = "txn-markers"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    process = BrokerProcess(tmp_path_factory.mktemp("txn") / "data").start()
+    yield process
+    process.kill()
+
+
+async def _send(broker: BrokerProcess, build: Any) -> Any:
+    async with KafkaConnection("127.0.0.1", broker.port) as conn:
+        return await conn.send(build(conn))
+
+
+class TxnProducer:
+    """Raw transactional writes: a producer id, numbered transactional batches, markers."""
+
+    def __init__(self, broker: BrokerProcess) -> None:
+        self.broker = broker
+        self.sequence = 0
+
+        def init(conn: KafkaConnection) -> Any:
+            rb = conn.builder(22, 4, 4)
+            return rb(
+                transactional_id=None,
+                transaction_timeout=datetime.timedelta(seconds=60),
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+
+        answer = asyncio.run(_send(broker, init))
+        assert answer.error_code == ErrorCode.none
+        self.producer_id = int(answer.producer_id)
+
+    def produce(self, values: list[bytes]) -> None:
+        batch = build_batch(
+            [Record(None, v) for v in values],
+            producer_id=self.producer_id,
+            producer_epoch=0,
+            base_sequence=self.sequence,
+            is_transactional=True,
+        )
+        self.sequence += len(values)
+
+        def build(conn: KafkaConnection) -> Any:
+            rb = conn.builder(0, 9, 9)
+            part = rb.make("PartitionProduceData", index=0, records=batch)
+            return rb(
+                transactional_id="raw-txn",
+                acks=-1,
+                timeout=datetime.timedelta(seconds=10),
+                topic_data=(rb.make("TopicProduceData", name=TOPIC, partition_data=(part,)),),
+            )
+
+        answer = asyncio.run(_send(self.broker, build))
+        assert answer.responses[0].partition_responses[0].error_code == ErrorCode.none
+
+    def marker(self, commit: bool) -> ErrorCode:
+        def build(conn: KafkaConnection) -> Any:
+            rb = conn.builder(27, 1, 1)
+            topic = rb.make("WritableTxnMarkerTopic", name=TOPIC, partition_indexes=(0,))
+            marker = rb.make(
+                "WritableTxnMarker",
+                producer_id=self.producer_id,
+                producer_epoch=0,
+                transaction_result=commit,
+                topics=(topic,),
+                coordinator_epoch=0,
+            )
+            return rb(markers=(marker,))
+
+        answer = asyncio.run(_send(self.broker, build))
+        return ErrorCode(answer.markers[0].topics[0].partitions[0].error_code)
+
+
+def _read(broker: BrokerProcess, isolation: str) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"r-{isolation}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(TOPIC, 0, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 15
+    try:
+        while time.monotonic() < deadline:
+            msgs = consumer.consume(100, 0.5)
+            values += [m.value() for m in msgs if m.error() is None]
+            if any(m.error() is not None and m.error().code() == KafkaError._PARTITION_EOF for m in msgs):
+                break
+    finally:
+        consumer.close()
+    return values
+
+
+def _end(broker: BrokerProcess, isolation: str) -> int:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "w", "isolation.level": isolation})
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10, cached=False)[1])
+    finally:
+        consumer.close()
+
+
+def test_commit_and_abort_decide_what_read_committed_sees(broker: BrokerProcess) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "odradek.cli.main",
+            "topics",
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--create",
+            "--topic",
+            TOPIC,
+            "--partitions",
+            "1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    producer = TxnProducer(broker)
+    producer.produce([b"c1", b"c2"])
+    assert _read(broker, "read_committed") == []  # the open transaction holds the LSO at offset 0
+    assert _read(broker, "read_uncommitted") == [b"c1", b"c2"]
+    assert producer.marker(commit=True) == ErrorCode.none
+    assert _read(broker, "read_committed") == [b"c1", b"c2"]
+    producer.produce([b"a1", b"a2", b"a3"])
+    assert producer.marker(commit=False) == ErrorCode.none
+    producer.produce([b"c3"])
+    assert producer.marker(commit=True) == ErrorCode.none
+    assert _read(broker, "read_committed") == [b"c1", b"c2", b"c3"]
+    assert _read(broker, "read_uncommitted") == [b"c1", b"c2", b"a1", b"a2", b"a3", b"c3"]
+    # the abort is in the segment's .txnindex: producer, first offset 3, marker at offset 6
+    dumped = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "odradek.cli.main",
+            "dump-log",
+            "--files",
+            str(broker.data_dir / f"{TOPIC}-0" / "00000000000000000000.txnindex"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert f"producerId: {producer.producer_id} firstOffset: 3 lastOffset: 6" in dumped
+
+
+def test_an_open_transaction_survives_kill_9(broker: BrokerProcess) -> None:
+    producer = TxnProducer(broker)
+    producer.produce([b"open-1"])
+    committed_end = _end(broker, "read_committed")
+    assert committed_end < _end(broker, "read_uncommitted")
+    broker.kill()
+    broker.start()
+    assert _end(broker, "read_committed") == committed_end  # still held at the open transaction
+    assert b"open-1" not in _read(broker, "read_committed")
+    assert producer.marker(commit=True) == ErrorCode.none
+    assert _read(broker, "read_committed")[-1] == b"open-1"
+
+
+def test_a_stale_producer_epoch_marker_is_refused(broker: BrokerProcess) -> None:
+    producer = TxnProducer(broker)
+    producer.produce([b"x"])
+
+    def build(conn: KafkaConnection) -> Any:
+        rb = conn.builder(27, 1, 1)
+        topic = rb.make("WritableTxnMarkerTopic", name=TOPIC, partition_indexes=(0, 7))
+        marker = rb.make(
+            "WritableTxnMarker",
+            producer_id=producer.producer_id,
+            producer_epoch=-1,
+            transaction_result=True,
+            topics=(topic,),
+            coordinator_epoch=0,
+        )
+        return rb(markers=(marker,))
+
+    answer = asyncio.run(_send(broker, build))
+    codes = {int(p.partition_index): ErrorCode(p.error_code) for p in answer.markers[0].topics[0].partitions}
+    assert codes == {0: ErrorCode.invalid_producer_epoch, 7: ErrorCode.unknown_topic_or_partition}
+    assert producer.marker(commit=False) == ErrorCode.none
