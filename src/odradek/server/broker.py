@@ -31,6 +31,7 @@ from odradek.controller.controller import KafkaController
 from odradek.controller.events import ControllerEvent
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
+from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.errors import ErrorCode, InvalidConfigError, KafkaError, StaleControllerEpochError
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import CoordinationError
@@ -105,6 +106,7 @@ class Broker:
         self._watches: list[Any] = []
         self.extensions: dict[str, Any] = {}
         self.extensions["group_coordinator"] = GroupCoordinator(self)
+        self.extensions["transaction_coordinator"] = TransactionCoordinator(self)
         self.started = False
 
     # --- lifecycle ---------------------------------------------------------------------------

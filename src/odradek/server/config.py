@@ -362,7 +362,15 @@ BROKER_CONFIGS = (
     .define("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", at_least(1))
     .define("transaction.state.log.replication.factor", "int", 3, "Replication of __transaction_state.")
     .define("transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state.")
+    .define("transaction.state.log.segment.bytes", "int", 104857600, "segment.bytes of __transaction_state.")
     .define("transaction.max.timeout.ms", "int", 900000, "Largest transaction timeout.", at_least(1))
+    .define(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "int",
+        10000,
+        "How often the transaction coordinator aborts transactions older than their timeout.",
+        at_least(1),
+    )
     .define("transactional.id.expiration.ms", "int", 604800000, "Expire idle transactional ids.")
     .define("producer.id.expiration.ms", "int", 86400000, "Expire idle producer ids.")
     # --- housekeeping

@@ -347,6 +347,27 @@ class GroupCoordinator:
             self.membership.schedule_heartbeat(group, member, member.session_timeout_ms)
         return await self.manager.store_offsets(group, offsets)
 
+    async def txn_commit_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: the offsets, written with the producer's transaction, become the
+        group's when its COMMIT marker is written (:mod:`odradek.coordinator.group.txn_offsets`).
+        The group is created (Empty) if needed, as for a simple commit."""
+        error = self.validate_group_status(group_id)
+        if error is not None:
+            return dict.fromkeys(offsets, error)
+        group = self.manager.get_or_maybe_create_group(group_id, create=True)
+        assert group is not None
+        return await self.manager.txn_offsets.store(group, producer_id, producer_epoch, offsets)
+
+    async def handle_txn_completion(self, producer_id: int, partitions: set[int], commit: bool) -> None:
+        """WriteTxnMarkers wrote the producer's marker on these ``__consumer_offsets`` partitions."""
+        self.manager.txn_offsets.complete(producer_id, partitions, commit)
+
     def fetch_offsets(
         self, group_id: str, require_stable: bool, partitions: Iterable[TopicPartition] | None
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetFetchEntry]]:

@@ -44,6 +44,7 @@ from odradek.coordinator.group.schemas import (
     partition_for,
 )
 from odradek.coordinator.group.state import GroupState
+from odradek.coordinator.group.txn_offsets import TxnOffsetCommits
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
 from odradek.storage.topic_partition import TopicPartition
@@ -116,6 +117,7 @@ class GroupMetadataManager:
         """Loaded partitions -> coordinator epoch (the partition's leader epoch)."""
         self.loading: dict[int, int] = {}
         """Partitions being loaded -> epoch."""
+        self.txn_offsets = TxnOffsetCommits(self)
 
     # --- ownership ---------------------------------------------------------------------------------
 
@@ -157,14 +159,27 @@ class GroupMetadataManager:
 
     # --- writes ------------------------------------------------------------------------------------
 
-    async def _write(self, group_id: str, records: list[Record], wait: bool) -> tuple[ErrorCode, int]:
+    async def write_transactional(
+        self, group_id: str, records: list[Record], producer_id: int, producer_epoch: int
+    ) -> tuple[ErrorCode, int]:
+        """Append ``records`` as one batch of the producer's transaction (TxnOffsetCommit), durable;
+        (error mapped as for commits, base offset)."""
+        error, base = await self._write(group_id, records, True, (producer_id, producer_epoch))
+        return _COMMIT_ERRORS.get(error, error), base
+
+    async def _write(
+        self, group_id: str, records: list[Record], wait: bool, producer: tuple[int, int] | None = None
+    ) -> tuple[ErrorCode, int]:
         """Append ``records`` as one batch to the group's partition; (error, base offset)."""
         partition = self.partition_for(group_id)
         if partition not in self.owned:
             return ErrorCode.not_coordinator, -1
         epoch = self.owned[partition]
+        txn: dict[str, object] = {}
+        if producer is not None:
+            txn = {"producer_id": producer[0], "producer_epoch": producer[1], "is_transactional": True}
         try:
-            batch = build_batch(records, timestamp_ms=self.time_ms())
+            batch = build_batch(records, timestamp_ms=self.time_ms(), **txn)  # type: ignore[arg-type]
         except (ValueError, OverflowError, struct.error) as exc:
             log.warning("cannot encode records of group %s: %s", group_id, exc)
             return ErrorCode.unknown_server_error, -1
@@ -274,7 +289,7 @@ class GroupMetadataManager:
         wanted = list(group.offsets) if partitions is None else list(partitions)
         out: dict[TopicPartition, OffsetFetchEntry] = {}
         for tp in wanted:
-            if require_stable and group.has_pending_commit(tp):
+            if require_stable and (group.has_pending_commit(tp) or self.txn_offsets.is_pending(group_id, tp)):
                 out[tp] = OffsetFetchEntry(error=ErrorCode.unstable_offset_commit)
                 continue
             value = group.offset(tp)

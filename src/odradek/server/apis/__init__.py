@@ -17,6 +17,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from odradek.server.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     api_versions,
@@ -31,6 +33,7 @@ from odradek.server.apis import (
     describe_groups,
     describe_log_dirs,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -50,6 +53,7 @@ from odradek.server.apis import (
     produce,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
     write_txn_markers,
 )
@@ -57,6 +61,10 @@ from odradek.server.apis import (
 _MODULES: list[ModuleType] = [
     produce,
     write_txn_markers,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    txn_offset_commit,
     fetch,
     list_offsets,
     metadata,
@@ -119,7 +127,11 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     21: (0, 2),  # DeleteRecords
     22: (0, 5),  # InitProducerId
     23: (0, 4),  # OffsetForLeaderEpoch
+    24: (0, 5),  # AddPartitionsToTxn
+    25: (0, 4),  # AddOffsetsToTxn
+    26: (0, 4),  # EndTxn
     27: (0, 1),  # WriteTxnMarkers
+    28: (0, 4),  # TxnOffsetCommit
     32: (0, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
     35: (0, 4),  # DescribeLogDirs

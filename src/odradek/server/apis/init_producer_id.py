@@ -2,8 +2,9 @@
 
 v0..v5 (v5, KIP-890, reads as v4). Without a transactional id the broker hands out a fresh producer
 id (epoch 0) from the block it reserved in the metadata store; clients such as kafka-python 3
-enable idempotence by default and ask for one. With a transactional id the request needs the
-transaction coordinator."""
+enable idempotence by default and ask for one. With a transactional id the transaction coordinator
+answers (:mod:`odradek.coordinator.transaction`): the id's producer id with a new epoch, fencing
+the previous producer; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4."""
 
 from __future__ import annotations
 
@@ -29,7 +30,18 @@ async def handle(ctx: RequestContext) -> Any:
                 producer_id=-1,
                 producer_epoch=-1,
             )
-        return await coordinator.handle_init_producer_id(ctx)
+        timeout_ms = int(req.transaction_timeout.total_seconds() * 1000)
+        error, pid, epoch = await coordinator.init_producer_id(
+            req.transactional_id,
+            timeout_ms,
+            int(getattr(req, "producer_id", -1)),
+            int(getattr(req, "producer_epoch", -1)),
+        )
+        if error == ErrorCode.producer_fenced and ctx.api_version < 4:
+            error = ErrorCode.invalid_producer_epoch
+        return ctx.response(
+            throttle_time=datetime.timedelta(0), error_code=error, producer_id=pid, producer_epoch=epoch
+        )
     pid = await ctx.broker.producer_ids.generate_producer_id()
     return ctx.response(
         throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, producer_id=pid, producer_epoch=0

@@ -1,0 +1,131 @@
+"""Writing a transaction's markers on its partitions' leaders (Kafka's ``TransactionMarkerChannelManager``).
+
+One WriteTxnMarkers v1 request per leader, over the wire (also when the leader is this broker),
+naming every partition of the transaction that broker leads. Partitions answered
+NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, a lost connection or without a
+known leader are retried with the leaders the metadata cache knows then, every
+``RETRY_BACKOFF_S``, until every marker is written (SEEDS §5 step 7) or this broker stops being the
+transaction's coordinator. A partition whose topic was deleted (UNKNOWN_TOPIC_OR_PARTITION and no
+longer in the metadata cache) is given up, as Kafka does. Event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from odradek.client.connection import KafkaConnection
+from odradek.errors import ErrorCode
+from odradek.storage.topic_partition import TopicPartition
+
+__all__ = ["MarkerWriter"]
+
+log = logging.getLogger(__name__)
+
+WRITE_TXN_MARKERS_KEY = 27
+RETRY_BACKOFF_S = 0.1
+REQUEST_TIMEOUT_MS = 40_000
+
+
+class MarkerWriter:
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def _leader_address(self, leader: int) -> tuple[str, int] | None:
+        node = self.broker.metadata_cache.brokers.get(leader)
+        if node is not None:
+            return node.host, node.port
+        if leader == self.broker.broker_id and self.broker.endpoints:
+            return self.broker.endpoints[0].host, self.broker.endpoints[0].port
+        return None
+
+    async def write(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: Sequence[tuple[str, int]],
+        still_owner: Callable[[], bool],
+    ) -> bool:
+        """True once every partition has its marker; False if ownership was lost first."""
+        remaining = {TopicPartition(t, p) for t, p in partitions}
+        while remaining:
+            if not still_owner():
+                return False
+            cache = self.broker.metadata_cache
+            by_leader: dict[int, list[TopicPartition]] = {}
+            for tp in sorted(remaining):
+                if cache.topic(tp.topic) is None:
+                    log.info("marker for %s-%d given up: the topic is gone", tp.topic, tp.partition)
+                    remaining.discard(tp)
+                    continue
+                state = cache.partition_state(tp)
+                if state is not None and state.leader >= 0:
+                    by_leader.setdefault(state.leader, []).append(tp)
+            results = await asyncio.gather(
+                *(
+                    self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
+                    for leader, tps in by_leader.items()
+                )
+            )
+            for done in results:
+                remaining -= done
+            if remaining:
+                await asyncio.sleep(RETRY_BACKOFF_S)
+        return True
+
+    async def _send(
+        self,
+        leader: int,
+        tps: list[TopicPartition],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> set[TopicPartition]:
+        """The partitions whose marker ``leader`` wrote (or refused for good)."""
+        address = self._leader_address(leader)
+        if address is None:
+            return set()
+        by_topic: dict[str, list[int]] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        try:
+            async with KafkaConnection(
+                address[0],
+                address[1],
+                client_id=f"broker-{self.broker.broker_id}-txn-markers",
+                request_timeout_ms=REQUEST_TIMEOUT_MS,
+            ) as conn:
+                rb = conn.builder(WRITE_TXN_MARKERS_KEY, 1, 1)
+                topics = tuple(
+                    rb.make("WritableTxnMarkerTopic", name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items()
+                )
+                marker = rb.make(
+                    "WritableTxnMarker",
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    transaction_result=commit,
+                    topics=topics,
+                    coordinator_epoch=coordinator_epoch,
+                )
+                response = await conn.send(rb(markers=(marker,)))
+        except Exception as exc:
+            log.info("markers to broker %d: %s; retrying", leader, exc)
+            return set()
+        done: set[TopicPartition] = set()
+        for topic in response.markers[0].topics:
+            for p in topic.partitions:
+                error = ErrorCode(p.error_code)
+                tp = TopicPartition(topic.name, int(p.partition_index))
+                if error == ErrorCode.none:
+                    done.add(tp)
+                elif error in (ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced):
+                    log.warning("marker for %s-%d refused: %s", tp.topic, tp.partition, error.name)
+                    done.add(tp)  # a newer epoch or coordinator owns it: nothing to retry
+                else:
+                    log.info("marker for %s-%d: %s; retrying", tp.topic, tp.partition, error.name)
+        return done

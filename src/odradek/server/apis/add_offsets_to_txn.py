@@ -1,0 +1,30 @@
+"""AddOffsetsToTxn (key 25): a consumer group's offsets will be committed with the transaction.
+
+v0..v4. The group's ``__consumer_offsets`` partition joins the transaction on the coordinator
+(:mod:`odradek.coordinator.transaction`); the offsets themselves follow in TxnOffsetCommit to the
+group coordinator. Errors as AddPartitionsToTxn (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
+before v2).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.errors import ErrorCode
+from odradek.server.apis.txn_support import coordinator, for_version
+from odradek.server.request import RequestContext
+
+API_KEY = 25
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    txn = coordinator(ctx)
+    if txn is None:
+        error = ErrorCode.coordinator_not_available
+    else:
+        error = await txn.add_offsets(req.transactional_id, int(req.producer_id), int(req.producer_epoch), req.group_id)
+    return ctx.response(throttle_time=datetime.timedelta(0), error_code=for_version(error, ctx.api_version, 2))

@@ -1,0 +1,66 @@
+"""AddPartitionsToTxn (key 24): partitions join the producer's transaction before it writes to them.
+
+v0..v5. v0-v3 carry one transaction (``v3_and_below_*``) and answer per topic-partition; v4+
+(KIP-890, from brokers) carry a batch of transactions, each possibly ``verify_only`` (answered
+without changing anything: NONE when the partitions are in the ongoing transaction, else
+INVALID_TXN_STATE). Every partition of a transaction gets the transaction's error (NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_ID_MAPPING,
+PRODUCER_FENCED, which is INVALID_PRODUCER_EPOCH before v2).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.errors import ErrorCode
+from odradek.server.apis.txn_support import coordinator, for_version
+from odradek.server.request import RequestContext
+
+API_KEY = 24
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+async def _one(ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: Any, verify: bool) -> Any:
+    txn = coordinator(ctx)
+    partitions = [(str(t.name), int(p)) for t in topics for p in t.partitions]
+    if txn is None:
+        error = ErrorCode.coordinator_not_available
+    else:
+        error = await txn.add_partitions(txn_id, pid, epoch, partitions, verify_only=verify)
+    error = for_version(error, ctx.api_version, 2)
+    return tuple(
+        ctx.make(
+            "AddPartitionsToTxnTopicResult",
+            name=t.name,
+            results_by_partition=tuple(
+                ctx.make("AddPartitionsToTxnPartitionResult", partition_index=int(p), partition_error_code=error)
+                for p in t.partitions
+            ),
+        )
+        for t in topics
+    )
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    if ctx.api_version < 4:
+        results = await _one(
+            ctx,
+            req.v3_and_below_transactional_id,
+            int(req.v3_and_below_producer_id),
+            int(req.v3_and_below_producer_epoch),
+            req.v3_and_below_topics,
+            False,
+        )
+        return ctx.response(throttle_time=datetime.timedelta(0), results_by_topic_v3_and_below=results)
+    by_txn = []
+    for t in req.transactions:
+        topics = await _one(
+            ctx, t.transactional_id, int(t.producer_id), int(t.producer_epoch), t.topics, bool(t.verify_only)
+        )
+        by_txn.append(ctx.make("AddPartitionsToTxnResult", transactional_id=t.transactional_id, topic_results=topics))
+    return ctx.response(
+        throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, results_by_transaction=tuple(by_txn)
+    )

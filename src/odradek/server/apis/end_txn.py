@@ -1,0 +1,31 @@
+"""EndTxn (key 26): commit or abort the producer's transaction.
+
+v0..v4. The coordinator writes PrepareCommit/PrepareAbort and answers; markers and the Complete
+state follow (:mod:`odradek.coordinator.transaction`). A retry after completion is NONE, the other
+outcome INVALID_TXN_STATE; CONCURRENT_TRANSACTIONS while a previous EndTxn is still completing.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.errors import ErrorCode
+from odradek.server.apis.txn_support import coordinator, for_version
+from odradek.server.request import RequestContext
+
+API_KEY = 26
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    txn = coordinator(ctx)
+    if txn is None:
+        error = ErrorCode.coordinator_not_available
+    else:
+        error = await txn.end_txn(
+            req.transactional_id, int(req.producer_id), int(req.producer_epoch), bool(req.committed)
+        )
+    return ctx.response(throttle_time=datetime.timedelta(0), error_code=for_version(error, ctx.api_version, 2))

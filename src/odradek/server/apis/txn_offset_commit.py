@@ -1,0 +1,60 @@
+"""TxnOffsetCommit (key 28): a transactional producer commits a consumer group's offsets.
+
+v0..v4. Sent to the group's coordinator after AddOffsetsToTxn; the offsets are written to
+``__consumer_offsets`` with the producer's transaction and become the group's committed offsets
+only when the transaction commits (:mod:`odradek.coordinator.group.txn_offsets`). Per-partition
+errors: UNKNOWN_TOPIC_OR_PARTITION (a topic this cluster does not have), NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, OFFSET_METADATA_TOO_LARGE. The v3+
+generation/member fields (KIP-447) are accepted; the producer's epoch is what fences a zombie,
+on the transaction coordinator.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import Any
+
+from odradek.coordinator.group.schemas import OffsetAndMetadata
+from odradek.errors import ErrorCode
+from odradek.server.request import RequestContext
+from odradek.storage import TopicPartition
+
+API_KEY = 28
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+async def handle(ctx: RequestContext) -> Any:
+    req = ctx.request
+    groups = ctx.broker.extensions.get("group_coordinator")
+    now = int(time.time() * 1000)
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    limit = int(ctx.broker.config["offset.metadata.max.bytes"])
+    for topic in req.topics:
+        known = ctx.broker.metadata_cache.topic(topic.name) is not None
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, int(p.partition_index))
+            metadata = p.committed_metadata or ""
+            if not known:
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+            elif len(metadata.encode()) > limit:
+                errors[tp] = ErrorCode.offset_metadata_too_large
+            else:
+                epoch = int(getattr(p, "committed_leader_epoch", -1))
+                offsets[tp] = OffsetAndMetadata(int(p.committed_offset), metadata, now, epoch)
+    if offsets:
+        if groups is None:
+            errors.update(dict.fromkeys(offsets, ErrorCode.coordinator_not_available))
+        else:
+            errors.update(
+                await groups.txn_commit_offsets(req.group_id, int(req.producer_id), int(req.producer_epoch), offsets)
+            )
+    by_topic: dict[str, list[Any]] = {}
+    for tp, error in errors.items():
+        by_topic.setdefault(tp.topic, []).append(
+            ctx.make("TxnOffsetCommitResponsePartition", partition_index=tp.partition, error_code=error)
+        )
+    topics = tuple(ctx.make("TxnOffsetCommitResponseTopic", name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+    return ctx.response(throttle_time=datetime.timedelta(0), topics=topics)
