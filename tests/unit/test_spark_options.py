@@ -254,7 +254,7 @@ def test_exactly_once_sink_options() -> None:
     assert (opts.exactly_once, opts.transactional_id_prefix, opts.query_id, opts.batch_id) == (True, "p", "q", 0)
     with pytest.raises(ValueError, match="'deliveryGuarantee' must be 'at-least-once' or 'exactly-once'"):
         parse_sink_options({**BOOT, "deliveryGuarantee": "twice"})
-    with pytest.raises(ValueError, match="'transactional.id' is not supported with deliveryGuarantee=exactly-once"):
+    with pytest.raises(ValueError, match=r"'transactional\.id' is not supported with deliveryGuarantee=exactly-once"):
         parse_sink_options({**BOOT, "deliveryGuarantee": "exactly-once", "kafka.transactional.id": "x"})
     with pytest.raises(ValueError, match="batchId must be positive"):
         parse_sink_options({**BOOT, "batchId": "-1"})
