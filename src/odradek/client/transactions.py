@@ -141,6 +141,18 @@ class TransactionManager:
         self.producer_id, self.producer_epoch = value
         self._sequences.clear()
 
+    def _simple(self, api_key: int, **fields: Any) -> Callable[[KafkaConnection], Awaitable[tuple[ErrorCode, Any]]]:
+        """A coordinator request of the transactional id, producer id and epoch plus ``fields``
+        (AddOffsetsToTxn, EndTxn), answered by one error code."""
+
+        async def send(conn: KafkaConnection) -> tuple[ErrorCode, Any]:
+            rb = conn.builder(api_key, 0, 3)
+            ids = {"transactional_id": self.transactional_id, "producer_id": self.producer_id}
+            response = await conn.send(rb(**ids, producer_epoch=self.producer_epoch, **fields))
+            return ErrorCode(response.error_code), None
+
+        return send
+
     # --- the transaction -------------------------------------------------------------------------
 
     def begin(self) -> None:
@@ -193,18 +205,6 @@ class TransactionManager:
             raise RuntimeError("send_offsets_to_transaction needs an open transaction")
         txn_id = self.transactional_id
 
-        async def add(conn: KafkaConnection) -> tuple[ErrorCode, Any]:
-            rb = conn.builder(ADD_OFFSETS_TO_TXN_KEY, 0, 3)
-            response = await conn.send(
-                rb(
-                    transactional_id=txn_id,
-                    producer_id=self.producer_id,
-                    producer_epoch=self.producer_epoch,
-                    group_id=group_id,
-                )
-            )
-            return ErrorCode(response.error_code), None
-
         async def commit(conn: KafkaConnection) -> tuple[ErrorCode, Any]:
             rb = conn.builder(TXN_OFFSET_COMMIT_KEY, 0, 3)
             topics = tuple(
@@ -240,7 +240,7 @@ class TransactionManager:
             failed = [c for c in codes if c != ErrorCode.none]
             return (failed[0] if failed else ErrorCode.none), None
 
-        await self._call(TRANSACTION_KEY_TYPE, txn_id, add)
+        await self._call(TRANSACTION_KEY_TYPE, txn_id, self._simple(ADD_OFFSETS_TO_TXN_KEY, group_id=group_id))
         self._started = True
         await self._call(GROUP_KEY_TYPE, group_id, commit)
 
@@ -248,21 +248,8 @@ class TransactionManager:
         """EndTxn: commit or abort the open transaction."""
         if not self.in_transaction or self.transactional_id is None:
             raise RuntimeError("no open transaction")
-        txn_id = self.transactional_id
-
-        async def send(conn: KafkaConnection) -> tuple[ErrorCode, Any]:
-            rb = conn.builder(END_TXN_KEY, 0, 3)
-            response = await conn.send(
-                rb(
-                    transactional_id=txn_id,
-                    producer_id=self.producer_id,
-                    producer_epoch=self.producer_epoch,
-                    committed=commit,
-                )
-            )
-            return ErrorCode(response.error_code), None
-
         if self._started:
-            await self._call(TRANSACTION_KEY_TYPE, txn_id, send)
+            send = self._simple(END_TXN_KEY, committed=commit)
+            await self._call(TRANSACTION_KEY_TYPE, self.transactional_id, send)
         self.in_transaction = False
         self._partitions = set()
