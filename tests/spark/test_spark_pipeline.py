@@ -20,7 +20,8 @@ def test_pipeline_results_match_plain_python(spark: Any, odradek_broker: Any, tm
     expected = top_pages(generate(1500, 7), 3)
     assert result.expected == expected
     assert result.parquet == expected
-    assert result.topic == expected
+    assert result.topic == expected  # read_committed, no duplicate although the killed batch was replayed
+    assert result.killed_in_batch is not None
     assert len(result.runs[0].batches) >= 3  # rate-limited first run
     assert sum(rows for run in result.runs for _, rows, _ in run.batches) == 1500 + 5  # events + heartbeats
     assert any("sample read back" in line for line in lines)

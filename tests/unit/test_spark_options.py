@@ -245,6 +245,21 @@ def test_sink_options() -> None:
         parse_sink_options({"topic": "t"})
 
 
+def test_exactly_once_sink_options() -> None:
+    default = parse_sink_options({**BOOT, "topic": "out"})
+    assert not default.exactly_once and default.transactional_id_prefix == "odradek-sink"
+    opts = parse_sink_options(
+        {**BOOT, "deliveryGuarantee": "Exactly-Once", "transactionalIdPrefix": "p", "queryId": " q ", "batchId": "0"}
+    )
+    assert (opts.exactly_once, opts.transactional_id_prefix, opts.query_id, opts.batch_id) == (True, "p", "q", 0)
+    with pytest.raises(ValueError, match="'deliveryGuarantee' must be 'at-least-once' or 'exactly-once'"):
+        parse_sink_options({**BOOT, "deliveryGuarantee": "twice"})
+    with pytest.raises(ValueError, match=r"'transactional\.id' is not supported with deliveryGuarantee=exactly-once"):
+        parse_sink_options({**BOOT, "deliveryGuarantee": "exactly-once", "kafka.transactional.id": "x"})
+    with pytest.raises(ValueError, match="batchId must be positive"):
+        parse_sink_options({**BOOT, "batchId": "-1"})
+
+
 # ------------------------------------------------------------------------------ offset JSON
 def test_canonical_offsets_order_and_round_trip() -> None:
     offsets = {("b", 10): 5, ("a", 2): 1, ("b", 2): 7, ("a", 0): 3}

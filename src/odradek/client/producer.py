@@ -1,4 +1,4 @@
-"""A minimal asyncio producer: record batches to partition leaders, no idempotence, no transactions.
+"""A small asyncio producer: record batches to partition leaders, optionally idempotent or transactional.
 
 ``await producer.send(topic, value, key=key)`` appends one record; :meth:`Producer.send_batch`
 appends many, one RecordBatch v2 per partition (built with
@@ -10,10 +10,17 @@ goes to ``murmur2(key) % partitions`` (the same partition a Java or librdkafka "
 producer picks); records without a key are spread round-robin per call.
 
 Produce errors are answered per partition; retriable ones (NOT_LEADER_OR_FOLLOWER, a lost
-connection...) are retried after a metadata refresh, so a retried batch may be written twice
-(at-least-once). Other errors raise the matching :mod:`odradek.errors` exception, e.g.
-``RecordTooLargeError``; an unknown topic raises ``UnknownTopicOrPartitionError`` (unless the
-broker auto-creates it). With ``acks=0`` nothing is awaited and offsets are -1.
+connection...) are retried after a metadata refresh, so without idempotence a retried batch may
+be written twice (at-least-once). Other errors raise the matching :mod:`odradek.errors`
+exception, e.g. ``RecordTooLargeError``; an unknown topic raises ``UnknownTopicOrPartitionError``
+(unless the broker auto-creates it). With ``acks=0`` nothing is awaited and offsets are -1.
+
+``enable_idempotence=True`` (needs acks=-1) asks for a producer id on first use and numbers every
+batch per partition, so the broker stores a retried batch once. ``transactional_id`` adds Kafka's
+transactions (:mod:`odradek.client.transactions`): ``await init_transactions()`` once (fences an
+earlier producer with the same id), then ``begin_transaction()``, sends,
+``await send_offsets_to_transaction(offsets, group_id)``, ``await commit_transaction()`` or
+``await abort_transaction()``; batches are sent only inside a transaction.
 
 Belongs to the event loop that created it; call it only from that loop.
 """
@@ -30,6 +37,7 @@ from typing import Any
 from odradek.client.cluster import Cluster, TopicPartition, group_by_topic
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for
+from odradek.client.transactions import TransactionManager
 from odradek.errors import ErrorCode
 from odradek.protocol.records import Record, build_batch
 from odradek.protocol.records_compression import CODEC_NAMES
@@ -109,9 +117,15 @@ class Producer:
         connect_timeout_ms: int = 10000,
         retries: int = 5,
         allow_auto_create: bool = True,
+        enable_idempotence: bool = False,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
     ) -> None:
         if acks not in (-1, 0, 1):
             raise ValueError(f"acks must be -1 (all), 0 or 1, not {acks}")
+        idempotent = enable_idempotence or transactional_id is not None
+        if idempotent and acks != -1:
+            raise ValueError("an idempotent or transactional producer needs acks=-1 (all)")
         self.acks = acks
         self.compression = compression_codec(compression)
         self.request_timeout_ms = request_timeout_ms
@@ -124,6 +138,9 @@ class Producer:
             retries=retries,
         )
         self._round_robin = itertools.count()
+        self.transactions = (
+            TransactionManager(self.cluster, transactional_id, transaction_timeout_ms) if idempotent else None
+        )
 
     async def __aenter__(self) -> Producer:
         return self
@@ -133,6 +150,36 @@ class Producer:
 
     async def close(self) -> None:
         await self.cluster.close()
+
+    async def init_transactions(self) -> None:
+        """InitProducerId for the transactional id: this producer's id and a new epoch, which
+        fences any earlier producer with the same id (its open transaction is aborted first)."""
+        if self.transactions is None or self.transactions.transactional_id is None:
+            raise RuntimeError("init_transactions needs a transactional_id")
+        await self.transactions.init_producer_id()
+
+    def begin_transaction(self) -> None:
+        if self.transactions is None:
+            raise RuntimeError("begin_transaction needs a transactional_id")
+        self.transactions.begin()
+
+    async def send_offsets_to_transaction(
+        self, offsets: dict[TopicPartition, int], group_id: str, metadata: str = ""
+    ) -> None:
+        """Commit a consumer group's ``offsets`` with the open transaction (consume-transform-produce)."""
+        if self.transactions is None:
+            raise RuntimeError("send_offsets_to_transaction needs a transactional_id")
+        await self.transactions.send_offsets(offsets, group_id, metadata)
+
+    async def commit_transaction(self) -> None:
+        if self.transactions is None:
+            raise RuntimeError("commit_transaction needs a transactional_id")
+        await self.transactions.end(commit=True)
+
+    async def abort_transaction(self) -> None:
+        if self.transactions is None:
+            raise RuntimeError("abort_transaction needs a transactional_id")
+        await self.transactions.end(commit=False)
 
     async def partitions_for(self, topic: str) -> int:
         """The partition count of ``topic``, waiting briefly for an auto-created topic's leaders.
@@ -194,10 +241,7 @@ class Producer:
             else:
                 p = (start + i) % count
             placed.setdefault(TopicPartition(topic, p), []).append(i)
-        batches = {
-            tp: build_batch([records[i] for i in indexes], compression=self.compression)
-            for tp, indexes in placed.items()
-        }
+        batches = await self._build(placed, records)
         answers = await self.cluster.route(batches, self._produce)
         out: list[RecordMetadata | None] = [None] * len(records)
         for tp, indexes in placed.items():
@@ -209,12 +253,40 @@ class Producer:
                 out[i] = RecordMetadata(topic, tp.partition, base_offset + n if base_offset >= 0 else -1)
         return [m for m in out if m is not None]
 
+    async def _build(
+        self, placed: dict[TopicPartition, list[int]], records: Sequence[Record]
+    ) -> dict[TopicPartition, bytes]:
+        """One batch per partition; numbered (and added to the open transaction) when idempotent."""
+        txn = self.transactions
+        if txn is None:
+            return {
+                tp: build_batch([records[i] for i in ix], compression=self.compression) for tp, ix in placed.items()
+            }
+        if txn.transactional_id is not None:
+            if not txn.in_transaction:
+                raise RuntimeError("a transactional producer sends only inside a transaction: begin_transaction()")
+            await txn.add_partitions(placed)
+        elif not txn.initialized:
+            await txn.init_producer_id()
+        return {
+            tp: build_batch(
+                [records[i] for i in ix],
+                compression=self.compression,
+                producer_id=txn.producer_id,
+                producer_epoch=txn.producer_epoch,
+                base_sequence=txn.next_sequence(tp, len(ix)),
+                is_transactional=txn.transactional_id is not None,
+            )
+            for tp, ix in placed.items()
+        }
+
     async def _produce(
         self, conn: KafkaConnection, group: dict[TopicPartition, bytes]
     ) -> dict[TopicPartition, tuple[int, Any]]:
         rb = conn.builder(PRODUCE_KEY, 3, 11)
+        txn_id = self.transactions.transactional_id if self.transactions is not None else None
         request = rb(
-            transactional_id=None,
+            transactional_id=txn_id,
             acks=self.acks,
             timeout=datetime.timedelta(milliseconds=self.request_timeout_ms),
             topic_data=tuple(

@@ -85,7 +85,20 @@ SOURCE_OPTIONS = {
         "fetchOffset.retryIntervalMs",
     )
 }
-SINK_OPTIONS = {k.lower(): k for k in ("topic", "includeHeaders", "checkpointLocation", "path")}
+SINK_OPTIONS = {
+    k.lower(): k
+    for k in (
+        "topic",
+        "includeHeaders",
+        "checkpointLocation",
+        "path",
+        "deliveryGuarantee",
+        "transactionalIdPrefix",
+        "queryId",
+        "batchId",
+    )
+}
+DELIVERY_GUARANTEES = ("at-least-once", "exactly-once")
 
 _STRATEGY_KEYS = ("subscribe", "subscribepattern", "assign")
 _INTERCEPTED_KAFKA_KEYS = ("default.api.timeout.ms",)
@@ -222,6 +235,13 @@ class SinkOptions:
 
     client: ClientSettings
     topic: str | None = None
+    exactly_once: bool = False
+    """``deliveryGuarantee=exactly-once``: one Kafka transaction per task (:mod:`odradek.spark.transactional`)."""
+    transactional_id_prefix: str = "odradek-sink"
+    query_id: str | None = None
+    """Names the query when the tasks cannot learn it from Spark (``foreachBatch``, batch writes)."""
+    batch_id: int | None = None
+    """The micro-batch when the tasks cannot learn it from Spark (``foreachBatch``, batch writes)."""
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -474,7 +494,25 @@ def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
                 f"Kafka option '{part}.serializer' is not supported as {noun} are serialized with ByteArraySerializer."
             )
     topic = options.get("topic")
+    guarantee = options.get("deliveryguarantee", "at-least-once").strip().lower()
+    if guarantee not in DELIVERY_GUARANTEES:
+        raise ValueError(f"Option 'deliveryGuarantee' must be 'at-least-once' or 'exactly-once', got '{guarantee}'")
+    exactly_once = guarantee == "exactly-once"
+    for key in ("kafka.transactional.id", "kafka.enable.idempotence"):
+        if exactly_once and key in options:
+            raise ValueError(
+                f"Kafka option '{key[6:]}' is not supported with deliveryGuarantee=exactly-once: the sink sets it "
+                "(one transactional id per task, derived from transactionalIdPrefix, the query id and the partition)"
+            )
+    prefix = options.get("transactionalidprefix", "odradek-sink").strip()
+    if not prefix:
+        raise ValueError("Option 'transactionalIdPrefix' must not be empty")
+    query_id = options.get("queryid")
     return SinkOptions(
         client=_client_settings(options, "producer"),
         topic=topic.strip() if topic is not None and topic.strip() else None,
+        exactly_once=exactly_once,
+        transactional_id_prefix=prefix,
+        query_id=query_id.strip() if query_id is not None and query_id.strip() else None,
+        batch_id=_int(options, "batchid", allow_zero=True),
     )

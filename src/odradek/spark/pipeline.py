@@ -12,11 +12,16 @@ with the bootstrap servers of a running cluster):
    window the watermark closes keep the top pages (append mode, so each window is emitted once,
    final). ``foreachBatch`` writes them to Parquet (``<output>/page_visit_counts/batch_id=N``,
    overwritten per batch, so a replayed batch does not duplicate) and to the topic
-   ``page_visit_counts`` (JSON values keyed by page, via ``format("odradek")``);
+   ``page_visit_counts`` (JSON values keyed by page, via ``format("odradek")`` with
+   ``deliveryGuarantee=exactly-once``, so a replayed batch adds nothing there either);
 4. produce the rest of the clickstream plus one end-of-stream heartbeat per partition, and run the
-   same query again from its checkpoint: it resumes exactly where it stopped, and the heartbeats
-   move the watermark past the last window so every window is emitted;
-5. read both outputs back and compare them with the counts computed in plain Python.
+   same query again from its checkpoint: first in a driver process of its own that is killed with
+   SIGKILL in a micro-batch, after the batch's output is committed to Kafka and before Spark
+   records it (:mod:`odradek.spark.pipeline_crash`), then again here: it resumes from the
+   checkpoint, replays the killed batch, and the heartbeats move the watermark past the last
+   window so every window is emitted;
+5. read both outputs back (the topic with ``isolation.level=read_committed``) and compare them with
+   the counts computed in plain Python: equal, with no duplicate from the replayed batch.
 
 Late events stay within 30 s of the stream's clock, well inside the watermark, so none is
 dropped and the Spark result must equal the Python one exactly.
@@ -30,6 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +76,9 @@ class PipelineConfig:
     first_run_fraction: float = 0.6
     watermark: str = "2 minutes"
     shuffle_partitions: int = 4
+    kill_after_output_batches: int | None = 1
+    """Run 1 happens in a driver process killed (SIGKILL) once this many micro-batches have written
+    output, then restarts from the checkpoint; None runs it in this process, unkilled."""
 
 
 @dataclass
@@ -87,6 +96,7 @@ class PipelineResult:
     expected: list[TopPage]
     parquet: list[TopPage]
     topic: list[TopPage]
+    killed_in_batch: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -191,8 +201,12 @@ def spark_session(
     return spark
 
 
-def _write_batch(bootstrap: str, parquet_dir: Path, top_n: int) -> Callable[[Any, int], None]:
-    """The ``foreachBatch`` function (runs on the driver for every micro-batch)."""
+def _write_batch(
+    bootstrap: str, parquet_dir: Path, top_n: int, query_id: str, after_write: Callable[[int], None] | None = None
+) -> Callable[[Any, int], None]:
+    """The ``foreachBatch`` function (runs on the driver for every micro-batch). The topic is
+    written exactly once (one transaction per task, ``query_id`` + batch id as the progress key);
+    ``after_write(batch_id)`` is called once a batch's output is in Kafka (the crash run uses it)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -229,9 +243,14 @@ def _write_batch(bootstrap: str, parquet_dir: Path, top_n: int) -> Callable[[Any
                 .write.format("odradek")
                 .option("kafka.bootstrap.servers", bootstrap)
                 .option("topic", RESULTS_TOPIC)
+                .option("deliveryGuarantee", "exactly-once")
+                .option("queryId", query_id)
+                .option("batchId", str(batch_id))
                 .mode("append")
                 .save()
             )
+            if after_write is not None:
+                after_write(batch_id)
         finally:
             top.unpersist()
 
@@ -239,7 +258,14 @@ def _write_batch(bootstrap: str, parquet_dir: Path, top_n: int) -> Callable[[Any
 
 
 def run_query(
-    spark: Any, bootstrap: str, config: PipelineConfig, checkpoint: Path, parquet_dir: Path, max_offsets: int | None
+    spark: Any,
+    bootstrap: str,
+    config: PipelineConfig,
+    checkpoint: Path,
+    parquet_dir: Path,
+    max_offsets: int | None,
+    query_id: str,
+    after_write: Callable[[int], None] | None = None,
 ) -> RunReport:
     """One ``Trigger.AvailableNow`` run of the top-pages query; returns when it has finished."""
     from pyspark.sql import functions as F
@@ -267,7 +293,7 @@ def run_query(
     query = (
         counts.writeStream.outputMode("append")
         .option("checkpointLocation", str(checkpoint))
-        .foreachBatch(_write_batch(bootstrap, parquet_dir, config.top_n))
+        .foreachBatch(_write_batch(bootstrap, parquet_dir, config.top_n, query_id, after_write))
         .trigger(availableNow=True)
         .start()
     )
@@ -296,6 +322,7 @@ def _rows_from_topic(spark: Any, bootstrap: str) -> list[TopPage]:
         spark.read.format("odradek")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", RESULTS_TOPIC)
+        .option("kafka.isolation.level", "read_committed")
         .load()
         .selectExpr("cast(value as string) as value")
     )
@@ -337,9 +364,12 @@ def run_pipeline(
         from odradek.spark import register
 
         register(spark)
+    query_id = f"odradek-demo-{uuid.uuid4().hex[:12]}"  # names the exactly-once progress of this checkpoint
+    killed: int | None = None
     try:
-        out(f"streaming run 1: Trigger.AvailableNow, maxOffsetsPerTrigger={config.max_offsets_per_trigger}")
-        runs = [run_query(spark, bootstrap, config, checkpoint, parquet_dir, config.max_offsets_per_trigger)]
+        max_offsets = config.max_offsets_per_trigger
+        out(f"streaming run 1: Trigger.AvailableNow, maxOffsetsPerTrigger={max_offsets}")
+        runs = [run_query(spark, bootstrap, config, checkpoint, parquet_dir, max_offsets, query_id)]
         _print_run(runs[-1], out)
         last_time = max(e.event_time_ms for e in events)
         end_of_stream = last_time + WINDOW_MS + 3 * WINDOW_MS
@@ -350,7 +380,15 @@ def run_pipeline(
         )
         out(f"produced the remaining {len(rest)} events and {EVENT_PARTITIONS} end-of-stream heartbeats")
         out("streaming run 2: same query restarted from its checkpoint")
-        runs.append(run_query(spark, bootstrap, config, checkpoint, parquet_dir, None))
+        if config.kill_after_output_batches:
+            from odradek.spark.pipeline_crash import run_killed_query
+
+            killed = run_killed_query(bootstrap, config, checkpoint, parquet_dir, query_id)
+            out(
+                f"  in a driver process of its own, killed (SIGKILL) in batch {killed} after the batch's results "
+                "were committed to Kafka, before Spark recorded the batch; restarted from the checkpoint again:"
+            )
+        runs.append(run_query(spark, bootstrap, config, checkpoint, parquet_dir, None, query_id))
         _print_run(runs[-1], out)
         result = PipelineResult(
             events=events,
@@ -358,6 +396,7 @@ def run_pipeline(
             expected=top_pages(events, config.top_n),
             parquet=_rows_from_parquet(spark, parquet_dir),
             topic=_rows_from_topic(spark, bootstrap),
+            killed_in_batch=killed,
         )
     finally:
         if own_session:
@@ -389,9 +428,14 @@ def summary(result: PipelineResult, top_n: int) -> list[str]:
     batches = sum(len(run.batches) for run in result.runs)
     lines.append(f"{visits} visits, {len(by_window)} windows, {batches} micro-batches in {len(result.runs)} runs")
     if result.ok:
+        killed = (
+            f", exactly once although the driver was killed in batch {result.killed_in_batch} and the batch replayed"
+            if result.killed_in_batch is not None
+            else ""
+        )
         lines.append(
-            f"check: Parquet ({len(result.parquet)} rows) and topic {RESULTS_TOPIC} ({len(result.topic)} records) "
-            "equal the counts computed directly from the generated events"
+            f"check: Parquet ({len(result.parquet)} rows) and topic {RESULTS_TOPIC} ({len(result.topic)} records, "
+            f"read_committed) equal the counts computed directly from the generated events{killed}"
         )
     else:
         lines.append(

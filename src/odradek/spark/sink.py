@@ -17,10 +17,13 @@ Who runs what: ``make_writer``/``make_stream_writer`` run in the driver's planne
 there, fast); ``write`` runs in executor workers on Arrow record batches (one confluent-kafka
 ``Producer`` per task, flushed before the task returns); ``commit``/``abort`` run on the driver.
 
-Delivery is **at-least-once**, like Spark's Kafka sink: a task retried after a partial write, or
-a micro-batch replayed after a failure, produces its rows again. Deduplicate downstream on a
-unique key (e.g. an event id) if duplicates matter. ``abort`` cannot take back rows a successful
-task already produced. Save mode: ``append`` (PySpark rejects ``errorifexists`` and ``ignore``
+Delivery is **at-least-once** by default, like Spark's Kafka sink: a task retried after a partial
+write, or a micro-batch replayed after a failure, produces its rows again. ``abort`` cannot take
+back rows a successful task already produced. With ``deliveryGuarantee=exactly-once`` each task
+writes in a Kafka transaction that also records its micro-batch as done, and skips a micro-batch
+already recorded (:mod:`odradek.spark.transactional`): readers with
+``isolation.level=read_committed`` see every row exactly once across task retries, replayed
+micro-batches and driver restarts. Save mode: ``append`` (PySpark rejects ``errorifexists`` and ``ignore``
 for Python sinks; ``overwrite`` is refused here, as Kafka cannot truncate a topic).
 """
 
@@ -29,7 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +46,16 @@ from pyspark.sql.types import ArrayType, BinaryType, DataType, IntegerType, Stri
 from odradek.spark.driver import DriverClient, client_config
 from odradek.spark.options import SinkOptions, parse_sink_options
 
-__all__ = ["OdradekArrowWriter", "OdradekStreamArrowWriter", "ProducedMessage", "make_stream_writer", "make_writer"]
+__all__ = [
+    "Delivery",
+    "OdradekArrowWriter",
+    "OdradekStreamArrowWriter",
+    "ProducedMessage",
+    "make_stream_writer",
+    "make_writer",
+    "producer_conf",
+    "rows",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +72,8 @@ class ProducedMessage(WriterCommitMessage):
     """What one task produced: record count per ``(topic, partition)``."""
 
     counts: dict[tuple[str, int], int] = field(default_factory=dict)
+    replayed: bool = False
+    """exactly-once: the task found its micro-batch already committed and produced nothing."""
 
     @property
     def records(self) -> int:
@@ -131,7 +145,7 @@ def make_stream_writer(raw: Mapping[str, str], schema: StructType, overwrite: bo
     return OdradekStreamArrowWriter(options, columns)
 
 
-def _producer_conf(options: SinkOptions) -> dict[str, Any]:
+def producer_conf(options: SinkOptions) -> dict[str, Any]:
     conf = client_config(options.client, "producer")
     conf.setdefault("partitioner", "murmur2_random")
     conf.setdefault("linger.ms", 5)
@@ -139,21 +153,13 @@ def _producer_conf(options: SinkOptions) -> dict[str, Any]:
     return conf
 
 
-def produce_batches(options: SinkOptions, columns: tuple[str, ...], batches: Iterator[Any]) -> ProducedMessage:
-    """Produce every row of ``batches`` (executor); raise on the first delivery error."""
-    from confluent_kafka import Producer
+Row = tuple[str, dict[str, Any]]
+"""A row to produce: topic and the keyword arguments of ``Producer.produce``."""
 
-    conf = _producer_conf(options)
-    producer = Producer(conf)
-    counts: Counter[tuple[str, int]] = Counter()
-    errors: list[str] = []
 
-    def on_delivery(error: Any, message: Any) -> None:
-        if error is not None:
-            errors.append(f"{message.topic()}: {error.str()}")
-        else:
-            counts[(message.topic(), message.partition())] += 1
-
+def rows(options: SinkOptions, columns: tuple[str, ...], batches: Iterator[Any]) -> Iterator[Row]:
+    """``(topic, produce keyword arguments)`` for every row of the Arrow ``batches``; raises
+    ``ValueError`` for a row without a topic (Spark's message)."""
     for batch in batches:
         data = {name: batch.column(name).to_pylist() for name in columns}
         topics = data.get("topic")
@@ -171,31 +177,73 @@ def produce_batches(options: SinkOptions, columns: tuple[str, ...], batches: Ite
                 "key": key.encode() if isinstance(key, str) else key,
                 "value": value.encode() if isinstance(value, str) else value,
                 "partition": partitions[i] if partitions and partitions[i] is not None else _PARTITION_UNASSIGNED,
-                "on_delivery": on_delivery,
             }
             if headers and headers[i]:
                 kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
+            yield topic, kwargs
+
+
+class Delivery:
+    """One task's producer: produces rows, counts deliveries per ``(topic, partition)``, raises on
+    the first delivery error and waits for everything to be delivered (:meth:`flush`)."""
+
+    def __init__(self, options: SinkOptions, conf: dict[str, Any]) -> None:
+        from confluent_kafka import Producer
+
+        self.options = options
+        self.timeout_s = float(conf["message.timeout.ms"]) / 1000 + 5
+        self.producer = Producer(conf)
+        self.counts: Counter[tuple[str, int]] = Counter()
+        self.errors: list[str] = []
+
+    def _on_delivery(self, error: Any, message: Any) -> None:
+        if error is not None:
+            self.errors.append(f"{message.topic()}: {error.str()}")
+        else:
+            self.counts[(message.topic(), message.partition())] += 1
+
+    def produce_all(self, produced: Iterable[Row]) -> None:
+        for n, (topic, kwargs) in enumerate(produced):
             while True:
                 try:
-                    producer.produce(topic, **kwargs)
+                    self.producer.produce(topic, on_delivery=self._on_delivery, **kwargs)
                     break
                 except BufferError:
-                    producer.poll(0.05)
-            if errors:
-                raise RuntimeError(f"Failed to produce to Kafka: {errors[0]}")
-        producer.poll(0)
-    timeout_s = float(conf["message.timeout.ms"]) / 1000 + 5
-    deadline = time.monotonic() + timeout_s
-    while producer.flush(1.0) > 0:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"Records not delivered to '{options.client.bootstrap_servers}' within {timeout_s}s")
-    if errors:
-        raise RuntimeError(f"Failed to produce {len(errors)} record(s) to Kafka; first error: {errors[0]}")
-    return ProducedMessage(dict(counts))
+                    self.producer.poll(0.05)
+            if self.errors:
+                raise RuntimeError(f"Failed to produce to Kafka: {self.errors[0]}")
+            if n % 1000 == 999:
+                self.producer.poll(0)
+
+    def flush(self) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        while self.producer.flush(1.0) > 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"Records not delivered to '{self.options.client.bootstrap_servers}' within {self.timeout_s}s"
+                )
+        if self.errors:
+            first = self.errors[0]
+            raise RuntimeError(f"Failed to produce {len(self.errors)} record(s) to Kafka; first error: {first}")
+
+
+def produce_batches(options: SinkOptions, columns: tuple[str, ...], batches: Iterator[Any]) -> ProducedMessage:
+    """Produce every row of ``batches`` (executor); raise on the first delivery error."""
+    if options.exactly_once:
+        from odradek.spark.transactional import produce_in_transaction
+
+        return produce_in_transaction(options, rows(options, columns, batches), producer_conf(options))
+    delivery = Delivery(options, producer_conf(options))
+    delivery.produce_all(rows(options, columns, batches))
+    delivery.flush()
+    return ProducedMessage(dict(delivery.counts))
 
 
 def _summary(messages: list[WriterCommitMessage | None]) -> tuple[int, int]:
     produced = [m for m in messages if isinstance(m, ProducedMessage)]
+    replayed = sum(m.replayed for m in produced)
+    if replayed:
+        log.info("%d task(s) found their micro-batch already written (exactly-once) and produced nothing", replayed)
     return sum(m.records for m in produced), len(messages) - len(produced)
 
 
