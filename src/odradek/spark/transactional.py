@@ -87,6 +87,8 @@ def produce_in_transaction(options: SinkOptions, produced: Iterator[Row], conf: 
     txn_id = transactional_id(options, identity)
     conf = {**conf, "transactional.id": txn_id, "enable.idempotence": True, "acks": "all"}
     conf.setdefault("transaction.timeout.ms", int(TRANSACTION_TIMEOUT_S * 1000))
+    # librdkafka: message.timeout.ms may not exceed transaction.timeout.ms
+    conf["message.timeout.ms"] = min(int(conf["message.timeout.ms"]), int(conf["transaction.timeout.ms"]))
     delivery = Delivery(options, conf)
     delivery.producer.init_transactions(TRANSACTION_TIMEOUT_S)  # fences and aborts an earlier attempt
     consumer = Consumer(
