@@ -1,0 +1,169 @@
+"""Transactions with the three Python clients against one broker process: commit and abort,
+consume-transform-produce with ``send_offsets_to_transaction``, zombie fencing, and what
+read_committed and read_uncommitted consumers see."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from .process_support import BrokerProcess
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    overrides = {"transaction.state.log.num.partitions": "4", "offsets.topic.num.partitions": "4"}
+    process = BrokerProcess(tmp_path_factory.mktemp("txn-clients") / "data", overrides).start()
+    yield process
+    process.kill()
+
+
+def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 1) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{isolation}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+    ended: set[int] = set()
+    deadline = time.monotonic() + 15
+    try:
+        while len(ended) < partitions and time.monotonic() < deadline:
+            for m in consumer.consume(200, 0.5):
+                if m.error() is None:
+                    values.append(m.value())
+                elif m.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(m.partition())
+    finally:
+        consumer.close()
+    return values
+
+
+def test_confluent_commit_abort_and_isolation_levels(broker: BrokerProcess) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "confluent-1"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce("conf", b"ok-%d" % i, partition=0)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce("conf", b"dropped", partition=0)
+    assert producer.flush(10) == 0  # written, then aborted (abort alone would purge it unsent)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce("conf", b"open", partition=0)
+    producer.flush(10)
+    assert read_all(broker.bootstrap_servers, "conf", "read_committed") == [b"ok-0", b"ok-1", b"ok-2"]
+    assert read_all(broker.bootstrap_servers, "conf", "read_uncommitted") == [
+        b"ok-0",
+        b"ok-1",
+        b"ok-2",
+        b"dropped",
+        b"open",
+    ]
+    producer.commit_transaction(30)
+    assert read_all(broker.bootstrap_servers, "conf", "read_committed")[-1] == b"open"
+
+
+def test_a_second_producer_fences_the_first(broker: BrokerProcess) -> None:
+    first = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "zombie"})
+    first.init_transactions(30)
+    first.begin_transaction()
+    first.produce("fenced", b"zombie-write", partition=0)
+    first.flush(10)
+    second = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "zombie"})
+    second.init_transactions(30)  # aborts the first one's transaction and bumps the epoch
+    with pytest.raises(KafkaException) as raised:
+        first.commit_transaction(30)
+    assert raised.value.args[0].fatal() or "fenced" in str(raised.value).lower()
+    second.begin_transaction()
+    second.produce("fenced", b"new-write", partition=0)
+    second.commit_transaction(30)
+    assert read_all(broker.bootstrap_servers, "fenced", "read_committed") == [b"new-write"]
+
+
+def test_consume_transform_produce_commits_offsets_with_the_output(broker: BrokerProcess) -> None:
+    bootstrap = broker.bootstrap_servers
+    source = Producer({"bootstrap.servers": bootstrap})
+    for i in range(10):
+        source.produce("ctp-in", b"%d" % i, partition=0)
+    assert source.flush(10) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "ctp",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition("ctp-in", 0, 0)])
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "ctp-1"})
+    producer.init_transactions(30)
+    seen: list[Any] = []
+    deadline = time.monotonic() + 15
+    while len(seen) < 10 and time.monotonic() < deadline:
+        seen += [m for m in consumer.consume(10, 0.5) if m.error() is None]
+    assert len(seen) == 10
+    producer.begin_transaction()
+    for m in seen[:6]:
+        producer.produce("ctp-out", m.value() + b"!", partition=0)
+    producer.send_offsets_to_transaction(
+        [TopicPartition("ctp-in", 0, seen[5].offset() + 1)], consumer.consumer_group_metadata(), 30
+    )
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    for m in seen[6:]:
+        producer.produce("ctp-out", m.value() + b"!", partition=0)
+    producer.send_offsets_to_transaction([TopicPartition("ctp-in", 0, 10)], consumer.consumer_group_metadata(), 30)
+    producer.abort_transaction(30)
+    [committed] = consumer.committed([TopicPartition("ctp-in", 0)], timeout=10)
+    consumer.close()
+    assert committed.offset == 6  # the aborted transaction's offsets never became the group's
+    assert read_all(bootstrap, "ctp-out", "read_committed") == [b"%d!" % i for i in range(6)]
+
+
+def test_kafka_python_transactions(broker: BrokerProcess) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id="kafka-python-1")
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("kp", b"kept", partition=0)
+    producer.commit_transaction()
+    producer.begin_transaction()
+    producer.send("kp", b"aborted", partition=0)
+    producer.abort_transaction()
+    producer.close()
+    assert read_all(broker.bootstrap_servers, "kp", "read_committed") == [b"kept"]
+
+
+def test_aiokafka_transactions(broker: BrokerProcess) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    async def go() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id="aiokafka-1")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait("aio", b"kept", partition=0)
+            await producer.begin_transaction()
+            await producer.send_and_wait("aio", b"aborted", partition=0)
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+
+    asyncio.run(go())
+    assert read_all(broker.bootstrap_servers, "aio", "read_committed") == [b"kept"]
