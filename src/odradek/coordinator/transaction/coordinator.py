@@ -53,7 +53,7 @@ from odradek.coordinator.transaction.metadata import (
     partition_for,
 )
 from odradek.errors import ErrorCode, KafkaError
-from odradek.protocol.records import Record, build_batch, decode_records, iter_batches
+from odradek.protocol.records import Record, build_batch, iter_all_records, iter_batches
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = ["TransactionCoordinator"]
@@ -160,7 +160,7 @@ class TransactionCoordinator:
                     break
                 for _pos, h in iter_batches(data):
                     offset = h.base_offset + h.last_offset_delta + 1
-                for rec in decode_records(data, verify_crc=False):
+                for rec in iter_all_records(data, verify_crc=False):
                     if rec.key is None:
                         continue
                     try:
