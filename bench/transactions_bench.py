@@ -1,0 +1,141 @@
+"""Transactions: produce throughput plain vs idempotent vs transactional, and read_committed vs
+read_uncommitted consumption.
+
+One broker process on Apache ZooKeeper (``odradek.cli.cluster.LocalCluster``), client
+confluent-kafka, same settings for every mode (acks=all, linger.ms 5, no compression). One JSON
+document on stdout, progress on stderr.
+
+- ``produce``: ``--messages`` messages of ``--size`` bytes (1 KiB) to a 1-partition topic per mode;
+  ``plain`` (``enable.idempotence=false``), ``idempotent``, ``transactional`` (one transaction per
+  ``--txn-size`` messages, committed before the next begins). ``msgs_per_s`` per repetition and the
+  median; ``ratio_transactional_to_plain`` (target >= 0.8).
+- ``consume``: the transactional topic read from offset 0 to its end by a fresh consumer with
+  ``isolation.level`` ``read_uncommitted`` and then ``read_committed`` (one control batch per
+  transaction is skipped by both); ``msgs_per_s`` each.
+
+    python bench/transactions_bench.py [--messages 200000] [--size 1024] [--txn-size 1000] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.cli.cluster import LocalCluster
+
+BASE = {"acks": "all", "linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none"}
+
+
+def log(message: str) -> None:
+    print(f"[transactions-bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def produce(bootstrap: str, topic: str, mode: str, messages: int, size: int, txn_size: int, rep: int) -> float:
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, **BASE, "enable.idempotence": mode != "plain"}
+    if mode == "transactional":
+        conf["transactional.id"] = f"bench-{topic}-{rep}"
+    producer = Producer(conf)
+    payload = b"x" * size
+    failed: list[Any] = []
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failed.append(err)
+
+    if mode == "transactional":
+        producer.init_transactions(30)
+    started = time.perf_counter()
+    for first in range(0, messages, txn_size):
+        if mode == "transactional":
+            producer.begin_transaction()
+        for _ in range(min(txn_size, messages - first)):
+            while True:
+                try:
+                    producer.produce(topic, payload, partition=0, on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        if mode == "transactional":
+            producer.commit_transaction(60)
+        producer.poll(0)
+    producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if failed:
+        raise RuntimeError(f"{mode}: {len(failed)} delivery errors, first {failed[0]}")
+    return messages / elapsed
+
+
+def consume(bootstrap: str, topic: str, isolation: str, expected: int) -> float:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{isolation}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "fetch.max.bytes": 52_428_800,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    started = time.perf_counter()
+    done = False
+    while not done:
+        for m in consumer.consume(10_000, 1.0):
+            if m.error() is None:
+                got += 1
+            elif m.error().code() == KafkaError._PARTITION_EOF:
+                done = True
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    if got != expected:
+        raise RuntimeError(f"{isolation}: read {got} records, expected {expected}")
+    return got / elapsed
+
+
+def bench(args: argparse.Namespace) -> dict[str, Any]:
+    with LocalCluster(1, overrides={"num.partitions": "1", "transaction.state.log.replication.factor": "1"}) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        modes = ("plain", "idempotent", "transactional")
+        results: dict[str, list[float]] = {m: [] for m in modes}
+        for rep in range(args.reps):
+            for mode in modes:
+                topic = f"{mode}-{rep}"
+                admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+                rate = produce(bootstrap, topic, mode, args.messages, args.size, args.txn_size, rep)
+                log(f"{mode} rep {rep}: {rate:,.0f} msgs/s")
+                results[mode].append(rate)
+        medians = {m: statistics.median(v) for m, v in results.items()}
+        consumed = {
+            isolation: consume(bootstrap, "transactional-0", isolation, args.messages)
+            for isolation in ("read_uncommitted", "read_committed")
+        }
+        log(f"consume: {consumed}")
+    return {
+        "produce": {m: {"msgs_per_s": [round(r) for r in results[m]], "median": round(medians[m])} for m in modes},
+        "ratio_transactional_to_plain": round(medians["transactional"] / medians["plain"], 3),
+        "ratio_idempotent_to_plain": round(medians["idempotent"] / medians["plain"], 3),
+        "consume": {k: {"msgs_per_s": round(v)} for k, v in consumed.items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--txn-size", type=int, default=1000)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    print(json.dumps({"bench": "transactions", "args": vars(args), **bench(args)}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
