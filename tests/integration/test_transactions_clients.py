@@ -167,3 +167,32 @@ def test_aiokafka_transactions(broker: BrokerProcess) -> None:
 
     asyncio.run(go())
     assert read_all(broker.bootstrap_servers, "aio", "read_committed") == [b"kept"]
+
+
+def test_transactions_list_and_describe(broker: BrokerProcess) -> None:
+    import subprocess
+    import sys
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "described"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("desc", b"x", partition=0)
+    assert producer.flush(10) == 0
+
+    def cli(*args: str) -> list[list[str]]:
+        argv = [sys.executable, "-m", "odradek.cli.main", "transactions", "--bootstrap-server"]
+        done = subprocess.run([*argv, broker.bootstrap_servers, *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return [line.split() for line in done.stdout.splitlines()]
+
+    listed = cli("list")
+    assert listed[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert next(r for r in listed if r[0] == "described")[3] == "Ongoing"
+    header, row = cli("describe", "--transactional-id", "described")
+    assert header[:5] == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState"]
+    assert row[1] == "described" and row[4] == "Ongoing" and row[8] == "desc-0"
+    producer.commit_transaction(30)
+    deadline = time.monotonic() + 10  # the markers are written after EndTxn is answered
+    while next(r for r in cli("list") if r[0] == "described")[3] != "CompleteCommit":
+        assert time.monotonic() < deadline, "the transaction did not complete"
+        time.sleep(0.1)

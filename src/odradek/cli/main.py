@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "move partition replicas between brokers (kafka-reassign-partitions)",
     ),
     "log-dirs": ("odradek.cli.log_dirs", "describe the brokers' log directories (kafka-log-dirs)"),
+    "transactions": ("odradek.cli.transactions", "list and describe transactions (kafka-transactions)"),
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
     "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),

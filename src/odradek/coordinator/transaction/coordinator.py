@@ -26,8 +26,8 @@ CONCURRENT_TRANSACTIONS):
 - ``transaction.timeout.ms``: checked against ``transaction.max.timeout.ms``; a background task
   aborts (with an epoch bump) transactions open longer than their timeout.
 
-Not yet: ``transactional.id.expiration.ms`` (ids are never removed), DescribeTransactions and
-ListTransactions. Event loop only.
+DescribeTransactions and ListTransactions read the in-memory states (:meth:`describe`,
+:meth:`list`). Not yet: ``transactional.id.expiration.ms`` (ids are never removed). Event loop only.
 """
 
 from __future__ import annotations
@@ -60,10 +60,21 @@ __all__ = ["TransactionCoordinator"]
 
 log = logging.getLogger(__name__)
 
+S = TransactionState
 MAX_EPOCH = 32767
+STATE_NAMES = {
+    S.EMPTY: "Empty",
+    S.ONGOING: "Ongoing",
+    S.PREPARE_COMMIT: "PrepareCommit",
+    S.PREPARE_ABORT: "PrepareAbort",
+    S.COMPLETE_COMMIT: "CompleteCommit",
+    S.COMPLETE_ABORT: "CompleteAbort",
+    S.DEAD: "Dead",
+    S.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
+}
+"""Kafka's names of the states (DescribeTransactions, ListTransactions, kafka-transactions.sh)."""
 WRITE_TIMEOUT_MS = 30_000
 LOAD_BYTES = 1 << 20
-S = TransactionState
 
 
 class CoordinatorError(Exception):
@@ -418,6 +429,34 @@ class TransactionCoordinator:
             await self._persist(meta, self._next(meta, target, self.now_ms()))
         except CoordinatorError as exc:
             log.warning("transaction %s: writing %s failed: %s", meta.transactional_id, target.name, exc.error.name)
+
+    # --- DescribeTransactions / ListTransactions -----------------------------------------------
+
+    def describe(self, txn_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
+        """NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND, or the state."""
+        try:
+            self._status(txn_id)
+        except CoordinatorError as exc:
+            return exc.error, None
+        meta = self.txns.get(txn_id)
+        return (ErrorCode.none, meta) if meta is not None else (ErrorCode.transactional_id_not_found, None)
+
+    def list(self, states: set[str], producer_ids: set[int], min_duration_ms: int) -> tuple[ErrorCode, list[Any]]:
+        """This broker's transactional ids matching every filter given (empty: no filter);
+        COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
+        if self.loading:
+            return ErrorCode.coordinator_load_in_progress, []
+        now = self.now_ms()
+        out = []
+        for meta in self.txns.values():
+            if states and STATE_NAMES[meta.state] not in states:
+                continue
+            if producer_ids and meta.producer_id not in producer_ids:
+                continue
+            if min_duration_ms >= 0 and (meta.state is not S.ONGOING or now - meta.start_ms < min_duration_ms):
+                continue
+            out.append(meta)
+        return ErrorCode.none, out
 
     async def _abort_timed_out_loop(self) -> None:
         while True:

@@ -32,6 +32,7 @@ from odradek.server.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_transactions,
     elect_leaders,
     end_txn,
     fetch,
@@ -45,6 +46,7 @@ from odradek.server.apis import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -60,6 +62,8 @@ from odradek.server.apis import (
 
 _MODULES: list[ModuleType] = [
     produce,
+    describe_transactions,
+    list_transactions,
     write_txn_markers,
     add_partitions_to_txn,
     add_offsets_to_txn,
@@ -143,6 +147,8 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster
+    65: (0, 0),  # DescribeTransactions
+    66: (0, 1),  # ListTransactions
 }
 """(min, max) of each API Kafka 3.9's ZooKeeper-mode broker serves that odradek serves too."""
 

@@ -1,0 +1,120 @@
+"""``odradek transactions``: list and describe transactions (Kafka's kafka-transactions.sh).
+
+    odradek transactions --bootstrap-server B list
+    odradek transactions --bootstrap-server B describe --transactional-id ID
+
+``list`` sends ListTransactions to every live broker and prints one row per transactional id:
+``TransactionalId Coordinator ProducerId TransactionState``. ``describe`` finds the id's
+coordinator (FindCoordinator, key type 1) and prints its DescribeTransactions answer:
+``CoordinatorId TransactionalId ProducerId ProducerEpoch TransactionState TransactionTimeoutMs
+CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions`` (None for the start time and
+duration when no transaction is open). Columns are padded as Kafka's tool pads them. Exit status
+0, 1 for an error answer (e.g. TRANSACTIONAL_ID_NOT_FOUND) or an unreachable broker, 2 for a
+usage error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.client.admin import AdminClient
+from odradek.errors import ErrorCode
+
+FIND_COORDINATOR, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 10, 65, 66
+LIST_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+DESCRIBE_HEADERS = [
+    "CoordinatorId",
+    "TransactionalId",
+    "ProducerId",
+    "ProducerEpoch",
+    "TransactionState",
+    "TransactionTimeoutMs",
+    "CurrentTransactionStartTimeMs",
+    "TransactionDurationMs",
+    "TopicPartitions",
+]
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="odradek transactions", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bootstrap-server", required=True)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the transactional ids of every broker")
+    describe = sub.add_parser("describe", help="describe one transactional id")
+    describe.add_argument("--transactional-id", required=True)
+    return parser
+
+
+def table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    return [
+        "".join(str(cell).ljust(w + 1) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    ]
+
+
+async def list_transactions(admin: AdminClient) -> list[list[str]]:
+    rows = []
+    for broker_id, *_ in (await admin.describe_cluster()).brokers:
+        conn = await admin.cluster.connection(broker_id)
+        rb = conn.builder(LIST_TRANSACTIONS, 0, 1)
+        fields: dict[str, Any] = {"state_filters": (), "producer_id_filters": ()}
+        if conn.version_for(LIST_TRANSACTIONS, 0, 1) >= 1:
+            fields["duration_filter"] = -1
+        response: Any = await conn.send(rb(**fields))
+        if ErrorCode(response.error_code) != ErrorCode.none:
+            raise CommandError(f"broker {broker_id} answered {ErrorCode(response.error_code).name.upper()}")
+        for s in response.transaction_states:
+            rows.append([s.transactional_id, str(broker_id), str(s.producer_id), s.transaction_state])
+    return sorted(rows)
+
+
+async def describe_transaction(admin: AdminClient, txn_id: str) -> list[str]:
+    conn = await admin.cluster.any_connection()
+    rb = conn.builder(FIND_COORDINATOR, 4, 4)
+    found: Any = await conn.send(rb(key_type=1, coordinator_keys=(txn_id,)))
+    entry = found.coordinators[0]
+    if ErrorCode(entry.error_code) != ErrorCode.none:
+        raise CommandError(f"cannot find the coordinator of {txn_id}: {ErrorCode(entry.error_code).name.upper()}")
+    coordinator = int(entry.node_id)
+    conn = await admin.cluster.connection(coordinator)
+    rb = conn.builder(DESCRIBE_TRANSACTIONS, 0, 0)
+    response: Any = await conn.send(rb(transactional_ids=(txn_id,)))
+    state = response.transaction_states[0]
+    error = ErrorCode(state.error_code)
+    if error != ErrorCode.none:
+        raise CommandError(f"transactional id {txn_id}: {error.name.upper()}")
+    start = int(state.transaction_start_time.timestamp() * 1000)
+    open_ = start >= 0
+    partitions = ",".join(f"{t.topic}-{p}" for t in state.topics for p in t.partitions)
+    return [
+        str(coordinator),
+        txn_id,
+        str(state.producer_id),
+        str(state.producer_epoch),
+        state.transaction_state,
+        str(int(state.transaction_timeout.total_seconds() * 1000)),
+        str(start) if open_ else "None",
+        str(int(time.time() * 1000) - start) if open_ else "None",
+        partitions,
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+
+    async def go() -> int:
+        async with AdminClient(args.bootstrap_server) as admin:
+            if args.command == "list":
+                lines = table(LIST_HEADERS, await list_transactions(admin))
+            else:
+                lines = table(DESCRIBE_HEADERS, [await describe_transaction(admin, args.transactional_id)])
+        print("\n".join(lines))
+        return 0
+
+    return run("odradek transactions", go)

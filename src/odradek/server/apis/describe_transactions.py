@@ -1,0 +1,48 @@
+"""DescribeTransactions (key 65): the state of transactional ids this broker coordinates.
+
+v0. Per id: NOT_COORDINATOR (another broker coordinates it), COORDINATOR_LOAD_IN_PROGRESS,
+TRANSACTIONAL_ID_NOT_FOUND, or its state with Kafka's names (Empty, Ongoing, PrepareCommit, ...),
+timeout, start time (-1 when no transaction is open), producer id and epoch, and the partitions of
+the open transaction.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from odradek.coordinator.transaction.coordinator import STATE_NAMES
+from odradek.errors import ErrorCode
+from odradek.server.apis.txn_support import coordinator
+from odradek.server.request import RequestContext
+
+API_KEY = 65
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+_EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
+
+
+async def handle(ctx: RequestContext) -> Any:
+    txn = coordinator(ctx)
+    states = []
+    for txn_id in ctx.request.transactional_ids:
+        error, meta = (ErrorCode.coordinator_not_available, None) if txn is None else txn.describe(txn_id)
+        topics: dict[str, list[int]] = {}
+        for topic, partition in sorted(meta.partitions if meta is not None else ()):
+            topics.setdefault(topic, []).append(partition)
+        start = meta.start_ms if meta is not None and meta.state.name == "ONGOING" else -1
+        states.append(
+            ctx.make(
+                "TransactionState",
+                error_code=error,
+                transactional_id=txn_id,
+                transaction_state=STATE_NAMES[meta.state] if meta is not None else "",
+                transaction_timeout=datetime.timedelta(milliseconds=meta.timeout_ms if meta is not None else 0),
+                transaction_start_time=_EPOCH + datetime.timedelta(milliseconds=start),
+                producer_id=meta.producer_id if meta is not None else -1,
+                producer_epoch=meta.producer_epoch if meta is not None else -1,
+                topics=tuple(ctx.make("TopicData", topic=t, partitions=tuple(ps)) for t, ps in topics.items()),
+            )
+        )
+    return ctx.response(throttle_time=datetime.timedelta(0), transaction_states=tuple(states))
