@@ -404,6 +404,24 @@ def run_confluent_kafka(bootstrap: str) -> list[str]:
         specs = {tp0: OffsetSpec.earliest(), TopicPartition(topic, 1): OffsetSpec.latest()}
         _wait_all(admin.list_offsets(specs))
         _wait_all(admin.list_offsets({tp0: OffsetSpec.max_timestamp()}))
+    with w.step("transactions: commit with group offsets, abort, read_committed"):
+        txn = Producer({**base, "transactional.id": f"{group}-tx"})
+        reader = Consumer({**base, "group.id": f"{group}-tx", "isolation.level": "read_committed"})
+        txn.init_transactions(20)
+        txn.begin_transaction()
+        for i in range(10):
+            txn.produce(topic, w.value("tx", i), partition=i % 3)
+        txn.send_offsets_to_transaction([TopicPartition(topic, 0, 1)], reader.consumer_group_metadata(), 20)
+        txn.commit_transaction(20)
+        txn.begin_transaction()
+        txn.produce(topic, w.value("tx-aborted", 0), partition=0)
+        txn.flush(10)
+        txn.abort_transaction(20)
+        reader.assign([TopicPartition(topic, p, 0) for p in range(3)])
+        for _ in range(5):
+            reader.poll(0.2)
+        reader.close()
+        del txn
     with w.step("delete records, groups and topics"):
         _wait_all(admin.delete_records([TopicPartition(topic, 0, 3)]))
         _wait_all(admin.delete_consumer_groups([group]))
@@ -521,6 +539,20 @@ def run_kafka_python(bootstrap: str) -> list[str]:
             admin.list_groups()
             admin.describe_groups([group])
             admin.list_group_offsets({group: None})
+        with w.step("transactions: commit, abort"):
+            txn = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{group}-tx")
+            try:
+                txn.init_transactions()
+                txn.begin_transaction()
+                for i in range(10):
+                    txn.send(topic, w.value("tx", i), partition=i % 3)
+                txn.commit_transaction()
+                txn.begin_transaction()
+                txn.send(topic, w.value("tx-aborted", 0), partition=0)
+                txn.flush()
+                txn.abort_transaction()
+            finally:
+                txn.close()
         for version in PINNED_KAFKA_PYTHON_VERSIONS:
             with w.step(f"api_version={version}: produce, consume with group, commit, offsets"):
                 _kafka_python_pinned(w, topic, version)
@@ -650,6 +682,19 @@ async def _aiokafka_workload(w: Workload) -> None:
                 await produce(f"{codec}-aall", 20, compression_type=compression, acks="all")
         with w.step("produce idempotent"):
             await produce("idem", 40, enable_idempotence=True, compression_type="snappy")
+
+        with w.step("transactions: commit, abort"):
+            txn = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{group}-tx")
+            await txn.start()
+            try:
+                async with txn.transaction():
+                    for i in range(10):
+                        await txn.send(topic, w.value("tx", i), partition=i % 3)
+                await txn.begin_transaction()
+                await txn.send_and_wait(topic, w.value("tx-aborted", 0), partition=0)
+                await txn.abort_transaction()
+            finally:
+                await txn.stop()
 
         with w.step("consume with group (subscribe, commit, committed)"):
             consumer = AIOKafkaConsumer(
