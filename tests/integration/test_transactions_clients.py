@@ -196,3 +196,36 @@ def test_transactions_list_and_describe(broker: BrokerProcess) -> None:
     while next(r for r in cli("list") if r[0] == "described")[3] != "CompleteCommit":
         assert time.monotonic() < deadline, "the transaction did not complete"
         time.sleep(0.1)
+
+
+def test_an_idle_transactional_id_expires(tmp_path_factory: pytest.TempPathFactory) -> None:
+    import subprocess
+    import sys
+
+    overrides = {
+        "transaction.state.log.num.partitions": "2",
+        "transactional.id.expiration.ms": "1500",
+        "transaction.remove.expired.transaction.cleanup.interval.ms": "200",
+    }
+    short = BrokerProcess(tmp_path_factory.mktemp("txn-expiry") / "data", overrides).start()
+    try:
+        producer = Producer({"bootstrap.servers": short.bootstrap_servers, "transactional.id": "short-lived"})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce("expiry", b"x", partition=0)
+        producer.commit_transaction(30)
+
+        def describe() -> subprocess.CompletedProcess[str]:
+            argv = [sys.executable, "-m", "odradek.cli.main", "transactions", "--bootstrap-server"]
+            args = ["describe", "--transactional-id", "short-lived"]
+            return subprocess.run([*argv, short.bootstrap_servers, *args], capture_output=True, text=True, timeout=60)
+
+        assert describe().returncode == 0
+        deadline = time.monotonic() + 20
+        while (done := describe()).returncode == 0:
+            assert time.monotonic() < deadline, "the transactional id did not expire"
+            time.sleep(0.3)
+        assert "TRANSACTIONAL_ID_NOT_FOUND" in done.stderr + done.stdout
+        assert "expired and was removed" in short.log_text()
+    finally:
+        short.kill()

@@ -88,7 +88,7 @@ async def describe_transaction(admin: AdminClient, txn_id: str) -> list[str]:
     if error != ErrorCode.none:
         raise CommandError(f"transactional id {txn_id}: {error.name.upper()}")
     start = int(state.transaction_start_time.timestamp() * 1000)
-    open_ = start >= 0
+    open_ = start > 0 and state.transaction_state in ("Ongoing", "PrepareCommit", "PrepareAbort")
     partitions = ",".join(f"{t.topic}-{p}" for t in state.topics for p in t.partitions)
     return [
         str(coordinator),

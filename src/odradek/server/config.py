@@ -371,7 +371,20 @@ BROKER_CONFIGS = (
         "How often the transaction coordinator aborts transactions older than their timeout.",
         at_least(1),
     )
-    .define("transactional.id.expiration.ms", "int", 604800000, "Expire idle transactional ids.")
+    .define(
+        "transactional.id.expiration.ms",
+        "int",
+        604800000,
+        "A transactional id with no transaction open and no request for this long is removed.",
+        at_least(1),
+    )
+    .define(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        "int",
+        3600000,
+        "How often the transaction coordinator removes expired transactional ids.",
+        at_least(1),
+    )
     .define("producer.id.expiration.ms", "int", 86400000, "Expire idle producer ids.")
     # --- housekeeping
     .define("background.threads", "int", 10, "Accepted for compatibility.")

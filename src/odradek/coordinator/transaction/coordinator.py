@@ -26,8 +26,11 @@ CONCURRENT_TRANSACTIONS):
 - ``transaction.timeout.ms``: checked against ``transaction.max.timeout.ms``; a background task
   aborts (with an epoch bump) transactions open longer than their timeout.
 
+- ``transactional.id.expiration.ms``: ids idle that long (no open transaction) are removed with a
+  tombstone every ``transaction.remove.expired.transaction.cleanup.interval.ms``.
+
 DescribeTransactions and ListTransactions read the in-memory states (:meth:`describe`,
-:meth:`list`). Not yet: ``transactional.id.expiration.ms`` (ids are never removed). Event loop only.
+:meth:`list`). Event loop only.
 """
 
 from __future__ import annotations
@@ -95,6 +98,8 @@ class TransactionCoordinator:
         self.segment_bytes = int(cfg["transaction.state.log.segment.bytes"])
         self.max_timeout_ms = int(cfg["transaction.max.timeout.ms"])
         self.abort_interval_ms = int(cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"])
+        self.id_expiration_ms = int(cfg["transactional.id.expiration.ms"])
+        self.expire_interval_ms = int(cfg["transaction.remove.expired.transaction.cleanup.interval.ms"])
         self.log = ReplicaOffsetsLog(lambda: broker.replica_manager, TRANSACTION_STATE_TOPIC)
         self.txns: dict[str, TransactionMetadata] = {}
         self.owned: dict[int, int] = {}
@@ -110,6 +115,7 @@ class TransactionCoordinator:
     async def startup(self) -> None:
         self.active = True
         self._spawn(self._abort_timed_out_loop())
+        self._spawn(self._expire_loop())
         for partition in range(self.num_partitions):
             self._check_ownership(partition)
 
@@ -457,6 +463,40 @@ class TransactionCoordinator:
                 continue
             out.append(meta)
         return ErrorCode.none, out
+
+    async def _expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.expire_interval_ms / 1000)
+            try:
+                await self.expire_transactional_ids()
+            except Exception:
+                log.exception("expiring transactional ids failed")
+
+    async def expire_transactional_ids(self, now_ms: int | None = None) -> int:
+        """Remove ids with no open transaction and no change for ``transactional.id.expiration.ms``
+        (Kafka's ``removeExpiredTransactionalIds``): a tombstone is written, then the id is
+        forgotten; a later InitProducerId starts it afresh with a new producer id. Returns how many."""
+        now = self.now_ms() if now_ms is None else now_ms
+        removed = 0
+        idle = (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+        for meta in list(self.txns.values()):
+            if meta.state not in idle or meta.pending is not None or now - meta.last_update_ms < self.id_expiration_ms:
+                continue
+            partition = partition_for(meta.transactional_id, self.num_partitions)
+            if partition not in self.owned:
+                continue
+            meta.pending = S.DEAD
+            try:
+                error, last = self.log.append(partition, build_batch([Record(encode_key(meta.transactional_id), None)]))
+                if error == ErrorCode.none:
+                    error = await self.log.wait_durable(partition, last, WRITE_TIMEOUT_MS)
+            finally:
+                meta.pending = None
+            if error == ErrorCode.none and self.txns.get(meta.transactional_id) is meta:
+                del self.txns[meta.transactional_id]
+                removed += 1
+                log.info("transactional id %s expired and was removed", meta.transactional_id)
+        return removed
 
     async def _abort_timed_out_loop(self) -> None:
         while True:

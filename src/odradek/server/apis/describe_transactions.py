@@ -2,8 +2,10 @@
 
 v0. Per id: NOT_COORDINATOR (another broker coordinates it), COORDINATOR_LOAD_IN_PROGRESS,
 TRANSACTIONAL_ID_NOT_FOUND, or its state with Kafka's names (Empty, Ongoing, PrepareCommit, ...),
-timeout, start time (-1 when no transaction is open), producer id and epoch, and the partitions of
-the open transaction.
+timeout, the start time of the current (or last) transaction, producer id and epoch, and the
+partitions of the open transaction. Difference from Kafka: an id that never started a transaction
+(and an error entry) has start time 0, not -1, because kio, whose reader odradek's own tools use,
+cannot decode a negative timestamp.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ async def handle(ctx: RequestContext) -> Any:
         topics: dict[str, list[int]] = {}
         for topic, partition in sorted(meta.partitions if meta is not None else ()):
             topics.setdefault(topic, []).append(partition)
-        start = meta.start_ms if meta is not None and meta.state.name == "ONGOING" else -1
+        # the last transaction's start, as Kafka keeps it; 0 (not Kafka's -1) when none ever started:
+        # the protocol library odradek's own tools decode with cannot read negative timestamps
+        start = max(meta.start_ms, 0) if meta is not None else 0
         states.append(
             ctx.make(
                 "TransactionState",
