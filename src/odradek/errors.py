@@ -72,6 +72,7 @@ __all__ = [
     "StaleControllerEpochError",
     "TopicDeletionDisabledError",
     "TopicExistsError",
+    "UnknownProducerIdError",
     "UnknownTopicOrPartitionError",
     "UnsupportedCompressionTypeError",
     "UnsupportedVersionError",
@@ -206,6 +207,13 @@ class OutOfOrderSequenceError(KafkaError):
     """An idempotent producer's batch does not follow its previous sequence number."""
 
     error_code = ErrorCode.out_of_order_sequence_number
+
+
+class UnknownProducerIdError(KafkaError):
+    """The partition no longer knows the producer (its state was removed by retention or
+    ``producer.id.expiration.ms``) and the batch does not start a sequence at 0."""
+
+    error_code = ErrorCode.unknown_producer_id
 
 
 class InvalidProducerEpochError(KafkaError):

@@ -82,7 +82,7 @@ class TxnProducer:
         answer = asyncio.run(_send(self.broker, build))
         assert answer.responses[0].partition_responses[0].error_code == ErrorCode.none
 
-    def marker(self, commit: bool) -> ErrorCode:
+    def marker(self, commit: bool, coordinator_epoch: int = 0) -> ErrorCode:
         def build(conn: KafkaConnection) -> Any:
             rb = conn.builder(27, 1, 1)
             topic = rb.make("WritableTxnMarkerTopic", name=TOPIC, partition_indexes=(0,))
@@ -92,12 +92,18 @@ class TxnProducer:
                 producer_epoch=0,
                 transaction_result=commit,
                 topics=(topic,),
-                coordinator_epoch=0,
+                coordinator_epoch=coordinator_epoch,
             )
             return rb(markers=(marker,))
 
-        answer = asyncio.run(_send(self.broker, build))
-        return ErrorCode(answer.markers[0].topics[0].partitions[0].error_code)
+        deadline = time.monotonic() + 15  # after a restart the partition may not be loaded yet
+        while True:
+            answer = asyncio.run(_send(self.broker, build))
+            code = ErrorCode(answer.markers[0].topics[0].partitions[0].error_code)
+            if code not in (ErrorCode.unknown_topic_or_partition, ErrorCode.not_leader_or_follower):
+                return code
+            assert time.monotonic() < deadline, code
+            time.sleep(0.1)
 
 
 def _read(broker: BrokerProcess, isolation: str) -> list[bytes]:
@@ -213,3 +219,17 @@ def test_a_stale_producer_epoch_marker_is_refused(broker: BrokerProcess) -> None
     codes = {int(p.partition_index): ErrorCode(p.error_code) for p in answer.markers[0].topics[0].partitions}
     assert codes == {0: ErrorCode.invalid_producer_epoch, 7: ErrorCode.unknown_topic_or_partition}
     assert producer.marker(commit=False) == ErrorCode.none
+
+
+def test_a_marker_from_an_older_coordinator_is_fenced(broker: BrokerProcess) -> None:
+    producer = TxnProducer(broker)
+    producer.produce([b"fenced-1"])
+    assert producer.marker(commit=True, coordinator_epoch=3) == ErrorCode.none
+    producer.produce([b"fenced-2"])
+    assert producer.marker(commit=False, coordinator_epoch=2) == ErrorCode.transaction_coordinator_fenced
+    broker.kill()  # the coordinator epoch is replayed from the marker in the log
+    broker.start()
+    assert producer.marker(commit=False, coordinator_epoch=2) == ErrorCode.transaction_coordinator_fenced
+    assert producer.marker(commit=False, coordinator_epoch=3) == ErrorCode.none
+    committed = _read(broker, "read_committed")
+    assert b"fenced-1" in committed and b"fenced-2" not in committed

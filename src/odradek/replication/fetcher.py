@@ -361,7 +361,7 @@ class ReplicaFetcher:
             leader_start = int(p.log_start_offset)  # type: ignore[attr-defined]
             if leader_start > partition.log.log_end_offset:
                 log.info("%s: %s-%d restarts at the leader's log start %d", self.name, *tp, leader_start)
-                partition.log.truncate_fully_and_start_at(leader_start)
+                partition.truncate_fully_and_start_at(leader_start)
             else:
                 self.partitions[tp].truncating = True
             return

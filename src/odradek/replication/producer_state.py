@@ -9,15 +9,18 @@ last offset). A leader checks each produced batch that carries a producer id (KI
   first answer was lost): nothing is appended and the answer carries the original offsets;
 - the same epoch and a first sequence that does not follow the last one (with wrap-around after
   2^31-1): OUT_OF_ORDER_SEQUENCE_NUMBER;
-- a newer epoch, or a producer the state does not know: accepted (a new epoch starts its
-  sequences anywhere Kafka 2.5+ allows; a producer whose state was lost to retention is let in,
-  KIP-360).
+- a newer epoch: accepted (its sequences start anywhere, as Kafka 2.5+ allows, KIP-360);
+- a producer the state does not know, with a first sequence other than 0: UNKNOWN_PRODUCER_ID
+  (its state was removed by retention or expiry; the client resets or bumps its epoch). A
+  first sequence of 0 starts a new producer.
 
 Followers and the leader record every appended batch, so a new leader after a failover knows the
 producers' sequences and still recognises the retry of a batch the old leader had replicated.
-Truncation forgets the batches it removed. On start the state is rebuilt from the batch headers of
-the last ``REBUILD_SEGMENTS`` segments (snapshot files are not written yet; producers idle for
-longer than that are treated as unknown, and let in).
+Producers go away when retention removes their last batch (:meth:`truncate_head`) or when their
+last batch is older than ``producer.id.expiration.ms`` and they have no open transaction
+(:meth:`remove_expired`). The state survives restarts in producer snapshot files
+(:mod:`odradek.storage.producer_snapshot`): :meth:`snapshot_entries` / :meth:`load` keep the
+last batch of each producer, which is what Kafka's snapshot holds.
 
 Event loop only.
 """
@@ -28,12 +31,11 @@ import collections
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError, UnknownProducerIdError
 from odradek.protocol.records import BatchHeader, iter_batches
-from odradek.storage import Log
+from odradek.storage.producer_snapshot import SnapshotEntry
 
 MAX_CACHED_BATCHES = 5
-REBUILD_SEGMENTS = 2
 NO_PRODUCER_ID = -1
 _SEQ_MAX = 2**31 - 1
 
@@ -50,6 +52,12 @@ class BatchMetadata:
 class ProducerStateEntry:
     producer_id: int
     epoch: int
+    last_timestamp: int = -1
+    """The max timestamp of its last batch (``producer.id.expiration.ms`` counts from it)."""
+    coordinator_epoch: int = -1
+    """The coordinator epoch of its last transaction marker (TRANSACTION_COORDINATOR_FENCED below it)."""
+    last_offset: int = -1
+    """The offset of its last batch or marker (retention removes the producer when it goes)."""
     batches: collections.deque[BatchMetadata] = field(
         default_factory=lambda: collections.deque(maxlen=MAX_CACHED_BATCHES)
     )
@@ -89,6 +97,11 @@ class ProducerStateManager:
             first_seq, last_seq = h.base_sequence, h.base_sequence + h.last_offset_delta
             entry = self.producers.get(h.producer_id)
             epoch, prev_seq = pending.get(h.producer_id, (entry.epoch, entry.last_seq) if entry else (-1, -1))
+            if entry is None and h.producer_id not in pending and first_seq != 0:
+                raise UnknownProducerIdError(
+                    f"no state for producer {h.producer_id} (removed by retention or expiry) "
+                    f"and its sequence {first_seq} is not 0"
+                )
             if entry is not None and h.producer_epoch < epoch:
                 raise InvalidProducerEpochError(
                     f"producer {h.producer_id} epoch {h.producer_epoch} is older than the current {epoch}"
@@ -110,13 +123,23 @@ class ProducerStateManager:
             raise OutOfOrderSequenceError("a produce payload mixes a duplicate batch with new ones")
         return None
 
-    def record(self, h: BatchHeader, base_offset: int) -> None:
-        """Record an appended batch (leader: offsets just assigned; follower: as fetched)."""
-        if h.producer_id == NO_PRODUCER_ID or h.is_control:
+    def record(self, h: BatchHeader, base_offset: int, coordinator_epoch: int = -1) -> None:
+        """Record an appended batch (leader: offsets just assigned; follower: as fetched). A
+        transaction marker (control batch, ``coordinator_epoch`` from its value) ends the
+        producer's transaction: a newer epoch in it resets the producer's sequences (Kafka's
+        ``appendEndTxnMarker``), and later markers from an older coordinator are refused."""
+        if h.producer_id == NO_PRODUCER_ID:
             return
         entry = self.producers.get(h.producer_id)
         if entry is None or h.producer_epoch > entry.epoch:
-            entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id, h.producer_epoch)
+            entry = self.producers[h.producer_id] = ProducerStateEntry(
+                h.producer_id, h.producer_epoch, coordinator_epoch=entry.coordinator_epoch if entry else -1
+            )
+        entry.last_timestamp = max(entry.last_timestamp, h.max_timestamp)
+        entry.last_offset = base_offset + h.last_offset_delta
+        if h.is_control:
+            entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
+            return
         entry.batches.append(
             BatchMetadata(
                 h.base_sequence, h.base_sequence + h.last_offset_delta, base_offset, base_offset + h.last_offset_delta
@@ -130,18 +153,43 @@ class ProducerStateManager:
             self.record(h, offset)
             offset += h.last_offset_delta + 1
 
-    def truncate_to(self, offset: int) -> None:
-        """Forget batches at or above ``offset`` (the log was truncated there)."""
-        for pid, entry in list(self.producers.items()):
-            kept = [b for b in entry.batches if b.last_offset < offset]
-            if not kept:
-                del self.producers[pid]
-            elif len(kept) != len(entry.batches):
-                entry.batches = collections.deque(kept, maxlen=MAX_CACHED_BATCHES)
+    def truncate_head(self, log_start_offset: int) -> list[int]:
+        """Retention moved the log start: producers whose last batch is below it are removed."""
+        gone = [pid for pid, e in self.producers.items() if e.last_offset < log_start_offset]
+        for pid in gone:
+            del self.producers[pid]
+        return gone
 
-    def rebuild(self, log: Log) -> None:
-        """Read the batch headers of the last segments (see the module docstring)."""
+    def remove_expired(self, now_ms: int, expiration_ms: int, keep: Iterable[int] = ()) -> list[int]:
+        """Remove producers whose last batch is ``expiration_ms`` old, except those in ``keep``
+        (the producers with an open transaction)."""
+        kept = set(keep)
+        gone = [
+            pid
+            for pid, e in self.producers.items()
+            if pid not in kept and e.last_timestamp >= 0 and now_ms - e.last_timestamp >= expiration_ms
+        ]
+        for pid in gone:
+            del self.producers[pid]
+        return gone
+
+    def snapshot_entries(self, open_txn_first_offsets: dict[int, int]) -> list[SnapshotEntry]:
+        """One entry per producer: its epoch and last batch (and its open transaction's first offset)."""
+        out = []
+        for pid, e in sorted(self.producers.items()):
+            last = e.batches[-1] if e.batches else BatchMetadata(-1, -1, e.last_offset, e.last_offset)
+            delta, txn_first = last.last_offset - last.first_offset, open_txn_first_offsets.get(pid, -1)
+            stamp, coordinator = e.last_timestamp, e.coordinator_epoch
+            seq, offset = last.last_seq, last.last_offset
+            out.append(SnapshotEntry(pid, e.epoch, seq, offset, delta, stamp, coordinator, txn_first))
+        return out
+
+    def load(self, entries: Iterable[SnapshotEntry]) -> None:
+        """Replace the state with a snapshot's entries."""
         self.producers.clear()
-        for segment in log.segments[-REBUILD_SEGMENTS:]:
-            for _pos, h in segment.scan_batches():
-                self.record(h, h.base_offset)
+        for s in entries:
+            entry = ProducerStateEntry(s.producer_id, s.epoch, s.timestamp, s.coordinator_epoch, s.last_offset)
+            if s.last_sequence >= 0:
+                first_seq, first_offset = s.last_sequence - s.offset_delta, s.last_offset - s.offset_delta
+                entry.batches.append(BatchMetadata(first_seq, s.last_sequence, first_offset, s.last_offset))
+            self.producers[s.producer_id] = entry

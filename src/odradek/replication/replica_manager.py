@@ -139,8 +139,10 @@ class ReplicaManager:
         isr_writer: IsrWriter | None = None,
         endpoint_for: Callable[[int], tuple[str, int] | None] = lambda _broker_id: None,
         fetcher_config: FetcherConfig | None = None,
+        producer_id_expiration_ms: int = 86400000,
     ) -> None:
         self.broker_id = broker_id
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self.log_manager = log_manager
         self.log_config_for = log_config_for
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -477,3 +479,11 @@ class ReplicaManager:
         for partition in self.partitions.values():
             partition.wake_waiters()
         self._io_executor.shutdown(wait=True)
+        for partition in self.partitions.values():
+            if not partition.log.closed:
+                partition.take_producer_snapshot()
+
+    def expire_producers(self, now_ms: int) -> None:
+        """Every ``producer.id.expiration.check.interval.ms``: see :meth:`Partition.expire_producers`."""
+        for partition in self.partitions.values():
+            partition.expire_producers(now_ms, self.producer_id_expiration_ms)

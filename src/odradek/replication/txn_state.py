@@ -12,36 +12,45 @@ of the segment holding the marker (:mod:`odradek.storage.txn_index`).
   overlaps it (Kafka's ``collectAbortedTransactions``), so the consumer drops their records;
 - leaders and followers track the same batches, so a new leader knows which transactions are open.
 
-On start the state is rebuilt from the log: aborted ranges from the segments' ``.txnindex``
-files, open transactions from a scan of every segment's batch headers. Producer-state snapshots,
-which would bound that scan, are not written yet. Truncation rebuilds the same way. Event loop
+On start (and after a truncation) the partition rebuilds it: aborted ranges from the segments'
+``.txnindex`` files, open transactions from the newest producer snapshot (which records each
+producer's open transaction) and then :meth:`replay` of the batch headers after it. Event loop
 only.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 
 from odradek.protocol.records import BatchHeader, decode_records
 from odradek.storage import Log
 from odradek.storage.txn_index import AbortedTxn, TransactionIndex
 
-__all__ = ["ABORT", "COMMIT", "TxnState", "control_type"]
+__all__ = ["ABORT", "COMMIT", "TxnState", "control_marker", "control_type"]
 
 ABORT, COMMIT = 0, 1
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
+_MARKER_VALUE = struct.Struct(">hi")  # version, coordinator epoch
 
 
-def control_type(batch: bytes | memoryview) -> int | None:
-    """The marker type of one control batch (ABORT 0, COMMIT 1); None when unreadable."""
+def control_marker(batch: bytes | memoryview) -> tuple[int, int] | None:
+    """(type, coordinator epoch) of one control batch: key ``version int16, type int16`` (ABORT 0,
+    COMMIT 1), value ``version int16, coordinator_epoch int32``; None when unreadable."""
     try:
         records = decode_records(batch, verify_crc=False)
     except Exception:
         return None
     if not records or records[0].key is None or len(records[0].key) < _CONTROL_KEY.size:
         return None
-    return int(_CONTROL_KEY.unpack_from(records[0].key)[1])
+    value = records[0].value
+    epoch = int(_MARKER_VALUE.unpack_from(value)[1]) if value is not None and len(value) >= _MARKER_VALUE.size else -1
+    return int(_CONTROL_KEY.unpack_from(records[0].key)[1]), epoch
+
+
+def control_type(batch: bytes | memoryview) -> int | None:
+    """The marker type of one control batch (ABORT 0, COMMIT 1); None when unreadable."""
+    marker = control_marker(batch)
+    return None if marker is None else marker[0]
 
 
 class TxnState:
@@ -89,25 +98,20 @@ class TxnState:
 
     # --- rebuild, truncation, retention -------------------------------------------------------
 
-    def rebuild(self) -> None:
-        """Aborted ranges from the ``.txnindex`` files, open transactions from the batch headers."""
-        self.ongoing.clear()
+    def rebuild(self, ongoing: dict[int, int] | None = None) -> None:
+        """Aborted ranges from the ``.txnindex`` files; open transactions as ``ongoing`` (from a
+        snapshot), then the caller :meth:`replay` s the batch headers after it."""
+        self.ongoing = dict(ongoing or {})
         self.aborted = [e for segment in self.log.segments for e in segment.txn_index.entries()]
-        for h in self._transactional_batches():
-            if not h.is_control:
-                self.ongoing.setdefault(h.producer_id, h.base_offset)
-            else:
-                self.ongoing.pop(h.producer_id, None)
 
-    def _transactional_batches(self) -> Iterator[BatchHeader]:
-        for segment in self.log.segments:
-            for _pos, h in segment.scan_batches():
-                if h.is_transactional and h.producer_id >= 0:
-                    yield h
-
-    def truncate_to(self, offset: int) -> None:
-        """The log was cut at ``offset`` (its segments' ``.txnindex`` already were)."""
-        self.rebuild()
+    def replay(self, h: BatchHeader) -> None:
+        """A batch header read back from the log (rebuild)."""
+        if not h.is_transactional or h.producer_id < 0:
+            return
+        if not h.is_control:
+            self.ongoing.setdefault(h.producer_id, h.base_offset)
+        else:
+            self.ongoing.pop(h.producer_id, None)
 
     def on_log_start(self, offset: int) -> None:
         """Retention moved the log start: ranges that ended before it are gone."""

@@ -134,6 +134,7 @@ class Broker:
             self.log_config_for,
             io_threads=int(cfg["num.io.threads"]),
             replica_lag_time_max_ms=int(cfg["replica.lag.time.max.ms"]),
+            producer_id_expiration_ms=int(cfg["producer.id.expiration.ms"]),
             isr_writer=self._write_isr,
             endpoint_for=self._inter_broker_endpoint,
             fetcher_config=FetcherConfig(
@@ -302,6 +303,8 @@ class Broker:
             )
         )
         self._tasks.append(loop.create_task(self._propagate_isr_changes(), name="isr-change-propagation"))
+        check_ms = int(self.config["producer.id.expiration.check.interval.ms"])
+        self._tasks.append(loop.create_task(self._every(check_ms, self.replica_manager.expire_producers, "pid-expiry")))
         if self.config["auto.leader.rebalance.enable"]:
             percentage = int(self.config["leader.imbalance.per.broker.percentage"])
             self._tasks.append(

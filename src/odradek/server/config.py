@@ -385,7 +385,20 @@ BROKER_CONFIGS = (
         "How often the transaction coordinator removes expired transactional ids.",
         at_least(1),
     )
-    .define("producer.id.expiration.ms", "int", 86400000, "Expire idle producer ids.")
+    .define(
+        "producer.id.expiration.ms",
+        "int",
+        86400000,
+        "A producer id whose last batch on a partition is this old (and has no open transaction) is forgotten there.",
+        at_least(1),
+    )
+    .define(
+        "producer.id.expiration.check.interval.ms",
+        "int",
+        600000,
+        "How often partitions forget expired producer ids and producers whose batches retention removed.",
+        at_least(1),
+    )
     # --- housekeeping
     .define("background.threads", "int", 10, "Accepted for compatibility.")
     .define("request.timeout.ms", "int", 30000, "Timeout of requests the broker sends.", between(1, 2**31 - 1))

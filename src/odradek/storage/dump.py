@@ -1,6 +1,6 @@
 """Reading segment files for inspection (Kafka's ``DumpLogSegments``), as lines of text.
 
-:func:`dump_files` handles ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` files and returns a
+:func:`dump_files` handles ``.log``, ``.index``, ``.timeindex``, ``.txnindex`` and ``.snapshot`` files and returns a
 :class:`DumpResult`: the lines Kafka's tool prints to stdout, the problems it prints to stderr,
 and whether verification failed (an index entry that does not match the log, an index that fails
 its sanity check, a batch with a bad CRC, invalid bytes at the end of a log).
@@ -32,6 +32,7 @@ from odradek.protocol.records import (
     timestamp_type_name,
 )
 from odradek.storage.index import AbstractIndex, CorruptIndexError, OffsetIndex, TimeIndex
+from odradek.storage.producer_snapshot import SNAPSHOT_SUFFIX, CorruptSnapshotError, read_snapshot
 from odradek.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX
 from odradek.storage.txn_index import TXN_INDEX_FILE_SUFFIX, TransactionIndex
 
@@ -286,6 +287,26 @@ def dump_txn_index(path: str | Path) -> DumpResult:
     return out
 
 
+def dump_producer_snapshot(path: str | Path) -> DumpResult:
+    """One line per producer of a ``.snapshot``, as Kafka's ``DumpLogSegments``."""
+    out = DumpResult()
+    try:
+        entries = read_snapshot(Path(path))
+    except CorruptSnapshotError as exc:
+        out.errors.append(str(exc))
+        out.failed = True
+        return out
+    for e in entries:
+        txn = "None" if e.current_txn_first_offset < 0 else str(e.current_txn_first_offset)
+        out.lines.append(
+            f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+            f"currentTxnFirstOffset: {txn} lastTimestamp: {e.timestamp} "
+            f"firstSequence: {e.last_sequence - e.offset_delta} lastSequence: {e.last_sequence} "
+            f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}"
+        )
+    return out
+
+
 def dump_files(
     files: Sequence[str | Path],
     *,
@@ -310,6 +331,8 @@ def dump_files(
                 result.extend(dump_time_index(path, verify_only=verify_index_only, sanity_only=index_sanity_check))
             elif path.name.endswith(TXN_INDEX_FILE_SUFFIX):
                 result.extend(dump_txn_index(path))
+            elif path.name.endswith(SNAPSHOT_SUFFIX):
+                result.extend(dump_producer_snapshot(path))
             elif path.name.endswith(INDEX_FILE_SUFFIX):
                 result.extend(dump_index(path, verify_only=verify_index_only, sanity_only=index_sanity_check))
             else:

@@ -60,6 +60,8 @@ async def write_marker(
         entry = partition.producer_state.producers.get(producer_id)
         if entry is not None and entry.epoch > producer_epoch:
             return ErrorCode.invalid_producer_epoch
+        if entry is not None and entry.coordinator_epoch > coordinator_epoch:
+            return ErrorCode.transaction_coordinator_fenced  # a newer coordinator already wrote a marker
         info = rm.append_records(
             tp, control_batch(producer_id, producer_epoch, commit, coordinator_epoch), -1, "coordinator"
         )
