@@ -5,7 +5,8 @@ One broker process on Apache ZooKeeper (``odradek.cli.cluster.LocalCluster``), c
 confluent-kafka, same settings for every mode (acks=all, linger.ms 5, no compression). One JSON
 document on stdout, progress on stderr.
 
-- ``produce``: ``--messages`` messages of ``--size`` bytes (1 KiB) to a 1-partition topic per mode;
+- ``produce``: ``--messages`` messages of ``--size`` bytes (1 KiB) to a topic of ``--partitions``
+  partitions (default 1; messages spread round robin) per mode;
   ``plain`` (``enable.idempotence=false``), ``idempotent``, ``transactional`` (one transaction per
   ``--txn-size`` messages, committed before the next begins). ``msgs_per_s`` per repetition and the
   median; ``ratio_transactional_to_plain`` (target >= 0.8).
@@ -13,7 +14,14 @@ document on stdout, progress on stderr.
   ``isolation.level`` ``read_uncommitted`` and then ``read_committed`` (one control batch per
   transaction is skipped by both); ``msgs_per_s`` each.
 
+With one partition, idempotent and transactional figures are bound by the client, not the broker:
+librdkafka caps a partition's in-flight *messages* of an idempotent producer at 5 (its
+``RD_KAFKA_IDEMP_MAX_INFLIGHT``, compared with ``rktp_msgs_inflight``), so a partition has one
+ProduceRequest in flight at a time and throughput is one batch per round trip, against a broker of
+any kind. ``--partitions 6`` shows the pipelined case.
+
     python bench/transactions_bench.py [--messages 200000] [--size 1024] [--txn-size 1000] [--reps 3]
+                                       [--partitions 1]
 """
 
 from __future__ import annotations
@@ -37,7 +45,9 @@ def log(message: str) -> None:
     print(f"[transactions-bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def produce(bootstrap: str, topic: str, mode: str, messages: int, size: int, txn_size: int, rep: int) -> float:
+def produce(
+    bootstrap: str, topic: str, mode: str, messages: int, size: int, txn_size: int, rep: int, partitions: int
+) -> float:
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, **BASE, "enable.idempotence": mode != "plain"}
     if mode == "transactional":
         conf["transactional.id"] = f"bench-{topic}-{rep}"
@@ -55,10 +65,10 @@ def produce(bootstrap: str, topic: str, mode: str, messages: int, size: int, txn
     for first in range(0, messages, txn_size):
         if mode == "transactional":
             producer.begin_transaction()
-        for _ in range(min(txn_size, messages - first)):
+        for i in range(first, min(first + txn_size, messages)):
             while True:
                 try:
-                    producer.produce(topic, payload, partition=0, on_delivery=on_delivery)
+                    producer.produce(topic, payload, partition=i % partitions, on_delivery=on_delivery)
                     break
                 except BufferError:
                     producer.poll(0.01)
@@ -72,7 +82,7 @@ def produce(bootstrap: str, topic: str, mode: str, messages: int, size: int, txn
     return messages / elapsed
 
 
-def consume(bootstrap: str, topic: str, isolation: str, expected: int) -> float:
+def consume(bootstrap: str, topic: str, isolation: str, expected: int, partitions: int) -> float:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -83,16 +93,16 @@ def consume(bootstrap: str, topic: str, isolation: str, expected: int) -> float:
             "fetch.max.bytes": 52_428_800,
         }
     )
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = 0
     started = time.perf_counter()
-    done = False
-    while not done:
+    at_end: set[int] = set()
+    while len(at_end) < partitions:
         for m in consumer.consume(10_000, 1.0):
             if m.error() is None:
                 got += 1
-            elif m.error().code() == KafkaError._PARTITION_EOF:
-                done = True
+            elif m.error().code() == KafkaError._PARTITION_EOF:  # type: ignore[union-attr]
+                at_end.add(int(m.partition() or 0))
     elapsed = time.perf_counter() - started
     consumer.close()
     if got != expected:
@@ -109,13 +119,14 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         for rep in range(args.reps):
             for mode in modes:
                 topic = f"{mode}-{rep}"
-                admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-                rate = produce(bootstrap, topic, mode, args.messages, args.size, args.txn_size, rep)
+                admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+                time.sleep(0.5)  # leaders elected
+                rate = produce(bootstrap, topic, mode, args.messages, args.size, args.txn_size, rep, args.partitions)
                 log(f"{mode} rep {rep}: {rate:,.0f} msgs/s")
                 results[mode].append(rate)
         medians = {m: statistics.median(v) for m, v in results.items()}
         consumed = {
-            isolation: consume(bootstrap, "transactional-0", isolation, args.messages)
+            isolation: consume(bootstrap, "transactional-0", isolation, args.messages, args.partitions)
             for isolation in ("read_uncommitted", "read_committed")
         }
         log(f"consume: {consumed}")
@@ -133,6 +144,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--txn-size", type=int, default=1000)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=1)
     args = parser.parse_args()
     print(json.dumps({"bench": "transactions", "args": vars(args), **bench(args)}, indent=2))
 

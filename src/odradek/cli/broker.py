@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidConfigError as exc:
         print(f"odradek broker: {exc}", file=sys.stderr)
         return 1
+    from odradek.server.malloc_tuning import tune_malloc
+
+    tune_malloc()
     try:
         asyncio.run(_serve(config))
     except InvalidConfigError as exc:

@@ -33,7 +33,7 @@ from odradek.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
-from odradek.protocol.records import iter_batches
+from odradek.protocol.records import BatchHeader
 from odradek.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from odradek.replication.partition import IsrWriter, Partition, PartitionState
 from odradek.replication.quota import ReplicationQuota
@@ -283,15 +283,20 @@ class ReplicaManager:
         and gets its original offsets (:mod:`odradek.replication.producer_state`). ``records`` must
         not change until this returns."""
         partition = self._partition_for_append(tp, required_acks)
-        duplicate = partition.producer_state.check(header for _pos, header in iter_batches(records))
-        if duplicate is not None:  # an idempotent producer's retry: the original append's offsets
-            log_ = partition.log
-            return LogAppendInfo(duplicate[0], duplicate[1], -1, -1, -1, log_.log_start_offset, 0, 0)
+
+        def producer_check(headers: list[BatchHeader]) -> LogAppendInfo | None:
+            duplicate = partition.producer_state.check(headers)
+            if duplicate is None:
+                return None
+            # an idempotent producer's retry: the original append's offsets
+            return LogAppendInfo(duplicate[0], duplicate[1], -1, -1, -1, partition.log.log_start_offset, 0, 0)
+
         info = await partition.log.append_as_leader_async(
             records,
             partition.leader_epoch,
             executor=self._io_executor,
             executor_min_bytes=IO_THREAD_MIN_BYTES,
+            producer_check=producer_check,
         )
         if info.first_offset >= 0:
             partition.record_appended(records, info.first_offset)

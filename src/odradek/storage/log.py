@@ -238,6 +238,7 @@ class Log:
         *,
         executor: Executor | None = None,
         executor_min_bytes: int = 0,
+        producer_check: Callable[[list[BatchHeader]], LogAppendInfo | None] | None = None,
     ) -> LogAppendInfo:
         """:meth:`append_as_leader` for clients, writing payloads of ``executor_min_bytes`` or more
         on ``executor`` (an I/O thread) while the event loop goes on.
@@ -247,7 +248,9 @@ class Log:
         as it was; the log end offset moves only when the write is committed. A log closed,
         truncated or deleted meanwhile fails the append with KafkaStorageError and keeps none of
         its bytes. Retention leaves the active segment alone while a write is in progress.
-        ``records`` must stay unchanged until this returns.
+        ``records`` must stay unchanged until this returns. ``producer_check`` sees the validated
+        headers under the lock, before offsets are assigned (Kafka checks producer state after the
+        batches): it may raise, or return the answer for a payload that must not be appended.
         """
         self._check_open()
         headers = check_leader_batches(records, self._config, "client", self._time_ms, self._tp)
@@ -255,6 +258,8 @@ class Log:
             return self._empty_info()
         async with self._append_lock:
             self._check_open()
+            if producer_check is not None and (answer := producer_check(headers)) is not None:
+                return answer
             prepared = self._prepare_leader_append(records, headers, leader_epoch)
             segment, position = self._segment_for(prepared)
             if executor is None or prepared.size < executor_min_bytes:
