@@ -89,12 +89,14 @@ def _cluster_factory(base: Any) -> Iterator[Callable[..., LocalCluster]]:
     started: list[LocalCluster] = []
 
     def factory(
-        brokers: int = 3, overrides: Mapping[str, str] | None = None, zookeeper_connect: str | None = None
+        brokers: int = 3,
+        overrides: Mapping[str, str] | None = None,
+        zookeeper_connect: str | None = None,
+        log_dirs: int = 1,
     ) -> LocalCluster:
         directory = base / f"cluster-{len(started) + 1}"
-        cluster = LocalCluster(
-            brokers, directory, zookeeper_connect, overrides={**CLUSTER_DEFAULTS, **(overrides or {})}
-        )
+        overrides = {**CLUSTER_DEFAULTS, **(overrides or {})}
+        cluster = LocalCluster(brokers, directory, zookeeper_connect, overrides=overrides, log_dirs=log_dirs)
         started.append(cluster)
         return cluster.start()
 

@@ -147,3 +147,37 @@ def test_duplicate_partition_dirs_are_refused(tmp_path: Path) -> None:
     lm = LogManager([tmp_path / "a", tmp_path / "b"], log_config())
     with pytest.raises(KafkaStorageError, match="Duplicate"):
         lm.load_logs()
+
+
+def test_a_failed_dir_goes_offline_and_the_others_keep_working(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    lm = LogManager(dirs, log_config())
+    lm.load_logs()
+    failures: list[tuple[Path, list[TopicPartition]]] = []
+    lm.on_dir_failure = lambda d, tps: failures.append((d, tps))
+    tps = [TopicPartition("t", p) for p in range(4)]
+    for tp in tps:
+        lm.get_or_create_log(tp).append_as_leader(batch())
+    in_b = sorted(tp for tp in tps if lm.dir_of(tp) == dirs[1])
+    (dirs[1]).rename(tmp_path / "b.moved")
+    (dirs[1]).write_text("not a directory")
+    lm.checkpoint()  # fails in b only
+    assert lm.offline_dirs == {dirs[1]} and lm.online_dirs == [dirs[0]]
+    assert failures == [(dirs[1], in_b)]
+    assert all(lm.get_log(tp) is None for tp in in_b) and len(lm) == 4 - len(in_b)
+    lm.checkpoint()  # again: nothing more to report
+    assert len(failures) == 1
+    new = lm.get_or_create_log(TopicPartition("new", 0))  # only the online dir takes new logs
+    assert new.dir.parent == dirs[0]
+    lm.shutdown()
+    assert (dirs[0] / ".kafka_cleanshutdown").exists()
+
+
+def test_an_unusable_dir_at_start_is_offline_and_all_unusable_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    lm = LogManager([tmp_path / "file", tmp_path / "ok"], log_config())
+    lm.load_logs()
+    assert lm.offline_dirs == {tmp_path / "file"} and lm.online_dirs == [tmp_path / "ok"]
+    lm.shutdown()
+    with pytest.raises(KafkaStorageError, match="none of the log directories"):
+        LogManager([tmp_path / "file"], log_config())

@@ -49,9 +49,11 @@ def free_port() -> int:
 class ClusterBroker:
     """One ``odradek broker`` process of a :class:`LocalCluster`."""
 
-    def __init__(self, broker_id: int, data_dir: Path, props: Mapping[str, str]) -> None:
+    def __init__(self, broker_id: int, data_dir: Path, props: Mapping[str, str], log_dirs: int = 1) -> None:
         self.broker_id = broker_id
         self.data_dir = data_dir
+        self.log_dirs = [data_dir] if log_dirs == 1 else [data_dir / f"logs-{i}" for i in range(log_dirs)]
+        """``log.dirs``: the data dir itself, or ``logs-<i>`` under it when there are several."""
         self.port = free_port()
         self.props = dict(props)
         self.log_path = data_dir.parent / f"broker-{broker_id}.log"
@@ -71,7 +73,7 @@ class ClusterBroker:
             **self.props,
             "broker.id": str(self.broker_id),
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "log.dirs": str(self.data_dir),
+            "log.dirs": ",".join(str(d) for d in self.log_dirs),
         }
         argv = [sys.executable, "-m", "odradek.cli.main", "broker", "--log-level", "INFO"]
         for key, value in props.items():
@@ -138,6 +140,7 @@ class LocalCluster:
         overrides: Mapping[str, str] | None = None,
         first_id: int = 1,
         chroot: str | None = None,
+        log_dirs: int = 1,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -146,6 +149,8 @@ class LocalCluster:
         self.count = brokers
         self.first_id = first_id
         self.overrides = dict(overrides or {})
+        self.log_dirs = log_dirs
+        """``log.dirs`` entries per broker."""
         self._zookeeper_connect = zookeeper_connect
         self._chroot = chroot or f"/odradek-{uuid.uuid4().hex[:8]}"
         self.zookeeper: Any = None
@@ -172,7 +177,9 @@ class LocalCluster:
             self._zookeeper_connect = self.zookeeper.connect_string
         props = {"zookeeper.connect": self.zookeeper_connect, **self.overrides}
         for broker_id in range(self.first_id, self.first_id + self.count):
-            self.brokers[broker_id] = ClusterBroker(broker_id, self.base_dir / f"broker-{broker_id}", props)
+            self.brokers[broker_id] = ClusterBroker(
+                broker_id, self.base_dir / f"broker-{broker_id}", props, self.log_dirs
+            )
         try:
             for broker in self.brokers.values():
                 broker.spawn()
@@ -293,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", type=int, default=3, help="number of brokers (ids 1..N), default 3")
     parser.add_argument("--zookeeper", help="HOST:PORT[/chroot] of a running ZooKeeper; default: start one")
     parser.add_argument("--data-dir", help="parent of the brokers' data dirs; default: a temporary dir")
+    parser.add_argument("--log-dirs", type=int, default=1, help="log.dirs per broker (logs-<i> in its data dir)")
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="broker config for every broker"
     )
@@ -305,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         overrides[key.strip()] = value.strip()
     data_dir = Path(args.data_dir).resolve() if args.data_dir else None
-    cluster = LocalCluster(args.brokers, data_dir, args.zookeeper, overrides, chroot="/odradek")
+    cluster = LocalCluster(args.brokers, data_dir, args.zookeeper, overrides, chroot="/odradek", log_dirs=args.log_dirs)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -320,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"zookeeper.connect={cluster.zookeeper_connect}", flush=True)
         for broker in cluster.brokers.values():
-            print(f"broker {broker.broker_id}: {broker.bootstrap_servers} (data {broker.data_dir})", flush=True)
+            dirs = ",".join(str(d) for d in broker.log_dirs)
+            print(f"broker {broker.broker_id}: {broker.bootstrap_servers} (log.dirs {dirs})", flush=True)
         print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
         reported: set[int] = set()
         while not stop.wait(0.5):

@@ -25,8 +25,10 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.election import (
@@ -34,6 +36,7 @@ from odradek.controller.election import (
     offline_partition_leader_election,
 )
 from odradek.controller.events import ControllerContext, ControllerEvent
+from odradek.controller.log_dirs import ControllerLogDirs
 from odradek.controller.operations import ControllerOperations
 from odradek.controller.reassignment import ControllerReassignment, Reassignment
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
@@ -47,7 +50,7 @@ from odradek.storage import TopicPartition
 log = logging.getLogger(__name__)
 
 
-class KafkaController(ControllerOperations, ControllerReassignment):
+class KafkaController(ControllerOperations, ControllerReassignment, ControllerLogDirs):
     """Controller election and, while active, partition leadership for the whole cluster."""
 
     def __init__(
@@ -126,6 +129,9 @@ class KafkaController(ControllerOperations, ControllerReassignment):
     async def _on_reassign_partitions(self, _path: str) -> None:
         self.put(ControllerEvent.REASSIGN_PARTITIONS)
 
+    async def _on_log_dir_event(self, _path: str) -> None:
+        self.put(ControllerEvent.LOG_DIR_EVENT)
+
     async def _on_preferred_replica_election(self, _path: str) -> None:
         self.put(ControllerEvent.PREFERRED_REPLICA_ELECTION)
 
@@ -177,6 +183,11 @@ class KafkaController(ControllerOperations, ControllerReassignment):
             await self._on_reassign_partitions_znode()
         elif event is ControllerEvent.PREFERRED_REPLICA_ELECTION:
             await self._on_preferred_replica_election_znode()
+        elif event is ControllerEvent.LOG_DIR_EVENT:
+            await self._on_log_dir_event_notification()
+        elif event is ControllerEvent.REPLICAS_OFFLINE:
+            assert isinstance(payload, tuple)
+            await self._on_replicas_offline(*payload)
 
     # --- election ----------------------------------------------------------------------------
 
@@ -218,6 +229,7 @@ class KafkaController(ControllerOperations, ControllerReassignment):
         self._watches.append(store.watch_children("/config/changes", self._on_config_change))
         self._watches.append(store.watch_data("/admin/reassign_partitions", self._on_reassign_partitions))
         self._watches.append(store.watch_data("/admin/preferred_replica_election", self._on_preferred_replica_election))
+        self._watches.append(store.watch_children("/log_dir_event_notification", self._on_log_dir_event))
         await self._refresh_brokers()
         await self._load_topics()
         await self._elect_where_needed(set(self.ctx.assignments))
@@ -225,6 +237,7 @@ class KafkaController(ControllerOperations, ControllerReassignment):
         await self._on_topic_deletion_requested()
         await self._resume_reassignments()
         await self._on_preferred_replica_election_znode()
+        await self._on_log_dir_event_notification()
 
     async def _refresh_brokers(self) -> tuple[set[int], set[int]]:
         """Read ``/brokers/ids``; returns (new, dead) broker ids and keeps the channel's queues in
@@ -242,8 +255,10 @@ class KafkaController(ControllerOperations, ControllerReassignment):
         for broker_id in dead:
             self.channel.remove_broker(broker_id)
             self.ctx.shutting_down.discard(broker_id)
+            self.ctx.offline_replicas.pop(broker_id, None)
         for broker_id in new:
             self.ctx.shutting_down.discard(broker_id)
+            self.ctx.offline_replicas.pop(broker_id, None)
             self.channel.add_broker(brokers[broker_id])
         return new, dead
 
@@ -308,12 +323,13 @@ class KafkaController(ControllerOperations, ControllerReassignment):
                         first_leader, isr = initial
                         created[partition] = PartitionState(first_leader, 0, isr, list(replicas), self.ctx.epoch, 0)
                     continue
-                if state.leader in live and all(r in live for r in state.isr):
+                live_tp = self.live_for(tp, live)
+                if state.leader in live_tp and all(r in live_tp for r in state.isr):
                     state.replicas = list(replicas)
                     continue
                 if unclean is None:
                     unclean = await self._unclean_election_enabled(topic)
-                new = await self._update_state(tp, replicas, live, unclean)
+                new = await self._update_state(tp, replicas, live_tp, unclean)
                 if new is not None:
                     self.ctx.states[tp] = changed[tp] = new
             if created:
@@ -424,9 +440,11 @@ class KafkaController(ControllerOperations, ControllerReassignment):
                     by_broker.setdefault(replica, {})[tp] = state
         for broker_id, partitions in by_broker.items():
             topic_ids = {tp.topic: self.ctx.topic_ids[tp.topic] for tp in partitions}
-            await self.channel.send_leader_and_isr(
-                broker_id, LeaderAndIsrRequest(self.broker_id, self.ctx.epoch, partitions, topic_ids)
-            )
+            request = LeaderAndIsrRequest(self.broker_id, self.ctx.epoch, partitions, topic_ids)
+            await self.channel.send_leader_and_isr(broker_id, request, functools.partial(self._answered, request))
+
+    def _answered(self, request: LeaderAndIsrRequest, broker_id: int, response: Any) -> None:
+        self.leader_and_isr_answered(broker_id, response, request)
 
     async def _send_update_metadata(
         self, states: dict[TopicPartition, PartitionState], deleted: set[str] | None = None

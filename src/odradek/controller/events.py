@@ -31,6 +31,8 @@ class ControllerEvent(enum.Enum):
     ALTER_REASSIGNMENTS = "alter_reassignments"
     REASSIGN_PARTITIONS = "reassign_partitions"
     PREFERRED_REPLICA_ELECTION = "preferred_replica_election"
+    LOG_DIR_EVENT = "log_dir_event"
+    REPLICAS_OFFLINE = "replicas_offline"
     SHUTDOWN = "shutdown"
 
 
@@ -45,3 +47,5 @@ class ControllerContext:
     states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     shutting_down: set[int] = field(default_factory=set)
     """Brokers in controlled shutdown: never elected leader again until they re-register."""
+    offline_replicas: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    """Replicas on live brokers whose log dir failed: never elected until the broker re-registers."""

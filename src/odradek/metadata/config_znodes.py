@@ -18,6 +18,7 @@ __all__ = [
     "ConfigType",
     "IsrChangeNotificationSequenceZNode",
     "IsrChangeNotificationZNode",
+    "LogDirEventNotificationSequenceZNode",
     "LogDirEventNotificationZNode",
     "ProducerIdBlock",
     "ProducerIdBlockZNode",
@@ -166,3 +167,26 @@ class LogDirEventNotificationZNode:
     @staticmethod
     def path() -> str:
         return "/log_dir_event_notification"
+
+
+class LogDirEventNotificationSequenceZNode:
+    """``/log_dir_event_notification/log_dir_event_<seq>``: ``{"version":1,"broker":<id>,"event":1}``
+    (event 1: LogDirFailure), written by a broker whose log dir went offline; the controller reads
+    and deletes it."""
+
+    PREFIX = "log_dir_event_"
+    LOG_DIR_FAILURE = 1
+
+    @staticmethod
+    def path() -> str:
+        return f"{LogDirEventNotificationZNode.path()}/{LogDirEventNotificationSequenceZNode.PREFIX}"
+
+    @staticmethod
+    def encode(broker_id: int) -> bytes:
+        return dumps_json(
+            {"version": 1, "broker": broker_id, "event": LogDirEventNotificationSequenceZNode.LOG_DIR_FAILURE}
+        )
+
+    @staticmethod
+    def decode(path: str, data: bytes) -> int:
+        return JsonReader(path, data).get_int("broker")

@@ -30,6 +30,7 @@ Topic ids are ``uuid.UUID`` in Python and Kafka's 22-character base64 form in th
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -67,6 +68,8 @@ from odradek.metadata.znodes import (
     IsrChangeNotificationSequenceZNode,
     IsrChangeNotificationZNode,
     LeaderAndIsr,
+    LogDirEventNotificationSequenceZNode,
+    LogDirEventNotificationZNode,
     PartitionAssignment,
     ProducerIdBlock,
     ProducerIdBlockZNode,
@@ -80,6 +83,8 @@ from odradek.metadata.znodes import (
     TopicZNode,
     ZkData,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = ["KafkaZkClient", "new_cluster_id"]
 
@@ -479,6 +484,35 @@ class KafkaZkClient:
             except NoNodeError:
                 pass
         return changed
+
+    async def propagate_log_dir_event(self, broker_id: int) -> str:
+        """Write a ``log_dir_event_`` sequential notification: a log dir of ``broker_id`` failed."""
+        return await self.store.create(
+            LogDirEventNotificationSequenceZNode.path(),
+            LogDirEventNotificationSequenceZNode.encode(broker_id),
+            sequential=True,
+            makepath=True,
+        )
+
+    async def pop_log_dir_event_notifications(self) -> set[int]:
+        """Read and delete every pending log dir event; the brokers they name (the controller's side)."""
+        parent = LogDirEventNotificationZNode.path()
+        brokers: set[int] = set()
+        try:
+            children = await self.store.get_children(parent)
+        except NoNodeError:
+            return brokers
+        for child in children:
+            path = f"{parent}/{child}"
+            try:
+                data, _ = await self.store.get(path)
+                brokers.add(LogDirEventNotificationSequenceZNode.decode(path, data))
+            except NoNodeError:
+                continue
+            except ValueError as exc:
+                log.warning("ignoring malformed log dir event %s: %s", path, exc)
+            await self.store.delete(path)
+        return brokers
 
     # -- reassignment ---------------------------------------------------------------------------------
 

@@ -84,6 +84,8 @@ class FetcherConfig:
     request_timeout_ms: int = 30000
     quota: ReplicationQuota = field(default_factory=ReplicationQuota)
     """The follower-side replication throttle, shared by every fetcher of the broker."""
+    on_storage_error: Callable[[Partition, OSError], None] | None = None
+    """Called when a follower append fails with an I/O error (its log dir goes offline)."""
 
 
 @dataclass
@@ -386,6 +388,11 @@ class ReplicaFetcher:
                 except KafkaError as exc:
                     log.warning("%s: cannot append to %s-%d: %s; truncating first", self.name, *tp, exc)
                     self.partitions[tp].truncating = True
+                    return
+                except OSError as exc:
+                    if self.config.on_storage_error is None:
+                        raise
+                    self.config.on_storage_error(partition, exc)
                     return
         partition.update_follower_high_watermark(int(p.high_watermark))  # type: ignore[attr-defined]
 

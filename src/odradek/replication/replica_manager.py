@@ -21,7 +21,8 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 from odradek.errors import (
@@ -29,6 +30,7 @@ from odradek.errors import (
     FencedLeaderEpochError,
     InvalidRequestError,
     KafkaError,
+    KafkaStorageError,
     NotEnoughReplicasError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
@@ -151,12 +153,20 @@ class ReplicaManager:
         self.isr_changed: set[TopicPartition] = set()
         """Partitions whose ISR this broker changed since the last ``/isr_change_notification``."""
         self.fetcher_manager = ReplicaFetcherManager(
-            broker_id, self.partitions.get, endpoint_for, fetcher_config or FetcherConfig()
+            broker_id,
+            self.partitions.get,
+            endpoint_for,
+            replace(fetcher_config or FetcherConfig(), on_storage_error=self._follower_storage_error),
         )
         self.leader_quota = ReplicationQuota()
         """Bytes sent to out-of-sync followers of throttled partitions (see :mod:`.quota`)."""
         self.follower_quota = self.fetcher_manager.config.quota
         self._io_executor = ThreadPoolExecutor(max_workers=max(io_threads, 1), thread_name_prefix="odradek-io")
+        self.offline_partitions: set[TopicPartition] = set()
+        """Partitions whose log dir failed on this broker: KAFKA_STORAGE_ERROR until it restarts."""
+        self.on_log_dir_failure: Callable[[Path], None] | None = None
+        """The broker's hook: a log dir went offline (it tells the controller)."""
+        log_manager.on_dir_failure = self._on_dir_failure
 
     # --- state changes from the controller --------------------------------------------------
 
@@ -168,6 +178,13 @@ class ReplicaManager:
         (OffsetForLeaderEpoch) whenever the leader or its epoch changed.
         """
         partition = self.partitions.get(tp)
+        if partition is None and tp in self.offline_partitions:
+            raise KafkaStorageError(f"{tp.topic}-{tp.partition} is offline on this broker: its log dir failed")
+        offline_dirs = self.log_manager.offline_dirs
+        if partition is None and offline_dirs and tp not in self.log_manager and state.leader_epoch > 0:
+            # not a new partition (epoch 0 is, Kafka's isNew): its log may be in an offline dir
+            dirs = ", ".join(map(str, sorted(offline_dirs)))
+            raise KafkaStorageError(f"cannot create the log of {tp.topic}-{tp.partition}: log dirs {dirs} are offline")
         if partition is None:
             log_ = self.log_manager.get_or_create_log(tp, self.log_config_for(tp.topic))
             partition = Partition(
@@ -189,6 +206,30 @@ class ReplicaManager:
             else:
                 self.fetcher_manager.remove_partition(tp)
         return partition
+
+    # --- log dir failure ---------------------------------------------------------------------
+
+    def storage_failure(self, partition: Partition, exc: OSError) -> KafkaStorageError:
+        """An I/O error on ``partition``'s log: its log dir goes offline (Kafka's
+        ``LogDirFailureChannel.maybeAddOfflineLogDir``); the error to answer with."""
+        tp = partition.topic_partition
+        self.log_manager.fail_dir(partition.log.dir.parent, f"I/O error on {tp.topic}-{tp.partition}: {exc}")
+        return KafkaStorageError(f"{tp.topic}-{tp.partition}: the log dir failed: {exc}")
+
+    def _follower_storage_error(self, partition: Partition, exc: OSError) -> None:
+        self.storage_failure(partition, exc)
+
+    def _on_dir_failure(self, directory: Path, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.offline_partitions.add(tp)
+            self.fetcher_manager.remove_partition(tp)
+            partition = self.partitions.pop(tp, None)
+            if partition is not None:
+                partition.state = PartitionState(-1, partition.leader_epoch, [], [])
+                partition.complete_delayed_produces()
+                partition.wake_waiters()
+        if self.on_log_dir_failure is not None:
+            self.on_log_dir_failure(directory)
 
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         self.fetcher_manager.remove_partition(tp)
@@ -240,6 +281,8 @@ class ReplicaManager:
 
     def get_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
+        if partition is None and tp in self.offline_partitions:
+            raise KafkaStorageError(f"{tp.topic}-{tp.partition} is offline on this broker: its log dir failed")
         if partition is None:
             raise UnknownTopicOrPartitionError(f"this broker hosts no partition {tp.topic}-{tp.partition}")
         return partition
@@ -266,7 +309,10 @@ class ReplicaManager:
         NOT_ENOUGH_REPLICAS (acks=-1 with fewer in-sync replicas than min.insync.replicas).
         """
         partition = self._partition_for_append(tp, required_acks)
-        info = partition.log.append_as_leader(records, partition.leader_epoch, origin=origin)
+        try:
+            info = partition.log.append_as_leader(records, partition.leader_epoch, origin=origin)
+        except OSError as exc:
+            raise self.storage_failure(partition, exc) from None
         if info.first_offset >= 0:
             partition.record_appended(records, info.first_offset)
             partition.wake_follower_waiters()
@@ -291,13 +337,16 @@ class ReplicaManager:
             # an idempotent producer's retry: the original append's offsets
             return LogAppendInfo(duplicate[0], duplicate[1], -1, -1, -1, partition.log.log_start_offset, 0, 0)
 
-        info = await partition.log.append_as_leader_async(
-            records,
-            partition.leader_epoch,
-            executor=self._io_executor,
-            executor_min_bytes=IO_THREAD_MIN_BYTES,
-            producer_check=producer_check,
-        )
+        try:
+            info = await partition.log.append_as_leader_async(
+                records,
+                partition.leader_epoch,
+                executor=self._io_executor,
+                executor_min_bytes=IO_THREAD_MIN_BYTES,
+                producer_check=producer_check,
+            )
+        except OSError as exc:
+            raise self.storage_failure(partition, exc) from None
         if info.first_offset >= 0:
             partition.record_appended(records, info.first_offset)
             partition.wake_follower_waiters()

@@ -44,6 +44,7 @@ from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
 from odradek.server.config import Endpoint, KafkaConfig
+from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
@@ -151,6 +152,9 @@ class Broker:
         await self.reload_broker_throttles()
         self._watches.append(self.store.watch_children("/config/changes", self._on_config_change))  # type: ignore[union-attr]
         await self._register()
+        failures = LogDirFailureHandler(self.broker_id, self.zk, self.log_manager)
+        self.replica_manager.on_log_dir_failure = failures.on_failure
+        await failures.notify_if_offline()
         self._watches.append(self.store.watch_session(self._on_session_event))  # type: ignore[union-attr]
         self.controller = KafkaController(
             self.broker_id,

@@ -12,6 +12,13 @@ Each entry of ``log.dirs`` holds partition directories ``<topic>-<partition>`` a
 
 Other entries (files, directories not named ``<topic>-<int>``) are ignored.
 
+**Offline log dirs** (Kafka's ``LogDirFailureChannel``): an I/O error in a directory (a failed
+checkpoint, flush, retention pass or load here; a failed append reported by the replica manager
+through :meth:`fail_dir`) takes the whole directory offline: its logs are closed and forgotten
+(their files stay), no log is created there again, and :attr:`on_dir_failure` is called so the
+broker can tell the controller. The broker keeps serving from its other directories; with all of
+them offline it stops. A directory that cannot be created or read at start-up starts offline.
+
 Threading: not thread-safe. All methods are synchronous and are called from the broker's asyncio
 event-loop thread; the broker calls :meth:`cleanup_logs`, :meth:`flush_dirty_logs` and
 :meth:`checkpoint` periodically from that loop.
@@ -72,8 +79,47 @@ class LogManager:
         self.default_config = default_config
         self._time_ms = time_ms or wall_clock_ms
         self._logs: dict[TopicPartition, Log] = {}
+        self.offline_dirs: set[Path] = set()
+        self.on_dir_failure: Callable[[Path, list[TopicPartition]], None] | None = None
+        """Called (on the loop) with a directory that just went offline and the partitions it held."""
         for d in self.log_dirs:
-            d.mkdir(parents=True, exist_ok=True)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                logger.error("Failed to create or validate data directory %s: %s; it is offline", d, exc)
+                self.offline_dirs.add(d)
+        if not self.online_dirs:
+            raise KafkaStorageError(f"none of the log directories {', '.join(map(str, self.log_dirs))} is usable")
+
+    @property
+    def online_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
+
+    def fail_dir(self, directory: Path, reason: str) -> list[TopicPartition]:
+        """Take ``directory`` offline (see the module docstring); the partitions it held. A
+        directory already offline, or not one of ``log.dirs``, changes nothing."""
+        if directory in self.offline_dirs or directory not in self.log_dirs:
+            return []
+        self.offline_dirs.add(directory)
+        logger.error(
+            "Error in log dir %s: %s. The dir is offline, and its partitions on this broker",
+            directory,
+            reason,
+        )
+        gone = [tp for tp, log in self._logs.items() if log.dir.parent == directory]
+        for tp in gone:
+            log = self._logs.pop(tp)
+            try:
+                log.close()
+            except Exception as exc:  # closing a log of a failed disk may fail too
+                logger.warning("Error closing the log of %s in offline dir %s: %s", tp, directory, exc)
+        if self.on_dir_failure is not None:
+            self.on_dir_failure(directory, gone)
+        return gone
+
+    def dir_of(self, tp: TopicPartition) -> Path | None:
+        log = self._logs.get(tp)
+        return log.dir.parent if log is not None else None
 
     # --- loading ------------------------------------------------------------------------------
 
@@ -84,45 +130,56 @@ class LogManager:
         KafkaStorageError when a partition appears in two log dirs.
         """
         configs = topic_configs or {}
-        for d in self.log_dirs:
-            marker = d / CLEAN_SHUTDOWN_FILE
-            clean = marker.exists()
-            recovery_points = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read()
-            start_offsets = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read()
-            high_watermarks = OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).read()
-            logger.info("Loading logs from %s (%s shutdown)", d, "clean" if clean else "unclean")
-            for child in sorted(d.iterdir()):
-                if not child.is_dir():
-                    continue
-                if child.name.endswith(DELETE_DIR_SUFFIX):
-                    logger.info("Removing deleted partition directory %s", child)
-                    shutil.rmtree(child, ignore_errors=True)
-                    continue
-                tp = parse_topic_partition_dir(child.name)
-                if tp is None:
-                    logger.debug("Ignoring %s: not a partition directory", child)
-                    continue
-                if tp in self._logs:
-                    raise KafkaStorageError(
-                        f"Duplicate log directories for {tp} are found: {self._logs[tp].dir} and {child}"
-                    )
-                try:
-                    self._logs[tp] = Log(
-                        child,
-                        configs.get(tp.topic, self.default_config),
-                        log_start_offset=start_offsets.get(tp, 0),
-                        recovery_point=recovery_points.get(tp, 0),
-                        high_watermark=high_watermarks.get(tp),
-                        had_clean_shutdown=clean,
-                        time_ms=self._time_ms,
-                        topic_partition=tp,
-                    )
-                except OSError as exc:
-                    raise KafkaStorageError(f"error loading the log in {child}: {exc}") from exc
-            if clean:
-                marker.unlink(missing_ok=True)
-                fsync_dir(d)
-        logger.info("Loaded %d logs from %d log dir(s)", len(self._logs), len(self.log_dirs))
+        for d in self.online_dirs:
+            try:
+                self._load_dir(d, configs)
+            except OSError as exc:
+                for tp in [tp for tp, log in self._logs.items() if log.dir.parent == d]:
+                    self._logs.pop(tp).close()
+                logger.error("Error loading log dir %s: %s; it is offline", d, exc)
+                self.offline_dirs.add(d)
+        if not self.online_dirs:
+            raise KafkaStorageError(f"none of the log directories {', '.join(map(str, self.log_dirs))} could be loaded")
+        logger.info("Loaded %d logs from %d log dir(s)", len(self._logs), len(self.online_dirs))
+
+    def _load_dir(self, d: Path, configs: Mapping[str, LogConfig]) -> None:
+        marker = d / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery_points = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read()
+        start_offsets = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read()
+        high_watermarks = OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).read()
+        logger.info("Loading logs from %s (%s shutdown)", d, "clean" if clean else "unclean")
+        for child in sorted(d.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith(DELETE_DIR_SUFFIX):
+                logger.info("Removing deleted partition directory %s", child)
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            tp = parse_topic_partition_dir(child.name)
+            if tp is None:
+                logger.debug("Ignoring %s: not a partition directory", child)
+                continue
+            if tp in self._logs:
+                raise KafkaStorageError(
+                    f"Duplicate log directories for {tp} are found: {self._logs[tp].dir} and {child}"
+                )
+            try:
+                self._logs[tp] = Log(
+                    child,
+                    configs.get(tp.topic, self.default_config),
+                    log_start_offset=start_offsets.get(tp, 0),
+                    recovery_point=recovery_points.get(tp, 0),
+                    high_watermark=high_watermarks.get(tp),
+                    had_clean_shutdown=clean,
+                    time_ms=self._time_ms,
+                    topic_partition=tp,
+                )
+            except OSError as exc:
+                raise OSError(f"error loading the log in {child}: {exc}") from exc
+        if clean:
+            marker.unlink(missing_ok=True)
+            fsync_dir(d)
 
     # --- lookup and lifecycle of logs ---------------------------------------------------------
 
@@ -149,7 +206,10 @@ class LogManager:
         validate_topic_name(tp.topic)
         if tp.partition < 0:
             raise InvalidTopicError(f"invalid partition {tp.partition} of topic {tp.topic}")
-        target = self.log_dirs[0] if len(self.log_dirs) == 1 else self._least_loaded_dir()
+        online = self.online_dirs
+        if not online:
+            raise KafkaStorageError(f"no online log dir to create the log of {tp} in")
+        target = online[0] if len(online) == 1 else self._least_loaded_dir()
         try:
             log = Log(
                 target / tp.dir_name,
@@ -160,6 +220,7 @@ class LogManager:
             )
             fsync_dir(target)
         except OSError as exc:
+            self.fail_dir(target, f"creating the log of {tp}: {exc}")
             raise KafkaStorageError(f"error creating the log of {tp} in {target}: {exc}") from exc
         logger.info("Created log for partition %s in %s", tp, target)
         self._logs[tp] = log
@@ -167,12 +228,12 @@ class LogManager:
 
     def _least_loaded_dir(self) -> Path:
         """The log dir holding the fewest partitions (the first of equals)."""
-        counts = {d: 0 for d in self.log_dirs}
+        counts = {d: 0 for d in self.online_dirs}
         for existing in self._logs.values():
             parent = existing.dir.parent
             if parent in counts:
                 counts[parent] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+        return min(counts, key=lambda d: counts[d])
 
     def delete_log(self, tp: TopicPartition) -> bool:
         """Close and remove the log of ``tp`` (renamed ``*-delete`` first); False if there is none."""
@@ -195,34 +256,48 @@ class LogManager:
     def cleanup_logs(self, now_ms: int | None = None) -> int:
         """Apply retention to every log; return the number of segments deleted."""
         now = self._time_ms() if now_ms is None else now_ms
-        return sum(log.delete_old_segments(now) for log in self._logs.values())
+        deleted = 0
+        for log in list(self._logs.values()):
+            try:
+                deleted += log.delete_old_segments(now)
+            except OSError as exc:
+                self.fail_dir(log.dir.parent, f"retention of {log.topic_partition}: {exc}")
+        return deleted
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """fsync rolled segments, and whole logs whose last flush is ``flush.ms`` old; return how
         many logs were flushed."""
         now = self._time_ms() if now_ms is None else now_ms
         flushed = 0
-        for log in self._logs.values():
-            did = log.flush_pending_rolls()
-            if now - log.last_flush_time_ms >= log.config.flush_ms:
-                log.flush()
-                did = True
+        for log in list(self._logs.values()):
+            try:
+                did = log.flush_pending_rolls()
+                if now - log.last_flush_time_ms >= log.config.flush_ms:
+                    log.flush()
+                    did = True
+            except OSError as exc:
+                self.fail_dir(log.dir.parent, f"flushing {log.topic_partition}: {exc}")
+                continue
             flushed += did
         return flushed
 
     def checkpoint(self) -> None:
-        """Write the recovery-point, log-start-offset and high-watermark checkpoints of every log dir."""
-        for d in self.log_dirs:
+        """Write the recovery-point, log-start-offset and high-watermark checkpoints of every
+        online log dir; a directory whose checkpoint cannot be written goes offline."""
+        for d in self.online_dirs:
             logs = [log for log in self._logs.values() if log.dir.parent == d]
-            OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
-                {log.topic_partition: log.recovery_point for log in logs}
-            )
-            OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
-                {log.topic_partition: log.log_start_offset for log in logs}
-            )
-            OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
-                {log.topic_partition: log.high_watermark for log in logs}
-            )
+            try:
+                OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
+                    {log.topic_partition: log.recovery_point for log in logs}
+                )
+                OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
+                    {log.topic_partition: log.log_start_offset for log in logs}
+                )
+                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
+                    {log.topic_partition: log.high_watermark for log in logs}
+                )
+            except OSError as exc:
+                self.fail_dir(d, f"writing checkpoints: {exc}")
 
     def shutdown(self) -> None:
         """Flush and close every log, checkpoint, then mark each log dir as cleanly shut down.
@@ -236,11 +311,9 @@ class LogManager:
             except Exception:
                 logger.exception("Error flushing the log of %s during shutdown", log.topic_partition)
                 failed.add(log.dir.parent)
-        try:
-            self.checkpoint()
-        except OSError:
-            logger.exception("Error writing checkpoints during shutdown")
-            failed.update(self.log_dirs)
+        self.on_dir_failure = None  # shutting down: nobody to tell
+        self.checkpoint()
+        failed.update(self.offline_dirs)
         for log in self._logs.values():
             try:
                 log.close()
@@ -251,11 +324,14 @@ class LogManager:
             if d in failed:
                 continue
             marker = d / CLEAN_SHUTDOWN_FILE
-            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            fsync_dir(d)
+                fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                fsync_dir(d)
+            except OSError as exc:
+                logger.error("Error marking log dir %s as cleanly shut down: %s", d, exc)
         self._logs.clear()
         logger.info("Log manager shut down")

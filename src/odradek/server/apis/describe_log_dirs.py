@@ -6,7 +6,8 @@ v1..v4 (v0 left with Kafka 4.0, KIP-896). Answered by the broker asked, for its 
 bytes of its segment files), ``offset_lag`` 0 (no replica is being moved between directories:
 AlterReplicaLogDirs is not served) and ``is_future_key`` false. ``topics`` null describes every
 partition; otherwise only the named ones. A directory that cannot be read answers
-KAFKA_STORAGE_ERROR with no partitions. Runs on the broker's event loop.
+KAFKA_STORAGE_ERROR with no partitions, as does one that went offline after an I/O error. Runs
+on the broker's event loop.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ async def handle(ctx: RequestContext) -> Any:
         )
     results = []
     for directory, topics in by_dir.items():
-        space = _space(directory)
+        space = _space(directory) if directory not in log_manager.offline_dirs else None
         results.append(
             ctx.make(
                 "DescribeLogDirsResult",
