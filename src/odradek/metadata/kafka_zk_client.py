@@ -469,20 +469,9 @@ class KafkaZkClient:
 
     async def pop_isr_change_notifications(self) -> set[TopicPartition]:
         """Read and delete every pending ISR change notification (the controller's side)."""
-        parent = IsrChangeNotificationZNode.path()
         changed: set[TopicPartition] = set()
-        try:
-            children = await self.store.get_children(parent)
-        except NoNodeError:
-            return changed
-        for child in children:
-            path = f"{parent}/{child}"
-            try:
-                data, _ = await self.store.get(path)
-                changed |= IsrChangeNotificationSequenceZNode.decode(path, data)
-                await self.store.delete(path)
-            except NoNodeError:
-                pass
+        for path, data in await self._pop_children(IsrChangeNotificationZNode.path()):
+            changed |= IsrChangeNotificationSequenceZNode.decode(path, data)
         return changed
 
     async def propagate_log_dir_event(self, broker_id: int) -> str:
@@ -496,23 +485,30 @@ class KafkaZkClient:
 
     async def pop_log_dir_event_notifications(self) -> set[int]:
         """Read and delete every pending log dir event; the brokers they name (the controller's side)."""
-        parent = LogDirEventNotificationZNode.path()
         brokers: set[int] = set()
+        for path, data in await self._pop_children(LogDirEventNotificationZNode.path()):
+            try:
+                brokers.add(LogDirEventNotificationSequenceZNode.decode(path, data))
+            except ValueError as exc:
+                log.warning("ignoring malformed log dir event %s: %s", path, exc)
+        return brokers
+
+    async def _pop_children(self, parent: str) -> list[tuple[str, bytes]]:
+        """(path, data) of every child of ``parent``, each deleted once read (none: no parent)."""
         try:
             children = await self.store.get_children(parent)
         except NoNodeError:
-            return brokers
+            return []
+        out = []
         for child in children:
             path = f"{parent}/{child}"
             try:
                 data, _ = await self.store.get(path)
-                brokers.add(LogDirEventNotificationSequenceZNode.decode(path, data))
+                await self.store.delete(path)
             except NoNodeError:
                 continue
-            except ValueError as exc:
-                log.warning("ignoring malformed log dir event %s: %s", path, exc)
-            await self.store.delete(path)
-        return brokers
+            out.append((path, data))
+        return out
 
     # -- reassignment ---------------------------------------------------------------------------------
 

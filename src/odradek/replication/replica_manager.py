@@ -222,22 +222,21 @@ class ReplicaManager:
     def _on_dir_failure(self, directory: Path, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.offline_partitions.add(tp)
-            self.fetcher_manager.remove_partition(tp)
-            partition = self.partitions.pop(tp, None)
-            if partition is not None:
-                partition.state = PartitionState(-1, partition.leader_epoch, [], [])
-                partition.complete_delayed_produces()
-                partition.wake_waiters()
+            self._drop_partition(tp)
         if self.on_log_dir_failure is not None:
             self.on_log_dir_failure(directory)
 
-    def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+    def _drop_partition(self, tp: TopicPartition) -> None:
+        """Stop following and leading ``tp``: pending acks=all produces and parked fetches end."""
         self.fetcher_manager.remove_partition(tp)
         partition = self.partitions.pop(tp, None)
         if partition is not None:
             partition.state = PartitionState(-1, partition.leader_epoch, [], [])
             partition.complete_delayed_produces()
             partition.wake_waiters()
+
+    def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+        self._drop_partition(tp)
         if delete:
             self.log_manager.delete_log(tp)
 
