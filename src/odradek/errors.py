@@ -61,6 +61,7 @@ __all__ = [
     "InvalidTopicError",
     "KafkaError",
     "KafkaStorageError",
+    "LogDirNotFoundError",
     "NotEnoughReplicasError",
     "NotLeaderOrFollowerError",
     "OffsetOutOfRangeError",
@@ -69,6 +70,7 @@ __all__ = [
     "RecordListTooLargeError",
     "RecordTooLargeError",
     "RecordValidationError",
+    "ReplicaNotAvailableError",
     "StaleControllerEpochError",
     "TopicDeletionDisabledError",
     "TopicExistsError",
@@ -207,6 +209,18 @@ class OutOfOrderSequenceError(KafkaError):
     """An idempotent producer's batch does not follow its previous sequence number."""
 
     error_code = ErrorCode.out_of_order_sequence_number
+
+
+class LogDirNotFoundError(KafkaError):
+    """The path named is not one of the broker's ``log.dirs``."""
+
+    error_code = ErrorCode.log_dir_not_found
+
+
+class ReplicaNotAvailableError(KafkaError):
+    """This broker hosts no replica of the partition (yet)."""
+
+    error_code = ErrorCode.replica_not_available
 
 
 class UnknownProducerIdError(KafkaError):

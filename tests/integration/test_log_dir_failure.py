@@ -1,5 +1,8 @@
-"""A failed log dir takes its partitions offline on that broker only: broker processes with two
-``log.dirs`` each on a real ZooKeeper. One directory of one broker is replaced by a file (its next
+"""Several log dirs per broker: broker processes with two ``log.dirs`` each on a real ZooKeeper.
+
+A replica moves between its broker's directories with a reassignment JSON's ``log_dirs``
+(AlterReplicaLogDirs) while keeping its data. A failed log dir takes its partitions offline on
+that broker only. One directory of one broker is replaced by a file (its next
 checkpoint fails with an I/O error): the broker writes ``/log_dir_event_notification``, the
 controller moves leadership of that directory's partitions to other ISR replicas and drops the
 broker from their ISR, while its partitions in the healthy directory stay in sync. Nothing
@@ -63,7 +66,8 @@ def _produce(cluster: LocalCluster, prefix: str, n: int) -> list[bytes]:
     return acked
 
 
-def _consume_all(cluster: LocalCluster) -> list[bytes]:
+def _consume_all(cluster: LocalCluster, prefixes: tuple[bytes, ...]) -> list[bytes]:
+    """Every record of the topic whose value starts with one of ``prefixes``."""
     consumer = Consumer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
@@ -84,7 +88,7 @@ def _consume_all(cluster: LocalCluster) -> list[bytes]:
                     ended.add(m.partition())
     finally:
         consumer.close()
-    return values
+    return [v for v in values if v.startswith(prefixes)]
 
 
 def _log_dirs(cluster: LocalCluster, broker_id: int) -> dict[str, str | None]:
@@ -95,6 +99,50 @@ def _log_dirs(cluster: LocalCluster, broker_id: int) -> dict[str, str | None]:
     )  # fmt: skip
     document = json.loads(out.stdout.strip().splitlines()[-1])
     return {d["logDir"]: d["error"] for d in document["brokers"][0]["logDirs"]}
+
+
+def _reassign(cluster: LocalCluster, path: Path, action: str) -> subprocess.CompletedProcess[str]:
+    argv = ["reassign-partitions", "--bootstrap-server", cluster.bootstrap_servers, action]
+    return subprocess.run(
+        [sys.executable, "-m", "odradek.cli.main", *argv, "--reassignment-json-file", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _plan(path: Path, partition: int, replicas: list[int], dirs: list[str]) -> Path:
+    entry = {"topic": TOPIC, "partition": partition, "replicas": replicas, "log_dirs": dirs}
+    path.write_text(json.dumps({"version": 1, "partitions": [entry]}))
+    return path
+
+
+def test_a_replica_moves_to_another_log_dir_with_its_data(cluster: LocalCluster, tmp_path: Path) -> None:
+    mover = 3
+    broker = cluster.broker(mover)
+    partition = next(p for p in range(PARTITIONS) if _state(cluster, p)["leader"] == mover)
+    before = _produce(cluster, "pre-move", 120)
+    source = next(d for d in broker.log_dirs if (d / f"{TOPIC}-{partition}").is_dir())
+    target = next(d for d in broker.log_dirs if d != source)
+    assignment = json.loads(cluster.read_znode(f"/brokers/topics/{TOPIC}") or b"{}")
+    replicas = [int(r) for r in assignment["partitions"][str(partition)]]
+    plan = _plan(tmp_path / "move.json", partition, replicas, [str(target) if r == mover else "any" for r in replicas])
+    started = _reassign(cluster, plan, "--execute")
+    assert started.returncode == 0, started.stderr
+    assert f"Successfully started log directory move for: {TOPIC}-{partition}-{mover}" in started.stdout
+    done = f"Reassignment of replica {TOPIC}-{partition}-{mover} completed successfully."
+    cluster.wait_until(lambda: done in _reassign(cluster, plan, "--verify").stdout, 30, message="the move completed")
+    assert (target / f"{TOPIC}-{partition}").is_dir() and not (source / f"{TOPIC}-{partition}").exists()
+    after = _produce(cluster, "post-move", 120)  # the moved replica still leads: appends go to the new dir
+    assert _state(cluster, partition)["leader"] == mover
+    assert sorted(_consume_all(cluster, (b"pre-move-", b"post-move-"))) == sorted(before + after)
+
+    wrong = _plan(
+        tmp_path / "wrong.json", partition, replicas, ["/no/such/dir" if r == mover else "any" for r in replicas]
+    )
+    refused = _reassign(cluster, wrong, "--execute")
+    assert refused.returncode == 1
+    assert f"Failed to move {TOPIC}-{partition}-{mover} to /no/such/dir: LOG_DIR_NOT_FOUND" in refused.stdout
 
 
 def test_a_failed_log_dir_takes_only_its_partitions_offline(cluster: LocalCluster) -> None:
@@ -127,7 +175,7 @@ def test_a_failed_log_dir_takes_only_its_partitions_offline(cluster: LocalCluste
 
         after = _produce(cluster, "after", 300)
         assert len(before) == len(after) == 300
-        assert sorted(_consume_all(cluster)) == sorted(before + after)
+        assert sorted(_consume_all(cluster, (b"before-", b"after-"))) == sorted(before + after)
     finally:
         cluster.stop(VICTIM)
         failing_dir.unlink()

@@ -181,3 +181,30 @@ def test_an_unusable_dir_at_start_is_offline_and_all_unusable_is_an_error(tmp_pa
     lm.shutdown()
     with pytest.raises(KafkaStorageError, match="none of the log directories"):
         LogManager([tmp_path / "file"], log_config())
+
+
+def test_a_log_copied_to_another_dir_replaces_the_original(tmp_path: Path) -> None:
+    import shutil
+
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    lm = LogManager(dirs, log_config())
+    lm.load_logs()
+    tp = TopicPartition("t", 0)
+    log = lm.get_or_create_log(tp)
+    log.append_as_leader(batch(5))
+    source = log.dir
+    other = next(d for d in dirs if d != source.parent)
+    future = lm.future_dir(tp, other)
+    assert future.name.startswith("t-0.") and future.name.endswith("-future")
+    log.flush()
+    shutil.copytree(source, future)
+    moved = lm.replace_log(tp, future)
+    assert moved.dir == other / "t-0" and moved.log_end_offset == 5 and lm.get_log(tp) is moved
+    assert not source.exists() and log.closed
+    assert moved.append_as_leader(batch()).first_offset == 5
+    (dirs[0] / "t-9.0123-future").mkdir()  # a copy a crash interrupted
+    lm.shutdown()
+    lm2 = LogManager(dirs, log_config())
+    lm2.load_logs()
+    assert not (dirs[0] / "t-9.0123-future").exists() and lm2.get_log(tp).log_end_offset == 6  # type: ignore[union-attr]
+    lm2.shutdown()

@@ -9,7 +9,7 @@ kafka-reassign-partitions.sh).
     odradek reassign-partitions --bootstrap-server B --list
 
 Files are Kafka's: ``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[0,1,2]}]}``
-(``log_dirs`` accepted and ignored) and, for ``--generate``, ``{"version":1,"topics":[{"topic":
+(with ``log_dirs``: see :mod:`odradek.cli.replica_log_dirs`) and, for ``--generate``, ``{"version":1,"topics":[{"topic":
 "t"}]}``. Requests go to the controller (AlterPartitionReassignments, ListPartitionReassignments).
 Output lines are Kafka's: ``--execute`` prints the current assignment for rollback and
 "Successfully started partition reassignment(s) for t-0,t-1"; ``--verify`` prints one status line
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.cli.replica_log_dirs import execute_moves, parse_log_dirs, verify_moves
 from odradek.client.admin import AdminClient, AlterConfigOp, ConfigResource
 from odradek.errors import ErrorCode
 from odradek.server.replica_assignment import assign_replicas
@@ -238,7 +239,9 @@ def _names(tps: Sequence[tuple[str, int]]) -> str:
 
 
 async def execute(admin: AdminClient, args: argparse.Namespace) -> int:
-    proposed = parse_reassignment(read_json(args.reassignment_json_file, "--reassignment-json-file"))
+    data = read_json(args.reassignment_json_file, "--reassignment-json-file")
+    proposed = parse_reassignment(data)
+    moves = parse_log_dirs(data)
     current = await current_assignment(admin, {t for t, _ in proposed})
     missing = [tp for tp in proposed if tp not in current]
     if missing:
@@ -253,19 +256,25 @@ async def execute(admin: AdminClient, args: argparse.Namespace) -> int:
             "to ensure the throttle is removed."
         )
         print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
-    errors = await alter(admin, {tp: list(r) for tp, r in proposed.items()}, args.timeout)
+    changed: dict[tuple[str, int], list[int] | None] = {
+        tp: list(r) for tp, r in proposed.items() if current[tp] != r or not moves
+    }
+    errors = await alter(admin, changed, args.timeout) if changed else {}
     if errors:
         print("Error reassigning partition(s):", file=sys.stderr)
         for name, message in sorted(errors.items()):
             print(f"{name}: {message}", file=sys.stderr)
         return 1
-    plural = "" if len(proposed) == 1 else "s"
-    print(f"Successfully started partition reassignment{plural} for {_names(list(proposed))}")
-    return 0
+    if changed:
+        plural = "" if len(changed) == 1 else "s"
+        print(f"Successfully started partition reassignment{plural} for {_names(list(changed))}")
+    return await execute_moves(admin, moves) if moves else 0
 
 
 async def verify(admin: AdminClient, args: argparse.Namespace) -> int:
-    proposed = parse_reassignment(read_json(args.reassignment_json_file, "--reassignment-json-file"))
+    data = read_json(args.reassignment_json_file, "--reassignment-json-file")
+    proposed = parse_reassignment(data)
+    moves = parse_log_dirs(data)
     moving = await ongoing(admin)
     current = await current_assignment(admin, {t for t, _ in proposed})
     print("Status of partition reassignment:")
@@ -281,6 +290,9 @@ async def verify(admin: AdminClient, args: argparse.Namespace) -> int:
             now = ",".join(map(str, current.get(tp, [])))
             want = ",".join(map(str, target))
             print(f"There is no active reassignment of partition {name}, but replica set is {now} rather than {want}.")
+    if moves:
+        print("Reassignment of replicas' log directories:")
+        done = await verify_moves(admin, moves) and done
     if done and not args.preserve_throttles:
         await clear_throttles(admin, proposed)
     return 0

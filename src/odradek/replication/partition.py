@@ -237,6 +237,13 @@ class Partition:
         delete_snapshots(self.log.dir, above=-1)
         self.load_producer_state()
 
+    def replace_log(self, log_: Log) -> None:
+        """The log moved to another log dir (same contents): the epoch cache and transaction
+        state follow it."""
+        self.log = log_
+        self.epoch_cache = LeaderEpochFileCache(log_.dir)
+        self.txn_state.log = log_
+
     # --- producer state ------------------------------------------------------------------------
 
     def load_producer_state(self) -> None:

@@ -36,6 +36,7 @@ from odradek.errors import (
     UnknownTopicOrPartitionError,
 )
 from odradek.protocol.records import BatchHeader
+from odradek.replication.alter_log_dirs import ReplicaAlterLogDirsManager
 from odradek.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from odradek.replication.partition import IsrWriter, Partition, PartitionState
 from odradek.replication.quota import ReplicationQuota
@@ -162,6 +163,8 @@ class ReplicaManager:
         """Bytes sent to out-of-sync followers of throttled partitions (see :mod:`.quota`)."""
         self.follower_quota = self.fetcher_manager.config.quota
         self._io_executor = ThreadPoolExecutor(max_workers=max(io_threads, 1), thread_name_prefix="odradek-io")
+        self.alter_log_dirs = ReplicaAlterLogDirsManager(self, self._io_executor)
+        """AlterReplicaLogDirs: replicas moving between this broker's log dirs."""
         self.offline_partitions: set[TopicPartition] = set()
         """Partitions whose log dir failed on this broker: KAFKA_STORAGE_ERROR until it restarts."""
         self.on_log_dir_failure: Callable[[Path], None] | None = None
@@ -523,8 +526,9 @@ class ReplicaManager:
         return [p for p in self.partitions.values() if p.is_leader]
 
     async def shutdown_fetchers(self) -> None:
-        """Stop following (before the logs close)."""
+        """Stop following and finish log dir moves (before the logs close)."""
         await self.fetcher_manager.shutdown()
+        await self.alter_log_dirs.shutdown()
 
     def shutdown(self) -> None:
         """Wake long-polling fetches and wait for the I/O threads' writes in progress (their appends

@@ -198,6 +198,12 @@ class Log:
         return self._log_end_offset - self._recovery_point
 
     @property
+    def append_lock(self) -> asyncio.Lock:
+        """Held while an asynchronous append is written; holding it keeps appends out (other
+        appends fail with KafkaStorageError or wait), e.g. while the log is copied elsewhere."""
+        return self._append_lock
+
+    @property
     def closed(self) -> bool:
         return self._closed
 

@@ -9,6 +9,9 @@ Each entry of ``log.dirs`` holds partition directories ``<topic>-<partition>`` a
   of the directory was flushed and closed, and removed once the directory has been loaded. When
   it is absent at start-up, segments after each log's recovery point are recovered.
 * ``<topic>-<partition>.<id>-delete``: a deleted partition on its way out (removed at load).
+* ``<topic>-<partition>.<id>-future``: the copy of a log moving here from another log dir
+  (AlterReplicaLogDirs); renamed to ``<topic>-<partition>`` when complete, removed at load if a
+  crash interrupted the copy (the original is still in its old directory).
 
 Other entries (files, directories not named ``<topic>-<int>``) are ignored.
 
@@ -50,6 +53,7 @@ from odradek.storage.topic_partition import TopicPartition, parse_topic_partitio
 __all__ = ["DELETE_DIR_SUFFIX", "LogManager", "validate_topic_name"]
 
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 logger = logging.getLogger("odradek.storage.log_manager")
@@ -80,6 +84,8 @@ class LogManager:
         self._time_ms = time_ms or wall_clock_ms
         self._logs: dict[TopicPartition, Log] = {}
         self.offline_dirs: set[Path] = set()
+        self.preferred_dirs: dict[TopicPartition, Path] = {}
+        """Where a partition not hosted yet should be created (AlterReplicaLogDirs before it exists)."""
         self.on_dir_failure: Callable[[Path, list[TopicPartition]], None] | None = None
         """Called (on the loop) with a directory that just went offline and the partitions it held."""
         for d in self.log_dirs:
@@ -152,8 +158,8 @@ class LogManager:
         for child in sorted(d.iterdir()):
             if not child.is_dir():
                 continue
-            if child.name.endswith(DELETE_DIR_SUFFIX):
-                logger.info("Removing deleted partition directory %s", child)
+            if child.name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX)):
+                logger.info("Removing deleted or unfinished partition directory %s", child)
                 shutil.rmtree(child, ignore_errors=True)
                 continue
             tp = parse_topic_partition_dir(child.name)
@@ -209,7 +215,8 @@ class LogManager:
         online = self.online_dirs
         if not online:
             raise KafkaStorageError(f"no online log dir to create the log of {tp} in")
-        target = online[0] if len(online) == 1 else self._least_loaded_dir()
+        preferred = self.preferred_dirs.pop(tp, None)
+        target = preferred if preferred in online else self._least_loaded_dir()
         try:
             log = Log(
                 target / tp.dir_name,
@@ -227,13 +234,58 @@ class LogManager:
         return log
 
     def _least_loaded_dir(self) -> Path:
-        """The log dir holding the fewest partitions (the first of equals)."""
+        """The online log dir holding the fewest partitions (the first of equals)."""
+        if len(self.online_dirs) == 1:
+            return self.online_dirs[0]
         counts = {d: 0 for d in self.online_dirs}
         for existing in self._logs.values():
             parent = existing.dir.parent
             if parent in counts:
                 counts[parent] += 1
         return min(counts, key=lambda d: counts[d])
+
+    def future_dir(self, tp: TopicPartition, destination: Path) -> Path:
+        """Where the copy of ``tp``'s log moving to ``destination`` is made."""
+        return destination / f"{tp.dir_name}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+    def replace_log(self, tp: TopicPartition, copied: Path) -> Log:
+        """Finish a move: close ``tp``'s log (flushed, and unchanged since ``copied`` was made from
+        it), rename the copy to ``<its dir>/<topic>-<partition>``, open it, delete the original.
+        Raises OSError when the copy cannot be opened (it is removed and the original reopened)."""
+        old = self._logs[tp]
+        final = copied.parent / tp.dir_name
+
+        def reopen(directory: Path) -> Log:
+            return Log(
+                directory,
+                old.config,
+                log_start_offset=old.log_start_offset,
+                recovery_point=old.log_end_offset,
+                high_watermark=old.high_watermark,
+                had_clean_shutdown=True,
+                time_ms=self._time_ms,
+                topic_partition=tp,
+            )
+
+        old.close()
+        try:
+            os.replace(copied, final)
+            fsync_dir(final.parent)
+            new = reopen(final)
+        except OSError:
+            shutil.rmtree(copied, ignore_errors=True)
+            shutil.rmtree(final, ignore_errors=True)
+            self._logs[tp] = reopen(old.dir)
+            raise
+        self._logs[tp] = new
+        doomed = old.dir.with_name(f"{old.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        try:
+            os.replace(old.dir, doomed)
+        except OSError:
+            doomed = old.dir
+        shutil.rmtree(doomed, ignore_errors=True)
+        logger.info("Moved the log of %s from %s to %s", tp, old.dir.parent, final.parent)
+        return new
 
     def delete_log(self, tp: TopicPartition) -> bool:
         """Close and remove the log of ``tp`` (renamed ``*-delete`` first); False if there is none."""

@@ -9,7 +9,8 @@ Advertised versions are one Kafka release: every served API's maximum is Kafka 3
 maxima). Minima are Kafka 3.9's too, except where the protocol library has no codec for the
 oldest versions: there they are Kafka 4.0's (KIP-896 removed Produce v0-2, Fetch v0-3,
 ListOffsets v0, CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0,
-OffsetForLeaderEpoch v0-1 and WriteTxnMarkers v0). A unit test holds the registry to this table.
+OffsetForLeaderEpoch v0-1, WriteTxnMarkers v0 and AlterReplicaLogDirs v0). A unit test holds
+the registry to this table.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from odradek.server.apis import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -87,6 +89,7 @@ _MODULES: list[ModuleType] = [
     delete_records,
     describe_configs,
     describe_log_dirs,
+    alter_replica_log_dirs,
     alter_configs,
     create_partitions,
     incremental_alter_configs,
@@ -138,6 +141,7 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     28: (0, 4),  # TxnOffsetCommit
     32: (0, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
+    34: (0, 2),  # AlterReplicaLogDirs
     35: (0, 4),  # DescribeLogDirs
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
@@ -152,5 +156,5 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
 }
 """(min, max) of each API Kafka 3.9's ZooKeeper-mode broker serves that odradek serves too."""
 
-KAFKA_4_0_MINIMA: dict[int, int] = {0: 3, 1: 4, 2: 1, 19: 2, 20: 1, 23: 2, 27: 1, 32: 1, 35: 1}
+KAFKA_4_0_MINIMA: dict[int, int] = {0: 3, 1: 4, 2: 1, 19: 2, 20: 1, 23: 2, 27: 1, 32: 1, 34: 1, 35: 1}
 """Where odradek's minimum is above 3.9's: Kafka 4.0's minimum (KIP-896)."""

@@ -3,8 +3,9 @@
 v1..v4 (v0 left with Kafka 4.0, KIP-896). Answered by the broker asked, for its own
 ``log.dirs``, as Kafka: per directory its path, ``total_bytes`` and ``usable_bytes`` (v4, from
 ``statvfs``; -1 when the directory cannot be read) and, per partition, ``partition_size`` (the
-bytes of its segment files), ``offset_lag`` 0 (no replica is being moved between directories:
-AlterReplicaLogDirs is not served) and ``is_future_key`` false. ``topics`` null describes every
+bytes of its segment files), ``offset_lag`` 0 and ``is_future_key`` false (a replica moving between directories with
+AlterReplicaLogDirs is listed where it is until the move completes: appends pause meanwhile, so
+there is no future replica to report). ``topics`` null describes every
 partition; otherwise only the named ones. A directory that cannot be read answers
 KAFKA_STORAGE_ERROR with no partitions, as does one that went offline after an I/O error. Runs
 on the broker's event loop.
