@@ -18,7 +18,9 @@ With one partition, idempotent and transactional figures are bound by the client
 librdkafka caps a partition's in-flight *messages* of an idempotent producer at 5 (its
 ``RD_KAFKA_IDEMP_MAX_INFLIGHT``, compared with ``rktp_msgs_inflight``), so a partition has one
 ProduceRequest in flight at a time and throughput is one batch per round trip, against a broker of
-any kind. ``--partitions 6`` shows the pipelined case.
+any kind. ``--partitions 6`` shows the pipelined case. Each measurement starts after ``sync``:
+with gigabytes of dirty pages the kernel throttles writers (``vm.dirty_ratio``), which otherwise
+penalises whichever mode runs later.
 
     python bench/transactions_bench.py [--messages 200000] [--size 1024] [--txn-size 1000] [--reps 3]
                                        [--partitions 1]
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -121,6 +124,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                 topic = f"{mode}-{rep}"
                 admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
                 time.sleep(0.5)  # leaders elected
+                os.sync()  # every mode starts with no dirty pages: writeback throttling skews whoever runs later
                 rate = produce(bootstrap, topic, mode, args.messages, args.size, args.txn_size, rep, args.partitions)
                 log(f"{mode} rep {rep}: {rate:,.0f} msgs/s")
                 results[mode].append(rate)
