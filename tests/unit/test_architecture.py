@@ -15,6 +15,7 @@ LAYER = {
     "metadata": 2,
     "client": 2,
     "replication": 3,
+    "zkclients": 3,
     "controller": 4,
     "coordinator": 4,
     "server": 5,

@@ -19,6 +19,9 @@ when none), ``print.key``, ``print.value`` (default true), in that order, separa
 ``key.separator`` (default a tab), each record ended by ``line.separator`` (default newline);
 a null key or value prints ``null.literal`` (default ``null``). Bytes are written as they are.
 
+With ``--zookeeper`` (and ``--group``, ``--whitelist``) it joins a ZooKeeper consumer group instead:
+see :mod:`odradek.cli.zk_console`.
+
 Ends after ``--max-messages`` records, or when no record arrived for ``--timeout-ms``, or on
 Ctrl-C; then prints ``Processed a total of N messages`` on stderr. Errors (unreachable broker,
 unknown topic or partition, bad flag) print one line on stderr and exit 1 (2 for a usage error).
@@ -32,6 +35,7 @@ import sys
 from typing import BinaryIO
 
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, parse_key_values, run
+from odradek.cli.zk_console import write_records, zk_consume
 from odradek.client.cluster import TopicPartition
 from odradek.client.consumer import Consumer, ConsumerRecord
 
@@ -40,10 +44,12 @@ TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="odradek console-consumer", description="Print a topic's records.")
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to connect to, comma-separated")
     parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT", help="the broker(s) to connect to, comma-separated"
+        "--zookeeper", metavar="HOST:PORT[/chroot]", help="join a ZooKeeper consumer group instead (see zk_console.py)"
     )
-    parser.add_argument("--topic", required=True, help="the topic to consume")
+    parser.add_argument("--topic", help="the topic to consume")
+    parser.add_argument("--whitelist", help="with --zookeeper: a regex of topics to consume")
     parser.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
     parser.add_argument("--partition", type=int, help="consume only this partition")
     parser.add_argument("--offset", help="earliest, latest (default) or an offset; needs --partition")
@@ -69,7 +75,7 @@ def build_parser() -> ArgumentParser:
         choices=["read_uncommitted"],
         help="read_uncommitted (read_committed is not supported by this tool)",
     )
-    parser.add_argument("--group", help="not supported: this tool reads partitions directly")
+    parser.add_argument("--group", help="with --zookeeper: the consumer group (default console-consumer-<random>)")
     return parser
 
 
@@ -141,10 +147,16 @@ def _start_offset(args: argparse.Namespace) -> int | str:
 
 
 async def _consume(args: argparse.Namespace, out: BinaryIO) -> int:
-    if args.group:
-        raise CommandError("--group is not supported: odradek console-consumer reads partitions directly")
+    if (args.bootstrap_server is None) == (args.zookeeper is None):
+        raise CommandError("exactly one of --bootstrap-server and --zookeeper is required")
     formatter = Formatter(parse_key_values(args.property, "--property"))
     consumer_props = parse_key_values(args.consumer_property, "--consumer-property")
+    if args.zookeeper is not None:
+        return await zk_consume(args, consumer_props, formatter, out)
+    if args.group:
+        raise CommandError("--group needs --zookeeper: with --bootstrap-server this tool reads partitions directly")
+    if args.topic is None:
+        raise CommandError("--topic is required")
     start = _start_offset(args)
     count = 0
     started = False
@@ -181,12 +193,7 @@ async def _consume(args: argparse.Namespace, out: BinaryIO) -> int:
                 records = await consumer.poll(wait_ms)
                 if records:
                     last_record = loop.time()
-                for record in records:
-                    if args.max_messages is not None and count >= args.max_messages:
-                        break
-                    out.write(formatter.format(record))
-                    count += 1
-                out.flush()
+                count = write_records(records, formatter, out, count, args.max_messages)
     finally:
         if started:
             print(f"Processed a total of {count} messages", file=sys.stderr)

@@ -27,10 +27,11 @@ import argparse
 import asyncio
 import sys
 import threading
-from typing import TextIO
+from typing import Any, TextIO
 
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, parse_key_values, run
 from odradek.client.producer import Producer, Record, compression_codec
+from odradek.zkclients.producer import Producer as ZkProducer
 
 
 def build_parser() -> ArgumentParser:
@@ -39,9 +40,13 @@ def build_parser() -> ArgumentParser:
         "--bootstrap-server",
         "--broker-list",
         dest="bootstrap_server",
-        required=True,
         metavar="HOST:PORT",
         help="the broker(s) to connect to, comma-separated",
+    )
+    parser.add_argument(
+        "--zookeeper",
+        metavar="HOST:PORT[/chroot]",
+        help="find brokers and partition leaders in ZooKeeper instead (seed 004's broker discovery)",
     )
     parser.add_argument("--topic", required=True, help="the topic to produce to")
     parser.add_argument(
@@ -141,13 +146,16 @@ async def _produce(args: argparse.Namespace, stream: TextIO) -> int:
     queue: asyncio.Queue[str | None] = asyncio.Queue()
     _start_reader(stream, queue, asyncio.get_running_loop())
     number = 0
-    async with Producer(
-        args.bootstrap_server,
-        acks=acks,
-        compression=codec,
-        client_id=producer_props.get("client.id", "console-producer"),
-        request_timeout_ms=timeout_ms,
-    ) as producer:
+    if (args.bootstrap_server is None) == (args.zookeeper is None):
+        raise CommandError("exactly one of --bootstrap-server and --zookeeper is required")
+    config: dict[str, Any] = {
+        "acks": acks,
+        "compression": codec,
+        "client_id": producer_props.get("client.id", "console-producer"),
+        "request_timeout_ms": timeout_ms,
+    }
+    producer_ = ZkProducer(zookeeper_connect=args.zookeeper, **config) if args.zookeeper else None
+    async with producer_ or Producer(args.bootstrap_server, **config) as producer:
         await producer.partitions_for(args.topic)  # fail fast on an unknown topic or unreachable broker
         done = False
         while not done:

@@ -29,6 +29,9 @@ Output as Kafka's ``ConsumerGroupCommand`` (columns padded to the widest value, 
   rebalancing one ``Warning: Consumer group 'g' is rebalancing.``; an unknown one
   ``Error: Consumer group 'g' does not exist.`` (exit 1).
 
+With ``--zookeeper`` instead of ``--bootstrap-server`` the groups are the ZooKeeper consumer
+groups of seed 004 (``--list``, ``--describe``, ``--reset-offsets``): see :mod:`odradek.cli.zk_groups`.
+
 Errors print one line on stderr and exit 1 (2 for usage errors). Groups are answered by their
 coordinator (FindCoordinator), which may be loading: such answers are retried for a few seconds.
 """
@@ -39,14 +42,16 @@ import argparse
 import asyncio
 import datetime
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.cli.zk_groups import zk_groups
 from odradek.client.admin import AdminClient
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for, error_name
+from odradek.client.group_offsets import GroupOffsetsClient
 from odradek.coordinator.group.schemas import SchemaError, decode_assignment
 from odradek.errors import ErrorCode
 from odradek.storage.topic_partition import TopicPartition
@@ -84,37 +89,12 @@ class Group:
     coordinator: str
 
 
-class GroupsClient:
+class GroupsClient(GroupOffsetsClient):
     """Group requests routed to each group's coordinator, over an :class:`AdminClient`."""
 
     def __init__(self, admin: AdminClient) -> None:
+        super().__init__(admin.cluster)
         self.admin = admin
-        self.cluster = admin.cluster
-
-    async def _coordinator(self, group_id: str) -> tuple[KafkaConnection, int]:
-        for _ in range(_ATTEMPTS):
-            conn = await self.cluster.any_connection()
-            rb = conn.builder(FIND_COORDINATOR, 0, 3)
-            resp = await conn.send(rb(key=group_id, key_type=0))
-            code = ErrorCode(resp.error_code)
-            if code is ErrorCode.none:
-                return await self.cluster.connection(int(resp.node_id)), int(resp.node_id)
-            if code not in _RETRY:
-                raise error_for(code, getattr(resp, "error_message", None), f"group {group_id}")
-            await asyncio.sleep(0.1)
-        raise error_for(ErrorCode.coordinator_not_available, None, f"group {group_id}")
-
-    async def _call(
-        self, group_id: str, make: Callable[[KafkaConnection], Any], error_of: Callable[[Any], int]
-    ) -> tuple[Any, int]:
-        """Send ``make(conn)`` to the group's coordinator, again while it answers a coordinator error."""
-        for _ in range(_ATTEMPTS):
-            conn, node = await self._coordinator(group_id)
-            resp = await conn.send(make(conn))
-            if ErrorCode(error_of(resp)) not in _RETRY:
-                return resp, node
-            await asyncio.sleep(0.1)
-        raise error_for(ErrorCode.coordinator_load_in_progress, None, f"group {group_id}")
 
     async def list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every group of every broker."""
@@ -155,62 +135,12 @@ class GroupsClient:
         state = "Dead" if g.error_code else g.group_state
         return Group(group_id, state, g.protocol_type, g.protocol_data, members, where)
 
-    async def committed(self, group_id: str) -> dict[TopicPartition, int]:
-        def make(conn: KafkaConnection) -> Any:
-            return conn.builder(OFFSET_FETCH, 2, 7)(group_id=group_id, topics=None, require_stable=False)
-
-        resp, _ = await self._call(group_id, make, lambda r: r.error_code)
-        if resp.error_code:
-            raise error_for(resp.error_code, None, f"group {group_id}")
-        return {
-            TopicPartition(t.name, p.partition_index): int(p.committed_offset)
-            for t in resp.topics
-            for p in t.partitions
-            if p.committed_offset >= 0 and not p.error_code
-        }
-
     async def delete(self, group_id: str) -> ErrorCode:
         def make(conn: KafkaConnection) -> Any:
             return conn.builder(DELETE_GROUPS, 0, 2)(groups_names=(group_id,))
 
         resp, _ = await self._call(group_id, make, lambda r: r.results[0].error_code)
         return ErrorCode(resp.results[0].error_code)
-
-    async def commit(self, group_id: str, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, ErrorCode]:
-        """Commit as an admin (generation -1, no member id): allowed while the group is empty."""
-        by_topic: dict[str, list[tuple[int, int]]] = {}
-        for tp, offset in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
-
-        def make(conn: KafkaConnection) -> Any:
-            rb = conn.builder(OFFSET_COMMIT, 2, 7)
-            topics = tuple(
-                rb.make(
-                    "OffsetCommitRequestTopic",
-                    name=t,
-                    partitions=tuple(
-                        rb.make(
-                            "OffsetCommitRequestPartition",
-                            partition_index=p,
-                            committed_offset=o,
-                            committed_leader_epoch=-1,
-                            committed_metadata="",
-                        )
-                        for p, o in parts
-                    ),
-                )
-                for t, parts in by_topic.items()
-            )
-            return rb(
-                group_id=group_id, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None, topics=topics
-            )
-
-        resp, _ = await self._call(group_id, make, lambda r: r.topics[0].partitions[0].error_code if r.topics else 0)
-        return {
-            TopicPartition(t.name, p.partition_index): ErrorCode(p.error_code)
-            for t in resp.topics
-            for p in t.partitions
-        }
 
     async def offsets(self, partitions: Sequence[TopicPartition], spec: int) -> dict[TopicPartition, int]:
         """ListOffsets: EARLIEST, LATEST or a timestamp; partitions that fail are left out."""
@@ -488,8 +418,9 @@ def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="odradek consumer-groups", description="List, describe, delete consumer groups and reset their offsets."
     )
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to connect to, comma-separated")
     parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT", help="the broker(s) to connect to, comma-separated"
+        "--zookeeper", metavar="HOST:PORT[/chroot]", help="ZooKeeper consumer groups instead (see zk_groups.py)"
     )
     actions = parser.add_mutually_exclusive_group(required=True)
     for action, doc in (
@@ -552,7 +483,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
 
+    if (args.bootstrap_server is None) == (args.zookeeper is None):
+        print("odradek consumer-groups: error: exactly one of --bootstrap-server and --zookeeper", file=sys.stderr)
+        return 2
+
     async def command() -> int:
+        if args.zookeeper is not None:
+            return await zk_groups(args)
         async with AdminClient(
             args.bootstrap_server, client_id="odradek-consumer-groups", request_timeout_ms=args.timeout
         ) as admin:

@@ -108,6 +108,7 @@ class Consumer:
         request_timeout_ms: int = 30000,
         connect_timeout_ms: int = 10000,
         retries: int = 5,
+        cluster: Cluster | None = None,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
@@ -116,7 +117,7 @@ class Consumer:
         self.min_bytes = min_bytes
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.fetch_max_bytes = fetch_max_bytes
-        self.cluster = Cluster(
+        self.cluster = cluster or Cluster(
             bootstrap_servers,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,

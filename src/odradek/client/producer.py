@@ -120,6 +120,7 @@ class Producer:
         enable_idempotence: bool = False,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60000,
+        cluster: Cluster | None = None,
     ) -> None:
         if acks not in (-1, 0, 1):
             raise ValueError(f"acks must be -1 (all), 0 or 1, not {acks}")
@@ -130,13 +131,15 @@ class Producer:
         self.compression = compression_codec(compression)
         self.request_timeout_ms = request_timeout_ms
         self.allow_auto_create = allow_auto_create
-        self.cluster = Cluster(
+        self.cluster = cluster or Cluster(
             bootstrap_servers,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             connect_timeout_ms=connect_timeout_ms,
             retries=retries,
         )
+        """Where metadata comes from: the bootstrap servers, or ``cluster`` when given (e.g. a
+        ZooKeeper-backed one, :class:`odradek.zkclients.ZkBrokerPartitionInfo`)."""
         self._round_robin = itertools.count()
         self.transactions = (
             TransactionManager(self.cluster, transactional_id, transaction_timeout_ms) if idempotent else None

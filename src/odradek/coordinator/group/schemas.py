@@ -39,6 +39,8 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from odradek.protocol.java_hash import java_string_hash
+
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
     "OFFSET_COMMIT_KEY_VERSION",
@@ -77,15 +79,6 @@ class SchemaError(ValueError):
 
 
 # --- Java's String.hashCode and the group's partition -----------------------------------------------
-
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, int32."""
-    data = s.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def partition_for(group_id: str, partitions: int) -> int:

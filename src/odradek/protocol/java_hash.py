@@ -1,0 +1,15 @@
+"""Java's ``String.hashCode``, which Kafka uses to place groups and transactional ids on partitions
+and the old consumer's round-robin assignor to order partitions. Pure: safe anywhere."""
+
+from __future__ import annotations
+
+__all__ = ["java_string_hash"]
+
+
+def java_string_hash(s: str) -> int:
+    """``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, as a signed 32-bit int."""
+    data = s.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h

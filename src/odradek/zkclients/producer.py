@@ -1,0 +1,26 @@
+"""``Producer(zookeeper_connect=...)``: odradek's producer with its brokers and partitions read from
+ZooKeeper (:class:`~odradek.zkclients.broker_partition_info.ZkBrokerPartitionInfo`) instead of
+bootstrap servers. Everything else is :class:`odradek.client.producer.Producer`. Belongs to one
+event loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.client.producer import Producer as _Producer
+from odradek.zkclients.broker_partition_info import ZkBrokerPartitionInfo
+
+__all__ = ["Producer"]
+
+
+class Producer(_Producer):
+    def __init__(self, *, zookeeper_connect: str, zookeeper_session_timeout_ms: int = 6000, **config: Any) -> None:
+        cluster = ZkBrokerPartitionInfo(
+            zookeeper_connect,
+            zookeeper_session_timeout_ms=zookeeper_session_timeout_ms,
+            client_id=config.get("client_id", "odradek-producer"),
+            request_timeout_ms=config.get("request_timeout_ms", 30000),
+            retries=config.get("retries", 5),
+        )
+        super().__init__("", cluster=cluster, **config)
+        self.broker_partition_info = cluster
