@@ -32,7 +32,7 @@ from odradek.controller.events import ControllerEvent
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.transaction import TransactionCoordinator
-from odradek.errors import ErrorCode, InvalidConfigError, KafkaError, StaleControllerEpochError
+from odradek.errors import ErrorCode, KafkaError, StaleControllerEpochError
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
@@ -45,6 +45,7 @@ from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
 from odradek.server.config import Endpoint, KafkaConfig
 from odradek.server.log_dir_failure import LogDirFailureHandler
+from odradek.server.meta_properties import check_meta_properties
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
@@ -54,7 +55,6 @@ from odradek.storage.config import LogConfig
 
 log = logging.getLogger(__name__)
 
-META_PROPERTIES = "meta.properties"
 CONTROLLED_SHUTDOWN_KEY = 7
 SHUTDOWN_STEP_TIMEOUT_S = 5
 """Longest a shutdown step that talks to other brokers (fetchers, controller channel) may take."""
@@ -127,7 +127,7 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk)
         await self.zk.create_top_level_paths()
         self.cluster_id = await self.zk.get_or_create_cluster_id()
-        self._check_meta_properties()
+        check_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
         cfg = self.config
         self.replica_manager = ReplicaManager(
             self.broker_id,
@@ -231,32 +231,6 @@ class Broker:
         else:
             self._embedded = EmbeddedStore(os.path.join(self.config.log_dirs[0], "metadata"))
             self.store = self._embedded.session()
-
-    def _check_meta_properties(self) -> None:
-        for d in self.config.log_dirs:
-            path = os.path.join(d, META_PROPERTIES)
-            if os.path.exists(path):
-                from odradek.server.config import parse_properties
-
-                with open(path, encoding="utf-8") as f:
-                    props = parse_properties(f.read())
-                if props.get("cluster.id") not in (None, self.cluster_id):
-                    raise InvalidConfigError(
-                        f"The cluster id {self.cluster_id} does not match the cluster.id {props.get('cluster.id')} "
-                        f"stored in {path}; this log dir belongs to another cluster"
-                    )
-                if props.get("broker.id") not in (None, str(self.broker_id)):
-                    raise InvalidConfigError(
-                        f"Configured broker.id {self.broker_id} does not match broker.id {props.get('broker.id')} "
-                        f"stored in {path}"
-                    )
-            else:
-                tmp = path + ".tmp"
-                with open(tmp, "w", encoding="utf-8") as f:
-                    f.write(f"version=0\nbroker.id={self.broker_id}\ncluster.id={self.cluster_id}\n")
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
 
     async def _bind_listeners(self) -> None:
         advertised = {e.listener: e for e in (self.config.advertised_listeners or [])}
