@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from odradek.client.connection import KafkaConnection
 from odradek.errors import ErrorCode
@@ -131,9 +131,19 @@ def _read(broker: BrokerProcess, isolation: str) -> list[bytes]:
 
 
 def _end(broker: BrokerProcess, isolation: str) -> int:
+    """The partition's end offset for ``isolation``; right after a restart the broker may not lead
+    the partition yet (librdkafka: unknown partition, leader not available): asked again then."""
     consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "w", "isolation.level": isolation})
+    deadline = time.monotonic() + 15
     try:
-        return int(consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10, cached=False)[1])
+        while True:
+            try:
+                return int(consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10, cached=False)[1])
+            except KafkaException as exc:
+                retriable = (KafkaError._UNKNOWN_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+                if exc.args[0].code() not in retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         consumer.close()
 

@@ -191,11 +191,30 @@ def test_transactions_list_and_describe(broker: BrokerProcess) -> None:
     header, row = cli("describe", "--transactional-id", "described")
     assert header[:5] == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState"]
     assert row[1] == "described" and row[4] == "Ongoing" and row[8] == "desc-0"
+    header, producing = cli("describe-producers", "--topic", "desc", "--partition", "0")
+    assert header == [
+        "ProducerId",
+        "ProducerEpoch",
+        "LatestCoordinatorEpoch",
+        "LastSequence",
+        "LastTimestamp",
+        "CurrentTransactionStartOffset",
+    ]
+    assert producing[:2] == row[2:4] and producing[3] == "0" and producing[5] == "0"  # open since offset 0
+    assert abs(int(producing[4]) - time.time() * 1000) < 60_000
     producer.commit_transaction(30)
     deadline = time.monotonic() + 10  # the markers are written after EndTxn is answered
     while next(r for r in cli("list") if r[0] == "described")[3] != "CompleteCommit":
         assert time.monotonic() < deadline, "the transaction did not complete"
         time.sleep(0.1)
+    _header, committed = cli("describe-producers", "--topic", "desc", "--partition", "0")
+    assert committed[0] == producing[0] and committed[5] == "None" and int(committed[2]) >= 0
+    argv = [sys.executable, "-m", "odradek.cli.main", "transactions", "--bootstrap-server", broker.bootstrap_servers]
+    missing = subprocess.run(
+        [*argv, "describe-producers", "--topic", "desc", "--partition", "9", "--broker-id", row[0]],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert missing.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
 
 
 def test_an_idle_transactional_id_expires(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -2,13 +2,18 @@
 
     odradek transactions --bootstrap-server B list
     odradek transactions --bootstrap-server B describe --transactional-id ID
+    odradek transactions --bootstrap-server B describe-producers --topic T --partition P [--broker-id N]
 
 ``list`` sends ListTransactions to every live broker and prints one row per transactional id:
 ``TransactionalId Coordinator ProducerId TransactionState``. ``describe`` finds the id's
 coordinator (FindCoordinator, key type 1) and prints its DescribeTransactions answer:
 ``CoordinatorId TransactionalId ProducerId ProducerEpoch TransactionState TransactionTimeoutMs
 CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions`` (None for the start time and
-duration when no transaction is open). Columns are padded as Kafka's tool pads them. Exit status
+duration when no transaction is open). ``describe-producers`` sends DescribeProducers to the
+partition's leader (or to ``--broker-id``) and prints one row per active producer:
+``ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp
+CurrentTransactionStartOffset`` (None where no transaction is open). Columns are padded as Kafka's
+tool pads them. Exit status
 0, 1 for an error answer (e.g. TRANSACTIONAL_ID_NOT_FOUND) or an unreachable broker, 2 for a
 usage error.
 """
@@ -22,8 +27,9 @@ from typing import Any
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
 from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
+from odradek.storage.topic_partition import TopicPartition
 
-FIND_COORDINATOR, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 10, 65, 66
+FIND_COORDINATOR, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 10, 61, 65, 66
 LIST_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
 DESCRIBE_HEADERS = [
     "CoordinatorId",
@@ -36,6 +42,14 @@ DESCRIBE_HEADERS = [
     "TransactionDurationMs",
     "TopicPartitions",
 ]
+PRODUCER_HEADERS = [
+    "ProducerId",
+    "ProducerEpoch",
+    "LatestCoordinatorEpoch",
+    "LastSequence",
+    "LastTimestamp",
+    "CurrentTransactionStartOffset",
+]
 
 
 def build_parser() -> ArgumentParser:
@@ -45,6 +59,10 @@ def build_parser() -> ArgumentParser:
     sub.add_parser("list", help="list the transactional ids of every broker")
     describe = sub.add_parser("describe", help="describe one transactional id")
     describe.add_argument("--transactional-id", required=True)
+    producers = sub.add_parser("describe-producers", help="the active producers of one partition")
+    producers.add_argument("--topic", required=True)
+    producers.add_argument("--partition", type=int, required=True)
+    producers.add_argument("--broker-id", type=int, help="ask this broker instead of the partition's leader")
     return parser
 
 
@@ -103,6 +121,32 @@ async def describe_transaction(admin: AdminClient, txn_id: str) -> list[str]:
     ]
 
 
+async def describe_producers(admin: AdminClient, topic: str, partition: int, broker_id: int | None) -> list[list[str]]:
+    if broker_id is None:
+        await admin.cluster.refresh([topic])
+        broker_id = admin.cluster.leader_of(TopicPartition(topic, partition))
+        if broker_id < 0:
+            raise CommandError(f"{topic}-{partition} has no leader (or does not exist)")
+    conn = await admin.cluster.connection(broker_id)
+    rb = conn.builder(DESCRIBE_PRODUCERS, 0, 0)
+    response: Any = await conn.send(rb(topics=(rb.make("TopicRequest", name=topic, partition_indexes=(partition,)),)))
+    answer = response.topics[0].partitions[0]
+    error = ErrorCode(answer.error_code)
+    if error != ErrorCode.none:
+        raise CommandError(f"broker {broker_id} answered {error.name.upper()} for {topic}-{partition}")
+    return [
+        [
+            str(p.producer_id),
+            str(p.producer_epoch),
+            str(p.coordinator_epoch),
+            str(p.last_sequence),
+            str(p.last_timestamp),
+            str(p.current_txn_start_offset) if p.current_txn_start_offset >= 0 else "None",
+        ]
+        for p in answer.active_producers
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     if isinstance(args, int):
@@ -112,8 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         async with AdminClient(args.bootstrap_server) as admin:
             if args.command == "list":
                 lines = table(LIST_HEADERS, await list_transactions(admin))
-            else:
+            elif args.command == "describe":
                 lines = table(DESCRIBE_HEADERS, [await describe_transaction(admin, args.transactional_id)])
+            else:
+                rows = await describe_producers(admin, args.topic, args.partition, args.broker_id)
+                lines = table(PRODUCER_HEADERS, rows)
         print("\n".join(lines))
         return 0
 

@@ -1,7 +1,10 @@
 """Writing a transaction's markers on its partitions' leaders (Kafka's ``TransactionMarkerChannelManager``).
 
 One WriteTxnMarkers v1 request per leader, over the wire (also when the leader is this broker),
-naming every partition of the transaction that broker leads. Partitions answered
+naming every partition of the transaction that broker leads. The connection to each leader is kept
+open between transactions (one per broker id, reopened after an error or an address change, closed
+by :meth:`MarkerWriter.close`): a transaction's commit then costs one round trip per leader, not a
+connect and an ApiVersions exchange as well. Partitions answered
 NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, a lost connection or without a
 known leader are retried with the leaders the metadata cache knows then, every
 ``RETRY_BACKOFF_S``, until every marker is written (SEEDS §5 step 7) or this broker stops being the
@@ -32,6 +35,39 @@ REQUEST_TIMEOUT_MS = 40_000
 class MarkerWriter:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
+        self._connections: dict[int, KafkaConnection] = {}
+        self._connecting: dict[int, asyncio.Lock] = {}
+
+    async def _connection(self, leader: int, address: tuple[str, int]) -> KafkaConnection:
+        """The open connection to ``leader`` at ``address``, opened if needed (one at a time per leader)."""
+        lock = self._connecting.setdefault(leader, asyncio.Lock())
+        async with lock:
+            conn = self._connections.get(leader)
+            if conn is not None and not conn.closed and (conn.host, conn.port) == address:
+                return conn
+            if conn is not None:
+                await conn.close()
+            conn = KafkaConnection(
+                address[0],
+                address[1],
+                client_id=f"broker-{self.broker.broker_id}-txn-markers",
+                request_timeout_ms=REQUEST_TIMEOUT_MS,
+            )
+            await conn.connect()
+            self._connections[leader] = conn
+            return conn
+
+    async def _drop(self, leader: int, conn: KafkaConnection | None) -> None:
+        if conn is not None and self._connections.get(leader) is conn:
+            del self._connections[leader]
+        if conn is not None:
+            await conn.close()
+
+    async def close(self) -> None:
+        """Close every leader connection (coordinator shutdown)."""
+        connections, self._connections = list(self._connections.values()), {}
+        for conn in connections:
+            await conn.close()
 
     def _leader_address(self, leader: int) -> tuple[str, int] | None:
         node = self.broker.metadata_cache.brokers.get(leader)
@@ -93,28 +129,25 @@ class MarkerWriter:
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
+        conn: KafkaConnection | None = None
         try:
-            async with KafkaConnection(
-                address[0],
-                address[1],
-                client_id=f"broker-{self.broker.broker_id}-txn-markers",
-                request_timeout_ms=REQUEST_TIMEOUT_MS,
-            ) as conn:
-                rb = conn.builder(WRITE_TXN_MARKERS_KEY, 1, 1)
-                topics = tuple(
-                    rb.make("WritableTxnMarkerTopic", name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items()
-                )
-                marker = rb.make(
-                    "WritableTxnMarker",
-                    producer_id=producer_id,
-                    producer_epoch=producer_epoch,
-                    transaction_result=commit,
-                    topics=topics,
-                    coordinator_epoch=coordinator_epoch,
-                )
-                response = await conn.send(rb(markers=(marker,)))
+            conn = await self._connection(leader, address)
+            rb = conn.builder(WRITE_TXN_MARKERS_KEY, 1, 1)
+            topics = tuple(
+                rb.make("WritableTxnMarkerTopic", name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items()
+            )
+            marker = rb.make(
+                "WritableTxnMarker",
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                transaction_result=commit,
+                topics=topics,
+                coordinator_epoch=coordinator_epoch,
+            )
+            response = await conn.send(rb(markers=(marker,)))
         except Exception as exc:
             log.info("markers to broker %d: %s; retrying", leader, exc)
+            await self._drop(leader, conn)
             return set()
         done: set[TopicPartition] = set()
         for topic in response.markers[0].topics:

@@ -34,6 +34,7 @@ from odradek.server.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_transactions,
     elect_leaders,
     end_txn,
@@ -64,6 +65,7 @@ from odradek.server.apis import (
 
 _MODULES: list[ModuleType] = [
     produce,
+    describe_producers,
     describe_transactions,
     list_transactions,
     write_txn_markers,
@@ -151,6 +153,7 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster
+    61: (0, 0),  # DescribeProducers
     65: (0, 0),  # DescribeTransactions
     66: (0, 1),  # ListTransactions
 }
