@@ -10,6 +10,9 @@ document on stdout, progress on stderr.
   ``plain`` (``enable.idempotence=false``), ``idempotent``, ``transactional`` (one transaction per
   ``--txn-size`` messages, committed before the next begins). ``msgs_per_s`` per repetition and the
   median; ``ratio_transactional_to_plain`` (target >= 0.8).
+- ``commit``: ``--commits`` back-to-back transactions of one 100-byte message per partition
+  (linger.ms 0): transactions per second and the begin-to-committed latency (p50, p99, max). This
+  is the transaction's own cost (AddPartitionsToTxn, EndTxn, markers), free of the disk.
 - ``consume``: the transactional topic read from offset 0 to its end by a fresh consumer with
   ``isolation.level`` ``read_uncommitted`` and then ``read_committed`` (one control batch per
   transaction is skipped by both); ``msgs_per_s`` each.
@@ -20,10 +23,11 @@ librdkafka caps a partition's in-flight *messages* of an idempotent producer at 
 ProduceRequest in flight at a time and throughput is one batch per round trip, against a broker of
 any kind. ``--partitions 6`` shows the pipelined case. Each measurement starts after ``sync``:
 with gigabytes of dirty pages the kernel throttles writers (``vm.dirty_ratio``), which otherwise
-penalises whichever mode runs later.
+penalises whichever mode runs later. ``--base-dir /dev/shm/x`` keeps the broker's data in memory,
+so the figures compare the modes' CPU and round trips without the disk's variance.
 
     python bench/transactions_bench.py [--messages 200000] [--size 1024] [--txn-size 1000] [--reps 3]
-                                       [--partitions 1]
+                                       [--partitions 1] [--commits 500] [--base-dir DIR]
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -85,6 +91,29 @@ def produce(
     return messages / elapsed
 
 
+def commit_latency(bootstrap: str, topic: str, commits: int, partitions: int) -> dict[str, float]:
+    conf = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "transactional.id": "bench-lat"}
+    producer = Producer(conf)
+    producer.init_transactions(30)
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for _ in range(commits):
+        begun = time.perf_counter()
+        producer.begin_transaction()
+        for p in range(partitions):
+            producer.produce(topic, b"x" * 100, partition=p)
+        producer.commit_transaction(30)
+        latencies.append((time.perf_counter() - begun) * 1000)
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "txn_per_s": round(commits / elapsed, 1),
+        "p50_ms": round(latencies[len(latencies) // 2], 2),
+        "p99_ms": round(latencies[int(len(latencies) * 0.99)], 2),
+        "max_ms": round(latencies[-1], 2),
+    }
+
+
 def consume(bootstrap: str, topic: str, isolation: str, expected: int, partitions: int) -> float:
     consumer = Consumer(
         {
@@ -114,7 +143,17 @@ def consume(bootstrap: str, topic: str, isolation: str, expected: int, partition
 
 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
-    with LocalCluster(1, overrides={"num.partitions": "1", "transaction.state.log.replication.factor": "1"}) as cluster:
+    overrides = {"num.partitions": "1", "transaction.state.log.replication.factor": "1"}
+    base = tempfile.mkdtemp(prefix="transactions-bench-", dir=args.base_dir) if args.base_dir else None
+    try:
+        return run(args, LocalCluster(1, base_dir=base, overrides=overrides))
+    finally:
+        if base is not None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, local: LocalCluster) -> dict[str, Any]:
+    with local as cluster:
         bootstrap = cluster.bootstrap_servers
         admin = AdminClient({"bootstrap.servers": bootstrap})
         modes = ("plain", "idempotent", "transactional")
@@ -129,6 +168,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                 log(f"{mode} rep {rep}: {rate:,.0f} msgs/s")
                 results[mode].append(rate)
         medians = {m: statistics.median(v) for m, v in results.items()}
+        admin.create_topics([NewTopic("commits", args.partitions, 1)])["commits"].result(30)
+        time.sleep(0.5)
+        commit = commit_latency(bootstrap, "commits", args.commits, args.partitions)
+        log(f"commit: {commit}")
         consumed = {
             isolation: consume(bootstrap, "transactional-0", isolation, args.messages, args.partitions)
             for isolation in ("read_uncommitted", "read_committed")
@@ -138,6 +181,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         "produce": {m: {"msgs_per_s": [round(r) for r in results[m]], "median": round(medians[m])} for m in modes},
         "ratio_transactional_to_plain": round(medians["transactional"] / medians["plain"], 3),
         "ratio_idempotent_to_plain": round(medians["idempotent"] / medians["plain"], 3),
+        "commit": commit,
         "consume": {k: {"msgs_per_s": round(v)} for k, v in consumed.items()},
     }
 
@@ -149,6 +193,8 @@ def main() -> None:
     parser.add_argument("--txn-size", type=int, default=1000)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--commits", type=int, default=500)
+    parser.add_argument("--base-dir", help="the broker's data under this dir (e.g. a tmpfs: no disk in the figures)")
     args = parser.parse_args()
     print(json.dumps({"bench": "transactions", "args": vars(args), **bench(args)}, indent=2))
 

@@ -248,3 +248,57 @@ def test_an_idle_transactional_id_expires(tmp_path_factory: pytest.TempPathFacto
         assert "expired and was removed" in short.log_text()
     finally:
         short.kill()
+
+
+def test_the_next_transaction_does_not_wait_out_a_concurrent_transactions_backoff(broker: BrokerProcess) -> None:
+    """AddPartitionsToTxn sent the moment EndTxn is answered (the markers still being written) is
+    held until the previous transaction completes and answered NONE, not CONCURRENT_TRANSACTIONS."""
+    import datetime
+
+    from odradek.client.connection import KafkaConnection
+    from odradek.errors import ErrorCode
+
+    async def go() -> list[ErrorCode]:
+        async with KafkaConnection("127.0.0.1", broker.port) as conn:
+            init, find = conn.builder(22, 4, 4), conn.builder(10, 4, 4)
+            deadline = time.monotonic() + 15
+            while True:  # FindCoordinator creates __transaction_state; then it loads
+                await conn.send(find(key_type=1, coordinator_keys=("back-to-back",)))
+                answer: Any = await conn.send(
+                    init(
+                        transactional_id="back-to-back",
+                        transaction_timeout=datetime.timedelta(seconds=60),
+                        producer_id=-1,
+                        producer_epoch=-1,
+                    )
+                )
+                if answer.error_code == ErrorCode.none or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+            assert answer.error_code == ErrorCode.none
+            pid, epoch = int(answer.producer_id), int(answer.producer_epoch)
+            add, end = conn.builder(24, 3, 3), conn.builder(26, 3, 3)
+            errors = []
+            for _ in range(10):
+                added: Any = await conn.send(
+                    add(
+                        v3_and_below_transactional_id="back-to-back",
+                        v3_and_below_producer_id=pid,
+                        v3_and_below_producer_epoch=epoch,
+                        v3_and_below_topics=(add.make("AddPartitionsToTxnTopic", name="b2b", partitions=(0,)),),
+                    )
+                )
+                errors.append(
+                    ErrorCode(added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
+                )
+                ended: Any = await conn.send(
+                    end(transactional_id="back-to-back", producer_id=pid, producer_epoch=epoch, committed=True)
+                )
+                assert ended.error_code == ErrorCode.none
+            return errors
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic("b2b", 1, 1)])["b2b"].result(30)
+    assert asyncio.run(go()) == [ErrorCode.none] * 10

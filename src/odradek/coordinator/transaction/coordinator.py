@@ -21,8 +21,12 @@ CONCURRENT_TRANSACTIONS):
   partition) join the transaction, which becomes Ongoing.
 - EndTxn: PrepareCommit/PrepareAbort is written and answered; then the markers are written on
   every partition's leader (WriteTxnMarkers over the wire, retried until they are) and
-  CompleteCommit/CompleteAbort is written. A retried EndTxn of a completed transaction is NONE,
-  of the other outcome INVALID_TXN_STATE.
+  CompleteCommit/CompleteAbort is written. AddPartitionsToTxn and InitProducerId arriving while
+  that is under way wait for it up to ``COMPLETION_WAIT_S`` before they are answered (usually it
+  takes a millisecond), instead of answering CONCURRENT_TRANSACTIONS at once and making the
+  client back off 20 ms (librdkafka's and the Java client's backoff for that error): a producer
+  that begins its next transaction right after a commit no longer pays that backoff each time.
+  A retried EndTxn of a completed transaction is NONE, of the other outcome INVALID_TXN_STATE.
 - ``transaction.timeout.ms``: checked against ``transaction.max.timeout.ms``; a background task
   aborts (with an epoch bump) transactions open longer than their timeout.
 
@@ -77,6 +81,8 @@ STATE_NAMES = {
 }
 """Kafka's names of the states (DescribeTransactions, ListTransactions, kafka-transactions.sh)."""
 WRITE_TIMEOUT_MS = 30_000
+COMPLETION_WAIT_S = 0.5
+"""Longest a request waits for the previous transaction's markers before CONCURRENT_TRANSACTIONS."""
 LOAD_BYTES = 1 << 20
 
 
@@ -106,6 +112,8 @@ class TransactionCoordinator:
         """Loaded partition -> its leader epoch (the coordinator epoch of its markers)."""
         self.loading: dict[int, int] = {}
         self.markers = MarkerWriter(broker)
+        self._completing: dict[str, asyncio.Event] = {}
+        """Transactional id -> set when its markers and Complete state are written (or given up)."""
         self.active = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._create_lock = asyncio.Lock()
@@ -214,7 +222,7 @@ class TransactionCoordinator:
         for meta in list(self.txns.values()):
             mine = partition_for(meta.transactional_id, self.num_partitions) == partition
             if mine and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                self._spawn(self._complete(meta, meta.state is S.PREPARE_COMMIT))
+                self._start_completion(meta, meta.state is S.PREPARE_COMMIT)
 
     # --- FindCoordinator ---------------------------------------------------------------------
 
@@ -331,6 +339,7 @@ class TransactionCoordinator:
                 return ErrorCode.invalid_request, -1, -1
             if not 0 < timeout_ms <= self.max_timeout_ms:
                 return ErrorCode.invalid_transaction_timeout, -1, -1
+            await self._await_completion(txn_id)
             self._status(txn_id)
             meta = self.txns.get(txn_id)
             now = self.now_ms()
@@ -369,6 +378,7 @@ class TransactionCoordinator:
         verify_only: bool = False,
     ) -> ErrorCode:
         try:
+            await self._await_completion(txn_id)
             meta = self._existing(txn_id, producer_id, epoch)
             wanted = set(partitions)
             if verify_only:
@@ -398,7 +408,7 @@ class TransactionCoordinator:
             if meta.state is S.ONGOING:
                 target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
                 await self._persist(meta, self._next(meta, target, self.now_ms()))
-                self._spawn(self._complete(meta, commit))
+                self._start_completion(meta, commit)
                 return ErrorCode.none
             if meta.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
                 return ErrorCode.none if (meta.state is S.COMPLETE_COMMIT) == commit else ErrorCode.invalid_txn_state
@@ -415,9 +425,28 @@ class TransactionCoordinator:
         now = self.now_ms()
         changes: dict[str, Any] = {"producer_epoch": meta.producer_epoch + 1} if bump else {}
         await self._persist(meta, self._next(meta, S.PREPARE_ABORT, now, **changes))
-        self._spawn(self._complete(meta, commit=False))
+        self._start_completion(meta, commit=False)
+
+    def _start_completion(self, meta: TransactionMetadata, commit: bool) -> None:
+        self._completing.setdefault(meta.transactional_id, asyncio.Event())
+        self._spawn(self._complete(meta, commit))
+
+    async def _await_completion(self, txn_id: str) -> None:
+        """Wait (at most ``COMPLETION_WAIT_S``) for the completion of ``txn_id``'s last transaction."""
+        done = self._completing.get(txn_id)
+        if done is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), COMPLETION_WAIT_S)
 
     async def _complete(self, meta: TransactionMetadata, commit: bool) -> None:
+        try:
+            await self._write_markers_and_complete(meta, commit)
+        finally:
+            done = self._completing.pop(meta.transactional_id, None)
+            if done is not None:
+                done.set()
+
+    async def _write_markers_and_complete(self, meta: TransactionMetadata, commit: bool) -> None:
         """Write the markers (retried until written), then CompleteCommit/CompleteAbort."""
         partition = partition_for(meta.transactional_id, self.num_partitions)
         coordinator_epoch = self.owned.get(partition, 0)
