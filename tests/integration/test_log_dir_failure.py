@@ -11,6 +11,7 @@ rejoins every ISR."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.cli.cluster import LocalCluster
+from odradek.client.cluster import Cluster
 from odradek.testing_zk import ZooKeeperServer
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -89,6 +91,20 @@ def _consume_all(cluster: LocalCluster, prefixes: tuple[bytes, ...]) -> list[byt
     finally:
         consumer.close()
     return [v for v in values if v.startswith(prefixes)]
+
+
+def _offline_replicas(cluster: LocalCluster) -> dict[int, list[int]]:
+    """Partition -> the offline replicas Metadata v12 answers (odradek's client)."""
+
+    async def ask() -> dict[int, list[int]]:
+        client = Cluster(cluster.bootstrap_servers)
+        try:
+            topics = await client.refresh([TOPIC])
+            return {p: sorted(info.offline_replicas) for p, info in topics[TOPIC].partitions.items()}
+        finally:
+            await client.close()
+
+    return asyncio.run(ask())
 
 
 def _log_dirs(cluster: LocalCluster, broker_id: int) -> dict[str, str | None]:
@@ -166,6 +182,11 @@ def test_a_failed_log_dir_takes_only_its_partitions_offline(cluster: LocalCluste
         )
         assert broker.alive()
         assert all(VICTIM in _state(cluster, p)["isr"] for p in healthy)  # its other dir is untouched
+        cluster.wait_until(
+            lambda: _offline_replicas(cluster) == {p: [VICTIM] if p in failing else [] for p in range(PARTITIONS)},
+            10,
+            message="Metadata names the failed dir's replicas, and only those, offline",
+        )
         log_text = Path(broker.log_path).read_text()
         assert f"Error in log dir {failing_dir}" in log_text and "The dir is offline" in log_text
         assert cluster.wait_until(lambda: _log_dirs(cluster, VICTIM)[str(failing_dir)] == "KAFKA_STORAGE_ERROR", 10)

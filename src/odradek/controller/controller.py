@@ -449,6 +449,10 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
     async def _send_update_metadata(
         self, states: dict[TopicPartition, PartitionState], deleted: set[str] | None = None
     ) -> None:
+        offline: dict[TopicPartition, set[int]] = {}
+        for broker_id, tps in self.ctx.offline_replicas.items():
+            for tp in tps & states.keys():
+                offline.setdefault(tp, set()).add(broker_id)
         request = UpdateMetadataRequest(
             self.broker_id,
             self.ctx.epoch,
@@ -456,6 +460,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             states,
             dict(self.ctx.topic_ids),
             deleted or set(),
+            offline,
         )
         for broker_id in list(self.ctx.live_brokers):
             await self.channel.send_update_metadata(broker_id, request)

@@ -10,7 +10,9 @@ A mixin of :class:`~odradek.controller.controller.KafkaController`.
    ``ctx.offline_replicas`` and moves each such partition as for a dead broker, but for that replica
    only: a new leader from the rest of the ISR if the broker led it (or none, offline, when the ISR
    holds no other live replica and unclean election is off), the broker dropped from the ISR.
-3. Elections skip offline replicas until the broker registers again (a restart with the directory
+3. Every broker gets UpdateMetadata for those partitions naming the replica in
+   ``offline_replicas``, so Metadata lists it there while its broker is alive.
+4. Elections skip offline replicas until the broker registers again (a restart with the directory
    repaired brings its replicas back through the usual catch-up into the ISR).
 
 Runs on the controller's event task.
@@ -98,4 +100,5 @@ class ControllerLogDirs(ControllerCore):
                 self.ctx.states[tp] = changed[tp] = new
         if changed:
             await self._send_leader_and_isr(changed)
-            await self._send_update_metadata(changed)
+        # every broker learns the offline replicas (Metadata's offline_replicas), changed or not
+        await self._send_update_metadata({tp: self.ctx.states[tp] for tp in known})

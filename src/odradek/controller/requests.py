@@ -36,7 +36,8 @@ class LeaderAndIsrRequest:
 @dataclass
 class UpdateMetadataRequest:
     """``deleted_topics``: topics whose partitions (listed in ``partition_states`` when known)
-    the brokers must drop from their metadata cache."""
+    the brokers must drop from their metadata cache. ``offline_replicas``: replicas on a failed log
+    dir of a live broker, per partition (a dead broker's replicas are offline without being listed)."""
 
     controller_id: int
     controller_epoch: int
@@ -44,6 +45,7 @@ class UpdateMetadataRequest:
     partition_states: dict[TopicPartition, PartitionState]
     topic_ids: dict[str, uuid.UUID]
     deleted_topics: set[str]
+    offline_replicas: dict[TopicPartition, set[int]] = field(default_factory=dict)
 
 
 @dataclass

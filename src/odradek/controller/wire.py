@@ -215,7 +215,9 @@ def update_metadata(request: UpdateMetadataRequest, version: int, listener: str)
             isr=tuple(state.isr),
             zk_version=state.zk_version,
             replicas=tuple(state.replicas),
-            offline_replicas=tuple(r for r in state.replicas if r not in live),
+            offline_replicas=tuple(
+                r for r in state.replicas if r not in live or r in request.offline_replicas.get(tp, ())
+            ),
         )
 
     grouped = _by_topic(request.partition_states)

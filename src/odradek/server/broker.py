@@ -555,6 +555,7 @@ class Broker:
             request.partition_states,
             request.topic_ids,
             request.deleted_topics,
+            request.offline_replicas,
         )
 
     async def handle_stop_replica(self, request: StopReplicaRequest) -> dict[TopicPartition, ErrorCode]:

@@ -11,6 +11,7 @@ half-applied update. Until the first UpdateMetadata arrives the cache is empty
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from odradek.metadata.znodes import BrokerInfo
@@ -26,6 +27,15 @@ class TopicMetadata:
     name: str
     topic_id: uuid.UUID
     partitions: dict[int, PartitionState] = field(default_factory=dict)
+    offline_replicas: dict[int, frozenset[int]] = field(default_factory=dict)
+    """Partition -> its replicas the controller last reported offline (a failed log dir, or a
+    dead broker); partitions without offline replicas are absent."""
+
+    def offline(self, partition: int, live: Collection[int]) -> tuple[int, ...]:
+        """The partition's offline replicas: on a broker not in ``live``, or reported offline."""
+        state = self.partitions[partition]
+        reported = self.offline_replicas.get(partition, frozenset())
+        return tuple(r for r in state.replicas if r not in live or r in reported)
 
     @property
     def is_internal(self) -> bool:
@@ -49,6 +59,7 @@ class MetadataCache:
         states: dict[TopicPartition, PartitionState],
         topic_ids: dict[str, uuid.UUID],
         deleted_topics: set[str],
+        offline_replicas: Mapping[TopicPartition, Collection[int]] | None = None,
     ) -> None:
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
@@ -70,6 +81,11 @@ class MetadataCache:
             if meta.topic_id != ZERO_UUID:
                 self.topic_names[meta.topic_id] = tp.topic
             meta.partitions[tp.partition] = state
+            offline = frozenset((offline_replicas or {}).get(tp, ()))
+            if offline:
+                meta.offline_replicas[tp.partition] = offline
+            else:
+                meta.offline_replicas.pop(tp.partition, None)
 
     def topic(self, name: str) -> TopicMetadata | None:
         return self.topics.get(name)

@@ -43,7 +43,7 @@ def _partitions(ctx: RequestContext, meta: TopicMetadata) -> tuple[Any, ...]:
                 leader_epoch=state.leader_epoch,
                 replica_nodes=tuple(state.replicas),
                 isr_nodes=tuple(state.isr),
-                offline_replicas=tuple(r for r in state.replicas if r not in live),
+                offline_replicas=meta.offline(index, live),
             )
         )
     return tuple(out)

@@ -34,11 +34,15 @@ def to_internal(req: Any, version: int) -> UpdateMetadataRequest:
         wire_states = [(str(t.topic_name), p) for t in req.topic_states for p in t.partition_states]
     states: dict[TopicPartition, PartitionState] = {}
     deleted: set[str] = set()
+    offline: dict[TopicPartition, set[int]] = {}
     for topic, p in wire_states:
         if int(p.leader) == LEADER_DURING_DELETE:
             deleted.add(topic)
             continue
-        states[TopicPartition(topic, int(p.partition_index))] = PartitionState(
+        tp = TopicPartition(topic, int(p.partition_index))
+        if getattr(p, "offline_replicas", ()):  # v4+
+            offline[tp] = {int(r) for r in p.offline_replicas}
+        states[tp] = PartitionState(
             leader=int(p.leader),
             leader_epoch=int(p.leader_epoch),
             isr=[int(r) for r in p.isr],
@@ -54,6 +58,7 @@ def to_internal(req: Any, version: int) -> UpdateMetadataRequest:
         states,
         topic_ids,
         deleted,
+        offline,
     )
 
 
