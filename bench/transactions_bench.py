@@ -23,7 +23,8 @@ librdkafka caps a partition's in-flight *messages* of an idempotent producer at 
 ProduceRequest in flight at a time and throughput is one batch per round trip, against a broker of
 any kind. ``--partitions 6`` shows the pipelined case. Each measurement starts after ``sync``:
 with gigabytes of dirty pages the kernel throttles writers (``vm.dirty_ratio``), which otherwise
-penalises whichever mode runs later. ``--base-dir /dev/shm/x`` keeps the broker's data in memory,
+penalises whichever mode runs later; the order of the modes rotates with each repetition (use a
+multiple of 3), so no mode always runs first. ``--base-dir /dev/shm/x`` keeps the broker's data in memory,
 so the figures compare the modes' CPU and round trips without the disk's variance.
 
     python bench/transactions_bench.py [--messages 200000] [--size 1024] [--txn-size 1000] [--reps 3]
@@ -159,7 +160,7 @@ def run(args: argparse.Namespace, local: LocalCluster) -> dict[str, Any]:
         modes = ("plain", "idempotent", "transactional")
         results: dict[str, list[float]] = {m: [] for m in modes}
         for rep in range(args.reps):
-            for mode in modes:
+            for mode in modes[rep % 3 :] + modes[: rep % 3]:  # each mode runs first, second and third in turn
                 topic = f"{mode}-{rep}"
                 admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
                 time.sleep(0.5)  # leaders elected
