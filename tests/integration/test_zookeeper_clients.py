@@ -7,7 +7,8 @@ checks on every owner-znode change that no claim is ever overwritten. A consumer
 cleanly releases its partitions at once; new partitions are assigned. A producer configured only
 with the ZooKeeper address follows a leader change and a broker joining (a ZooKeeper consumer
 rebalances as the broker leaves and joins). Offsets written by the
-ZooKeeper consumers are read back by OffsetFetch v0 and by ``consumer-groups --zookeeper``.
+ZooKeeper consumers are read back by OffsetFetch v0 and by ``consumer-groups --zookeeper``;
+``offsets.storage=kafka`` commits to the group coordinator (and to ZooKeeper with dual commit).
 """
 
 from __future__ import annotations
@@ -321,3 +322,46 @@ def info_tp(topic: str) -> Any:
     from odradek.client.cluster import TopicPartition
 
     return TopicPartition(topic, 0)
+
+
+@pytest.mark.parametrize("dual", [False, True], ids=["kafka", "dual"])
+def test_offsets_stored_in_kafka(cluster: LocalCluster, dual: bool) -> None:
+    """``offsets.storage=kafka``: commits go to the group coordinator (and, with
+    ``dual.commit.enabled``, to ZooKeeper too); the next consumer of the group starts there."""
+    from confluent_kafka import Consumer as CConsumer
+    from confluent_kafka import TopicPartition as CTopicPartition
+
+    topic, group = f"zk-kafka-offsets-{dual}", f"zk-kafka-{dual}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 2, 2)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+
+    def produce(prefix: str) -> None:
+        for i in range(20):
+            producer.produce(topic, value=b"%s-%d" % (prefix.encode(), i), partition=i % 2)
+        assert producer.flush(30) == 0
+
+    config = ConsumerConfig(group, cluster.zookeeper_connect, auto_offset_reset="smallest", auto_commit_enable=False)
+    config.offsets_storage, config.dual_commit_enabled = "kafka", dual
+
+    async def read(expected: int) -> list[bytes]:
+        async with ZookeeperConsumerConnector(config, {topic: 1}) as consumer:
+            values: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(values) < expected and time.monotonic() < deadline:
+                values += [r.value or b"" for r in await consumer.poll(200)]
+            await consumer.commit_offsets()
+            return values
+
+    produce("first")
+    assert sorted(asyncio.run(read(20))) == sorted(b"first-%d" % i for i in range(20))
+    checker = CConsumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+    try:
+        committed = checker.committed([CTopicPartition(topic, p) for p in range(2)], timeout=10)
+    finally:
+        checker.close()
+    assert [c.offset for c in committed] == [10, 10]  # in __consumer_offsets
+    in_zookeeper = [cluster.read_znode(f"/consumers/{group}/offsets/{topic}/{p}") for p in range(2)]
+    assert in_zookeeper == ([b"10", b"10"] if dual else [None, None])
+    produce("second")
+    assert sorted(asyncio.run(read(20))) == sorted(b"second-%d" % i for i in range(20))  # from the commit

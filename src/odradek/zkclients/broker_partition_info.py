@@ -11,6 +11,8 @@ requests, so a client needs only ``zookeeper.connect``:
   send failing first), as does a session expiry (the store re-arms its watches on the new
   session); :meth:`refresh` also reads it on every produce retry and unknown leader, so sends
   follow leader changes (partition state znodes are not watched, as in seed 004).
+- a request to "any broker" (FindCoordinator for ``offsets.storage=kafka``) reads the brokers
+  first when none is known yet;
 - an unknown topic with ``allow_auto_create`` is created as a broker would: one Metadata request
   (with auto-creation) to any broker read from ZooKeeper, then ZooKeeper is read again.
 
@@ -24,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from odradek.client.cluster import BrokerNode, Cluster, PartitionInfo, TopicDescription
+from odradek.client.connection import KafkaConnection
 from odradek.errors import ErrorCode
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import SessionState, WatchHandle
@@ -87,6 +90,13 @@ class ZkBrokerPartitionInfo(Cluster):
             host, port = endpoints.get("PLAINTEXT") or next(iter(endpoints.values()))
             out[info.id] = BrokerNode(info.id, host, port, info.rack)
         return out
+
+    async def any_connection(self) -> KafkaConnection:
+        """A connection to any broker registered in ZooKeeper (read first when none is known yet:
+        a group request may be this client's first)."""
+        if not self.brokers:
+            self.brokers = await self.read_brokers()
+        return await super().any_connection()
 
     async def read_topic(self, topic: str) -> TopicDescription | None:
         """``topic`` as ZooKeeper has it, or None when it does not exist (its data watch set)."""
