@@ -9,11 +9,15 @@ with the ZooKeeper address follows a leader change and a broker joining (a ZooKe
 rebalances as the broker leaves and joins). Offsets written by the
 ZooKeeper consumers are read back by OffsetFetch v0 and by ``consumer-groups --zookeeper``;
 ``offsets.storage=kafka`` commits to the group coordinator (and to ZooKeeper with dual commit).
+A consumer stopped (SIGSTOP) past its session timeout registers again when it resumes; a whitelist
+consumer picks up a new matching topic; ``--reset-offsets`` is refused while a consumer is
+registered and rewinds the group's ZooKeeper offsets once none is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -365,3 +369,102 @@ def test_offsets_stored_in_kafka(cluster: LocalCluster, dual: bool) -> None:
     assert in_zookeeper == ([b"10", b"10"] if dual else [None, None])
     produce("second")
     assert sorted(asyncio.run(read(20))) == sorted(b"second-%d" % i for i in range(20))  # from the commit
+
+
+def test_a_consumer_whose_session_expired_registers_again(cluster: LocalCluster, tmp_path: Path) -> None:
+    """SIGSTOP a console consumer past its session timeout: its registration and owner znodes go
+    with the session; after SIGCONT it registers again, claims the partitions and reads on."""
+    watch = OwnerWatch(cluster.zookeeper_connect)
+    consumer = ConsoleConsumer(cluster, tmp_path / "s.out")
+    try:
+        cluster.wait_until(
+            lambda: len(watch.owners()) == 8 and len({_consumer_of(o) for o in watch.owners().values()}) == 1,
+            30,
+            message="one consumer owns the 8 partitions",
+        )
+        consumer_id = _consumer_of(next(iter(watch.owners().values())))
+        registration = f"/consumers/{GROUP}/ids/{consumer_id}"
+        assert cluster.read_znode(registration) is not None
+        os.kill(consumer.proc.pid, signal.SIGSTOP)
+        try:
+            cluster.wait_until(
+                lambda: cluster.read_znode(registration) is None and not watch.owners(),
+                SESSION_MS / 1000 + 20,
+                message="the stopped consumer's session expired",
+            )
+        finally:
+            os.kill(consumer.proc.pid, signal.SIGCONT)
+        cluster.wait_until(
+            lambda: (
+                cluster.read_znode(registration) is not None
+                and len(watch.owners()) == 8
+                and {_consumer_of(o) for o in watch.owners().values()} == {consumer_id}
+            ),
+            30,
+            message="the consumer registered again under its id and owns every partition",
+        )
+        fresh = _produce(cluster, "five", 80, partitions=8)
+        cluster.wait_until(
+            lambda: sum(1 for _p, _o, v in consumer.records() if v.startswith(b"five-")) >= 80, 30, message="80 read"
+        )
+        assert sorted(v for _p, _o, v in consumer.records() if v.startswith(b"five-")) == sorted(fresh)
+        assert watch.violations == []
+    finally:
+        consumer.stop()
+        watch.close()
+
+
+def test_a_whitelist_consumer_follows_new_topics_and_its_offsets_can_be_reset(cluster: LocalCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+
+    def create_and_produce(topic: str) -> list[bytes]:
+        admin.create_topics([NewTopic(topic, 2, 2)])[topic].result(30)
+        values = [b"%s-%d" % (topic.encode(), i) for i in range(10)]
+        for i, value in enumerate(values):
+            producer.produce(topic, value=value, partition=i % 2)
+        assert producer.flush(30) == 0
+        return values
+
+    def groups(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = ["consumer-groups", "--zookeeper", cluster.zookeeper_connect, "--group", "zk-wl", *args]
+        return subprocess.run(
+            [sys.executable, "-m", "odradek.cli.main", *argv], capture_output=True, text=True, timeout=60
+        )
+
+    config = ConsumerConfig("zk-wl", cluster.zookeeper_connect, auto_offset_reset="smallest")
+    config.rebalance_backoff_ms = 300
+    reset = ("--reset-offsets", "--all-topics", "--to-earliest", "--execute")
+
+    async def read(connector: ZookeeperConsumerConnector, expected: int) -> list[bytes]:
+        values: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(values) < expected and time.monotonic() < deadline:
+            values += [r.value or b"" for r in await connector.poll(200)]
+        return values
+
+    a = create_and_produce("wl-a")
+
+    async def run() -> tuple[list[bytes], list[bytes], set[str], subprocess.CompletedProcess[str]]:
+        async with ZookeeperConsumerConnector(config, whitelist=r"wl-.*") as connector:
+            got = await read(connector, 10)
+            b = await asyncio.to_thread(create_and_produce, "wl-b")  # a new topic matching the whitelist
+            got += await read(connector, 10)
+            refused = await asyncio.to_thread(groups, *reset)  # the group has a registered consumer
+            return got, b, {tp.topic for tp in connector.owned}, refused
+
+    got, b, owned_topics, refused = asyncio.run(run())
+    assert sorted(got) == sorted(a + b) and owned_topics == {"wl-a", "wl-b"}
+    assert refused.returncode == 1 and "inactive" in refused.stderr
+    offsets = {t: [cluster.read_znode(f"/consumers/zk-wl/offsets/{t}/{p}") for p in range(2)] for t in ("wl-a", "wl-b")}
+    assert offsets == {"wl-a": [b"5", b"5"], "wl-b": [b"5", b"5"]}  # committed when it left
+    done = groups(*reset)
+    assert done.returncode == 0, done.stderr
+    paths = [f"/consumers/zk-wl/offsets/{t}/{p}" for t in ("wl-a", "wl-b") for p in (0, 1)]
+    assert [cluster.read_znode(path) for path in paths] == [b"0"] * 4
+
+    async def again() -> list[bytes]:
+        async with ZookeeperConsumerConnector(config, whitelist=r"wl-.*") as connector:
+            return await read(connector, 20)
+
+    assert sorted(asyncio.run(again())) == sorted(a + b)  # from the reset offsets
