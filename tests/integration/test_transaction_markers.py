@@ -243,3 +243,49 @@ def test_a_marker_from_an_older_coordinator_is_fenced(broker: BrokerProcess) -> 
     assert producer.marker(commit=False, coordinator_epoch=3) == ErrorCode.none
     committed = _read(broker, "read_committed")
     assert b"fenced-1" in committed and b"fenced-2" not in committed
+
+
+def test_find_hanging_and_abort(broker: BrokerProcess) -> None:
+    """A transaction no coordinator knows (raw transactional batches) holds the LSO back;
+    ``transactions find-hanging`` lists it and ``transactions abort`` ends it."""
+
+    def cli(*args: str, expect: int = 0) -> list[list[str]]:
+        argv = [sys.executable, "-m", "odradek.cli.main", "transactions", "--bootstrap-server"]
+        done = subprocess.run([*argv, broker.bootstrap_servers, *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode == expect, done.stderr
+        return [line.split() for line in (done.stdout if expect == 0 else done.stderr).splitlines()]
+
+    def hanging() -> list[list[str]]:
+        header, *rows = cli("find-hanging", "--topic", TOPIC, "--max-transaction-timeout", "0")
+        assert header == [
+            "Topic",
+            "Partition",
+            "ProducerId",
+            "ProducerEpoch",
+            "CoordinatorEpoch",
+            "StartOffset",
+            "LastTimestamp",
+            "Duration(min)",
+        ]
+        return rows
+
+    for row in hanging():  # left open by the other tests of this module (by pid, epoch, coordinator epoch)
+        coordinator_epoch = str(max(int(row[4]), 0))
+        cli("abort", "--topic", TOPIC, "--partition", "0", "--producer-id", row[2], "--producer-epoch", row[3],
+            "--coordinator-epoch", coordinator_epoch)  # fmt: skip
+    assert hanging() == []
+    assert _end(broker, "read_committed") == _end(broker, "read_uncommitted")
+
+    producer = TxnProducer(broker)
+    start = _end(broker, "read_uncommitted")
+    producer.produce([b"hanging-1", b"hanging-2"])
+    assert _end(broker, "read_committed") == start  # held at the open transaction
+    [row] = hanging()
+    assert row[:2] == [TOPIC, "0"] and row[2] == str(producer.producer_id) and row[5] == str(start)
+    [line] = cli("abort", "--topic", TOPIC, "--partition", "0", "--start-offset", str(start))
+    assert line[:2] == ["Aborted", "the"] and str(producer.producer_id) in line
+    assert hanging() == []
+    assert _end(broker, "read_committed") == _end(broker, "read_uncommitted") > start
+    assert not {b"hanging-1", b"hanging-2"} & set(_read(broker, "read_committed"))
+    error = cli("abort", "--topic", TOPIC, "--partition", "0", "--start-offset", str(start), expect=1)
+    assert "no open transaction starts at offset" in " ".join(error[0])

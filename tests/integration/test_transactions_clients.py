@@ -202,6 +202,8 @@ def test_transactions_list_and_describe(broker: BrokerProcess) -> None:
     ]
     assert producing[:2] == row[2:4] and producing[3] == "0" and producing[5] == "0"  # open since offset 0
     assert abs(int(producing[4]) - time.time() * 1000) < 60_000
+    # open, but its coordinator knows it: not hanging, however old
+    assert cli("find-hanging", "--topic", "desc", "--max-transaction-timeout", "0")[1:] == []
     producer.commit_transaction(30)
     deadline = time.monotonic() + 10  # the markers are written after EndTxn is answered
     while next(r for r in cli("list") if r[0] == "described")[3] != "CompleteCommit":

@@ -3,6 +3,10 @@
     odradek transactions --bootstrap-server B list
     odradek transactions --bootstrap-server B describe --transactional-id ID
     odradek transactions --bootstrap-server B describe-producers --topic T --partition P [--broker-id N]
+    odradek transactions --bootstrap-server B find-hanging (--broker-id N | --topic T [--partition P])
+                                              [--max-transaction-timeout MINUTES]
+    odradek transactions --bootstrap-server B abort --topic T --partition P (--start-offset O |
+                                              --producer-id I --producer-epoch E --coordinator-epoch C)
 
 ``list`` sends ListTransactions to every live broker and prints one row per transactional id:
 ``TransactionalId Coordinator ProducerId TransactionState``. ``describe`` finds the id's
@@ -12,8 +16,8 @@ CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions`` (None for 
 duration when no transaction is open). ``describe-producers`` sends DescribeProducers to the
 partition's leader (or to ``--broker-id``) and prints one row per active producer:
 ``ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp
-CurrentTransactionStartOffset`` (None where no transaction is open). Columns are padded as Kafka's
-tool pads them. Exit status
+CurrentTransactionStartOffset`` (None where no transaction is open). ``find-hanging`` and
+``abort``: see :mod:`odradek.cli.transactions_hanging`. Columns are padded as Kafka's tool pads them. Exit status
 0, 1 for an error answer (e.g. TRANSACTIONAL_ID_NOT_FOUND) or an unreachable broker, 2 for a
 usage error.
 """
@@ -25,11 +29,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.cli.transactions_hanging import (
+    HANGING_HEADERS,
+    abort_transaction,
+    find_hanging,
+    leaders,
+    producer_states,
+)
 from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
 from odradek.storage.topic_partition import TopicPartition
 
-FIND_COORDINATOR, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 10, 61, 65, 66
+FIND_COORDINATOR, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 10, 65, 66
 LIST_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
 DESCRIBE_HEADERS = [
     "CoordinatorId",
@@ -63,6 +74,18 @@ def build_parser() -> ArgumentParser:
     producers.add_argument("--topic", required=True)
     producers.add_argument("--partition", type=int, required=True)
     producers.add_argument("--broker-id", type=int, help="ask this broker instead of the partition's leader")
+    hanging = sub.add_parser("find-hanging", help="open transactions no coordinator will end")
+    hanging.add_argument("--broker-id", type=int, help="the partitions this broker leads")
+    hanging.add_argument("--topic")
+    hanging.add_argument("--partition", type=int)
+    hanging.add_argument("--max-transaction-timeout", type=int, default=15, help="minutes (default 15)")
+    abort = sub.add_parser("abort", help="write an ABORT marker for a hanging transaction")
+    abort.add_argument("--topic", required=True)
+    abort.add_argument("--partition", type=int, required=True)
+    abort.add_argument("--start-offset", type=int, help="the first offset of the open transaction")
+    abort.add_argument("--producer-id", type=int)
+    abort.add_argument("--producer-epoch", type=int)
+    abort.add_argument("--coordinator-epoch", type=int)
     return parser
 
 
@@ -122,18 +145,10 @@ async def describe_transaction(admin: AdminClient, txn_id: str) -> list[str]:
 
 
 async def describe_producers(admin: AdminClient, topic: str, partition: int, broker_id: int | None) -> list[list[str]]:
+    tp = TopicPartition(topic, partition)
     if broker_id is None:
         await admin.cluster.refresh([topic])
-        broker_id = admin.cluster.leader_of(TopicPartition(topic, partition))
-        if broker_id < 0:
-            raise CommandError(f"{topic}-{partition} has no leader (or does not exist)")
-    conn = await admin.cluster.connection(broker_id)
-    rb = conn.builder(DESCRIBE_PRODUCERS, 0, 0)
-    response: Any = await conn.send(rb(topics=(rb.make("TopicRequest", name=topic, partition_indexes=(partition,)),)))
-    answer = response.topics[0].partitions[0]
-    error = ErrorCode(answer.error_code)
-    if error != ErrorCode.none:
-        raise CommandError(f"broker {broker_id} answered {error.name.upper()} for {topic}-{partition}")
+        broker_id = next(iter(await leaders(admin, [tp])))
     return [
         [
             str(p.producer_id),
@@ -143,8 +158,17 @@ async def describe_producers(admin: AdminClient, topic: str, partition: int, bro
             str(p.last_timestamp),
             str(p.current_txn_start_offset) if p.current_txn_start_offset >= 0 else "None",
         ]
-        for p in answer.active_producers
+        for p in (await producer_states(admin, broker_id, [tp]))[tp]
     ]
+
+
+async def abort(admin: AdminClient, args: Any) -> str:
+    explicit = (args.producer_id, args.producer_epoch, args.coordinator_epoch)
+    given = [v is not None for v in explicit]
+    if (args.start_offset is not None and any(given)) or (args.start_offset is None and not all(given)):
+        raise CommandError("abort takes --start-offset, or --producer-id, --producer-epoch and --coordinator-epoch")
+    producer = None if args.start_offset is not None else (int(explicit[0]), int(explicit[1]), int(explicit[2]))
+    return await abort_transaction(admin, TopicPartition(args.topic, args.partition), args.start_offset, producer)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -158,9 +182,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lines = table(LIST_HEADERS, await list_transactions(admin))
             elif args.command == "describe":
                 lines = table(DESCRIBE_HEADERS, [await describe_transaction(admin, args.transactional_id)])
-            else:
+            elif args.command == "describe-producers":
                 rows = await describe_producers(admin, args.topic, args.partition, args.broker_id)
                 lines = table(PRODUCER_HEADERS, rows)
+            elif args.command == "find-hanging":
+                rows = await find_hanging(
+                    admin, args.broker_id, args.topic, args.partition, args.max_transaction_timeout
+                )
+                lines = table(HANGING_HEADERS, rows)
+            else:
+                lines = [await abort(admin, args)]
         print("\n".join(lines))
         return 0
 
