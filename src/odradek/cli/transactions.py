@@ -1,4 +1,4 @@
-"""``odradek transactions``: list and describe transactions (Kafka's kafka-transactions.sh).
+"""``odradek transactions``: list, describe, find hanging and abort transactions (Kafka's kafka-transactions.sh).
 
     odradek transactions --bootstrap-server B list
     odradek transactions --bootstrap-server B describe --transactional-id ID
