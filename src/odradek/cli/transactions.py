@@ -148,7 +148,7 @@ async def describe_producers(admin: AdminClient, topic: str, partition: int, bro
     tp = TopicPartition(topic, partition)
     if broker_id is None:
         await admin.cluster.refresh([topic])
-        broker_id = next(iter(await leaders(admin, [tp])))
+        broker_id = next(iter(leaders(admin, [tp])))
     return [
         [
             str(p.producer_id),

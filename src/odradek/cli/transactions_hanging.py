@@ -47,7 +47,7 @@ HANGING_HEADERS = [
 ]
 
 
-async def leaders(admin: AdminClient, tps: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
+def leaders(admin: AdminClient, tps: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
     """Leader broker id -> its partitions among ``tps`` (CommandError for a partition without one)."""
     out: dict[int, list[TopicPartition]] = {}
     for tp in tps:
@@ -115,7 +115,7 @@ async def find_hanging(
     if topic is not None and not tps:
         raise CommandError(f"no partition {topic}{'' if partition is None else f'-{partition}'}")
     if broker_id is None:
-        by_leader = await leaders(admin, tps)
+        by_leader = leaders(admin, tps)
     else:  # the partitions it leads; leaderless ones elsewhere do not matter
         by_leader = {broker_id: [tp for tp in tps if admin.cluster.leader_of(tp) == broker_id]}
     now_ms = int(time.time() * 1000)
@@ -154,7 +154,7 @@ async def abort_transaction(
     """Write an ABORT marker on ``tp``'s leader for the producer whose transaction starts at
     ``start_offset`` or for ``producer`` (id, epoch, coordinator epoch); the line to print."""
     await admin.cluster.refresh([tp.topic])
-    leader = next(iter(await leaders(admin, [tp])))
+    leader = next(iter(leaders(admin, [tp])))
     if producer is None:
         states = (await producer_states(admin, leader, [tp]))[tp]
         match = [p for p in states if int(p.current_txn_start_offset) == start_offset]
