@@ -8,7 +8,8 @@
   into one line on stderr and status 1: Kafka errors (unreachable broker, unknown topic, ...),
   :class:`CommandError` (an invalid combination of flags), ``ValueError``; Ctrl-C ends with 130.
   Unexpected exceptions are reported the same way, with their type, never as a traceback;
-- :func:`parse_key_values`: ``--property k=v`` / ``--config k=v`` lists to a dict.
+- :func:`parse_key_values`: ``--property k=v`` / ``--config k=v`` lists to a dict;
+- :func:`table`: Kafka's tools' padded columns.
 
 Call from the main thread, outside any running event loop.
 """
@@ -23,7 +24,10 @@ from typing import Any, NoReturn
 
 from odradek.errors import KafkaError
 
-__all__ = ["ArgumentParser", "CommandError", "UsageError", "parse_args", "parse_key_values", "run"]
+__all__ = ["MISSING", "ArgumentParser", "CommandError", "UsageError", "parse_args", "parse_key_values", "run", "table"]
+
+MISSING = "-"
+"""What a table cell shows for None."""
 
 
 class UsageError(Exception):
@@ -78,3 +82,12 @@ def run(prog: str, main: Callable[[], Coroutine[Any, Any, int]], error_prefix: s
     except Exception as exc:  # never a traceback on the console
         print(f"{prefix}unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]], widths: Sequence[int | None]) -> list[str]:
+    """Kafka-style columns, one space apart: each padded to its widest cell and at least its
+    ``widths`` minimum; a None minimum leaves that column unpadded (the last one). None cells
+    print as :data:`MISSING`."""
+    cells = [[str(c) for c in header]] + [[MISSING if c is None else str(c) for c in row] for row in rows]
+    sizes = [None if low is None else max([low] + [len(r[i]) for r in cells]) for i, low in enumerate(widths)]
+    return [" ".join(c if size is None else c.ljust(size) for c, size in zip(row, sizes)).rstrip() for row in cells]

@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.cli.common import MISSING, ArgumentParser, CommandError, parse_args, run, table
 from odradek.cli.zk_groups import zk_groups
 from odradek.client.admin import AdminClient
 from odradek.client.connection import KafkaConnection
@@ -59,7 +59,6 @@ from odradek.storage.topic_partition import TopicPartition
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
 EARLIEST, LATEST = -2, -1
-MISSING = "-"
 _RETRY = frozenset(
     {ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator}
 )
@@ -153,19 +152,6 @@ class GroupsClient(GroupOffsetsClient):
 # --- output -----------------------------------------------------------------------------------------
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]], widths: Sequence[int | None]) -> list[str]:
-    """Kafka-style columns: ``%-Ns`` per column (N at least the given minimum), last one free."""
-    cells = [[str(c) for c in header]] + [[MISSING if c is None else str(c) for c in row] for row in rows]
-    sizes = []
-    for i, minimum in enumerate(widths):
-        sizes.append(None if minimum is None else max([minimum] + [len(r[i]) for r in cells]))
-    lines = []
-    for row in cells:
-        parts = [cell if size is None else cell.ljust(size) for cell, size in zip(row, sizes)]
-        lines.append(" ".join(parts).rstrip())
-    return lines
-
-
 def _state_notice(group: Group) -> bool:
     """Print Kafka's notice for the group's state; False if the group does not exist."""
     if group.state == "Dead":
@@ -217,7 +203,7 @@ async def _describe_offsets(client: GroupsClient, group: Group) -> None:
         "HOST",
         "CLIENT-ID",
     )
-    for line in _table(header, rows, (15, 15, 10, 15, 15, 15, 15, 15, None)):
+    for line in table(header, rows, (15, 15, 10, 15, 15, 15, 15, 15, None)):
         print(line)
 
 
@@ -246,7 +232,7 @@ def _describe_members(group: Group, verbose: bool) -> None:
         header = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
         rows = [(group.group_id, m.member_id, m.host, m.client_id, len(m.partitions)) for m in group.members]
         widths = (15, 15, 15, 15, None)
-    for line in _table(header, rows, widths):
+    for line in table(header, rows, widths):
         print(line)
 
 
@@ -254,7 +240,7 @@ def _describe_state(group: Group) -> None:
     print()
     row = (group.group_id, group.coordinator, group.protocol or MISSING, group.state, len(group.members))
     header = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
-    for line in _table(header, [row], (15, 25, 20, 20, None)):
+    for line in table(header, [row], (15, 25, 20, 20, None)):
         print(line)
 
 
@@ -269,7 +255,7 @@ async def _list(client: GroupsClient, args: argparse.Namespace) -> int:
         return 0
     wanted = {s.strip().lower() for s in args.state.split(",") if s.strip()}
     rows = [(g, s) for g, _, s in groups if not wanted or s.lower() in wanted]
-    for line in _table(("GROUP", "STATE"), rows, (15, None)):
+    for line in table(("GROUP", "STATE"), rows, (15, None)):
         print(line)
     return 0
 
@@ -409,7 +395,7 @@ async def _reset(client: GroupsClient, args: argparse.Namespace) -> int:
             raise CommandError("; ".join(f"{tp}: {error_name(e)}" for tp, e in sorted(bad.items())))
     rows = [(name, tp.topic, tp.partition, offset) for tp, offset in sorted(new.items())]
     print()
-    for line in _table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (30, 30, 10, None)):
+    for line in table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows, (30, 30, 10, None)):
         print(line)
     return 0
 

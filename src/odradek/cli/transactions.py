@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.cli.common import ArgumentParser, CommandError, parse_args, run, table
 from odradek.cli.transactions_hanging import (
     HANGING_HEADERS,
     abort_transaction,
@@ -89,12 +89,9 @@ def build_parser() -> ArgumentParser:
     return parser
 
 
-def table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
-    return [
-        "".join(str(cell).ljust(w + 1) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in [headers, *rows]
-    ]
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """kafka-transactions.sh's columns: padded to the widest cell, no minimum."""
+    return table(headers, rows, [0] * (len(headers) - 1) + [None])
 
 
 async def list_transactions(admin: AdminClient) -> list[list[str]]:
@@ -179,17 +176,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     async def go() -> int:
         async with AdminClient(args.bootstrap_server) as admin:
             if args.command == "list":
-                lines = table(LIST_HEADERS, await list_transactions(admin))
+                lines = _table(LIST_HEADERS, await list_transactions(admin))
             elif args.command == "describe":
-                lines = table(DESCRIBE_HEADERS, [await describe_transaction(admin, args.transactional_id)])
+                lines = _table(DESCRIBE_HEADERS, [await describe_transaction(admin, args.transactional_id)])
             elif args.command == "describe-producers":
                 rows = await describe_producers(admin, args.topic, args.partition, args.broker_id)
-                lines = table(PRODUCER_HEADERS, rows)
+                lines = _table(PRODUCER_HEADERS, rows)
             elif args.command == "find-hanging":
                 rows = await find_hanging(
                     admin, args.broker_id, args.topic, args.partition, args.max_transaction_timeout
                 )
-                lines = table(HANGING_HEADERS, rows)
+                lines = _table(HANGING_HEADERS, rows)
             else:
                 lines = [await abort(admin, args)]
         print("\n".join(lines))

@@ -58,6 +58,7 @@ from odradek.metadata.store import SessionState, WatchHandle
 from odradek.metadata.znodes import ConsumerIdZNode, ConsumerOwnerZNode
 from odradek.zkclients.assignors import STRATEGIES, thread_ids
 from odradek.zkclients.broker_partition_info import ZkBrokerPartitionInfo
+from odradek.zkclients.group_znodes import consumer_ids, delete_owner, owner
 from odradek.zkclients.kafka_offsets import KafkaOffsetStorage
 
 __all__ = ["ConsumerConfig", "ConsumerRebalanceFailedError", "ZookeeperConsumerConnector"]
@@ -316,11 +317,7 @@ class ZookeeperConsumerConnector:
     async def _subscriptions(self, zk: KafkaZkClient, topics: list[str]) -> dict[str, dict[str, int]]:
         """consumer id -> {topic: threads} for every registered consumer of the group."""
         out: dict[str, dict[str, int]] = {}
-        try:
-            ids = await zk.store.get_children(f"/consumers/{self.group}/ids")
-        except NoNodeError:
-            return out
-        for cid in sorted(ids):
+        for cid in await consumer_ids(zk, self.group):
             try:
                 data, _ = await zk.store.get(ConsumerIdZNode.path(self.group, cid))
             except NoNodeError:
@@ -373,7 +370,7 @@ class ZookeeperConsumerConnector:
             except NodeExistsError:
                 log.info("consumer %s: %s-%d is still owned by another consumer", self.consumer_id, *tp)
                 for done in claimed:
-                    await self._delete_owner(zk, done)
+                    await delete_owner(zk, self.group, done)
                 return False
         committed = await self._fetch_committed(claimed)
         for tp in claimed:
@@ -390,11 +387,7 @@ class ZookeeperConsumerConnector:
     async def _still_own(self, zk: KafkaZkClient) -> bool:
         """Every owned partition's owner znode still names this consumer's thread."""
         for tp, tid in self.owned.items():
-            try:
-                data, _ = await zk.store.get(ConsumerOwnerZNode.path(self.group, tp.topic, tp.partition))
-            except NoNodeError:
-                return False
-            if data.decode(errors="replace") != tid:
+            if await owner(zk, self.group, tp) != tid:
                 return False
         return True
 
@@ -402,12 +395,6 @@ class ZookeeperConsumerConnector:
         """Stop fetching and delete the owner znodes of the owned partitions."""
         zk = await self.info.start()
         for tp in sorted(self.owned):
-            await self._delete_owner(zk, tp)
+            await delete_owner(zk, self.group, tp)
         self.owned = {}
         await self.consumer.assign([])
-
-    async def _delete_owner(self, zk: KafkaZkClient, tp: TopicPartition) -> None:
-        try:
-            await zk.store.delete(ConsumerOwnerZNode.path(self.group, tp.topic, tp.partition))
-        except NoNodeError:
-            pass
