@@ -7,6 +7,7 @@ import random
 import socket
 import struct
 import time
+from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -218,3 +219,52 @@ def test_clients_cannot_write_to_internal_topics(odradek_broker: BrokerRunner) -
     p.produce("__consumer_offsets", value=b"forged", partition=0, on_delivery=lambda err, msg: errors.append(err))
     p.flush(10)
     assert errors and errors[0] is not None and errors[0].code() == KafkaError.TOPIC_EXCEPTION
+
+
+def test_metadata_topics_named_by_id(odradek_broker: BrokerRunner) -> None:
+    """Metadata v10-11 with a null topic name (a topic id instead) is answered INVALID_REQUEST
+    under the name "" (its response cannot hold null); v12 looks the id up: the topic's metadata
+    for a known id, UNKNOWN_TOPIC_ID for an unknown one. None of it closes the connection."""
+    import uuid
+
+    _produce_some(odradek_broker, "by-id", 1)
+
+    def ask(version: int, topic_id: uuid.UUID) -> Any:
+        schema = api_schema(3, version)
+        topic = build(nested(schema.request_type, "MetadataRequestTopic"), topic_id=topic_id, name=None)
+        names = ("allow_auto_topic_creation", "include_cluster_authorized_operations")
+        flags = dict.fromkeys((*names, "include_topic_authorized_operations"), False)
+        req = build(schema.request_type, topics=(topic,), **flags)
+        s = _connect(odradek_broker)
+        try:
+            s.sendall(encode_request(schema, 5, "by-id", req))
+            frame = _recv_frame(s)
+            assert frame is not None, f"Metadata v{version} closed the connection"
+            return decode_response(3, version, frame)[1].topics[0]
+        finally:
+            s.close()
+
+    known = ask(12, uuid.UUID(int=0))  # a zero id and no name: nothing to look up
+    assert known.error_code == 42 and known.name is None  # INVALID_REQUEST
+    real_id = next(t.topic_id for t in _metadata_topics(odradek_broker) if t.name == "by-id")
+    found = ask(12, real_id)
+    assert found.error_code == 0 and found.name == "by-id" and len(found.partitions) == 1
+    assert ask(12, uuid.uuid4()).error_code == 100  # UNKNOWN_TOPIC_ID
+    for version in (10, 11):
+        answer = ask(version, real_id)
+        assert answer.error_code == 42 and answer.name == ""
+    _api_versions_ok(odradek_broker)
+
+
+def _metadata_topics(broker: BrokerRunner) -> Any:
+    schema = api_schema(3, 12)
+    req = build(schema.request_type, topics=None, allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False)  # fmt: skip
+    s = _connect(broker)
+    try:
+        s.sendall(encode_request(schema, 6, "all", req))
+        frame = _recv_frame(s)
+        assert frame is not None
+        return decode_response(3, 12, frame)[1].topics
+    finally:
+        s.close()

@@ -5,6 +5,9 @@ An unknown topic is created when ``auto.create.topics.enable`` is true and the r
 it (v4+ ``allow_auto_topic_creation``; always in v0..v3) — the answer waits briefly for the new
 topic's leaders and falls back to LEADER_NOT_AVAILABLE (retriable) if they are not ready yet.
 Invalid names get INVALID_TOPIC_EXCEPTION; unknown topics UNKNOWN_TOPIC_OR_PARTITION.
+A topic named by id only (name null, v10+): v12 looks the id up (UNKNOWN_TOPIC_ID when no topic
+has it); v10-11, whose response cannot carry a null name, answer INVALID_REQUEST under the name
+"" (Kafka refuses ids before v12).
 
 Answers from this broker's metadata cache only (filled by the controller's UpdateMetadata), never
 from the metadata store, so every broker answers at once; before its first UpdateMetadata a
@@ -61,22 +64,33 @@ def _topic(ctx: RequestContext, name: str | None, error: ErrorCode, meta: TopicM
     )
 
 
+def _by_id(ctx: RequestContext, topic_id: uuid.UUID | None) -> str | None:
+    """The name of the topic with ``topic_id`` (v12 only), or None."""
+    if ctx.api_version < 12 or topic_id is None:
+        return None
+    return ctx.broker.metadata_cache.topic_names.get(topic_id)
+
+
 async def handle(ctx: RequestContext) -> Any:
     broker = ctx.broker
     cache = broker.metadata_cache
     req = ctx.request
     requested = req.topics
+    wanted: list[tuple[uuid.UUID | None, str | None]]
     if requested is None or (ctx.api_version == 0 and not requested):
-        names = [n for n in sorted(cache.topics)]
+        wanted = [(None, n) for n in sorted(cache.topics)]
         explicit = False
     else:
-        names = [t.name for t in requested]
+        ids = [getattr(t, "topic_id", None) for t in requested]
+        wanted = [(i, t.name if t.name is not None else _by_id(ctx, i)) for t, i in zip(requested, ids, strict=True)]
         explicit = True
     allow_auto = getattr(req, "allow_auto_topic_creation", True)
     topics = []
-    for name in names:
+    for topic_id, name in wanted:
         if name is None:
-            topics.append(_topic(ctx, name, ErrorCode.invalid_request, None))
+            unknown_id = ctx.api_version >= 12 and topic_id not in (None, uuid.UUID(int=0))
+            error = ErrorCode.unknown_topic_id if unknown_id else ErrorCode.invalid_request
+            topics.append(_topic(ctx, None if ctx.api_version >= 12 else "", error, None))
             continue
         meta = cache.topic(name)
         if meta is None and explicit:
