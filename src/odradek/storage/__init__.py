@@ -6,8 +6,13 @@
 * :class:`LogManager`: every log of a broker across ``log.dirs`` (load/recover, retention, flush,
   checkpoints, clean shutdown).
 
-Everything here is synchronous and not thread-safe: the broker calls it from its asyncio
-event-loop thread.
+Threading: the log's bookkeeping (offsets, segments, indexes, the log end offset, retention,
+truncation, checkpoints) is not thread-safe and runs on the broker's asyncio event-loop thread.
+Two kinds of work leave that thread: :meth:`Log.append_as_leader_async` writes a large payload
+on one of the replica manager's ``num.io.threads`` I/O threads (``FileRecords.write_at``, under
+the file's own lock) and commits it on the loop, and a replica moved between log dirs is copied
+on an I/O thread while the partition's appends wait. Pure helpers (``append``, ``log_validator``,
+``dump``) may run on any thread. Each module's docstring says which of its methods may run where.
 """
 
 from odradek.storage.config import LogConfig
