@@ -416,10 +416,11 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
     async def _on_topics_changed(self, modified: set[str] | None) -> None:
         """A topic was created or deleted (``modified`` None: read the topics not known yet), or
         the partitions of the ``modified`` topics changed."""
+        cause = "topic change" if modified is None else "partition modification"
         if modified is None:
             modified = set(await self.zk.get_all_topics()) - set(self.ctx.assignments)
         changed_topics = await self._load_topics(modified)
-        changed = await self._elect_where_needed(changed_topics, "new partition" if modified else "topic change")
+        changed = await self._elect_where_needed(changed_topics, cause)
         if changed:
             await self._send_leader_and_isr(changed)
             await self._send_update_metadata(changed)
