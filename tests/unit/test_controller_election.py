@@ -257,3 +257,24 @@ def test_preferred_replica_election() -> None:
         assert await cluster.controllers[2].elect_leaders({T0}, unclean=False) is None  # not the controller
 
     scenario(check, brokers=(1, 2))
+
+
+def test_preferred_replica_election_znode_is_handled_and_deleted() -> None:
+    async def check(cluster: ControllerCluster) -> None:
+        await cluster.create_topic("t", {0: [2, 1]})
+        await cluster.kill(2)
+        await cluster.start_broker(2)
+        await cluster.leader_writes_isr(T0, [1, 2])
+        assert (await cluster.state("t", 0)).leader == 1
+        await cluster.admin.store.create(
+            "/admin/preferred_replica_election", b'{"version":1,"partitions":[{"topic":"t","partition":0}]}'
+        )
+        await cluster.settle()
+        assert (await cluster.state("t", 0)).leader == 2
+        assert await cluster.admin.get_preferred_replica_election() is None
+        # a malformed request is dropped
+        await cluster.admin.store.create("/admin/preferred_replica_election", b"not json")
+        await cluster.settle()
+        assert await cluster.admin.get_preferred_replica_election() is None
+
+    scenario(check, brokers=(1, 2))
