@@ -11,6 +11,7 @@ import pytest
 from tests.unit.controller_support import ControllerCluster, last_state
 from tests.unit.metadata_support import run
 
+from odradek.controller.events import LeaderAndIsrResponseReceived
 from odradek.controller.requests import LeaderAndIsrRequest, UpdateMetadataRequest
 from odradek.controller.state_machines import PartitionLifecycle, ReplicaLifecycle
 from odradek.errors import ErrorCode
@@ -278,3 +279,20 @@ def test_preferred_replica_election_znode_is_handled_and_deleted() -> None:
         assert await cluster.admin.get_preferred_replica_election() is None
 
     scenario(check, brokers=(1, 2))
+
+
+def test_replicas_answered_kafka_storage_error_go_offline() -> None:
+    async def check(cluster: ControllerCluster) -> None:
+        await cluster.create_topic("t", {0: [2, 1, 3]})
+        controller = cluster.active
+        controller.put(LeaderAndIsrResponseReceived(2, frozenset({T0, TopicPartition("gone", 0)})))
+        await cluster.settle()
+        state = await cluster.state("t", 0)
+        assert (state.leader, list(state.isr)) == (1, [1, 3])
+        assert controller.ctx.offline_replicas == {2: {T0}}
+        assert controller.ctx.replica_lifecycle[(T0, 2)] is ReplicaLifecycle.OfflineReplica
+        metadata = cluster.channel.sent(3, UpdateMetadataRequest)[-1]
+        assert metadata.offline_replicas == {T0: {2}}
+        assert last_state(cluster.channel, 3, T0).leader == 1
+
+    scenario(check)

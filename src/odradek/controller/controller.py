@@ -367,11 +367,11 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         return changed
 
     async def _on_topic_config_change(self) -> None:
-        """A topic config changed (``/config/changes``): partitions without a leader are elected
+        """A topic config changed (``/config/changes``): OfflinePartition partitions are elected
         again, so ``unclean.leader.election.enable=true`` on an offline topic takes effect at once
         (Kafka's TopicUncleanLeaderElectionEnable)."""
-        live = set(self.ctx.live_brokers)
-        offline = {tp.topic for tp, s in self.ctx.states.items() if s.leader not in live}
+        lifecycle = self.ctx.partition_lifecycle
+        offline = {tp.topic for tp, st in lifecycle.items() if st is PartitionLifecycle.OfflinePartition}
         changed = await self._elect_where_needed(offline & set(self.ctx.assignments), "topic config change")
         if changed:
             await self._send_leader_and_isr(changed)
