@@ -25,25 +25,41 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
-import functools
+import dataclasses
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from odradek.controller.channel import ControllerChannelManager
-from odradek.controller.election import (
-    initial_leader_and_isr,
-    offline_partition_leader_election,
+from odradek.controller.election import initial_leader_and_isr
+from odradek.controller.events import (
+    ApiPartitionReassignment,
+    BrokerChange,
+    ControlledShutdown,
+    ControllerChange,
+    ControllerContext,
+    ControllerEvent,
+    IsrChangeNotification,
+    LeaderAndIsrResponseReceived,
+    LogDirEventNotification,
+    PartitionModifications,
+    Reelect,
+    ReplicaLeaderElection,
+    ShutdownEventThread,
+    Startup,
+    TopicChange,
+    TopicDeletion,
+    TopicUncleanLeaderElectionEnable,
+    ZkPartitionReassignment,
+    ZkPreferredReplicaLeaderElection,
 )
-from odradek.controller.events import ControllerContext, ControllerEvent
 from odradek.controller.log_dirs import ControllerLogDirs
 from odradek.controller.operations import ControllerOperations
-from odradek.controller.reassignment import ControllerReassignment, Reassignment
-from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+from odradek.controller.reassignment import ControllerReassignment
+from odradek.controller.requests import StopReplicaRequest
+from odradek.controller.state_machines import PartitionLifecycle, ReplicaLifecycle
 from odradek.controller.wire import LEADER_DURING_DELETE
-from odradek.metadata.errors import BadVersionError
-from odradek.metadata.kafka_zk_client import KafkaZkClient
-from odradek.metadata.znodes import LeaderAndIsr
+from odradek.controller.zk_client import ControllerZkClient
+from odradek.metadata.store import WatchHandle
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
@@ -56,42 +72,32 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
     def __init__(
         self,
         broker_id: int,
-        zk: KafkaZkClient,
+        zk: ControllerZkClient,
         channel: ControllerChannelManager,
         unclean_leader_election: bool = False,
     ) -> None:
-        self.broker_id = broker_id
-        self.zk = zk
-        self.channel = channel
-        self.unclean_leader_election = unclean_leader_election
-        self.ctx = ControllerContext()
-        self.reassignments: dict[TopicPartition, Reassignment] = {}
-        self.active = False
-        self.active_controller_id: int | None = None
-        self._queue: asyncio.Queue[tuple[ControllerEvent, object]] = asyncio.Queue()
+        super().__init__(broker_id, zk, channel, unclean_leader_election)
         self._task: asyncio.Task[None] | None = None
-        self._watches: list[object] = []
-        self._topic_watches: dict[str, object] = {}
+        self._watches: list[WatchHandle] = []
+        self._topic_watches: dict[str, WatchHandle] = {}
         """Data watch on ``/brokers/topics/<t>`` per known topic (Kafka's PartitionModificationsHandler)."""
-        self._idle = asyncio.Event()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def startup(self) -> None:
         """Start the event loop and run the first election; returns once it has been decided."""
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"controller-{self.broker_id}")
-        store = self.zk.store
-        self._watches.append(store.watch_data("/controller", self._on_controller_change))
-        self.put(ControllerEvent.ELECT)
+        self._watches.append(self.zk.watch_data("/controller", self._queue_on(ControllerChange())))
+        self.put(Startup())
         await self.wait_idle()
 
     async def shutdown(self) -> None:
         for handle in [*self._watches, *self._topic_watches.values()]:
-            handle.cancel()  # type: ignore[attr-defined]
+            handle.cancel()
         self._watches.clear()
         self._topic_watches.clear()
         if self._task is not None:
-            self.put(ControllerEvent.SHUTDOWN)
+            self.put(ShutdownEventThread())
             try:
                 await asyncio.wait_for(self._task, 5)
             except (TimeoutError, asyncio.CancelledError):
@@ -100,94 +106,69 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         self.active = False
         self.channel.shutdown()
 
-    def put(self, event: ControllerEvent, payload: object = None) -> None:
-        self._idle.clear()
-        self._queue.put_nowait((event, payload))
+    def _queue_on(self, event: ControllerEvent) -> Callable[[str], Awaitable[None]]:
+        """A watch callback that queues ``event``."""
 
-    async def wait_idle(self) -> None:
-        """Wait until every queued event has been processed (tests and admin calls use it)."""
-        await self._idle.wait()
+        async def callback(_path: str) -> None:
+            self.put(event)
 
-    async def _on_controller_change(self, _path: str) -> None:
-        self.put(ControllerEvent.CONTROLLER_CHANGE)
-
-    async def _on_broker_change(self, _path: str) -> None:
-        self.put(ControllerEvent.BROKER_CHANGE)
-
-    async def _on_topic_change(self, _path: str) -> None:
-        self.put(ControllerEvent.TOPIC_CHANGE)
-
-    async def _on_isr_change(self, _path: str) -> None:
-        self.put(ControllerEvent.ISR_CHANGE)
-
-    async def _on_config_change(self, _path: str) -> None:
-        self.put(ControllerEvent.TOPIC_CONFIG_CHANGE)
-
-    async def _on_topic_deletion(self, _path: str) -> None:
-        self.put(ControllerEvent.TOPIC_DELETION)
-
-    async def _on_reassign_partitions(self, _path: str) -> None:
-        self.put(ControllerEvent.REASSIGN_PARTITIONS)
-
-    async def _on_log_dir_event(self, _path: str) -> None:
-        self.put(ControllerEvent.LOG_DIR_EVENT)
-
-    async def _on_preferred_replica_election(self, _path: str) -> None:
-        self.put(ControllerEvent.PREFERRED_REPLICA_ELECTION)
+        return callback
 
     async def _on_partition_modification(self, path: str) -> None:
-        self.put(ControllerEvent.PARTITION_MODIFICATION, path.rsplit("/", 1)[1])
+        self.put(PartitionModifications(path.rsplit("/", 1)[1]))
 
     async def _run(self) -> None:
         while True:
-            event, payload = await self._queue.get()
-            if event is ControllerEvent.SHUTDOWN:
+            event = await self._queue.get()
+            if isinstance(event, ShutdownEventThread):
                 self._idle.set()
                 return
             try:
-                await self._process(event, payload)
+                await self._process(event)
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("controller %d failed processing %s", self.broker_id, event.value)
+                log.exception("controller %d failed processing %s", self.broker_id, type(event).__name__)
             if self._queue.empty():
                 self._idle.set()
 
-    async def _process(self, event: ControllerEvent, payload: object) -> None:
-        if event in (ControllerEvent.ELECT, ControllerEvent.CONTROLLER_CHANGE):
-            await self._elect()
-        elif not self.active:
-            return
-        elif event is ControllerEvent.BROKER_CHANGE:
-            await self._on_brokers_changed()
-        elif event is ControllerEvent.TOPIC_CHANGE:
-            await self._on_topics_changed(None)
-        elif event is ControllerEvent.PARTITION_MODIFICATION:
-            await self._on_topics_changed({str(payload)})
-        elif event is ControllerEvent.ISR_CHANGE:
-            await self._on_isr_change_notification()
-        elif event is ControllerEvent.TOPIC_CONFIG_CHANGE:
-            await self._on_topic_config_change()
-        elif event is ControllerEvent.ELECT_LEADERS:
-            assert isinstance(payload, tuple)
-            await self._on_elect_leaders(*payload)
-        elif event is ControllerEvent.TOPIC_DELETION:
-            await self._on_topic_deletion_requested()
-        elif event is ControllerEvent.CONTROLLED_SHUTDOWN:
-            assert isinstance(payload, tuple)
-            await self._on_controlled_shutdown(*payload)
-        elif event is ControllerEvent.ALTER_REASSIGNMENTS:
-            assert isinstance(payload, tuple)
-            await self._on_alter_reassignments(*payload)
-        elif event is ControllerEvent.REASSIGN_PARTITIONS:
-            await self._on_reassign_partitions_znode()
-        elif event is ControllerEvent.PREFERRED_REPLICA_ELECTION:
-            await self._on_preferred_replica_election_znode()
-        elif event is ControllerEvent.LOG_DIR_EVENT:
-            await self._on_log_dir_event_notification()
-        elif event is ControllerEvent.REPLICAS_OFFLINE:
-            assert isinstance(payload, tuple)
-            await self._on_replicas_offline(*payload)
+    async def _process(self, event: ControllerEvent) -> None:
+        """The one dispatch: each event class to its handler. Only the election runs on an
+        inactive controller; the events that answer a request are handed to their handlers,
+        which answer "not the controller"; the rest are dropped."""
+        match event:
+            case Startup() | ControllerChange() | Reelect():
+                await self._elect()
+            case ControlledShutdown(broker_id, future):
+                await self._on_controlled_shutdown(broker_id, future)
+            case ReplicaLeaderElection(partitions, unclean, future):
+                await self._on_elect_leaders(partitions, unclean, future)
+            case ApiPartitionReassignment(targets, future):
+                await self._on_alter_reassignments(targets, future)
+            case _ if not self.active:
+                return
+            case BrokerChange():
+                await self._on_brokers_changed()
+            case TopicChange():
+                await self._on_topics_changed(None)
+            case PartitionModifications(topic):
+                await self._on_topics_changed({topic})
+            case IsrChangeNotification():
+                await self._on_isr_change_notification()
+            case TopicUncleanLeaderElectionEnable():
+                await self._on_topic_config_change()
+            case TopicDeletion():
+                await self._on_topic_deletion_requested()
+            case ZkPartitionReassignment():
+                await self._on_reassign_partitions_znode()
+            case ZkPreferredReplicaLeaderElection():
+                await self._on_preferred_replica_election_znode()
+            case LogDirEventNotification():
+                await self._on_log_dir_event_notification()
+            case LeaderAndIsrResponseReceived(broker_id, partitions):
+                await self._on_replicas_offline(broker_id, set(partitions))
+            case ShutdownEventThread():
+                pass
 
     # --- election ----------------------------------------------------------------------------
 
@@ -213,7 +194,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         log.info("broker %d is no longer the controller", self.broker_id)
         self.active = False
         for handle in [*self._watches[1:], *self._topic_watches.values()]:
-            handle.cancel()  # type: ignore[attr-defined]
+            handle.cancel()
         del self._watches[1:]
         self._topic_watches.clear()
         self.channel.shutdown()
@@ -221,18 +202,23 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         self.reassignments = {}
 
     async def _on_controller_failover(self) -> None:
-        store = self.zk.store
-        self._watches.append(store.watch_children("/brokers/ids", self._on_broker_change))
-        self._watches.append(store.watch_children("/brokers/topics", self._on_topic_change))
-        self._watches.append(store.watch_children("/admin/delete_topics", self._on_topic_deletion))
-        self._watches.append(store.watch_children("/isr_change_notification", self._on_isr_change))
-        self._watches.append(store.watch_children("/config/changes", self._on_config_change))
-        self._watches.append(store.watch_data("/admin/reassign_partitions", self._on_reassign_partitions))
-        self._watches.append(store.watch_data("/admin/preferred_replica_election", self._on_preferred_replica_election))
-        self._watches.append(store.watch_children("/log_dir_event_notification", self._on_log_dir_event))
+        zk = self.zk
+        for path, event in (
+            ("/brokers/ids", BrokerChange()),
+            ("/brokers/topics", TopicChange()),
+            ("/admin/delete_topics", TopicDeletion()),
+            ("/isr_change_notification", IsrChangeNotification()),
+            ("/config/changes", TopicUncleanLeaderElectionEnable()),
+            ("/log_dir_event_notification", LogDirEventNotification()),
+        ):
+            self._watches.append(zk.watch_children(path, self._queue_on(event)))
+        self._watches.append(zk.watch_data("/admin/reassign_partitions", self._queue_on(ZkPartitionReassignment())))
+        self._watches.append(
+            zk.watch_data("/admin/preferred_replica_election", self._queue_on(ZkPreferredReplicaLeaderElection()))
+        )
         await self._refresh_brokers()
         await self._load_topics()
-        await self._elect_where_needed(set(self.ctx.assignments))
+        await self._elect_where_needed(set(self.ctx.assignments), "controller failover")
         await self._send_all_metadata()
         await self._on_topic_deletion_requested()
         await self._resume_reassignments()
@@ -274,7 +260,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         new_or_changed: set[str] = set()
         for topic in sorted(topics if candidates is None else candidates & topics):
             if topic not in self._topic_watches:
-                self._topic_watches[topic] = self.zk.store.watch_data(
+                self._topic_watches[topic] = self.zk.watch_data(
                     f"/brokers/topics/{topic}", self._on_partition_modification
                 )
             assignment, topic_id = await self.zk.get_topic_assignment(topic)
@@ -284,30 +270,58 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 new_or_changed.add(topic)
                 self.ctx.assignments[topic] = assignment
                 self.ctx.topic_ids[topic] = topic_id
-                for partition in assignment:
+                for partition, replicas in assignment.items():
                     tp = TopicPartition(topic, partition)
                     if tp not in self.ctx.states:
-                        state = await self.zk.get_partition_state(tp)
-                        if state is not None:
-                            self.ctx.states[tp] = _to_state(state, assignment[partition])
+                        await self._load_partition(tp, replicas)
         return new_or_changed
+
+    async def _load_partition(self, tp: TopicPartition, replicas: list[int]) -> None:
+        """A partition this controller does not know yet: with a state znode (a new controller,
+        or a partition another controller created) its state is read and its state machines
+        start at Online/Offline as its leader and replicas are alive or not (Kafka's
+        ``initializePartitionState``); without one it becomes NewPartition with NewReplica replicas."""
+        znode = await self.zk.get_partition_state(tp)
+        partitions, replica_states = self.partition_state_machine, self.replica_state_machine
+        if znode is not None:
+            state = self.ctx.states[tp] = PartitionState.from_znode(znode, replicas)
+            online = state.leader >= 0 and self.ctx.replica_online(tp, state.leader)
+            partitions.initialize(
+                tp, PartitionLifecycle.OnlinePartition if online else PartitionLifecycle.OfflinePartition
+            )
+            for replica in replicas:
+                alive = self.ctx.replica_online(tp, replica)
+                replica_states.initialize(
+                    tp, replica, ReplicaLifecycle.OnlineReplica if alive else ReplicaLifecycle.OfflineReplica
+                )
+        elif partitions.state(tp) is PartitionLifecycle.NonExistentPartition:
+            partitions.transition(tp, PartitionLifecycle.NewPartition, cause="new partition")
+            for replica in replicas:
+                replica_states.transition(tp, replica, ReplicaLifecycle.NewReplica, "new partition")
 
     def _forget_topic(self, topic: str) -> None:
         handle = self._topic_watches.pop(topic, None)
         if handle is not None:
-            handle.cancel()  # type: ignore[attr-defined]
+            handle.cancel()
         self.ctx.assignments.pop(topic, None)
         self.ctx.topic_ids.pop(topic, None)
         for tp in [tp for tp in self.ctx.states if tp.topic == topic]:
             del self.ctx.states[tp]
+        for tp in [tp for tp in self.ctx.partition_lifecycle if tp.topic == topic]:
+            del self.ctx.partition_lifecycle[tp]
+        for key in [key for key in self.ctx.replica_lifecycle if key[0].topic == topic]:
+            del self.ctx.replica_lifecycle[key]
         for tp in [tp for tp in self.reassignments if tp.topic == topic]:
             del self.reassignments[tp]  # a topic deleted while it moved
 
-    async def _elect_where_needed(self, topics: set[str]) -> dict[TopicPartition, PartitionState]:
-        """Initialise new partitions and re-elect partitions whose leader is not alive.
+    async def _elect_where_needed(self, topics: set[str], cause: str) -> dict[TopicPartition, PartitionState]:
+        """Initialise new partitions (NewPartition -> OnlinePartition) and re-elect partitions
+        whose leader is not alive (Kafka's ``triggerOnlinePartitionStateChange``); ``cause`` goes
+        to the state-change log.
 
         New partitions of a topic get their state znodes in one multi (a 1,000-partition topic
-        is one write, not 1,000); re-elections are conditional updates, one per partition.
+        is one write, not 1,000); re-elections are conditional updates, one per partition. A new
+        partition without a live replica stays NewPartition until a broker change.
         """
         live = set(self.ctx.live_brokers) - self.ctx.shutting_down
         changed: dict[TopicPartition, PartitionState] = {}
@@ -322,99 +336,46 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                     if initial is not None:
                         first_leader, isr = initial
                         created[partition] = PartitionState(first_leader, 0, isr, list(replicas), self.ctx.epoch, 0)
+                    else:
+                        self.partition_state_machine.log(
+                            logging.WARNING,
+                            f"Controller {self.broker_id} epoch {self.ctx.epoch} encountered error during state "
+                            f"change of partition {topic}-{partition} from NewPartition to OnlinePartition, assigned "
+                            f"replicas are [{','.join(map(str, replicas))}], live brokers are {sorted(live)}. "
+                            "No assigned replica is alive.",
+                            cause,
+                        )
                     continue
                 live_tp = self.live_for(tp, live)
                 if state.leader in live_tp and all(r in live_tp for r in state.isr):
-                    state.replicas = list(replicas)
+                    if state.replicas != replicas:  # a new state: the old one may be in a queued request
+                        self.ctx.states[tp] = dataclasses.replace(state, replicas=list(replicas))
+                        self.replica_state_machine.settle(tp, replicas, cause)
                     continue
                 if unclean is None:
                     unclean = await self._unclean_election_enabled(topic)
-                new = await self._update_state(tp, replicas, live_tp, unclean)
+                new = await self._update_state(tp, replicas, live_tp, unclean, cause)
                 if new is not None:
-                    self.ctx.states[tp] = changed[tp] = new
+                    changed[tp] = new
             if created:
-                await self.zk.create_partition_states(topic, {p: _to_zk(s) for p, s in created.items()})
+                await self.zk.create_partition_states(topic, {p: s.to_znode() for p, s in created.items()})
                 for partition, new in created.items():
                     tp = TopicPartition(topic, partition)
                     self.ctx.states[tp] = changed[tp] = new
+                    self.partition_state_machine.transition(tp, PartitionLifecycle.OnlinePartition, new, cause)
+                    self.replica_state_machine.settle(tp, new.replicas, cause)
         return changed
 
-    async def _rewrite_state(
-        self,
-        tp: TopicPartition,
-        replicas: list[int],
-        decide: Callable[[PartitionState], tuple[int, list[int]] | None],
-    ) -> PartitionState | None:
-        """Read ``tp``'s state znode, let ``decide`` pick (leader, isr) from it (None: no change),
-        and write that with the leader epoch + 1, conditionally on the version read; re-reads and
-        decides again when a leader changed the ISR meanwhile. Returns the new state, or None."""
-        for _attempt in range(5):
-            current = await self.zk.get_partition_state(tp)
-            if current is None:
-                return None
-            state = _to_state(current, replicas)
-            decision = decide(state)
-            if decision is None:
-                self.ctx.states[tp] = state
-                return None
-            leader, isr = decision
-            new = PartitionState(leader, state.leader_epoch + 1, isr, list(replicas), self.ctx.epoch, state.zk_version)
-            try:
-                new.zk_version = await self.zk.update_leader_and_isr(tp, _to_zk(new), state.zk_version)
-            except BadVersionError:
-                continue
-            self.ctx.states[tp] = new
-            return new
-        log.warning("controller %d: %s-%d's state kept changing; leaving it", self.broker_id, tp.topic, tp.partition)
-        return None
-
-    async def _unclean_election_enabled(self, topic: str) -> bool:
-        """The topic's ``unclean.leader.election.enable``, or the broker default (Kafka's controller
-        reads the topic config at each election)."""
-        try:
-            value = (await self.zk.get_entity_configs("topics", topic)).get("unclean.leader.election.enable")
-        except Exception:
-            value = None
-        return self.unclean_leader_election if value is None else value.strip().lower() == "true"
-
     async def _on_topic_config_change(self) -> None:
-        """A topic config changed (``/config/changes``): partitions without a leader are elected
+        """A topic config changed (``/config/changes``): OfflinePartition partitions are elected
         again, so ``unclean.leader.election.enable=true`` on an offline topic takes effect at once
         (Kafka's TopicUncleanLeaderElectionEnable)."""
-        live = set(self.ctx.live_brokers)
-        offline = {tp.topic for tp, s in self.ctx.states.items() if s.leader not in live}
-        changed = await self._elect_where_needed(offline & set(self.ctx.assignments))
+        lifecycle = self.ctx.partition_lifecycle
+        offline = {tp.topic for tp, st in lifecycle.items() if st is PartitionLifecycle.OfflinePartition}
+        changed = await self._elect_where_needed(offline & set(self.ctx.assignments), "topic config change")
         if changed:
             await self._send_leader_and_isr(changed)
             await self._send_update_metadata(changed)
-
-    async def _update_state(
-        self, tp: TopicPartition, replicas: list[int], live: set[int], unclean: bool
-    ) -> PartitionState | None:
-        """Elect a new leader for ``tp`` if its leader is not alive, and drop dead replicas from its
-        ISR (Kafka's OnlinePartition election and OfflineReplica transition)."""
-
-        def decide(state: PartitionState) -> tuple[int, list[int]] | None:
-            if state.leader in live:
-                if all(r in live for r in state.isr):
-                    return None
-                return state.leader, [r for r in state.isr if r in live]
-            elected = offline_partition_leader_election(replicas, state.isr, live, unclean)
-            if elected is None:
-                return (-1, state.isr) if state.leader != -1 else None  # offline: keep the last ISR, as Kafka
-            if elected not in state.isr:
-                log.warning(
-                    "controller %d: unclean leader election for %s-%d: broker %d was not in the ISR %s; "
-                    "records acknowledged by the old ISR may be lost",
-                    self.broker_id,
-                    tp.topic,
-                    tp.partition,
-                    elected,
-                    state.isr,
-                )
-            return elected, [r for r in state.isr if r in live] or [elected]
-
-        return await self._rewrite_state(tp, replicas, decide)
 
     async def _on_isr_change_notification(self) -> None:
         """Leaders changed ISRs: read the partitions' states and tell every broker (UpdateMetadata)."""
@@ -424,50 +385,10 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             replicas = self.ctx.assignments.get(tp.topic, {}).get(tp.partition)
             current = await self.zk.get_partition_state(tp) if replicas is not None else None
             if current is not None and replicas is not None:
-                self.ctx.states[tp] = changed[tp] = _to_state(current, replicas)
+                self.ctx.states[tp] = changed[tp] = PartitionState.from_znode(current, replicas)
         if changed:
             await self._send_update_metadata(changed)
             await self._on_reassignment_progress(set(changed))
-
-    async def _send_leader_and_isr(
-        self, states: dict[TopicPartition, PartitionState], only: set[int] | None = None
-    ) -> None:
-        """LeaderAndIsr to every live replica of ``states`` (or only to the brokers in ``only``)."""
-        by_broker: dict[int, dict[TopicPartition, PartitionState]] = {}
-        for tp, state in states.items():
-            for replica in state.replicas:
-                if replica in self.ctx.live_brokers and (only is None or replica in only):
-                    by_broker.setdefault(replica, {})[tp] = state
-        for broker_id, partitions in by_broker.items():
-            topic_ids = {tp.topic: self.ctx.topic_ids[tp.topic] for tp in partitions}
-            request = LeaderAndIsrRequest(self.broker_id, self.ctx.epoch, partitions, topic_ids)
-            await self.channel.send_leader_and_isr(broker_id, request, functools.partial(self._answered, request))
-
-    def _answered(self, request: LeaderAndIsrRequest, broker_id: int, response: Any) -> None:
-        self.leader_and_isr_answered(broker_id, response, request)
-
-    async def _send_update_metadata(
-        self, states: dict[TopicPartition, PartitionState], deleted: set[str] | None = None
-    ) -> None:
-        offline: dict[TopicPartition, set[int]] = {}
-        for broker_id, tps in self.ctx.offline_replicas.items():
-            for tp in tps & states.keys():
-                offline.setdefault(tp, set()).add(broker_id)
-        request = UpdateMetadataRequest(
-            self.broker_id,
-            self.ctx.epoch,
-            list(self.ctx.live_brokers.values()),
-            states,
-            dict(self.ctx.topic_ids),
-            deleted or set(),
-            offline,
-        )
-        for broker_id in list(self.ctx.live_brokers):
-            await self.channel.send_update_metadata(broker_id, request)
-
-    async def _send_all_metadata(self) -> None:
-        await self._send_leader_and_isr(dict(self.ctx.states))
-        await self._send_update_metadata(dict(self.ctx.states))
 
     # --- events ------------------------------------------------------------------------------
 
@@ -475,7 +396,10 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         new, dead = await self._refresh_brokers()
         if new or dead:
             log.info("controller %d: brokers joined %s, left %s", self.broker_id, sorted(new), sorted(dead))
-        changed = await self._elect_where_needed(set(self.ctx.assignments))
+        for broker_id, what in [*((b, "failed") for b in sorted(dead)), *((b, "registered") for b in sorted(new))]:
+            for tp, replicas in self._hosted_by(broker_id).items():
+                self.replica_state_machine.settle(tp, replicas, f"broker {broker_id} {what}")
+        changed = await self._elect_where_needed(set(self.ctx.assignments), "broker change")
         if new:
             # a (re)joining broker gets every partition it hosts; every broker the full metadata
             if changed:
@@ -492,10 +416,11 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
     async def _on_topics_changed(self, modified: set[str] | None) -> None:
         """A topic was created or deleted (``modified`` None: read the topics not known yet), or
         the partitions of the ``modified`` topics changed."""
+        cause = "topic change" if modified is None else "partition modification"
         if modified is None:
             modified = set(await self.zk.get_all_topics()) - set(self.ctx.assignments)
         changed_topics = await self._load_topics(modified)
-        changed = await self._elect_where_needed(changed_topics)
+        changed = await self._elect_where_needed(changed_topics, cause)
         if changed:
             await self._send_leader_and_isr(changed)
             await self._send_update_metadata(changed)
@@ -512,30 +437,22 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 for tp in tps
                 if (s := self.ctx.states.get(tp)) is not None
             }
+            self._start_replica_deletion({tp: assignment[tp.partition] for tp in tps}, "topic deletion")
             for broker_id in replicas:
                 await self.channel.send_stop_replica(
                     broker_id, StopReplicaRequest(self.broker_id, self.ctx.epoch, tps, True)
                 )
             await self.zk.delete_topic(topic)
+            self._complete_replica_deletion({tp: assignment[tp.partition] for tp in tps}, "topic deletion")
+            for tp in tps:
+                if self.partition_state_machine.state(tp) is not PartitionLifecycle.NonExistentPartition:
+                    self.partition_state_machine.transition(
+                        tp, PartitionLifecycle.OfflinePartition, cause="topic deletion"
+                    )
+                    self.partition_state_machine.transition(
+                        tp, PartitionLifecycle.NonExistentPartition, cause="topic deletion"
+                    )
             self._forget_topic(topic)
             await self.zk.delete_topic_deletion(topic)
             log.info("controller %d deleted topic %s", self.broker_id, topic)
             await self._send_update_metadata(deleted_states, {topic})
-
-    # --- controlled shutdown -----------------------------------------------------------------
-
-
-def _to_state(state: LeaderAndIsr, replicas: list[int]) -> PartitionState:
-    return PartitionState(
-        state.leader, state.leader_epoch, list(state.isr), list(replicas), state.controller_epoch, state.zk_version
-    )
-
-
-def _to_zk(state: PartitionState) -> LeaderAndIsr:
-    return LeaderAndIsr(
-        leader=state.leader,
-        leader_epoch=state.leader_epoch,
-        isr=list(state.isr),
-        controller_epoch=state.controller_epoch,
-        zk_version=state.zk_version,
-    )

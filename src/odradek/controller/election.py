@@ -47,3 +47,14 @@ def preferred_replica_leader_election(
     if assignment and assignment[0] in live and assignment[0] in isr:
         return assignment[0]
     return None
+
+
+def reassign_partition_leader_election(
+    target: Sequence[int], isr: Collection[int], live: Collection[int]
+) -> int | None:
+    """For a completed reassignment: the first replica of the target assignment that is alive and
+    in the ISR (Kafka's ``reassignPartitionLeaderElection``)."""
+    for replica in target:
+        if replica in live and replica in isr:
+            return replica
+    return None

@@ -1,6 +1,8 @@
 """Offline replicas: a broker's failed log dir, as Kafka's controller handles it.
 
-A mixin of :class:`~odradek.controller.controller.KafkaController`.
+A part of :class:`~odradek.controller.controller.KafkaController` over
+:class:`~odradek.controller.core.ControllerCore` (which reads the LeaderAndIsr answers and queues
+``LeaderAndIsrResponseReceived``).
 
 1. A broker whose log dir failed writes ``/log_dir_event_notification/log_dir_event_<seq>``; the
    controller (watching the children) reads and deletes them and sends each named live broker
@@ -21,46 +23,16 @@ Runs on the controller's event task.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from odradek.controller.channel import response_errors
 from odradek.controller.core import ControllerCore
-from odradek.controller.events import ControllerEvent
-from odradek.controller.requests import LeaderAndIsrRequest
-from odradek.errors import ErrorCode
-from odradek.protocol.inter_broker_messages import LEADER_AND_ISR_KEY
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
-from odradek.storage.topic_partition import parse_topic_partition_dir
 
 log = logging.getLogger("odradek.controller.controller")
 
 
 class ControllerLogDirs(ControllerCore):
-    async def _update_state(
-        self, tp: TopicPartition, replicas: list[int], live: set[int], unclean: bool
-    ) -> PartitionState | None:
-        raise NotImplementedError
-
-    async def _unclean_election_enabled(self, topic: str) -> bool:
-        raise NotImplementedError
-
-    def live_for(self, tp: TopicPartition, live: set[int]) -> set[int]:
-        """``live`` without the brokers on which ``tp``'s replica is offline."""
-        offline = {b for b, tps in self.ctx.offline_replicas.items() if tp in tps}
-        return live - offline if offline else live
-
-    def leader_and_isr_answered(self, broker_id: int, response: Any, request: LeaderAndIsrRequest) -> None:
-        """The channel's callback: queue the partitions ``broker_id`` answered KAFKA_STORAGE_ERROR."""
-        names = {str(topic_id): topic for topic, topic_id in request.topic_ids.items()}
-        _error, failed = response_errors(LEADER_AND_ISR_KEY, response, names)
-        offline = set()
-        for name, code in failed.items():
-            tp = parse_topic_partition_dir(name)
-            if code == ErrorCode.kafka_storage_error and tp is not None:
-                offline.add(tp)
-        if offline:
-            self.put(ControllerEvent.REPLICAS_OFFLINE, (broker_id, offline))
+    """Log dir failures: the notifications and the replicas answered KAFKA_STORAGE_ERROR."""
 
     async def _on_log_dir_event_notification(self) -> None:
         brokers = await self.zk.pop_log_dir_event_notifications()
@@ -95,9 +67,10 @@ class ControllerLogDirs(ControllerCore):
         for tp in sorted(known):
             state = self.ctx.states[tp]
             unclean = await self._unclean_election_enabled(tp.topic)
-            new = await self._update_state(tp, state.replicas, self.live_for(tp, live), unclean)
+            cause = f"log dir failure on broker {broker_id}"
+            new = await self._update_state(tp, state.replicas, self.live_for(tp, live), unclean, cause)
             if new is not None:
-                self.ctx.states[tp] = changed[tp] = new
+                changed[tp] = new
         if changed:
             await self._send_leader_and_isr(changed)
         # every broker learns the offline replicas (Metadata's offline_replicas), changed or not

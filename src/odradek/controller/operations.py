@@ -1,11 +1,12 @@
 """Operator-driven leadership moves of the active controller: controlled shutdown, ElectLeaders
 (preferred and unclean) and the automatic leader rebalance.
 
-A mixin of :class:`~odradek.controller.controller.KafkaController`: each public coroutine queues
-an event and waits for its result, and the ``_on_*`` handlers run on the controller's event task,
-like every other change of its state. Every partition change goes through
-``KafkaController._rewrite_state`` (a fresh read of the state znode, the leader epoch + 1, a
-conditional write), then LeaderAndIsr to the replicas and UpdateMetadata to every broker.
+A part of :class:`~odradek.controller.controller.KafkaController` over
+:class:`~odradek.controller.core.ControllerCore`: each public coroutine queues an event and waits
+for its result, and the ``_on_*`` handlers run on the controller's event task, like every other
+change of its state. Every partition change goes through ``ControllerCore._rewrite_state`` (a
+fresh read of the state znode, the leader epoch + 1, a conditional write, the state-change log),
+then LeaderAndIsr to the replicas and UpdateMetadata to every broker.
 
 Runs on the broker's event loop.
 """
@@ -17,10 +18,13 @@ import json
 import logging
 
 from odradek.controller.core import ControllerCore
-from odradek.controller.election import controlled_shutdown_leader_election, offline_partition_leader_election
-from odradek.controller.events import ControllerEvent
+from odradek.controller.election import (
+    controlled_shutdown_leader_election,
+    offline_partition_leader_election,
+    preferred_replica_leader_election,
+)
+from odradek.controller.events import ControlledShutdown, ReplicaLeaderElection
 from odradek.errors import ErrorCode
-from odradek.metadata.errors import NoNodeError
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
@@ -36,12 +40,12 @@ class ControllerOperations(ControllerCore):
         """ElectLeaders (and auto leader rebalance) through the event queue: the error per
         partition, or None when this broker is not the controller. See :meth:`_on_elect_leaders`."""
         future: asyncio.Future[dict[TopicPartition, ErrorCode] | None] = asyncio.get_running_loop().create_future()
-        self.put(ControllerEvent.ELECT_LEADERS, (partitions, unclean, future))
+        self.put(ReplicaLeaderElection(None if partitions is None else frozenset(partitions), unclean, future))
         return await future
 
     async def _on_elect_leaders(
         self,
-        partitions: set[TopicPartition] | None,
+        partitions: frozenset[TopicPartition] | set[TopicPartition] | None,
         unclean: bool,
         future: asyncio.Future[dict[TopicPartition, ErrorCode] | None],
     ) -> None:
@@ -78,16 +82,18 @@ class ControllerOperations(ControllerCore):
                             outcome[0] = ErrorCode.eligible_leaders_not_available
                             return None
                         return elected, [r for r in current.isr if r in live] or [elected]
-                    preferred = replicas[0]
-                    if current.leader == preferred:
+                    if current.leader == replicas[0]:
                         outcome[0] = ErrorCode.election_not_needed
                         return None
-                    if preferred not in live or preferred not in current.isr:
+                    preferred = preferred_replica_leader_election(replicas, current.isr, live)
+                    if preferred is None:
                         outcome[0] = ErrorCode.preferred_leader_not_available
                         return None
                     return preferred, list(current.isr)
 
-                new = await self._rewrite_state(tp, replicas, decide)
+                new = await self._rewrite_state(
+                    tp, replicas, decide, "unclean leader election" if unclean else "preferred replica leader election"
+                )
                 if new is not None:
                     changed[tp] = new
                 results[tp] = outcome[0]
@@ -140,9 +146,8 @@ class ControllerOperations(ControllerCore):
         partitions, then the znode is deleted (Kafka's PreferredReplicaElection event). A
         malformed znode is logged and deleted."""
         path = "/admin/preferred_replica_election"
-        try:
-            data, _ = await self.zk.store.get(path)
-        except NoNodeError:
+        data = await self.zk.get_preferred_replica_election()
+        if data is None:
             return
         try:
             entries = json.loads(data)["partitions"]
@@ -156,10 +161,7 @@ class ControllerOperations(ControllerCore):
             for tp, error in sorted((done.result() or {}).items()):
                 if error not in (ErrorCode.none, ErrorCode.election_not_needed):
                     log.warning("controller %d: preferred election of %s-%d: %s", self.broker_id, *tp, error.name)
-        try:
-            await self.zk.store.delete(path)
-        except NoNodeError:
-            pass
+        await self.zk.delete_preferred_replica_election()
 
     async def controlled_shutdown(self, broker_id: int) -> tuple[ErrorCode, list[TopicPartition]]:
         """ControlledShutdown for ``broker_id`` through the event queue: (error, partitions the
@@ -167,7 +169,7 @@ class ControllerOperations(ControllerCore):
         controller, BROKER_NOT_AVAILABLE when ``broker_id`` is not registered. Call from the
         broker's loop (the ControlledShutdown API)."""
         future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]] = asyncio.get_running_loop().create_future()
-        self.put(ControllerEvent.CONTROLLED_SHUTDOWN, (broker_id, future))
+        self.put(ControlledShutdown(broker_id, future))
         return await future
 
     async def _on_controlled_shutdown(
@@ -204,9 +206,14 @@ class ControllerOperations(ControllerCore):
             for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition)):
                 if broker_id not in state.replicas or len(state.replicas) <= 1:
                     continue
-                new = await self._rewrite_state(tp, list(state.replicas), decide)
+                new = await self._rewrite_state(
+                    tp, list(state.replicas), decide, f"controlled shutdown of broker {broker_id}"
+                )
                 if new is not None:
                     changed[tp] = new
+            for tp, replicas in sorted(self._hosted_by(broker_id).items()):
+                if len(replicas) > 1:  # its replicas go OfflineReplica (Kafka's doControlledShutdown)
+                    self.replica_state_machine.settle(tp, replicas, f"controlled shutdown of broker {broker_id}")
             if changed:
                 await self._send_leader_and_isr(changed)
                 await self._send_update_metadata(changed)

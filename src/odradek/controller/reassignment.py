@@ -1,6 +1,7 @@
 """Partition reassignment by the active controller (Kafka 2.4+'s ``onPartitionReassignment``).
 
-A mixin of :class:`~odradek.controller.controller.KafkaController`. A reassignment moves a
+A part of :class:`~odradek.controller.controller.KafkaController` over
+:class:`~odradek.controller.core.ControllerCore`. A reassignment moves a
 partition from its original replicas (ORS) to target replicas (TRS); it is asked for through
 AlterPartitionReassignments (:meth:`alter_partition_reassignments`) or by writing
 ``/admin/reassign_partitions`` (``{"version":1,"partitions":[{"topic":"t","partition":0,
@@ -30,10 +31,10 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from dataclasses import dataclass
 
 from odradek.controller.core import ControllerCore
-from odradek.controller.events import ControllerEvent
+from odradek.controller.election import reassign_partition_leader_election
+from odradek.controller.events import AlterResult, ApiPartitionReassignment, Reassignment
 from odradek.controller.requests import StopReplicaRequest
 from odradek.errors import ErrorCode
 from odradek.metadata.errors import NoNodeError
@@ -43,37 +44,11 @@ from odradek.storage import TopicPartition
 
 log = logging.getLogger("odradek.controller.controller")
 
-AlterResult = dict[TopicPartition, tuple[ErrorCode, str | None]]
-
-
-@dataclass
-class Reassignment:
-    """One partition's move: ``target`` (TRS, first = preferred leader) from ``original`` (ORS)."""
-
-    target: list[int]
-    original: list[int]
-    superseded: list[int] = dataclasses.field(default_factory=list)
-    """Replicas a replaced or cancelled move had added: removed at the end too."""
-
-    @property
-    def replicas(self) -> list[int]:
-        """RS: the assignment while the move runs."""
-        return self.target + self.removing
-
-    @property
-    def adding(self) -> list[int]:
-        return [r for r in self.target if r not in self.original]
-
-    @property
-    def removing(self) -> list[int]:
-        leaving = [r for r in self.original + self.superseded if r not in self.target]
-        return list(dict.fromkeys(leaving))
+__all__ = ["AlterResult", "ControllerReassignment", "Reassignment"]
 
 
 class ControllerReassignment(ControllerCore):
     """Partition reassignment, from the API or ``/admin/reassign_partitions``."""
-
-    reassignments: dict[TopicPartition, Reassignment]
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -83,7 +58,7 @@ class ControllerReassignment(ControllerCore):
         """Start (replicas) or cancel (None) reassignments; an error and message per partition,
         or None when this broker is not the controller."""
         future: asyncio.Future[AlterResult | None] = asyncio.get_running_loop().create_future()
-        self.put(ControllerEvent.ALTER_REASSIGNMENTS, (targets, future))
+        self.put(ApiPartitionReassignment(targets, future))
         return await future
 
     def list_partition_reassignments(
@@ -201,14 +176,14 @@ class ControllerReassignment(ControllerCore):
             if self.reassignments.pop(tp, None) is not None or target != original:
                 self.ctx.assignments[tp.topic][tp.partition] = list(target)
                 await self._write_assignment(tp.topic)
-                state = self.ctx.states[tp]
-                state.replicas = list(target)
+                state = self.ctx.states[tp] = dataclasses.replace(self.ctx.states[tp], replicas=list(target))
                 await self._send_update_metadata({tp: state})
             return
         self.reassignments[tp] = move
         self.ctx.assignments[tp.topic][tp.partition] = move.replicas
         await self._write_assignment(tp.topic)
-        new = await self._rewrite_state(tp, move.replicas, lambda s: (s.leader, list(s.isr)))
+        self.replica_state_machine.settle(tp, move.replicas, "reassignment started")  # NewReplica -> OnlineReplica
+        new = await self._rewrite_state(tp, move.replicas, lambda s: (s.leader, list(s.isr)), "reassignment started")
         if new is not None:
             await self._send_leader_and_isr({tp: new})
             await self._send_update_metadata({tp: new})
@@ -240,13 +215,14 @@ class ControllerReassignment(ControllerCore):
             isr = [r for r in current.isr if r in move.target]
             if current.leader in move.target and current.leader in live:
                 return current.leader, isr
-            leader = next((r for r in move.target if r in isr and r in live), -1)
-            return leader, isr
+            leader = reassign_partition_leader_election(move.target, isr, live)
+            return -1 if leader is None else leader, isr
 
-        new = await self._rewrite_state(tp, list(move.target), decide)
+        new = await self._rewrite_state(tp, list(move.target), decide, "reassignment completed")
         if new is None:
             return
         del self.reassignments[tp]
+        self._start_replica_deletion({tp: move.removing}, "reassignment completed")
         self.ctx.assignments[tp.topic][tp.partition] = list(move.target)
         await self._write_assignment(tp.topic)
         await self._send_leader_and_isr({tp: new})
@@ -254,6 +230,7 @@ class ControllerReassignment(ControllerCore):
             if broker_id in self.ctx.live_brokers:
                 request = StopReplicaRequest(self.broker_id, self.ctx.epoch, [tp], True, {tp: new.leader_epoch})
                 await self.channel.send_stop_replica(broker_id, request)
+        self._complete_replica_deletion({tp: move.removing}, "reassignment completed")
         await self._send_update_metadata({tp: new})
         await self._leave_znode(tp)
         log.info(

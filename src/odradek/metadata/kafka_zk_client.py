@@ -50,6 +50,8 @@ from odradek.metadata.store import (
     CreateOp,
     Op,
     SetDataOp,
+    WatchCallback,
+    WatchHandle,
     ZnodeStat,
 )
 from odradek.metadata.znodes import (
@@ -86,7 +88,10 @@ from odradek.metadata.znodes import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KafkaZkClient", "new_cluster_id"]
+__all__ = ["PREFERRED_REPLICA_ELECTION_PATH", "KafkaZkClient", "new_cluster_id"]
+
+PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
+"""The ZooKeeper-era preferred replica election request (Kafka's ``PreferredReplicaElectionZNode``)."""
 
 
 def new_cluster_id() -> str:
@@ -99,6 +104,16 @@ class KafkaZkClient:
 
     def __init__(self, store: CoordinationStore) -> None:
         self.store = store
+
+    # -- watches --------------------------------------------------------------------------------------
+
+    def watch_data(self, path: str, callback: WatchCallback) -> WatchHandle:
+        """The store's persistent data watch on ``path`` (see :meth:`CoordinationStore.watch_data`)."""
+        return self.store.watch_data(path, callback)
+
+    def watch_children(self, path: str, callback: WatchCallback) -> WatchHandle:
+        """The store's persistent children watch on ``path``."""
+        return self.store.watch_children(path, callback)
 
     # -- cluster --------------------------------------------------------------------------------------
 
@@ -530,6 +545,22 @@ class KafkaZkClient:
     async def delete_partition_reassignment(self) -> None:
         try:
             await self.store.delete(ReassignPartitionsZNode.path())
+        except NoNodeError:
+            pass
+
+    async def get_preferred_replica_election(self) -> bytes | None:
+        """The raw ``/admin/preferred_replica_election`` (``{"version":1,"partitions":[{"topic":"t",
+        "partition":0}]}``, written by the ZooKeeper-era tool), or None when there is none."""
+        try:
+            data, _ = await self.store.get(PREFERRED_REPLICA_ELECTION_PATH)
+        except NoNodeError:
+            return None
+        return data
+
+    async def delete_preferred_replica_election(self) -> None:
+        """Delete ``/admin/preferred_replica_election`` once handled; idempotent."""
+        try:
+            await self.store.delete(PREFERRED_REPLICA_ELECTION_PATH)
         except NoNodeError:
             pass
 

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from odradek.errors import ErrorCode, NotLeaderOrFollowerError
+from odradek.metadata.znodes import LeaderAndIsr
 from odradek.protocol.records import LOG_OVERHEAD, iter_batches
 from odradek.replication.producer_state import ProducerStateManager
 from odradek.replication.txn_state import TxnState, control_marker
@@ -50,9 +51,16 @@ from odradek.storage.producer_snapshot import (
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PartitionState:
-    """What the controller decided for this partition (LeaderAndIsr)."""
+    """What the controller decided for this partition (LeaderAndIsr): the one partition state
+    model of the controller, the broker and the inter-broker requests.
+
+    Immutable: a state handed to a request or a :class:`Partition` never changes afterwards;
+    a change is a new state (``dataclasses.replace``). The lists are not copied on access, so
+    never mutate them either. The state znode holds all of it but ``replicas`` (which lives in
+    the topic znode): :meth:`from_znode` and :meth:`to_znode` are the one conversion each way.
+    """
 
     leader: int
     leader_epoch: int
@@ -60,6 +68,24 @@ class PartitionState:
     replicas: list[int]
     controller_epoch: int = 0
     zk_version: int = 0
+
+    @classmethod
+    def from_znode(cls, znode: LeaderAndIsr, replicas: Sequence[int]) -> PartitionState:
+        """The state of a partition whose state znode holds ``znode`` and whose assignment is
+        ``replicas``; ``zk_version`` is the znode's version."""
+        return cls(
+            znode.leader, znode.leader_epoch, list(znode.isr), list(replicas), znode.controller_epoch, znode.zk_version
+        )
+
+    def to_znode(self) -> LeaderAndIsr:
+        """The state znode's content (everything but ``replicas``)."""
+        return LeaderAndIsr(
+            leader=self.leader,
+            leader_epoch=self.leader_epoch,
+            isr=list(self.isr),
+            controller_epoch=self.controller_epoch,
+            zk_version=self.zk_version,
+        )
 
 
 IsrWriter = Callable[[TopicPartition, PartitionState], Awaitable[int | None]]

@@ -28,7 +28,7 @@ from typing import Any
 from odradek.client.connection import KafkaConnection
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
-from odradek.controller.events import ControllerEvent
+from odradek.controller.events import Reelect
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.transaction import TransactionCoordinator
@@ -37,7 +37,7 @@ from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState
-from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
+from odradek.metadata.znodes import BrokerInfo
 from odradek.replication.fetcher import FetcherConfig
 from odradek.replication.partition import PartitionState
 from odradek.replication.quota import parse_throttled_replicas
@@ -211,7 +211,7 @@ class Broker:
             except Exception:
                 log.exception("broker %d could not register again after session expiry", self.broker_id)
             if self.controller is not None:
-                self.controller.put(ControllerEvent.CONTROLLER_CHANGE)
+                self.controller.put(Reelect())
 
     async def _open_store(self) -> None:
         if self.store is not None:
@@ -321,12 +321,7 @@ class Broker:
 
     async def _write_isr(self, tp: TopicPartition, state: PartitionState) -> int | None:
         """The leader's conditional ISR write to the partition state znode (None: it moved)."""
-        znode = LeaderAndIsr(
-            leader=state.leader,
-            leader_epoch=state.leader_epoch,
-            isr=list(state.isr),
-            controller_epoch=state.controller_epoch,
-        )
+        znode = state.to_znode()
         try:
             try:
                 return await self.zk.update_leader_and_isr(tp, znode, state.zk_version)
