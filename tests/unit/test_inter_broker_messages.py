@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_writer
 
-from odradek.controller import wire
 from odradek.controller.channel import response_errors
+from odradek.controller.messages import leader_and_isr, stop_replica, update_metadata
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.errors import ErrorCode
 from odradek.metadata.znodes import BrokerInfo
@@ -28,7 +28,6 @@ from odradek.protocol.codec import (
 )
 from odradek.protocol.messages import nested
 from odradek.replication.partition import PartitionState
-from odradek.server.apis import leader_and_isr, stop_replica, update_metadata
 from odradek.storage import TopicPartition
 
 ALL = [(key, version) for key, versions in sorted(ib.VERSIONS.items()) for version in versions]
@@ -195,11 +194,11 @@ BROKERS = [
 @pytest.mark.parametrize("version", range(8))
 def test_leader_and_isr_survives_the_wire(version: int) -> None:
     request = LeaderAndIsrRequest(1, 5, dict(STATES), {"a": TID, "b": TID})
-    message = wire.leader_and_isr(request, version, {b.id: b for b in BROKERS}, "PLAINTEXT")
+    message = leader_and_isr.encode(request, version, {b.id: b for b in BROKERS}, "PLAINTEXT")
     schema = api_schema(4, version)
     frame = encode_request(schema, 1, "c", message)[4:]
     decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
-    back = leader_and_isr.to_internal(decoded, version)
+    back = leader_and_isr.decode(decoded, version)
     assert back.partition_states == STATES
     assert back.controller_epoch == 5
     assert back.topic_ids == ({"a": TID, "b": TID} if version >= 5 else {})
@@ -210,11 +209,11 @@ def test_leader_and_isr_survives_the_wire(version: int) -> None:
 def test_update_metadata_survives_the_wire(version: int) -> None:
     states = dict(STATES)
     request = UpdateMetadataRequest(1, 5, BROKERS, states, {"a": TID, "b": TID}, {"b"})
-    message = wire.update_metadata(request, version, "PLAINTEXT")
+    message = update_metadata.encode(request, version, "PLAINTEXT")
     schema = api_schema(6, version)
     frame = encode_request(schema, 1, "c", message)[4:]
     decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
-    back = update_metadata.to_internal(decoded, version)
+    back = update_metadata.decode(decoded, version)
     assert back.deleted_topics == {"b"}
     assert back.partition_states == {tp: s for tp, s in STATES.items() if tp.topic == "a"}
     assert [(b.id, b.host, b.port, tuple(b.endpoints)) for b in back.live_brokers] == [
@@ -231,14 +230,14 @@ def test_update_metadata_survives_the_wire(version: int) -> None:
 def test_stop_replica_survives_the_wire(version: int, delete: bool) -> None:
     tps = sorted(STATES, key=lambda tp: (tp.topic, tp.partition))
     request = StopReplicaRequest(1, 5, tps, delete, {tps[0]: 4})
-    message = wire.stop_replica(request, version)
+    message = stop_replica.encode(request, version)
     schema = api_schema(5, version)
     frame = encode_request(schema, 1, "c", message)[4:]
     decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
-    (back,) = stop_replica.to_internal(decoded, version)
-    assert (back.partitions, back.delete_partitions, back.controller_epoch) == (tps, delete, 5)
+    (back,) = stop_replica.decode(decoded, version)
+    assert (back.partitions, back.delete_partitions, back.controller_epoch) == (tuple(tps), delete, 5)
     if version >= 3:
-        assert back.leader_epochs[tps[0]] == (wire.EPOCH_DURING_DELETE if delete else 4)
+        assert back.leader_epochs[tps[0]] == (stop_replica.EPOCH_DURING_DELETE if delete else 4)
 
 
 def test_response_errors_are_read_per_partition() -> None:

@@ -37,10 +37,10 @@ from odradek.controller.election import (
 )
 from odradek.controller.events import ControllerContext, ControllerEvent
 from odradek.controller.log_dirs import ControllerLogDirs
+from odradek.controller.messages.update_metadata import LEADER_DURING_DELETE
 from odradek.controller.operations import ControllerOperations
 from odradek.controller.reassignment import ControllerReassignment, Reassignment
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
-from odradek.controller.wire import LEADER_DURING_DELETE
 from odradek.metadata.errors import BadVersionError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.znodes import LeaderAndIsr

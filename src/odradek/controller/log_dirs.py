@@ -28,7 +28,7 @@ from odradek.controller.core import ControllerCore
 from odradek.controller.events import ControllerEvent
 from odradek.controller.requests import LeaderAndIsrRequest
 from odradek.errors import ErrorCode
-from odradek.protocol.inter_broker_messages import LEADER_AND_ISR_KEY
+from odradek.protocol.api_keys import ApiKey
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 from odradek.storage.topic_partition import parse_topic_partition_dir
@@ -53,7 +53,7 @@ class ControllerLogDirs(ControllerCore):
     def leader_and_isr_answered(self, broker_id: int, response: Any, request: LeaderAndIsrRequest) -> None:
         """The channel's callback: queue the partitions ``broker_id`` answered KAFKA_STORAGE_ERROR."""
         names = {str(topic_id): topic for topic, topic_id in request.topic_ids.items()}
-        _error, failed = response_errors(LEADER_AND_ISR_KEY, response, names)
+        _error, failed = response_errors(ApiKey.LEADER_AND_ISR, response, names)
         offline = set()
         for name, code in failed.items():
             tp = parse_topic_partition_dir(name)

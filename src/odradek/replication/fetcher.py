@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
 from odradek.errors import ErrorCode, KafkaError, UnsupportedVersionError
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.records import LOG_OVERHEAD, iter_batches
 from odradek.replication.partition import Partition
 from odradek.replication.quota import ReplicationQuota
@@ -49,8 +50,6 @@ from odradek.storage.leader_epoch import UNDEFINED_EPOCH_OFFSET
 
 log = logging.getLogger(__name__)
 
-FETCH_KEY = 1
-OFFSET_FOR_LEADER_EPOCH_KEY = 23
 FETCH_MAX_VERSION = 12
 RETRY_LATER = {
     ErrorCode.not_leader_or_follower,
@@ -204,7 +203,7 @@ class ReplicaFetcher:
     # --- truncation ----------------------------------------------------------------------------
 
     async def _truncate(self, conn: KafkaConnection, tps: list[TopicPartition]) -> None:
-        rb = conn.builder(OFFSET_FOR_LEADER_EPOCH_KEY, 3)
+        rb = conn.builder(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3)
         by_topic: dict[str, list[object]] = {}
         asked: dict[TopicPartition, int] = {}
         for tp in tps:
@@ -297,7 +296,7 @@ class ReplicaFetcher:
             if not tps:  # only throttled partitions: wait for the rate to fall
                 await asyncio.sleep(THROTTLE_PAUSE_S)
                 return
-        rb = conn.builder(FETCH_KEY, 4, FETCH_MAX_VERSION)
+        rb = conn.builder(ApiKey.FETCH, 4, FETCH_MAX_VERSION)
         by_topic: dict[str, list[object]] = {}
         sent: dict[TopicPartition, tuple[FetchState, int, int]] = {}
         for tp in tps:

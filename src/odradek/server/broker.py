@@ -38,6 +38,7 @@ from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
+from odradek.protocol.api_keys import ApiKey
 from odradek.replication.fetcher import FetcherConfig
 from odradek.replication.partition import PartitionState
 from odradek.replication.quota import parse_throttled_replicas
@@ -55,7 +56,6 @@ from odradek.storage.config import LogConfig
 
 log = logging.getLogger(__name__)
 
-CONTROLLED_SHUTDOWN_KEY = 7
 SHUTDOWN_STEP_TIMEOUT_S = 5
 """Longest a shutdown step that talks to other brokers (fetchers, controller channel) may take."""
 ISR_CHANGE_PROPAGATION_MS = 500
@@ -388,7 +388,7 @@ class Broker:
                         client_id=f"broker-{self.broker_id}-controlled-shutdown",
                         request_timeout_ms=int(cfg["controller.socket.timeout.ms"]),
                     ) as conn:
-                        rb = conn.builder(CONTROLLED_SHUTDOWN_KEY, 1)
+                        rb = conn.builder(ApiKey.CONTROLLED_SHUTDOWN, 1)
                         response = await conn.send(rb(broker_id=self.broker_id, broker_epoch=-1))
                     error = ErrorCode(response.error_code)
                     remaining = len(response.remaining_partitions)

@@ -19,8 +19,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import (
-    API_VERSIONS_KEY,
     api_schema,
     decode_request,
     encode_response,
@@ -51,7 +51,7 @@ class RequestHandler:
         if module is None:
             raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")
         if not module.MIN_VERSION <= api_version <= module.MAX_VERSION:
-            if api_key == API_VERSIONS_KEY:
+            if api_key == ApiKey.API_VERSIONS:
                 return api_versions.unsupported_version_response(correlation_id)
             raise CloseConnection(
                 f"unsupported version {api_version} of API key {api_key} "

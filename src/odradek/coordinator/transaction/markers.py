@@ -21,13 +21,13 @@ from typing import Any
 
 from odradek.client.connection import KafkaConnection
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = ["MarkerWriter"]
 
 log = logging.getLogger(__name__)
 
-WRITE_TXN_MARKERS_KEY = 27
 RETRY_BACKOFF_S = 0.1
 REQUEST_TIMEOUT_MS = 40_000
 
@@ -132,7 +132,7 @@ class MarkerWriter:
         conn: KafkaConnection | None = None
         try:
             conn = await self._connection(leader, address)
-            rb = conn.builder(WRITE_TXN_MARKERS_KEY, 1, 1)
+            rb = conn.builder(ApiKey.WRITE_TXN_MARKERS, 1, 1)
             topics = tuple(
                 rb.make("WritableTxnMarkerTopic", name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items()
             )

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
-API_KEY = 7
+API_KEY = ApiKey.CONTROLLED_SHUTDOWN
 MIN_VERSION = 0
 MAX_VERSION = 3
 

@@ -24,11 +24,12 @@ import struct
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.records import Record, build_batch
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 27
+API_KEY = ApiKey.WRITE_TXN_MARKERS
 MIN_VERSION = 1
 MAX_VERSION = 1
 
