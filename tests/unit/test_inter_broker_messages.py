@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_writer
 
+from odradek.client import write_txn_markers as markers
 from odradek.controller.channel import response_errors
-from odradek.controller.messages import leader_and_isr, stop_replica, update_metadata
+from odradek.controller.messages import controlled_shutdown, leader_and_isr, stop_replica, update_metadata
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.errors import ErrorCode
 from odradek.metadata.znodes import BrokerInfo
@@ -257,3 +258,33 @@ def test_response_errors_are_read_per_partition() -> None:
         ),
     )
     assert response_errors(4, response) == (ErrorCode.none, {f"{TID}-0": ErrorCode.stale_controller_epoch})
+
+
+@pytest.mark.parametrize("version", range(4))
+def test_controlled_shutdown_survives_the_wire(version: int) -> None:
+    schema = api_schema(7, version)
+    frame = encode_request(schema, 1, "c", controlled_shutdown.encode(3, version))[4:]
+    decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
+    assert controlled_shutdown.decode(decoded) == 3
+    remaining = [TopicPartition("b", 0), TopicPartition("a", 2)]
+    response = controlled_shutdown.encode_response(version, ErrorCode.none, remaining)
+    _, back = decode_response(7, version, encode_response(schema, 1, response)[4:])
+    assert controlled_shutdown.decode_response(back) == (ErrorCode.none, sorted(remaining))
+
+
+def test_write_txn_markers_survive_the_wire() -> None:
+    entries = [
+        markers.TxnMarkerEntry(5, 1, 2, True, (TopicPartition("a", 1), TopicPartition("a", 0), TopicPartition("b", 3))),
+        markers.TxnMarkerEntry(6, 0, 2, False, (TopicPartition("c", 0),)),
+    ]
+    schema = api_schema(27, 1)
+    frame = encode_request(schema, 1, "c", markers.encode(entries, 1))[4:]
+    decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
+    assert markers.decode(decoded) == entries
+    results = [
+        (5, [(tp, ErrorCode.none) for tp in entries[0].partitions]),
+        (6, [(TopicPartition("c", 0), ErrorCode.not_leader_or_follower)]),
+    ]
+    _, back = decode_response(27, 1, encode_response(schema, 1, markers.encode_response(1, results))[4:])
+    assert markers.decode_response(back) == [errors for _, errors in results]
+    assert [len(m.topics) for m in back.markers] == [2, 1]  # a topic's adjacent partitions share one entry

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from odradek.cli.common import CommandError
+from odradek.client import write_txn_markers
 from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -164,17 +165,10 @@ async def abort_transaction(
         producer = (int(found.producer_id), int(found.producer_epoch), max(int(found.coordinator_epoch), 0))
     producer_id, epoch, coordinator_epoch = producer
     conn = await admin.cluster.connection(leader)
-    rb = conn.builder(ApiKey.WRITE_TXN_MARKERS, 1, 1)
-    marker = rb.make(
-        "WritableTxnMarker",
-        producer_id=producer_id,
-        producer_epoch=epoch,
-        transaction_result=False,
-        topics=(rb.make("WritableTxnMarkerTopic", name=tp.topic, partition_indexes=(tp.partition,)),),
-        coordinator_epoch=coordinator_epoch,
-    )
-    response: Any = await conn.send(rb(markers=(marker,)))
-    error = ErrorCode(response.markers[0].topics[0].partitions[0].error_code)
+    version = conn.version_for(write_txn_markers.API_KEY, write_txn_markers.MIN_VERSION, write_txn_markers.MAX_VERSION)
+    marker = write_txn_markers.TxnMarkerEntry(producer_id, epoch, coordinator_epoch, False, (tp,))
+    response: Any = await conn.send(write_txn_markers.encode([marker], version))
+    ((_, error),) = write_txn_markers.decode_response(response)[0]
     if error != ErrorCode.none:
         raise CommandError(f"aborting producer {producer_id} on {tp.topic}-{tp.partition}: {error.name.upper()}")
     return f"Aborted the transaction of producer {producer_id} (epoch {epoch}) on {tp.topic}-{tp.partition}"

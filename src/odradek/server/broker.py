@@ -29,6 +29,7 @@ from odradek.client.connection import KafkaConnection
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
 from odradek.controller.events import ControllerEvent
+from odradek.controller.messages import controlled_shutdown
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.transaction import TransactionCoordinator
@@ -38,7 +39,6 @@ from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
-from odradek.protocol.api_keys import ApiKey
 from odradek.replication.fetcher import FetcherConfig
 from odradek.replication.partition import PartitionState
 from odradek.replication.quota import parse_throttled_replicas
@@ -388,10 +388,10 @@ class Broker:
                         client_id=f"broker-{self.broker_id}-controlled-shutdown",
                         request_timeout_ms=int(cfg["controller.socket.timeout.ms"]),
                     ) as conn:
-                        rb = conn.builder(ApiKey.CONTROLLED_SHUTDOWN, 1)
-                        response = await conn.send(rb(broker_id=self.broker_id, broker_epoch=-1))
-                    error = ErrorCode(response.error_code)
-                    remaining = len(response.remaining_partitions)
+                        version = conn.version_for(controlled_shutdown.API_KEY, 1)
+                        response = await conn.send(controlled_shutdown.encode(self.broker_id, version))
+                    error, still_led = controlled_shutdown.decode_response(response)
+                    remaining = len(still_led)
                     if error == ErrorCode.none and remaining == 0:
                         log.info("broker %d: controlled shutdown succeeded", self.broker_id)
                         return True
