@@ -17,6 +17,7 @@ already built or queued. Safe from any thread.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
@@ -32,7 +33,13 @@ __all__ = ["ControllerRequestTarget", "LeaderAndIsrRequest", "StopReplicaRequest
 
 
 def _frozen_states(states: Mapping[TopicPartition, PartitionState]) -> Mapping[TopicPartition, PartitionState]:
-    return MappingProxyType({tp: copy.deepcopy(state) for tp, state in states.items()})
+    """A read-only copy holding a copy of each state (its replica lists copied too)."""
+    return MappingProxyType(
+        {
+            tp: dataclasses.replace(state, isr=copy.copy(state.isr), replicas=copy.copy(state.replicas))
+            for tp, state in states.items()
+        }
+    )
 
 
 def _freeze(obj: Any, name: str, value: object) -> None:

@@ -22,6 +22,11 @@ connection is accepted; one past a limit is closed at once, and the refusal is l
 address every 10 s with a count. ``connections.max.idle.ms``: a connection with no request in
 flight and nothing received for that long is closed (swept every tenth of it, at most every 30 s).
 
+Each frame goes to the handler (a :class:`~odradek.server.request_channel.RequestHandlerProtocol`,
+the broker's ``RequestHandler``), which answers with a
+:data:`~odradek.server.request_channel.Response`: a frame written as it is, a Fetch frame whose
+file ranges go out with ``sendfile``, or nothing; this module does not import the handler's.
+
 Runs on the broker's event loop.
 """
 
