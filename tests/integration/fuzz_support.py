@@ -28,7 +28,8 @@ import struct
 import time
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
-from odradek.protocol.codec import API_VERSIONS_KEY, api_schema, decode_request, parse_request_header, peek_api
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.codec import api_schema, decode_request, parse_request_header, peek_api
 from odradek.server.apis import API_HANDLERS
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "data" / "client_frames"
@@ -39,7 +40,7 @@ groups, configs) or are the controller's own (LeaderAndIsr, StopReplica, UpdateM
 ControlledShutdown, ElectLeaders: a client may send them, as to Kafka without an authorizer, and
 a valid one would rewrite who leads what): mutations that stay valid are counted, not sent."""
 PROBE_CORRELATION_ID = 0x7FFF0001
-PROBE = struct.pack(">ihhih", 10, API_VERSIONS_KEY, 0, PROBE_CORRELATION_ID, -1)
+PROBE = struct.pack(">ihhih", 10, ApiKey.API_VERSIONS, 0, PROBE_CORRELATION_ID, -1)
 LENGTH_VALUES_16 = (-1, -2, 0, 0x7FFF, -0x8000, 1)
 LENGTH_VALUES_32 = (-1, -2, 0, 0x7FFFFFFF, -0x80000000, 0x7A6700FF, 0x01000000, 65536)
 HUGE_VARINTS = (b"\xff\xff\xff\xff\x0f", b"\xff\xff\xff\x7f", b"\x80\x80\x80\x80\x80\x01", b"\x00", b"\x01")
@@ -119,7 +120,7 @@ def predict(body: bytes) -> str:
     if module is None:
         return "close"
     if not module.MIN_VERSION <= version <= module.MAX_VERSION:
-        return "answer" if api_key == API_VERSIONS_KEY else "close"
+        return "answer" if api_key == ApiKey.API_VERSIONS else "close"
     try:
         schema = api_schema(api_key, version)
         header = parse_request_header(body, schema.flexible)

@@ -18,7 +18,7 @@ from odradek.testing import BrokerRunner
 def _server_socket(broker: BrokerRunner) -> socket.socket:
     assert broker.broker is not None
     for _ in range(100):
-        connections = list(broker.broker.handler.connections)
+        connections = list(broker.broker.socket_server.connections)
         if connections:
             assert connections[0].transport is not None
             sock = connections[0].transport.get_extra_info("socket")

@@ -68,7 +68,7 @@ def test_each_reassignment_step(caplog: pytest.LogCaptureFixture) -> None:
         assert last_state(channel, 4, T0).replicas == [3, 4]
         for removed in (1, 2):
             (stop,) = channel.sent(removed, StopReplicaRequest)
-            assert stop.delete_partitions and stop.partitions == [T0] and stop.leader_epochs == {T0: 2}
+            assert stop.delete_partitions and stop.partitions == (T0,) and dict(stop.leader_epochs) == {T0: 2}
             assert (T0, removed) not in controller.ctx.replica_lifecycle
         assert channel.sent(1, UpdateMetadataRequest)[-1].partition_states[T0].replicas == [3, 4]
         assert controller.ctx.partition_lifecycle[T0] is PartitionLifecycle.OnlinePartition
@@ -98,7 +98,7 @@ def test_cancel_goes_back_to_the_original_replicas() -> None:
         assert T0 not in controller.reassignments
         assert (await cluster.admin.get_topic_assignment("t"))[0] == {0: [1, 2]}
         (stop,) = cluster.channel.sent(3, StopReplicaRequest)
-        assert stop.partitions == [T0]
+        assert stop.partitions == (T0,)
         assert await controller.alter_partition_reassignments({T0: None}) == {
             T0: (ErrorCode.no_reassignment_in_progress, "No reassignment in progress")
         }

@@ -12,6 +12,7 @@ from tests.unit.controller_support import ControllerCluster, last_state
 from tests.unit.metadata_support import run
 
 from odradek.controller.events import ControllerContext
+from odradek.controller.messages.update_metadata import LEADER_DURING_DELETE
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.controller.state_machines import (
     VALID_PREVIOUS_PARTITION_STATES,
@@ -22,7 +23,6 @@ from odradek.controller.state_machines import (
     ReplicaLifecycle,
     ReplicaStateMachine,
 )
-from odradek.controller.wire import LEADER_DURING_DELETE
 from odradek.metadata.znodes import LeaderAndIsr
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition

@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_writer
 
-from odradek.controller import wire
+from odradek.client import write_txn_markers as markers
 from odradek.controller.channel import response_errors
+from odradek.controller.messages import controlled_shutdown, leader_and_isr, stop_replica, update_metadata
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.errors import ErrorCode
 from odradek.metadata.znodes import BrokerInfo
@@ -28,7 +29,6 @@ from odradek.protocol.codec import (
 )
 from odradek.protocol.messages import nested
 from odradek.replication.partition import PartitionState
-from odradek.server.apis import leader_and_isr, stop_replica, update_metadata
 from odradek.storage import TopicPartition
 
 ALL = [(key, version) for key, versions in sorted(ib.VERSIONS.items()) for version in versions]
@@ -195,11 +195,11 @@ BROKERS = [
 @pytest.mark.parametrize("version", range(8))
 def test_leader_and_isr_survives_the_wire(version: int) -> None:
     request = LeaderAndIsrRequest(1, 5, dict(STATES), {"a": TID, "b": TID})
-    message = wire.leader_and_isr(request, version, {b.id: b for b in BROKERS}, "PLAINTEXT")
+    message = leader_and_isr.encode(request, version, {b.id: b for b in BROKERS}, "PLAINTEXT")
     schema = api_schema(4, version)
     frame = encode_request(schema, 1, "c", message)[4:]
     decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
-    back = leader_and_isr.to_internal(decoded, version)
+    back = leader_and_isr.decode(decoded, version)
     assert back.partition_states == STATES
     assert back.controller_epoch == 5
     assert back.topic_ids == ({"a": TID, "b": TID} if version >= 5 else {})
@@ -210,11 +210,11 @@ def test_leader_and_isr_survives_the_wire(version: int) -> None:
 def test_update_metadata_survives_the_wire(version: int) -> None:
     states = dict(STATES)
     request = UpdateMetadataRequest(1, 5, BROKERS, states, {"a": TID, "b": TID}, {"b"})
-    message = wire.update_metadata(request, version, "PLAINTEXT")
+    message = update_metadata.encode(request, version, "PLAINTEXT")
     schema = api_schema(6, version)
     frame = encode_request(schema, 1, "c", message)[4:]
     decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
-    back = update_metadata.to_internal(decoded, version)
+    back = update_metadata.decode(decoded, version)
     assert back.deleted_topics == {"b"}
     assert back.partition_states == {tp: s for tp, s in STATES.items() if tp.topic == "a"}
     assert [(b.id, b.host, b.port, tuple(b.endpoints)) for b in back.live_brokers] == [
@@ -231,14 +231,14 @@ def test_update_metadata_survives_the_wire(version: int) -> None:
 def test_stop_replica_survives_the_wire(version: int, delete: bool) -> None:
     tps = sorted(STATES, key=lambda tp: (tp.topic, tp.partition))
     request = StopReplicaRequest(1, 5, tps, delete, {tps[0]: 4})
-    message = wire.stop_replica(request, version)
+    message = stop_replica.encode(request, version)
     schema = api_schema(5, version)
     frame = encode_request(schema, 1, "c", message)[4:]
     decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
-    (back,) = stop_replica.to_internal(decoded, version)
-    assert (back.partitions, back.delete_partitions, back.controller_epoch) == (tps, delete, 5)
+    (back,) = stop_replica.decode(decoded, version)
+    assert (back.partitions, back.delete_partitions, back.controller_epoch) == (tuple(tps), delete, 5)
     if version >= 3:
-        assert back.leader_epochs[tps[0]] == (wire.EPOCH_DURING_DELETE if delete else 4)
+        assert back.leader_epochs[tps[0]] == (stop_replica.EPOCH_DURING_DELETE if delete else 4)
 
 
 def test_response_errors_are_read_per_partition() -> None:
@@ -258,3 +258,33 @@ def test_response_errors_are_read_per_partition() -> None:
         ),
     )
     assert response_errors(4, response) == (ErrorCode.none, {f"{TID}-0": ErrorCode.stale_controller_epoch})
+
+
+@pytest.mark.parametrize("version", range(4))
+def test_controlled_shutdown_survives_the_wire(version: int) -> None:
+    schema = api_schema(7, version)
+    frame = encode_request(schema, 1, "c", controlled_shutdown.encode(3, version))[4:]
+    decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
+    assert controlled_shutdown.decode(decoded) == 3
+    remaining = [TopicPartition("b", 0), TopicPartition("a", 2)]
+    response = controlled_shutdown.encode_response(version, ErrorCode.none, remaining)
+    _, back = decode_response(7, version, encode_response(schema, 1, response)[4:])
+    assert controlled_shutdown.decode_response(back) == (ErrorCode.none, sorted(remaining))
+
+
+def test_write_txn_markers_survive_the_wire() -> None:
+    entries = [
+        markers.TxnMarkerEntry(5, 1, 2, True, (TopicPartition("a", 1), TopicPartition("a", 0), TopicPartition("b", 3))),
+        markers.TxnMarkerEntry(6, 0, 2, False, (TopicPartition("c", 0),)),
+    ]
+    schema = api_schema(27, 1)
+    frame = encode_request(schema, 1, "c", markers.encode(entries, 1))[4:]
+    decoded = decode_request(schema, frame, parse_request_header(frame, schema.flexible).size)
+    assert markers.decode(decoded) == entries
+    results = [
+        (5, [(tp, ErrorCode.none) for tp in entries[0].partitions]),
+        (6, [(TopicPartition("c", 0), ErrorCode.not_leader_or_follower)]),
+    ]
+    _, back = decode_response(27, 1, encode_response(schema, 1, markers.encode_response(1, results))[4:])
+    assert markers.decode_response(back) == [errors for _, errors in results]
+    assert [len(m.topics) for m in back.markers] == [2, 1]  # a topic's adjacent partitions share one entry

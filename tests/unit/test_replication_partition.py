@@ -7,32 +7,11 @@ import asyncio
 from pathlib import Path
 
 from odradek.errors import ErrorCode
-from odradek.protocol.records import Record, build_batch
 from odradek.replication.partition import Partition, PartitionState
-from odradek.storage import Log, TopicPartition
+from odradek.storage import Log
 
+from .replication_fakes import TP, IsrWrites, batch
 from .storage_support import log_config
-
-TP = TopicPartition("t", 0)
-
-
-def batch(n: int = 1) -> bytes:
-    return build_batch([Record(None, b"v%d" % i) for i in range(n)])
-
-
-class IsrWrites:
-    """The partition state znode: conditional writes on its version."""
-
-    def __init__(self, version: int = 0) -> None:
-        self.version = version
-        self.written: list[list[int]] = []
-
-    async def __call__(self, tp: TopicPartition, state: PartitionState) -> int | None:
-        if state.zk_version != self.version:
-            return None
-        self.version += 1
-        self.written.append(list(state.isr))
-        return self.version
 
 
 def leader(tmp_path: Path, isr: list[int], writes: IsrWrites | None = None, min_isr: int = 1) -> Partition:

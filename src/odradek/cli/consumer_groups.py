@@ -54,10 +54,9 @@ from odradek.client.errors import error_for, error_name
 from odradek.client.group_offsets import GroupOffsetsClient
 from odradek.coordinator.group.schemas import SchemaError, decode_assignment
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.storage.topic_partition import TopicPartition
 
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
 EARLIEST, LATEST = -2, -1
 _RETRY = frozenset(
     {ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator}
@@ -102,7 +101,7 @@ class GroupsClient(GroupOffsetsClient):
         for broker_id in sorted(self.cluster.brokers):
             conn = await self.cluster.connection(broker_id)
             for _ in range(_ATTEMPTS):
-                resp = await conn.send(conn.builder(LIST_GROUPS, 0, 4)())
+                resp = await conn.send(conn.builder(ApiKey.LIST_GROUPS, 0, 4)())
                 if ErrorCode(resp.error_code) is not ErrorCode.coordinator_load_in_progress:
                     break
                 await asyncio.sleep(0.1)
@@ -114,7 +113,7 @@ class GroupsClient(GroupOffsetsClient):
 
     async def describe(self, group_id: str) -> Group:
         def make(conn: KafkaConnection) -> Any:
-            return conn.builder(DESCRIBE_GROUPS, 0, 5)(groups=(group_id,), include_authorized_operations=False)
+            return conn.builder(ApiKey.DESCRIBE_GROUPS, 0, 5)(groups=(group_id,), include_authorized_operations=False)
 
         resp, node = await self._call(group_id, make, lambda r: r.groups[0].error_code)
         g = resp.groups[0]
@@ -136,7 +135,7 @@ class GroupsClient(GroupOffsetsClient):
 
     async def delete(self, group_id: str) -> ErrorCode:
         def make(conn: KafkaConnection) -> Any:
-            return conn.builder(DELETE_GROUPS, 0, 2)(groups_names=(group_id,))
+            return conn.builder(ApiKey.DELETE_GROUPS, 0, 2)(groups_names=(group_id,))
 
         resp, _ = await self._call(group_id, make, lambda r: r.results[0].error_code)
         return ErrorCode(resp.results[0].error_code)

@@ -26,8 +26,8 @@ from typing import Any
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
 from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 
-ELECT_LEADERS = 43
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 
 
@@ -82,7 +82,7 @@ async def elect(
     async with AdminClient(bootstrap) as admin:
         for attempt in range(2):
             conn = await admin.cluster.controller_connection()
-            rb = conn.builder(ELECT_LEADERS, 0, 2)
+            rb = conn.builder(ApiKey.ELECT_LEADERS, 0, 2)
             topics: dict[str, list[int]] = {}
             for t, p in partitions or ():
                 topics.setdefault(t, []).append(p)

@@ -19,8 +19,7 @@ from typing import Any
 from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
 from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
-
-DESCRIBE_LOG_DIRS = 35
+from odradek.protocol.api_keys import ApiKey
 
 
 def build_parser() -> ArgumentParser:
@@ -42,7 +41,7 @@ async def describe(admin: AdminClient, brokers: list[int] | None, topics: list[s
     out = []
     for broker_id in brokers:
         conn = await admin.cluster.connection(broker_id)
-        rb = conn.builder(DESCRIBE_LOG_DIRS, 1, 4)
+        rb = conn.builder(ApiKey.DESCRIBE_LOG_DIRS, 1, 4)
         request = rb(
             topics=None
             if partitions is None

@@ -38,10 +38,9 @@ from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
 from odradek.cli.replica_log_dirs import execute_moves, parse_log_dirs, verify_moves
 from odradek.client.admin import AdminClient, AlterConfigOp, ConfigResource
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.replica_assignment import assign_replicas
 
-ALTER_REASSIGNMENTS = 45
-LIST_REASSIGNMENTS = 46
 Assignment = dict[tuple[str, int], list[int]]
 
 
@@ -161,7 +160,7 @@ async def alter(
         )
         return rb(timeout=datetime.timedelta(milliseconds=timeout_ms), topics=topics)
 
-    response = await controller_request(admin, ALTER_REASSIGNMENTS, make)
+    response = await controller_request(admin, ApiKey.ALTER_PARTITION_REASSIGNMENTS, make)
     errors = {}
     for topic in response.responses:
         for part in topic.partitions:
@@ -174,7 +173,7 @@ async def alter(
 async def ongoing(admin: AdminClient) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
     """The moves in progress: (replicas, adding, removing) per partition."""
     response = await controller_request(
-        admin, LIST_REASSIGNMENTS, lambda rb: rb(timeout=datetime.timedelta(seconds=30), topics=None)
+        admin, ApiKey.LIST_PARTITION_REASSIGNMENTS, lambda rb: rb(timeout=datetime.timedelta(seconds=30), topics=None)
     )
     return {
         (t.name, int(p.partition_index)): (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))

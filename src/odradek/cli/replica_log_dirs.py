@@ -18,8 +18,8 @@ from odradek.cli.common import CommandError
 from odradek.cli.log_dirs import describe
 from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 
-ALTER_REPLICA_LOG_DIRS = 34
 ANY = "any"
 Replica = tuple[str, int, int]
 """(topic, partition, broker)."""
@@ -56,7 +56,7 @@ async def alter_log_dirs(admin: AdminClient, moves: dict[Replica, str]) -> dict[
     out: dict[Replica, ErrorCode] = {}
     for broker, dirs in by_broker.items():
         conn = await admin.cluster.connection(broker)
-        rb = conn.builder(ALTER_REPLICA_LOG_DIRS, 1, 2)
+        rb = conn.builder(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2)
         request = rb(
             dirs=tuple(
                 rb.make(

@@ -38,9 +38,9 @@ from odradek.cli.transactions_hanging import (
 )
 from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.storage.topic_partition import TopicPartition
 
-FIND_COORDINATOR, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 10, 65, 66
 LIST_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
 DESCRIBE_HEADERS = [
     "CoordinatorId",
@@ -98,9 +98,9 @@ async def list_transactions(admin: AdminClient) -> list[list[str]]:
     rows = []
     for broker_id, *_ in (await admin.describe_cluster()).brokers:
         conn = await admin.cluster.connection(broker_id)
-        rb = conn.builder(LIST_TRANSACTIONS, 0, 1)
+        rb = conn.builder(ApiKey.LIST_TRANSACTIONS, 0, 1)
         fields: dict[str, Any] = {"state_filters": (), "producer_id_filters": ()}
-        if conn.version_for(LIST_TRANSACTIONS, 0, 1) >= 1:
+        if conn.version_for(ApiKey.LIST_TRANSACTIONS, 0, 1) >= 1:
             fields["duration_filter"] = -1
         response: Any = await conn.send(rb(**fields))
         if ErrorCode(response.error_code) != ErrorCode.none:
@@ -112,14 +112,14 @@ async def list_transactions(admin: AdminClient) -> list[list[str]]:
 
 async def describe_transaction(admin: AdminClient, txn_id: str) -> list[str]:
     conn = await admin.cluster.any_connection()
-    rb = conn.builder(FIND_COORDINATOR, 4, 4)
+    rb = conn.builder(ApiKey.FIND_COORDINATOR, 4, 4)
     found: Any = await conn.send(rb(key_type=1, coordinator_keys=(txn_id,)))
     entry = found.coordinators[0]
     if ErrorCode(entry.error_code) != ErrorCode.none:
         raise CommandError(f"cannot find the coordinator of {txn_id}: {ErrorCode(entry.error_code).name.upper()}")
     coordinator = int(entry.node_id)
     conn = await admin.cluster.connection(coordinator)
-    rb = conn.builder(DESCRIBE_TRANSACTIONS, 0, 0)
+    rb = conn.builder(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)
     response: Any = await conn.send(rb(transactional_ids=(txn_id,)))
     state = response.transaction_states[0]
     error = ErrorCode(state.error_code)

@@ -28,13 +28,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from odradek.cli.common import CommandError
+from odradek.client import write_txn_markers
 from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = ["HANGING_HEADERS", "abort_transaction", "find_hanging", "leaders", "producer_states"]
 
-DESCRIBE_PRODUCERS, WRITE_TXN_MARKERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 27, 65, 66
 HANGING_HEADERS = [
     "Topic",
     "Partition",
@@ -61,7 +62,7 @@ def leaders(admin: AdminClient, tps: Iterable[TopicPartition]) -> dict[int, list
 async def producer_states(admin: AdminClient, broker_id: int, tps: list[TopicPartition]) -> dict[TopicPartition, Any]:
     """DescribeProducers of ``tps`` on ``broker_id``: partition -> its ``active_producers``."""
     conn = await admin.cluster.connection(broker_id)
-    rb = conn.builder(DESCRIBE_PRODUCERS, 0, 0)
+    rb = conn.builder(ApiKey.DESCRIBE_PRODUCERS, 0, 0)
     by_topic: dict[str, list[int]] = {}
     for tp in tps:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -83,15 +84,15 @@ async def _ongoing_partitions(admin: AdminClient, producer_id: int, epoch: int) 
     each broker lists the ids it coordinates for that producer id and describes them."""
     for broker_id, *_ in (await admin.describe_cluster()).brokers:
         conn = await admin.cluster.connection(broker_id)
-        rb = conn.builder(LIST_TRANSACTIONS, 0, 1)
+        rb = conn.builder(ApiKey.LIST_TRANSACTIONS, 0, 1)
         fields: dict[str, Any] = {"state_filters": (), "producer_id_filters": (producer_id,)}
-        if conn.version_for(LIST_TRANSACTIONS, 0, 1) >= 1:
+        if conn.version_for(ApiKey.LIST_TRANSACTIONS, 0, 1) >= 1:
             fields["duration_filter"] = -1
         listed: Any = await conn.send(rb(**fields))
         txn_ids = tuple(sorted(s.transactional_id for s in listed.transaction_states))
         if not txn_ids:
             continue
-        described: Any = await conn.send(conn.builder(DESCRIBE_TRANSACTIONS, 0, 0)(transactional_ids=txn_ids))
+        described: Any = await conn.send(conn.builder(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)(transactional_ids=txn_ids))
         for state in described.transaction_states:
             ongoing = ErrorCode(state.error_code) == ErrorCode.none and state.transaction_state == "Ongoing"
             if ongoing and (int(state.producer_id), int(state.producer_epoch)) == (producer_id, epoch):
@@ -164,17 +165,10 @@ async def abort_transaction(
         producer = (int(found.producer_id), int(found.producer_epoch), max(int(found.coordinator_epoch), 0))
     producer_id, epoch, coordinator_epoch = producer
     conn = await admin.cluster.connection(leader)
-    rb = conn.builder(WRITE_TXN_MARKERS, 1, 1)
-    marker = rb.make(
-        "WritableTxnMarker",
-        producer_id=producer_id,
-        producer_epoch=epoch,
-        transaction_result=False,
-        topics=(rb.make("WritableTxnMarkerTopic", name=tp.topic, partition_indexes=(tp.partition,)),),
-        coordinator_epoch=coordinator_epoch,
-    )
-    response: Any = await conn.send(rb(markers=(marker,)))
-    error = ErrorCode(response.markers[0].topics[0].partitions[0].error_code)
+    version = conn.version_for(write_txn_markers.API_KEY, write_txn_markers.MIN_VERSION, write_txn_markers.MAX_VERSION)
+    marker = write_txn_markers.TxnMarkerEntry(producer_id, epoch, coordinator_epoch, False, (tp,))
+    response: Any = await conn.send(write_txn_markers.encode([marker], version))
+    ((_, error),) = write_txn_markers.decode_response(response)[0]
     if error != ErrorCode.none:
         raise CommandError(f"aborting producer {producer_id} on {tp.topic}-{tp.partition}: {error.name.upper()}")
     return f"Aborted the transaction of producer {producer_id} (epoch {epoch}) on {tp.topic}-{tp.partition}"

@@ -30,6 +30,7 @@ from odradek.client.cluster import Cluster, PartitionInfo, TopicDescription, Top
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 
 __all__ = [
     "AdminClient",
@@ -48,9 +49,6 @@ __all__ = [
     "TopicPartition",
 ]
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
-LIST_OFFSETS, DELETE_RECORDS, DESCRIBE_CLUSTER = 2, 21, 60
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 """ListOffsets timestamps: the log start offset, the high watermark, the largest timestamp."""
@@ -215,7 +213,7 @@ class AdminClient:
         """Create (or with ``validate_only`` only check) topics; a result per topic name."""
 
         def make(conn: KafkaConnection) -> Any:
-            rb = conn.builder(CREATE_TOPICS, 2, 7)
+            rb = conn.builder(ApiKey.CREATE_TOPICS, 2, 7)
             return rb(
                 topics=tuple(
                     rb.make(
@@ -255,7 +253,7 @@ class AdminClient:
         """Delete topics by name; None or the error per name."""
 
         def make(conn: KafkaConnection) -> Any:
-            rb = conn.builder(DELETE_TOPICS, 1, 6)
+            rb = conn.builder(ApiKey.DELETE_TOPICS, 1, 6)
             if rb.version >= 6:
                 states = tuple(rb.make("DeleteTopicState", name=n, topic_id=ZERO_UUID) for n in names)
                 return rb(topics=states, timeout=_ms(timeout_ms))
@@ -294,7 +292,7 @@ class AdminClient:
         }
 
         def make(conn: KafkaConnection) -> Any:
-            rb = conn.builder(CREATE_PARTITIONS, 0, 3)
+            rb = conn.builder(ApiKey.CREATE_PARTITIONS, 0, 3)
             return rb(
                 topics=tuple(
                     rb.make(
@@ -348,7 +346,7 @@ class AdminClient:
         """Configs of topics and brokers (``keys`` None: every key)."""
 
         async def one(conn: KafkaConnection, group: list[ConfigResource]) -> list[Any]:
-            rb = conn.builder(DESCRIBE_CONFIGS, 1, 4)
+            rb = conn.builder(ApiKey.DESCRIBE_CONFIGS, 1, 4)
             request = rb(
                 resources=tuple(
                     rb.make(
@@ -420,7 +418,7 @@ class AdminClient:
     ) -> dict[ConfigResource, KafkaError | None]:
         """Replace the overrides of each resource with the given ones (keys left out are reset)."""
         return await self._alter(
-            ALTER_CONFIGS,
+            ApiKey.ALTER_CONFIGS,
             2,
             list(configs),
             lambda r: [{"name": k, "value": v} for k, v in configs[r].items()],
@@ -432,7 +430,7 @@ class AdminClient:
     ) -> dict[ConfigResource, KafkaError | None]:
         """Apply SET / DELETE / APPEND / SUBTRACT operations to each resource's overrides."""
         return await self._alter(
-            INCREMENTAL_ALTER_CONFIGS,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
             1,
             list(ops),
             lambda r: [{"name": o.name, "config_operation": o.op, "value": o.value} for o in ops[r]],
@@ -450,7 +448,7 @@ class AdminClient:
         async def call(
             conn: KafkaConnection, group: dict[TopicPartition, int]
         ) -> dict[TopicPartition, tuple[int, Any]]:
-            rb = conn.builder(LIST_OFFSETS, 1, 8)
+            rb = conn.builder(ApiKey.LIST_OFFSETS, 1, 8)
             request = rb(
                 replica_id=-1,
                 isolation_level=isolation_level,
@@ -490,7 +488,7 @@ class AdminClient:
         async def call(
             conn: KafkaConnection, group: dict[TopicPartition, int]
         ) -> dict[TopicPartition, tuple[int, Any]]:
-            rb = conn.builder(DELETE_RECORDS, 0, 2)
+            rb = conn.builder(ApiKey.DELETE_RECORDS, 0, 2)
             request = rb(
                 topics=tuple(
                     rb.make(
@@ -522,13 +520,13 @@ class AdminClient:
     async def describe_cluster(self) -> ClusterDescription:
         """Cluster id, controller id and live brokers (DescribeCluster; Metadata on older brokers)."""
         conn = await self.cluster.any_connection()
-        if DESCRIBE_CLUSTER not in conn.api_versions:
+        if ApiKey.DESCRIBE_CLUSTER not in conn.api_versions:
             await self.cluster.refresh(topics=[])
             brokers = [
                 (b.id, b.host, b.port, b.rack) for b in sorted(self.cluster.brokers.values(), key=lambda b: b.id)
             ]
             return ClusterDescription(self.cluster.cluster_id, self.cluster.controller_id, brokers)
-        rb = conn.builder(DESCRIBE_CLUSTER, 0, 2)
+        rb = conn.builder(ApiKey.DESCRIBE_CLUSTER, 0, 2)
         response = await conn.send(
             rb(include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False)
         )

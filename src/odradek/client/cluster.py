@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "parse_bootstrap_servers",
 ]
 
-METADATA_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
 
 V = TypeVar("V")
@@ -213,7 +213,7 @@ class Cluster:
         UNKNOWN_TOPIC_OR_PARTITION is removed) and returns the descriptions answered.
         """
         conn = await self.any_connection()
-        rb = conn.builder(METADATA_KEY, 1, 12)
+        rb = conn.builder(ApiKey.METADATA, 1, 12)
         names = None if topics is None else list(topics)
         request_topics = (
             None if names is None else tuple(rb.make("MetadataRequestTopic", topic_id=ZERO_UUID, name=n) for n in names)

@@ -39,14 +39,14 @@ from typing import Any
 
 from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
 from odradek.errors import ErrorCode, UnsupportedVersionError
-from odradek.protocol.codec import API_VERSIONS_KEY, api_schema, decode_response, encode_request
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.codec import api_schema, decode_response, encode_request
 from odradek.protocol.messages import build, nested
 
 __all__ = ["KafkaConnection", "RequestBuilder", "convert", "request_type"]
 
 log = logging.getLogger(__name__)
 
-PRODUCE_KEY = 0
 API_VERSIONS_VERSION = 3
 MAX_RESPONSE_BYTES = 1 << 30
 CLOSE_TIMEOUT_S = 1.0
@@ -189,7 +189,7 @@ class KafkaConnection:
     async def _negotiate(self) -> None:
         version = API_VERSIONS_VERSION
         for _attempt in range(2):
-            rb = RequestBuilder(API_VERSIONS_KEY, version)
+            rb = RequestBuilder(ApiKey.API_VERSIONS, version)
             request = rb(client_software_name="odradek", client_software_version="0.1.0")
             try:
                 response = await self.send(request)
@@ -280,7 +280,7 @@ class KafkaConnection:
             raise KafkaConnectionError(self._closed_reason or f"not connected to {self.address}")
         correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
         frame = encode_request(api_schema(api_key, version), correlation_id, self.client_id, request)
-        expect_response = not (api_key == PRODUCE_KEY and getattr(request, "acks", -1) == 0)
+        expect_response = not (api_key == ApiKey.PRODUCE and getattr(request, "acks", -1) == 0)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if expect_response:
             self._pending[correlation_id] = (api_key, version, future)

@@ -31,12 +31,10 @@ from odradek.client.cluster import Cluster, TopicPartition, group_by_topic
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.records import LOG_OVERHEAD, decode_records, iter_batches
 
 __all__ = ["Consumer", "ConsumerRecord"]
-
-LIST_OFFSETS_KEY = 2
-FETCH_KEY = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +172,7 @@ class Consumer:
         async def call(
             conn: KafkaConnection, group: dict[TopicPartition, int]
         ) -> dict[TopicPartition, tuple[int, Any]]:
-            rb = conn.builder(LIST_OFFSETS_KEY, 1, 8)
+            rb = conn.builder(ApiKey.LIST_OFFSETS, 1, 8)
             response = await conn.send(
                 rb(
                     replica_id=-1,
@@ -235,7 +233,7 @@ class Consumer:
         async def call(
             conn: KafkaConnection, group: dict[TopicPartition, int]
         ) -> dict[TopicPartition, tuple[int, Any]]:
-            rb = conn.builder(FETCH_KEY, 4, 12)
+            rb = conn.builder(ApiKey.FETCH, 4, 12)
             response = await conn.send(
                 rb(
                     replica_id=-1,

@@ -18,11 +18,11 @@ from odradek.client.cluster import Cluster
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = ["GroupOffsetsClient"]
 
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
 _RETRY = frozenset(
     {ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator}
 )
@@ -38,7 +38,7 @@ class GroupOffsetsClient:
     async def _coordinator(self, group_id: str) -> tuple[KafkaConnection, int]:
         for _ in range(_ATTEMPTS):
             conn = await self.cluster.any_connection()
-            rb = conn.builder(FIND_COORDINATOR, 0, 3)
+            rb = conn.builder(ApiKey.FIND_COORDINATOR, 0, 3)
             resp = await conn.send(rb(key=group_id, key_type=0))
             code = ErrorCode(resp.error_code)
             if code is ErrorCode.none:
@@ -62,7 +62,7 @@ class GroupOffsetsClient:
 
     async def committed(self, group_id: str) -> dict[TopicPartition, int]:
         def make(conn: KafkaConnection) -> Any:
-            return conn.builder(OFFSET_FETCH, 2, 7)(group_id=group_id, topics=None, require_stable=False)
+            return conn.builder(ApiKey.OFFSET_FETCH, 2, 7)(group_id=group_id, topics=None, require_stable=False)
 
         resp, _ = await self._call(group_id, make, lambda r: r.error_code)
         if resp.error_code:
@@ -81,7 +81,7 @@ class GroupOffsetsClient:
             by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
 
         def make(conn: KafkaConnection) -> Any:
-            rb = conn.builder(OFFSET_COMMIT, 2, 7)
+            rb = conn.builder(ApiKey.OFFSET_COMMIT, 2, 7)
             topics = tuple(
                 rb.make(
                     "OffsetCommitRequestTopic",

@@ -39,12 +39,11 @@ from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for
 from odradek.client.transactions import TransactionManager
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.records import Record, build_batch
 from odradek.protocol.records_compression import CODEC_NAMES
 
 __all__ = ["Producer", "Record", "RecordMetadata", "compression_codec", "murmur2"]
-
-PRODUCE_KEY = 0
 
 
 def murmur2(data: bytes) -> int:
@@ -286,7 +285,7 @@ class Producer:
     async def _produce(
         self, conn: KafkaConnection, group: dict[TopicPartition, bytes]
     ) -> dict[TopicPartition, tuple[int, Any]]:
-        rb = conn.builder(PRODUCE_KEY, 3, 11)
+        rb = conn.builder(ApiKey.PRODUCE, 3, 11)
         txn_id = self.transactions.transactional_id if self.transactions is not None else None
         request = rb(
             transactional_id=txn_id,

@@ -31,15 +31,10 @@ from odradek.client.cluster import Cluster, TopicPartition, group_by_topic
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 
 __all__ = ["TransactionManager"]
 
-FIND_COORDINATOR_KEY = 10
-INIT_PRODUCER_ID_KEY = 22
-ADD_PARTITIONS_TO_TXN_KEY = 24
-ADD_OFFSETS_TO_TXN_KEY = 25
-END_TXN_KEY = 26
-TXN_OFFSET_COMMIT_KEY = 28
 GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
 _SEQ_MAX = 2**31 - 1
 
@@ -86,7 +81,7 @@ class TransactionManager:
     async def _coordinator(self, key_type: int, key: str, refresh: bool = False) -> KafkaConnection:
         if refresh or (key_type, key) not in self._coordinators:
             conn = await self.cluster.any_connection()
-            rb = conn.builder(FIND_COORDINATOR_KEY, 4, 4)
+            rb = conn.builder(ApiKey.FIND_COORDINATOR, 4, 4)
             response = await conn.send(rb(key_type=key_type, coordinator_keys=(key,)))
             entry = response.coordinators[0]
             code = ErrorCode(entry.error_code)
@@ -120,7 +115,7 @@ class TransactionManager:
         epoch bumped (fencing any earlier producer with the same transactional id)."""
 
         async def send(conn: KafkaConnection) -> tuple[ErrorCode, Any]:
-            rb = conn.builder(INIT_PRODUCER_ID_KEY, 3, 4)
+            rb = conn.builder(ApiKey.INIT_PRODUCER_ID, 3, 4)
             response = await conn.send(
                 rb(
                     transactional_id=self.transactional_id,
@@ -174,7 +169,7 @@ class TransactionManager:
         txn_id = self.transactional_id
 
         async def send(conn: KafkaConnection) -> tuple[ErrorCode, Any]:
-            rb = conn.builder(ADD_PARTITIONS_TO_TXN_KEY, 0, 3)
+            rb = conn.builder(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3)
             response = await conn.send(
                 rb(
                     v3_and_below_transactional_id=txn_id,
@@ -206,7 +201,7 @@ class TransactionManager:
         txn_id = self.transactional_id
 
         async def commit(conn: KafkaConnection) -> tuple[ErrorCode, Any]:
-            rb = conn.builder(TXN_OFFSET_COMMIT_KEY, 0, 3)
+            rb = conn.builder(ApiKey.TXN_OFFSET_COMMIT, 0, 3)
             topics = tuple(
                 rb.make(
                     "TxnOffsetCommitRequestTopic",
@@ -240,7 +235,7 @@ class TransactionManager:
             failed = [c for c in codes if c != ErrorCode.none]
             return (failed[0] if failed else ErrorCode.none), None
 
-        await self._call(TRANSACTION_KEY_TYPE, txn_id, self._simple(ADD_OFFSETS_TO_TXN_KEY, group_id=group_id))
+        await self._call(TRANSACTION_KEY_TYPE, txn_id, self._simple(ApiKey.ADD_OFFSETS_TO_TXN, group_id=group_id))
         self._started = True
         await self._call(GROUP_KEY_TYPE, group_id, commit)
 
@@ -249,7 +244,7 @@ class TransactionManager:
         if not self.in_transaction or self.transactional_id is None:
             raise RuntimeError("no open transaction")
         if self._started:
-            send = self._simple(END_TXN_KEY, committed=commit)
+            send = self._simple(ApiKey.END_TXN, committed=commit)
             await self._call(TRANSACTION_KEY_TYPE, self.transactional_id, send)
         self.in_transaction = False
         self._partitions = set()

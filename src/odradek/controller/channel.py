@@ -4,15 +4,23 @@ One :class:`RequestSendTask` per live broker holds one :class:`KafkaConnection` 
 inter-broker endpoint (the ``inter.broker.listener.name`` entry of its ``/brokers/ids/<id>``
 registration) and one FIFO queue. The controller's event loop only enqueues
 (:meth:`ControllerChannelManager.send_leader_and_isr` and friends return at once); the task sends
-the queued requests one at a time, in order, each as a kio message at the highest version both
-sides support (:data:`odradek.controller.wire.MAX_VERSIONS`: LeaderAndIsr v7, StopReplica v4,
-UpdateMetadata v8). A request that fails (cannot connect, connection lost, no answer within
-``controller.socket.timeout.ms``) is sent again on a fresh connection after a back-off (100 ms,
-doubling to 2 s) for as long as the broker stays registered: the controller adds a broker's
-task when ``/brokers/ids/<id>`` appears (:meth:`add_broker`) and drops it, with whatever is still
-queued, when the znode goes (:meth:`remove_broker`). A broker that comes back gets the full state
-from the controller again. Errors in answers are logged (per partition, grouped by error code);
-a broker that lacks the API or every version of it is logged and skipped.
+the queued requests one at a time, in order. A request that fails (cannot connect, connection
+lost, no answer within ``controller.socket.timeout.ms``) is sent again on a fresh connection after
+a back-off (100 ms, doubling to 2 s) for as long as the broker stays registered: the controller
+adds a broker's task when ``/brokers/ids/<id>`` appears (:meth:`add_broker`) and drops it, with
+whatever is still queued, when the znode goes (:meth:`remove_broker`). A broker that comes back
+gets the full state from the controller again. Errors in answers are logged (per partition,
+grouped by error code); a broker that lacks the API or every version of it is logged and skipped.
+
+Encoded when queued. A request is turned into its wire message (:mod:`odradek.controller.messages`)
+when it is queued, from the request (an immutable snapshot, see
+:mod:`odradek.controller.requests`) and the live brokers known at that moment, so what a broker
+receives is what the controller decided when it queued it, whatever the controller changes while
+the request waits. The version is the one known for the broker when queued: the highest both
+sides support on the task's last connection (ApiVersions), or before any connection the highest
+the controller sends (Kafka 3.9's: LeaderAndIsr v7, StopReplica v4, UpdateMetadata v8). Should the
+connection that finally sends it support another version (the broker restarted with another
+release meanwhile), the same snapshot is encoded again at that version: same data, other layout.
 
 The controller is a broker too and reaches itself through its own listener, like every other
 broker. :class:`LocalControllerChannel` delivers the same requests to in-process targets
@@ -32,7 +40,7 @@ from typing import Any
 
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
-from odradek.controller import wire
+from odradek.controller.messages import endpoint_of, leader_and_isr, stop_replica, update_metadata
 from odradek.controller.requests import (
     ControllerRequestTarget,
     LeaderAndIsrRequest,
@@ -41,7 +49,7 @@ from odradek.controller.requests import (
 )
 from odradek.errors import ErrorCode, UnsupportedVersionError
 from odradek.metadata.znodes import BrokerInfo
-from odradek.protocol.inter_broker_messages import LEADER_AND_ISR_KEY, STOP_REPLICA_KEY, UPDATE_METADATA_KEY
+from odradek.protocol.api_keys import ApiKey
 
 __all__ = [
     "ControllerChannelManager",
@@ -55,7 +63,17 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-API_NAMES = {LEADER_AND_ISR_KEY: "LeaderAndIsr", STOP_REPLICA_KEY: "StopReplica", UPDATE_METADATA_KEY: "UpdateMetadata"}
+API_NAMES = {
+    ApiKey.LEADER_AND_ISR: "LeaderAndIsr",
+    ApiKey.STOP_REPLICA: "StopReplica",
+    ApiKey.UPDATE_METADATA: "UpdateMetadata",
+}
+MAX_VERSIONS: dict[ApiKey, int] = {
+    ApiKey.LEADER_AND_ISR: leader_and_isr.MAX_VERSION,
+    ApiKey.STOP_REPLICA: stop_replica.MAX_VERSION,
+    ApiKey.UPDATE_METADATA: update_metadata.MAX_VERSION,
+}
+"""The highest version the controller sends of each API (Kafka 3.9's ZooKeeper controller)."""
 RETRY_BACKOFF_MS = 100
 MAX_RETRY_BACKOFF_MS = 2000
 
@@ -63,14 +81,23 @@ ResponseCallback = Callable[[int, Any], None]
 """``callback(broker_id, response)``, called on the controller's loop once a request is answered."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class QueuedRequest:
-    api_key: int
-    build: Callable[[int], Any]
-    """version -> the kio request message at that version."""
+    """A request as queued: its wire message, encoded when queued at ``version``."""
+
+    api_key: ApiKey
+    version: int
+    message: Any
+    """The kio request message at ``version``."""
+    encode: Callable[[int], Any]
+    """version -> the same snapshot's message at that version (if the broker needs another one)."""
     callback: ResponseCallback | None = None
     topic_names: Mapping[str, str] | None = None
     """Topic id (as text) -> name, to name partitions in log lines (LeaderAndIsr v5+ answers by id)."""
+
+    def message_at(self, version: int) -> Any:
+        """The wire message at ``version``: the one encoded when queued, or the snapshot encoded again."""
+        return self.message if version == self.version else self.encode(version)
 
 
 def response_errors(
@@ -78,18 +105,14 @@ def response_errors(
 ) -> tuple[ErrorCode, dict[str, ErrorCode]]:
     """(top-level error, partition name "topic-p" -> error for partitions that failed); topics
     answered by id are named through ``topic_names`` when it knows them."""
-    failed: dict[str, ErrorCode] = {}
-    partitions: list[tuple[str, Any]] = []
-    if api_key == LEADER_AND_ISR_KEY:
-        partitions = [(str(p.topic_name), p) for p in getattr(response, "partition_errors", ())]
-        for topic in getattr(response, "topics", ()):
-            name = (topic_names or {}).get(str(topic.topic_id), str(topic.topic_id))
-            partitions += [(name, p) for p in topic.partition_errors]
-    elif api_key == STOP_REPLICA_KEY:
-        partitions = [(str(p.topic_name), p) for p in response.partition_errors]
-    for topic, p in partitions:
-        if p.error_code != ErrorCode.none:
-            failed[f"{topic}-{p.partition_index}"] = ErrorCode(p.error_code)
+    listed: list[tuple[str, int, ErrorCode]] = []
+    if api_key == ApiKey.LEADER_AND_ISR:
+        listed = leader_and_isr.response_errors(response, topic_names or {})
+    elif api_key == ApiKey.STOP_REPLICA:
+        listed = stop_replica.response_errors(response)
+    failed: dict[str, ErrorCode] = {
+        f"{topic}-{partition}": code for topic, partition, code in listed if code != ErrorCode.none
+    }
     return ErrorCode(response.error_code), failed
 
 
@@ -105,9 +128,15 @@ class RequestSendTask:
         self.request_timeout_ms = request_timeout_ms
         self.queue: asyncio.Queue[QueuedRequest] = asyncio.Queue()
         self.connection: KafkaConnection | None = None
+        self.versions: dict[ApiKey, int] = {}
+        """API key -> the version the last connection negotiated (ApiVersions), used when queuing."""
         self.task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-{controller_id}-to-broker-{info.id}"
         )
+
+    def version_for(self, api_key: ApiKey) -> int:
+        """The version to encode a request for this broker at when it is queued (module docstring)."""
+        return self.versions.get(api_key, MAX_VERSIONS[api_key])
 
     def enqueue(self, item: QueuedRequest) -> None:
         self.queue.put_nowait(item)
@@ -155,8 +184,9 @@ class RequestSendTask:
         while True:
             try:
                 connection = await self._connect()
-                version = connection.version_for(item.api_key, max_version=wire.MAX_VERSIONS[item.api_key])
-                return await connection.send(item.build(version), timeout_ms=self.request_timeout_ms)
+                version = connection.version_for(item.api_key, max_version=MAX_VERSIONS[item.api_key])
+                self.versions[item.api_key] = version
+                return await connection.send(item.message_at(version), timeout_ms=self.request_timeout_ms)
             except UnsupportedVersionError as exc:
                 log.error(
                     "controller %d: cannot send %s to broker %d: %s", self.controller_id, name, self.broker_id, exc
@@ -230,7 +260,7 @@ class ControllerChannelManager:
     def add_broker(self, info: BrokerInfo) -> None:
         """Start a queue for a registered broker. A broker already known at the same endpoint
         keeps its queue; at another endpoint (it restarted elsewhere) the old queue is dropped."""
-        endpoint = wire.endpoint_of(info, self.listener)
+        endpoint = endpoint_of(info, self.listener)
         current = self._senders.get(info.id)
         if current is not None and endpoint == (current.host, current.port):
             current.info = info
@@ -278,11 +308,21 @@ class ControllerChannelManager:
 
     # --- requests ----------------------------------------------------------------------------
 
-    def _enqueue(self, broker_id: int, item: QueuedRequest) -> bool:
+    def _enqueue(
+        self,
+        broker_id: int,
+        api_key: ApiKey,
+        encode: Callable[[int], Any],
+        callback: ResponseCallback | None,
+        topic_names: Mapping[str, str] | None = None,
+    ) -> bool:
+        """Encode for ``broker_id`` at the version known for it now and queue; False if the broker
+        has no queue (not live)."""
         sender = self._senders.get(broker_id)
         if sender is None:
             return False
-        sender.enqueue(item)
+        version = sender.version_for(api_key)
+        sender.enqueue(QueuedRequest(api_key, version, encode(version), encode, callback, topic_names))
         return True
 
     async def send_leader_and_isr(
@@ -293,12 +333,10 @@ class ControllerChannelManager:
         listener = self.listener
         return self._enqueue(
             broker_id,
-            QueuedRequest(
-                LEADER_AND_ISR_KEY,
-                lambda v: wire.leader_and_isr(request, v, brokers, listener),
-                callback,
-                {str(topic_id): topic for topic, topic_id in request.topic_ids.items()},
-            ),
+            ApiKey.LEADER_AND_ISR,
+            lambda v: leader_and_isr.encode(request, v, brokers, listener),
+            callback,
+            {str(topic_id): topic for topic, topic_id in request.topic_ids.items()},
         )
 
     async def send_update_metadata(
@@ -307,17 +345,14 @@ class ControllerChannelManager:
         """Queue UpdateMetadata for ``broker_id``; False if the broker has no queue."""
         listener = self.listener
         return self._enqueue(
-            broker_id,
-            QueuedRequest(UPDATE_METADATA_KEY, lambda v: wire.update_metadata(request, v, listener), callback),
+            broker_id, ApiKey.UPDATE_METADATA, lambda v: update_metadata.encode(request, v, listener), callback
         )
 
     async def send_stop_replica(
         self, broker_id: int, request: StopReplicaRequest, callback: ResponseCallback | None = None
     ) -> bool:
         """Queue StopReplica for ``broker_id``; False if the broker has no queue."""
-        return self._enqueue(
-            broker_id, QueuedRequest(STOP_REPLICA_KEY, lambda v: wire.stop_replica(request, v), callback)
-        )
+        return self._enqueue(broker_id, ApiKey.STOP_REPLICA, lambda v: stop_replica.encode(request, v), callback)
 
 
 class LocalControllerChannel(ControllerChannelManager):

@@ -53,11 +53,11 @@ from odradek.controller.events import (
     ZkPreferredReplicaLeaderElection,
 )
 from odradek.controller.log_dirs import ControllerLogDirs
+from odradek.controller.messages.update_metadata import LEADER_DURING_DELETE
 from odradek.controller.operations import ControllerOperations
 from odradek.controller.reassignment import ControllerReassignment
 from odradek.controller.requests import StopReplicaRequest
 from odradek.controller.state_machines import PartitionLifecycle, ReplicaLifecycle
-from odradek.controller.wire import LEADER_DURING_DELETE
 from odradek.controller.zk_client import ControllerZkClient
 from odradek.metadata.store import WatchHandle
 from odradek.replication.partition import PartitionState

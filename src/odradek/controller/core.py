@@ -36,7 +36,7 @@ from odradek.controller.state_machines import (
 from odradek.controller.zk_client import ControllerZkClient
 from odradek.errors import ErrorCode
 from odradek.metadata.errors import BadVersionError
-from odradek.protocol.inter_broker_messages import LEADER_AND_ISR_KEY
+from odradek.protocol.api_keys import ApiKey
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 from odradek.storage.topic_partition import parse_topic_partition_dir
@@ -238,7 +238,7 @@ class ControllerCore:
         """The channel's callback: queue the partitions ``broker_id`` answered KAFKA_STORAGE_ERROR
         (Kafka's LeaderAndIsrResponseReceived); see :mod:`odradek.controller.log_dirs`."""
         names = {str(topic_id): topic for topic, topic_id in request.topic_ids.items()}
-        _error, failed = response_errors(LEADER_AND_ISR_KEY, response, names)
+        _error, failed = response_errors(ApiKey.LEADER_AND_ISR, response, names)
         offline = set()
         for name, code in failed.items():
             tp = parse_topic_partition_dir(name)

@@ -37,13 +37,12 @@ from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_re
 from kio.serial import entity_reader, entity_writer
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.bounded import Check, body_checker, tag_section
 from odradek.protocol.unknown_tags import strip_unknown_tags
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS_KEY = 18
-CONTROLLED_SHUTDOWN_KEY = 7
 
 _HEAD = struct.Struct(">hhih").unpack_from
 _PEEK = struct.Struct(">hhi").unpack_from
@@ -77,7 +76,7 @@ class ApiSchema:
 
     @property
     def response_header_version(self) -> int:
-        return 1 if self.flexible and self.api_key != API_VERSIONS_KEY else 0
+        return 1 if self.flexible and self.api_key != ApiKey.API_VERSIONS else 0
 
 
 @functools.cache
@@ -115,7 +114,7 @@ def peek_api(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
 def request_header_version(api_key: int, api_version: int, flexible: bool) -> int:
     """0 for ControlledShutdown v0 (no client id, as Kafka's ``ApiKeys.requestHeaderVersion``),
     2 for flexible versions, else 1."""
-    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     return 2 if flexible else 1
 
@@ -129,11 +128,11 @@ def parse_request_header(frame: bytes | bytearray | memoryview, flexible: bool) 
     """
     end = len(frame)
     if end < 10:
-        if end >= 8 and _PEEK(frame, 0)[:2] == (CONTROLLED_SHUTDOWN_KEY, 0):
-            return RequestHeader(CONTROLLED_SHUTDOWN_KEY, 0, _PEEK(frame, 0)[2], None, 8)
+        if end >= 8 and _PEEK(frame, 0)[:2] == (ApiKey.CONTROLLED_SHUTDOWN, 0):
+            return RequestHeader(ApiKey.CONTROLLED_SHUTDOWN, 0, _PEEK(frame, 0)[2], None, 8)
         raise InvalidRequestError(f"request of {end} bytes is shorter than a request header")
     api_key, api_version, correlation_id, client_len = _HEAD(frame, 0)
-    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return RequestHeader(api_key, api_version, correlation_id, None, 8)
     pos = 10 + client_len
     client_id: str | None = None

@@ -53,21 +53,14 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i64
 
+from odradek.protocol.api_keys import ApiKey
+
 __all__ = [
-    "CONTROLLED_SHUTDOWN_KEY",
-    "LEADER_AND_ISR_KEY",
-    "STOP_REPLICA_KEY",
-    "UPDATE_METADATA_KEY",
     "VERSIONS",
     "load",
     "request_class",
     "response_class",
 ]
-
-LEADER_AND_ISR_KEY = 4
-STOP_REPLICA_KEY = 5
-UPDATE_METADATA_KEY = 6
-CONTROLLED_SHUTDOWN_KEY = 7
 
 
 @dataclass(frozen=True)
@@ -157,7 +150,7 @@ class _Builder:
                 "__type__": entity_type,
                 "__version__": i16(self.version),
                 "__flexible__": self.flexible,
-                "__api_key__": i16(self.spec.api_key),
+                "__api_key__": i16(int(self.spec.api_key)),
                 "__header_schema__": self.header,
             },
         )
@@ -219,7 +212,7 @@ _LEADER_AND_ISR_PARTITION_STATE = (
     F("leader_recovery_state", "int8", "6+", default=0),
 )
 LEADER_AND_ISR_REQUEST = Spec(
-    LEADER_AND_ISR_KEY,
+    ApiKey.LEADER_AND_ISR,
     "LeaderAndIsrRequest",
     EntityType.request,
     range(8),
@@ -255,7 +248,7 @@ LEADER_AND_ISR_REQUEST = Spec(
     {"LeaderAndIsrPartitionState": _LEADER_AND_ISR_PARTITION_STATE},
 )
 LEADER_AND_ISR_RESPONSE = Spec(
-    LEADER_AND_ISR_KEY,
+    ApiKey.LEADER_AND_ISR,
     "LeaderAndIsrResponse",
     EntityType.response,
     range(8),
@@ -285,7 +278,7 @@ LEADER_AND_ISR_RESPONSE = Spec(
 # --- StopReplica (key 5) -----------------------------------------------------------------------
 
 STOP_REPLICA_REQUEST = Spec(
-    STOP_REPLICA_KEY,
+    ApiKey.STOP_REPLICA,
     "StopReplicaRequest",
     EntityType.request,
     range(5),
@@ -335,7 +328,7 @@ STOP_REPLICA_REQUEST = Spec(
     ),
 )
 STOP_REPLICA_RESPONSE = Spec(
-    STOP_REPLICA_KEY,
+    ApiKey.STOP_REPLICA,
     "StopReplicaResponse",
     EntityType.response,
     range(5),
@@ -358,7 +351,7 @@ STOP_REPLICA_RESPONSE = Spec(
 # --- UpdateMetadata (key 6) --------------------------------------------------------------------
 
 UPDATE_METADATA_REQUEST = Spec(
-    UPDATE_METADATA_KEY,
+    ApiKey.UPDATE_METADATA,
     "UpdateMetadataRequest",
     EntityType.request,
     range(9),
@@ -418,7 +411,7 @@ UPDATE_METADATA_REQUEST = Spec(
     },
 )
 UPDATE_METADATA_RESPONSE = Spec(
-    UPDATE_METADATA_KEY,
+    ApiKey.UPDATE_METADATA,
     "UpdateMetadataResponse",
     EntityType.response,
     range(9),
@@ -429,7 +422,7 @@ UPDATE_METADATA_RESPONSE = Spec(
 # --- ControlledShutdown (key 7) ----------------------------------------------------------------
 
 CONTROLLED_SHUTDOWN_REQUEST = Spec(
-    CONTROLLED_SHUTDOWN_KEY,
+    ApiKey.CONTROLLED_SHUTDOWN,
     "ControlledShutdownRequest",
     EntityType.request,
     range(4),
@@ -440,7 +433,7 @@ CONTROLLED_SHUTDOWN_REQUEST = Spec(
     ),
 )
 CONTROLLED_SHUTDOWN_RESPONSE = Spec(
-    CONTROLLED_SHUTDOWN_KEY,
+    ApiKey.CONTROLLED_SHUTDOWN,
     "ControlledShutdownResponse",
     EntityType.response,
     range(4),

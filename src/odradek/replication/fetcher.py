@@ -23,6 +23,12 @@ KafkaConnection`) to the leader's inter-broker endpoint, and loops:
    leader's log starts after ours ends, restarts the log empty at the leader's start); a lost
    connection or a timeout closes the connection and backs off.
 
+A fetcher left with no partitions (they moved to another leader, this broker became their leader,
+or they were stopped) is stopped and its connection closed right after the change that emptied
+it, as Kafka's ``ReplicaFetcherManager.shutdownIdleFetcherThreads`` after LeaderAndIsr and
+StopReplica: the check runs once the event loop gets back to it, so a partition moved between
+two partitions' changes of one request (removed, then added again) keeps its fetcher.
+
 The leader learns each follower's log end offset from the fetch offsets (``Partition.
 update_follower_fetch_state``); that is how the high watermark and the ISR move.
 
@@ -41,6 +47,7 @@ from dataclasses import dataclass, field
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
 from odradek.errors import ErrorCode, KafkaError, UnsupportedVersionError
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.records import LOG_OVERHEAD, iter_batches
 from odradek.replication.partition import Partition
 from odradek.replication.quota import ReplicationQuota
@@ -49,8 +56,6 @@ from odradek.storage.leader_epoch import UNDEFINED_EPOCH_OFFSET
 
 log = logging.getLogger(__name__)
 
-FETCH_KEY = 1
-OFFSET_FOR_LEADER_EPOCH_KEY = 23
 FETCH_MAX_VERSION = 12
 RETRY_LATER = {
     ErrorCode.not_leader_or_follower,
@@ -204,7 +209,7 @@ class ReplicaFetcher:
     # --- truncation ----------------------------------------------------------------------------
 
     async def _truncate(self, conn: KafkaConnection, tps: list[TopicPartition]) -> None:
-        rb = conn.builder(OFFSET_FOR_LEADER_EPOCH_KEY, 3)
+        rb = conn.builder(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3)
         by_topic: dict[str, list[object]] = {}
         asked: dict[TopicPartition, int] = {}
         for tp in tps:
@@ -297,7 +302,7 @@ class ReplicaFetcher:
             if not tps:  # only throttled partitions: wait for the rate to fall
                 await asyncio.sleep(THROTTLE_PAUSE_S)
                 return
-        rb = conn.builder(FETCH_KEY, 4, FETCH_MAX_VERSION)
+        rb = conn.builder(ApiKey.FETCH, 4, FETCH_MAX_VERSION)
         by_topic: dict[str, list[object]] = {}
         sent: dict[TopicPartition, tuple[FetchState, int, int]] = {}
         for tp in tps:
@@ -398,7 +403,8 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager:
-    """Which fetcher copies which partition; fetchers are created on demand and stopped when empty."""
+    """Which fetcher copies which partition; fetchers are created on demand and stopped when empty
+    (see the module docstring)."""
 
     def __init__(
         self,
@@ -415,6 +421,8 @@ class ReplicaFetcherManager:
         self._assigned: dict[TopicPartition, tuple[int, int]] = {}
         self.closed = False
         """Set by :meth:`shutdown`: a broker going away fetches nothing more."""
+        self._idle_check_pending = False
+        self._idle_shutdown: asyncio.Task[None] | None = None
 
     def add_partition(self, tp: TopicPartition, leader_id: int) -> None:
         """Fetch ``tp`` from ``leader_id`` (truncating first); replaces any earlier assignment.
@@ -437,15 +445,40 @@ class ReplicaFetcherManager:
         return self._assigned
 
     def remove_partition(self, tp: TopicPartition) -> None:
+        """Stop fetching ``tp``; a fetcher left empty is stopped soon (:meth:`shutdown_idle_fetchers`)."""
         key = self._assigned.pop(tp, None)
-        if key is not None and key in self.fetchers:
-            self.fetchers[key].remove(tp)
+        fetcher = self.fetchers.get(key) if key is not None else None
+        if fetcher is not None:
+            fetcher.remove(tp)
+            if not fetcher.partitions:
+                self._schedule_idle_check()
+
+    def _schedule_idle_check(self) -> None:
+        self._idle_check_pending = True
+        if self._idle_shutdown is None or self._idle_shutdown.done():
+            self._idle_shutdown = asyncio.get_running_loop().create_task(
+                self._shutdown_idle_soon(), name=f"replica-fetchers-{self.broker_id}-idle-shutdown"
+            )
+
+    async def _shutdown_idle_soon(self) -> None:
+        while self._idle_check_pending:
+            self._idle_check_pending = False
+            await asyncio.sleep(0)  # after the caller's synchronous changes (one LeaderAndIsr)
+            await self.shutdown_idle_fetchers()
 
     async def shutdown_idle_fetchers(self) -> None:
+        """Stop the fetchers that have no partition left and close their connections (Kafka's
+        ``shutdownIdleFetcherThreads``)."""
         for key, fetcher in list(self.fetchers.items()):
-            if not fetcher.partitions:
+            if not fetcher.partitions and self.fetchers.get(key) is fetcher:
                 del self.fetchers[key]
                 await fetcher.stop()
+
+    async def wait_idle_shutdown(self) -> None:
+        """Wait until the pending idle-fetcher check (if any) has run."""
+        task = self._idle_shutdown
+        if task is not None and not task.done():
+            await asyncio.shield(task)
 
     async def shutdown(self) -> None:
         """Stop every fetcher for good (controlled shutdown, broker stop)."""
@@ -454,3 +487,4 @@ class ReplicaFetcherManager:
         self._assigned.clear()
         for fetcher in fetchers:
             await fetcher.stop()
+        await self.wait_idle_shutdown()

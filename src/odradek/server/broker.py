@@ -29,6 +29,7 @@ from odradek.client.connection import KafkaConnection
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
 from odradek.controller.events import Reelect
+from odradek.controller.messages import controlled_shutdown
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.transaction import TransactionCoordinator
@@ -55,7 +56,6 @@ from odradek.storage.config import LogConfig
 
 log = logging.getLogger(__name__)
 
-CONTROLLED_SHUTDOWN_KEY = 7
 SHUTDOWN_STEP_TIMEOUT_S = 5
 """Longest a shutdown step that talks to other brokers (fetchers, controller channel) may take."""
 ISR_CHANGE_PROPAGATION_MS = 500
@@ -383,10 +383,10 @@ class Broker:
                         client_id=f"broker-{self.broker_id}-controlled-shutdown",
                         request_timeout_ms=int(cfg["controller.socket.timeout.ms"]),
                     ) as conn:
-                        rb = conn.builder(CONTROLLED_SHUTDOWN_KEY, 1)
-                        response = await conn.send(rb(broker_id=self.broker_id, broker_epoch=-1))
-                    error = ErrorCode(response.error_code)
-                    remaining = len(response.remaining_partitions)
+                        version = conn.version_for(controlled_shutdown.API_KEY, 1)
+                        response = await conn.send(controlled_shutdown.encode(self.broker_id, version))
+                    error, still_led = controlled_shutdown.decode_response(response)
+                    remaining = len(still_led)
                     if error == ErrorCode.none and remaining == 0:
                         log.info("broker %d: controlled shutdown succeeded", self.broker_id)
                         return True

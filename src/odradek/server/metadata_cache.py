@@ -11,7 +11,8 @@ half-applied update. Until the first UpdateMetadata arrives the cache is empty
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from odradek.metadata.znodes import BrokerInfo
@@ -55,10 +56,10 @@ class MetadataCache:
         self,
         controller_id: int,
         controller_epoch: int,
-        brokers: list[BrokerInfo],
-        states: dict[TopicPartition, PartitionState],
-        topic_ids: dict[str, uuid.UUID],
-        deleted_topics: set[str],
+        brokers: Iterable[BrokerInfo],
+        states: Mapping[TopicPartition, PartitionState],
+        topic_ids: Mapping[str, uuid.UUID],
+        deleted_topics: AbstractSet[str],
         offline_replicas: Mapping[TopicPartition, Collection[int]] | None = None,
     ) -> None:
         self.controller_id = controller_id

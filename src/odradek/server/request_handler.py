@@ -8,7 +8,10 @@ encodes its response. Version negotiation follows Kafka:
   carrying UNSUPPORTED_VERSION and our full version table (KIP-511), so the client can retry
   with a version we know;
 - any other unsupported version, an unknown API key, or a body that does not decode closes the
-  connection (:class:`CloseConnection`), as Kafka does.
+  connection (:class:`~odradek.server.request_channel.CloseConnection`), as Kafka does.
+
+The answer is a :data:`~odradek.server.request_channel.Response`: the encoded frame, the parts of a
+Fetch frame that carry file ranges, or nothing (Produce with acks=0).
 
 Runs on the broker's event loop.
 """
@@ -16,11 +19,11 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import (
-    API_VERSIONS_KEY,
     api_schema,
     decode_request,
     encode_response,
@@ -29,7 +32,14 @@ from odradek.protocol.codec import (
 )
 from odradek.server.apis import API_HANDLERS, api_versions
 from odradek.server.request import RequestContext
-from odradek.server.socket_server import CloseConnection, KafkaConnection
+from odradek.server.request_channel import (
+    NO_RESPONSE,
+    CloseConnection,
+    ConnectionInfo,
+    Response,
+    SendfileResponse,
+    SendResponse,
+)
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
@@ -38,11 +48,12 @@ log = logging.getLogger(__name__)
 
 
 class RequestHandler:
+    """Kafka's ``KafkaApis`` dispatch (a :class:`~odradek.server.request_channel.RequestHandlerProtocol`)."""
+
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.connections: set[KafkaConnection] = set()
 
-    async def handle(self, frame: bytes | bytearray, connection: KafkaConnection) -> Any:
+    async def handle(self, frame: bytes | bytearray, connection: ConnectionInfo) -> Response:
         try:
             api_key, api_version, correlation_id = peek_api(frame)
         except InvalidRequestError as exc:
@@ -51,8 +62,8 @@ class RequestHandler:
         if module is None:
             raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")
         if not module.MIN_VERSION <= api_version <= module.MAX_VERSION:
-            if api_key == API_VERSIONS_KEY:
-                return api_versions.unsupported_version_response(correlation_id)
+            if api_key == ApiKey.API_VERSIONS:
+                return SendResponse(api_versions.unsupported_version_response(correlation_id))
             raise CloseConnection(
                 f"unsupported version {api_version} of API key {api_key} "
                 f"(supported {module.MIN_VERSION}..{module.MAX_VERSION})"
@@ -66,7 +77,9 @@ class RequestHandler:
         ctx = RequestContext(self.broker, header, schema, request, connection.peer, connection.connection_id)
         response = await module.handle(ctx)
         if response is None:
-            return None
-        if isinstance(response, (bytes, list)):
-            return response  # handlers that frame their own bytes (Fetch)
-        return encode_response(schema, correlation_id, response)
+            return NO_RESPONSE
+        if isinstance(response, list):
+            return SendfileResponse(response)  # handlers that frame their own parts (Fetch)
+        if isinstance(response, (bytes, bytearray)):
+            return SendResponse(response)
+        return SendResponse(encode_response(schema, correlation_id, response))

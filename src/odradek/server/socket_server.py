@@ -22,6 +22,11 @@ connection is accepted; one past a limit is closed at once, and the refusal is l
 address every 10 s with a count. ``connections.max.idle.ms``: a connection with no request in
 flight and nothing received for that long is closed (swept every tenth of it, at most every 30 s).
 
+Each frame goes to the handler (a :class:`~odradek.server.request_channel.RequestHandlerProtocol`,
+the broker's ``RequestHandler``), which answers with a
+:data:`~odradek.server.request_channel.Response`: a frame written as it is, a Fetch frame whose
+file ranges go out with ``sendfile``, or nothing; this module does not import the handler's.
+
 Runs on the broker's event loop.
 """
 
@@ -40,13 +45,18 @@ import socket
 import struct
 import termios
 import time
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Sequence
+from typing import cast
 
 from odradek.errors import InvalidConfigError
 from odradek.protocol.frames import FrameBuffer, FrameError, new_scratch
-
-if TYPE_CHECKING:
-    from odradek.server.request_handler import RequestHandler
+from odradek.server.request_channel import (
+    CloseConnection,
+    FramePart,
+    RequestHandlerProtocol,
+    SendfileResponse,
+    SendResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +90,6 @@ def release_free_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)  # type: ignore[operator]
-
-
-class CloseConnection(Exception):
-    """Raised by the request handler when the connection must be closed (reason in the message)."""
 
 
 def parse_connection_overrides(value: str) -> dict[str, int]:
@@ -147,8 +153,10 @@ class ConnectionQuotas:
             self._refusals[ip] = (since, suppressed + 1)
 
 
-class KafkaConnection(asyncio.BufferedProtocol):
-    """One client connection; its settings live on the :class:`SocketServer`."""
+class KafkaServerConnection(asyncio.BufferedProtocol):
+    """One client connection as the broker serves it (the client side is
+    :class:`odradek.client.connection.KafkaConnection`); its settings live on the
+    :class:`SocketServer`. Satisfies :class:`~odradek.server.request_channel.ConnectionInfo`."""
 
     __slots__ = (
         "_closed",
@@ -214,7 +222,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 except OSError as exc:
                     log.warning("cannot set socket option %s=%s for %s: %s", name, value, self.peer, exc)
         self.transport.set_write_buffer_limits(high=4 * 1024 * 1024)
-        self.handler.connections.add(self)
+        self.server.connections.add(self)
 
     def _pending_bytes(self) -> int:
         """Bytes the kernel holds for this socket (FIONREAD); 0 when unknown."""
@@ -266,7 +274,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.resume_writing()
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
-        self.handler.connections.discard(self)
+        self.server.connections.discard(self)
         if self.ip:
             self.server.quotas.remove(self.ip)
             self.ip = ""
@@ -308,12 +316,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
             finally:
                 del frame
                 self.busy = False
-            if response is not None and self.transport is not None and not self._closed:
+            if self.transport is not None and not self._closed:
                 try:
-                    if isinstance(response, list):
-                        await self._write_parts(response)
-                    else:
-                        self.transport.write(response)
+                    if isinstance(response, SendResponse):
+                        self.transport.write(response.frame)
+                    elif isinstance(response, SendfileResponse):
+                        await self._write_parts(response.parts)
+                    else:  # NO_RESPONSE
+                        continue
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # e.g. a segment file that cannot be read: this response is lost
@@ -324,7 +334,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if self._writable is not None and not self._writable.done():
                     await self._writable
 
-    async def _write_parts(self, parts: list[Any]) -> None:
+    async def _write_parts(self, parts: Sequence[FramePart]) -> None:
         """Write byte parts with ``writelines``; send file slices with ``loop.sendfile`` (the
         kernel copies page-cache pages to the socket; falls back to read+write where sendfile is
         unavailable). The slice's descriptor is duplicated first, so a segment deleted by retention
@@ -361,7 +371,7 @@ class SocketServer:
 
     def __init__(
         self,
-        handler: RequestHandler,
+        handler: RequestHandlerProtocol,
         max_request_bytes: int,
         queued_max_requests: int,
         socket_buffers: tuple[int, int] = (-1, -1),
@@ -372,6 +382,8 @@ class SocketServer:
         connections_max_idle_ms: int = 600000,
     ) -> None:
         self.handler = handler
+        self.connections: set[KafkaServerConnection] = set()
+        """The open connections (each adds itself when accepted and removes itself when lost)."""
         self.max_request_bytes = max_request_bytes
         self.queued_max_requests = queued_max_requests
         self.socket_buffers = socket_buffers
@@ -408,7 +420,7 @@ class SocketServer:
     async def start(self, host: str, port: int) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
-            lambda: KafkaConnection(self),
+            lambda: KafkaServerConnection(self),
             host=host or None,
             port=port,
             reuse_address=True,
@@ -426,7 +438,7 @@ class SocketServer:
         while True:
             await asyncio.sleep(interval)
             deadline = time.monotonic() - idle_s
-            for conn in [c for c in self.handler.connections if c.last_active < deadline and not c.busy]:
+            for conn in [c for c in self.connections if c.last_active < deadline and not c.busy]:
                 if conn.frames.frame_count == 0:
                     log.info(
                         "closing connection from %s: idle for more than connections.max.idle.ms=%d",
@@ -441,7 +453,7 @@ class SocketServer:
             self._sweeper = None
         for server in self.servers:
             server.close()
-        for conn in list(self.handler.connections):
+        for conn in list(self.connections):
             conn.close()
         for server in self.servers:
             try:

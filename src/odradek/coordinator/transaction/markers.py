@@ -19,7 +19,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from odradek.client import write_txn_markers
 from odradek.client.connection import KafkaConnection
+from odradek.client.write_txn_markers import TxnMarkerEntry
 from odradek.errors import ErrorCode
 from odradek.storage.topic_partition import TopicPartition
 
@@ -27,7 +29,6 @@ __all__ = ["MarkerWriter"]
 
 log = logging.getLogger(__name__)
 
-WRITE_TXN_MARKERS_KEY = 27
 RETRY_BACKOFF_S = 0.1
 REQUEST_TIMEOUT_MS = 40_000
 
@@ -126,39 +127,29 @@ class MarkerWriter:
         address = self._leader_address(leader)
         if address is None:
             return set()
-        by_topic: dict[str, list[int]] = {}
+        by_topic: dict[str, list[TopicPartition]] = {}
         for tp in tps:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
+            by_topic.setdefault(tp.topic, []).append(tp)
+        partitions = tuple(tp for group in by_topic.values() for tp in group)
         conn: KafkaConnection | None = None
         try:
             conn = await self._connection(leader, address)
-            rb = conn.builder(WRITE_TXN_MARKERS_KEY, 1, 1)
-            topics = tuple(
-                rb.make("WritableTxnMarkerTopic", name=t, partition_indexes=tuple(ps)) for t, ps in by_topic.items()
+            version = conn.version_for(
+                write_txn_markers.API_KEY, write_txn_markers.MIN_VERSION, write_txn_markers.MAX_VERSION
             )
-            marker = rb.make(
-                "WritableTxnMarker",
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                transaction_result=commit,
-                topics=topics,
-                coordinator_epoch=coordinator_epoch,
-            )
-            response = await conn.send(rb(markers=(marker,)))
+            entry = TxnMarkerEntry(producer_id, producer_epoch, coordinator_epoch, commit, partitions)
+            response = await conn.send(write_txn_markers.encode([entry], version))
         except Exception as exc:
             log.info("markers to broker %d: %s; retrying", leader, exc)
             await self._drop(leader, conn)
             return set()
         done: set[TopicPartition] = set()
-        for topic in response.markers[0].topics:
-            for p in topic.partitions:
-                error = ErrorCode(p.error_code)
-                tp = TopicPartition(topic.name, int(p.partition_index))
-                if error == ErrorCode.none:
-                    done.add(tp)
-                elif error in (ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced):
-                    log.warning("marker for %s-%d refused: %s", tp.topic, tp.partition, error.name)
-                    done.add(tp)  # a newer epoch or coordinator owns it: nothing to retry
-                else:
-                    log.info("marker for %s-%d: %s; retrying", tp.topic, tp.partition, error.name)
+        for tp, error in write_txn_markers.decode_response(response)[0]:
+            if error == ErrorCode.none:
+                done.add(tp)
+            elif error in (ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced):
+                log.warning("marker for %s-%d refused: %s", tp.topic, tp.partition, error.name)
+                done.add(tp)  # a newer epoch or coordinator owns it: nothing to retry
+            else:
+                log.info("marker for %s-%d: %s; retrying", tp.topic, tp.partition, error.name)
         return done

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -113,51 +114,62 @@ API_HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in _MODULES}
 
 KAFKA_RELEASE = "3.9"
 KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (0, 11),  # Produce
-    1: (0, 17),  # Fetch
-    2: (0, 9),  # ListOffsets
-    3: (0, 12),  # Metadata
-    4: (0, 7),  # LeaderAndIsr
-    5: (0, 4),  # StopReplica
-    6: (0, 8),  # UpdateMetadata
-    7: (0, 3),  # ControlledShutdown
-    8: (0, 9),  # OffsetCommit
-    9: (0, 9),  # OffsetFetch
-    10: (0, 6),  # FindCoordinator
-    11: (0, 9),  # JoinGroup
-    12: (0, 4),  # Heartbeat
-    13: (0, 5),  # LeaveGroup
-    14: (0, 5),  # SyncGroup
-    15: (0, 5),  # DescribeGroups
-    16: (0, 5),  # ListGroups
-    18: (0, 4),  # ApiVersions
-    19: (0, 7),  # CreateTopics
-    20: (0, 6),  # DeleteTopics
-    21: (0, 2),  # DeleteRecords
-    22: (0, 5),  # InitProducerId
-    23: (0, 4),  # OffsetForLeaderEpoch
-    24: (0, 5),  # AddPartitionsToTxn
-    25: (0, 4),  # AddOffsetsToTxn
-    26: (0, 4),  # EndTxn
-    27: (0, 1),  # WriteTxnMarkers
-    28: (0, 4),  # TxnOffsetCommit
-    32: (0, 4),  # DescribeConfigs
-    33: (0, 2),  # AlterConfigs
-    34: (0, 2),  # AlterReplicaLogDirs
-    35: (0, 4),  # DescribeLogDirs
-    37: (0, 3),  # CreatePartitions
-    42: (0, 2),  # DeleteGroups
-    43: (0, 2),  # ElectLeaders
-    44: (0, 1),  # IncrementalAlterConfigs
-    45: (0, 0),  # AlterPartitionReassignments
-    46: (0, 0),  # ListPartitionReassignments
-    47: (0, 0),  # OffsetDelete
-    60: (0, 1),  # DescribeCluster
-    61: (0, 0),  # DescribeProducers
-    65: (0, 0),  # DescribeTransactions
-    66: (0, 1),  # ListTransactions
+    ApiKey.PRODUCE: (0, 11),
+    ApiKey.FETCH: (0, 17),
+    ApiKey.LIST_OFFSETS: (0, 9),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.LEADER_AND_ISR: (0, 7),
+    ApiKey.STOP_REPLICA: (0, 4),
+    ApiKey.UPDATE_METADATA: (0, 8),
+    ApiKey.CONTROLLED_SHUTDOWN: (0, 3),
+    ApiKey.OFFSET_COMMIT: (0, 9),
+    ApiKey.OFFSET_FETCH: (0, 9),
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.DELETE_TOPICS: (0, 6),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 4),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
 }
 """(min, max) of each API Kafka 3.9's ZooKeeper-mode broker serves that odradek serves too."""
 
-KAFKA_4_0_MINIMA: dict[int, int] = {0: 3, 1: 4, 2: 1, 19: 2, 20: 1, 23: 2, 27: 1, 32: 1, 34: 1, 35: 1}
+KAFKA_4_0_MINIMA: dict[int, int] = {
+    ApiKey.PRODUCE: 3,
+    ApiKey.FETCH: 4,
+    ApiKey.LIST_OFFSETS: 1,
+    ApiKey.CREATE_TOPICS: 2,
+    ApiKey.DELETE_TOPICS: 1,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: 2,
+    ApiKey.WRITE_TXN_MARKERS: 1,
+    ApiKey.DESCRIBE_CONFIGS: 1,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: 1,
+    ApiKey.DESCRIBE_LOG_DIRS: 1,
+}
 """Where odradek's minimum is above 3.9's: Kafka 4.0's minimum (KIP-896)."""

@@ -12,10 +12,11 @@ import datetime
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.txn_support import coordinator, for_version
 from odradek.server.request import RequestContext
 
-API_KEY = 25
+API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 MIN_VERSION = 0
 MAX_VERSION = 4
 

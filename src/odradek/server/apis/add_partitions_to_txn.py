@@ -14,10 +14,11 @@ import datetime
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.txn_support import coordinator, for_version
 from odradek.server.request import RequestContext
 
-API_KEY = 24
+API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 MIN_VERSION = 0
 MAX_VERSION = 5
 

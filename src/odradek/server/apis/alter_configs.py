@@ -25,12 +25,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
 from odradek.server.apis.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, topic_exists
 from odradek.server.dynamic_config import set_broker_overrides
 from odradek.server.request import RequestContext
 
-API_KEY = 33
+API_KEY = ApiKey.ALTER_CONFIGS
 MIN_VERSION = 0
 MAX_VERSION = 2
 

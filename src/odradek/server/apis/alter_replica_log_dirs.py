@@ -16,10 +16,11 @@ import logging
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 34
+API_KEY = ApiKey.ALTER_REPLICA_LOG_DIRS
 MIN_VERSION = 1
 MAX_VERSION = 2
 

@@ -12,9 +12,10 @@ import struct
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
-API_KEY = 18
+API_KEY = ApiKey.API_VERSIONS
 MIN_VERSION = 0
 MAX_VERSION = 4
 

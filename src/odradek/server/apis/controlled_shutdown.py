@@ -12,23 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.controller.messages import controlled_shutdown as message
 from odradek.errors import ErrorCode
 from odradek.server.request import RequestContext
 
-API_KEY = 7
-MIN_VERSION = 0
-MAX_VERSION = 3
+API_KEY = message.API_KEY
+MIN_VERSION = message.MIN_VERSION
+MAX_VERSION = message.MAX_VERSION
 
 
 async def handle(ctx: RequestContext) -> Any:
     controller = ctx.broker.controller
     if controller is None or not controller.active:
-        return ctx.response(error_code=ErrorCode.not_controller, remaining_partitions=())
-    error, remaining = await controller.controlled_shutdown(int(ctx.request.broker_id))
-    return ctx.response(
-        error_code=error,
-        remaining_partitions=tuple(
-            ctx.make("RemainingPartition", topic_name=tp.topic, partition_index=tp.partition)
-            for tp in sorted(remaining, key=lambda tp: (tp.topic, tp.partition))
-        ),
-    )
+        return message.encode_response(ctx.api_version, ErrorCode.not_controller, ())
+    error, remaining = await controller.controlled_shutdown(message.decode(ctx.request))
+    return message.encode_response(ctx.api_version, error, remaining)

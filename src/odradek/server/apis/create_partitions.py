@@ -25,9 +25,10 @@ from collections import Counter
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
-API_KEY = 37
+API_KEY = ApiKey.CREATE_PARTITIONS
 MIN_VERSION = 0
 MAX_VERSION = 3
 

@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.errors import ErrorCode, InvalidConfigError, KafkaError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.describe_configs import ConfigEntry, topic_config_entries
 from odradek.server.request import RequestContext
 
-API_KEY = 19
+API_KEY = ApiKey.CREATE_TOPICS
 MIN_VERSION = 2
 MAX_VERSION = 7
 

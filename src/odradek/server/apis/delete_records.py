@@ -20,10 +20,11 @@ import logging
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 21
+API_KEY = ApiKey.DELETE_RECORDS
 MIN_VERSION = 0
 MAX_VERSION = 2
 

@@ -23,9 +23,10 @@ from collections import Counter
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
-API_KEY = 20
+API_KEY = ApiKey.DELETE_TOPICS
 MIN_VERSION = 1
 MAX_VERSION = 6
 

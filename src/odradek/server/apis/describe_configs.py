@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from odradek.configdef import ConfigDef, ConfigKey
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
 from odradek.server.config import BROKER_CONFIGS
 from odradek.server.request import RequestContext
@@ -55,7 +56,7 @@ from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
 
-API_KEY = 32
+API_KEY = ApiKey.DESCRIBE_CONFIGS
 MIN_VERSION = 1
 MAX_VERSION = 4
 

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 35
+API_KEY = ApiKey.DESCRIBE_LOG_DIRS
 MIN_VERSION = 1
 MAX_VERSION = 4
 

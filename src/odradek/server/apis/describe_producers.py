@@ -15,10 +15,11 @@ import logging
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 61
+API_KEY = ApiKey.DESCRIBE_PRODUCERS
 MIN_VERSION = 0
 MAX_VERSION = 0
 

@@ -14,10 +14,11 @@ import datetime
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 43
+API_KEY = ApiKey.ELECT_LEADERS
 MIN_VERSION = 0
 MAX_VERSION = 2
 UNCLEAN = 1

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.fetch_response import FetchedPartition, NodeEndpoint, encode_fetch_response
 from odradek.replication.replica_manager import FetchRequestPartition
 from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, hinted_brokers
@@ -34,7 +35,7 @@ from odradek.server.metadata_cache import ZERO_UUID
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 1
+API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
 MAX_VERSION = 17
 

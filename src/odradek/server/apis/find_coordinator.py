@@ -16,9 +16,10 @@ import datetime
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
-API_KEY = 10
+API_KEY = ApiKey.FIND_COORDINATOR
 MIN_VERSION = 0
 MAX_VERSION = 6
 

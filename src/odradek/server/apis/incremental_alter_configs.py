@@ -20,13 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.errors import InvalidConfigError, InvalidRequestError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.alter_configs import answer_resources, check_resource, check_topic
 from odradek.server.apis.describe_configs import RESOURCE_BROKER, render_value
 from odradek.server.dynamic_config import broker_overrides, set_broker_overrides
 from odradek.server.request import RequestContext
 from odradek.storage.config import TOPIC_CONFIGS
 
-API_KEY = 44
+API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 MIN_VERSION = 0
 MAX_VERSION = 1
 

@@ -19,9 +19,10 @@ from typing import Any
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.member import JoinGroupResult, JoinRequest
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
-API_KEY = 11
+API_KEY = ApiKey.JOIN_GROUP
 MIN_VERSION = 0
 MAX_VERSION = 9
 

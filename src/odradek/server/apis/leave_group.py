@@ -14,9 +14,10 @@ from typing import Any
 
 from odradek.coordinator.group import GroupCoordinator
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
-API_KEY = 13
+API_KEY = ApiKey.LEAVE_GROUP
 MIN_VERSION = 0
 MAX_VERSION = 5
 

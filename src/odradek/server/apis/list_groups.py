@@ -14,9 +14,10 @@ from typing import Any
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.group import GroupOverview
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
-API_KEY = 16
+API_KEY = ApiKey.LIST_GROUPS
 MIN_VERSION = 0
 MAX_VERSION = 5
 

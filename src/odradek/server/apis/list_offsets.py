@@ -13,10 +13,11 @@ import datetime
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 2
+API_KEY = ApiKey.LIST_OFFSETS
 MIN_VERSION = 1
 MAX_VERSION = 9
 

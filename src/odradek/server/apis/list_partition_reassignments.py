@@ -12,10 +12,11 @@ import datetime
 from typing import Any
 
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 46
+API_KEY = ApiKey.LIST_PARTITION_REASSIGNMENTS
 MIN_VERSION = 0
 MAX_VERSION = 0
 

@@ -14,10 +14,11 @@ from typing import Any
 
 from odradek.coordinator.transaction.coordinator import STATE_NAMES
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.txn_support import coordinator
 from odradek.server.request import RequestContext
 
-API_KEY = 66
+API_KEY = ApiKey.LIST_TRANSACTIONS
 MIN_VERSION = 0
 MAX_VERSION = 1
 

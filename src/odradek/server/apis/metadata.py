@@ -22,10 +22,11 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.metadata.znodes import BrokerInfo
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.metadata_cache import TopicMetadata
 from odradek.server.request import RequestContext
 
-API_KEY = 3
+API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
 MAX_VERSION = 12
 

@@ -28,11 +28,12 @@ from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
 from odradek.protocol import legacy_messages as legacy
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.join_group import millis
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
-API_KEY = 8
+API_KEY = ApiKey.OFFSET_COMMIT
 MIN_VERSION = 0
 MAX_VERSION = 9
 

@@ -13,10 +13,11 @@ from typing import Any
 
 from odradek.coordinator.group import GroupCoordinator
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
-API_KEY = 47
+API_KEY = ApiKey.OFFSET_DELETE
 MIN_VERSION = 0
 MAX_VERSION = 0
 

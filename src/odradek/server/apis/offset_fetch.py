@@ -24,10 +24,11 @@ from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.manager import OffsetFetchEntry
 from odradek.errors import ErrorCode
 from odradek.protocol import legacy_messages as legacy
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
-API_KEY = 9
+API_KEY = ApiKey.OFFSET_FETCH
 MIN_VERSION = 0
 MAX_VERSION = 9
 

@@ -16,10 +16,11 @@ import datetime
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 23
+API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 MIN_VERSION = 2
 MAX_VERSION = 4
 

@@ -37,12 +37,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError, RecordValidationError
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, node_endpoints
 from odradek.server.metadata_cache import INTERNAL_TOPICS
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 0
+API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3
 MAX_VERSION = 11
 

@@ -16,9 +16,10 @@ from typing import Any
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.member import SyncGroupResult
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
-API_KEY = 14
+API_KEY = ApiKey.SYNC_GROUP
 MIN_VERSION = 0
 MAX_VERSION = 5
 

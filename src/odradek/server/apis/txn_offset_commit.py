@@ -17,10 +17,11 @@ from typing import Any
 
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 28
+API_KEY = ApiKey.TXN_OFFSET_COMMIT
 MIN_VERSION = 0
 MAX_VERSION = 4
 

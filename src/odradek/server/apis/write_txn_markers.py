@@ -5,7 +5,9 @@ v1 (Kafka 4.0 removed v0, and the protocol library has no codec for it). For eve
 which must lead the partition, appends one control batch (Kafka's ``EndTransactionMarker``:
 attributes transactional + control, one record whose key is version 0 + type (0 ABORT, 1 COMMIT)
 and whose value is version 0 + the coordinator epoch), then waits, as acks=all, until the ISR has
-it. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS,
+it. The wire shape is :mod:`odradek.client.write_txn_markers`'s; the response answers each marker's
+partitions per topic in request order (adjacent partitions of one topic under one entry, as Kafka's
+per-partition map). Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS,
 INVALID_PRODUCER_EPOCH when the producer already wrote with a newer epoch on the partition (a
 zombie coordinator's marker), REQUEST_TIMED_OUT.
 
@@ -23,14 +25,15 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from odradek.client import write_txn_markers as message
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record, build_batch
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
-API_KEY = 27
-MIN_VERSION = 1
-MAX_VERSION = 1
+API_KEY = message.API_KEY
+MIN_VERSION = message.MIN_VERSION
+MAX_VERSION = message.MAX_VERSION
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 MARKER_TIMEOUT_MS = 30_000
@@ -72,25 +75,19 @@ async def write_marker(
 
 async def handle(ctx: RequestContext) -> Any:
     results = []
-    for marker in ctx.request.markers:
-        commit = bool(marker.transaction_result)
-        topics = []
+    for marker in message.decode(ctx.request):
+        commit = marker.commit
+        errors = []
         offsets_partitions: set[int] = set()
-        for topic in marker.topics:
-            partitions = []
-            for index in topic.partition_indexes:
-                tp = TopicPartition(topic.name, int(index))
-                error = await write_marker(
-                    ctx, tp, int(marker.producer_id), int(marker.producer_epoch), commit, int(marker.coordinator_epoch)
-                )
-                if error == ErrorCode.none and topic.name == CONSUMER_OFFSETS:
-                    offsets_partitions.add(int(index))
-                partitions.append(
-                    ctx.make("WritableTxnMarkerPartitionResult", partition_index=int(index), error_code=error)
-                )
-            topics.append(ctx.make("WritableTxnMarkerTopicResult", name=topic.name, partitions=tuple(partitions)))
+        for tp in marker.partitions:
+            error = await write_marker(
+                ctx, tp, marker.producer_id, marker.producer_epoch, commit, marker.coordinator_epoch
+            )
+            if error == ErrorCode.none and tp.topic == CONSUMER_OFFSETS:
+                offsets_partitions.add(tp.partition)
+            errors.append((tp, error))
         groups = ctx.broker.extensions.get("group_coordinator")
         if offsets_partitions and groups is not None and hasattr(groups, "handle_txn_completion"):
-            await groups.handle_txn_completion(int(marker.producer_id), offsets_partitions, commit)
-        results.append(ctx.make("WritableTxnMarkerResult", producer_id=marker.producer_id, topics=tuple(topics)))
-    return ctx.response(markers=tuple(results))
+            await groups.handle_txn_completion(marker.producer_id, offsets_partitions, commit)
+        results.append((marker.producer_id, errors))
+    return message.encode_response(ctx.api_version, results)

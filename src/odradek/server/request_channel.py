@@ -1,0 +1,92 @@
+"""What the socket layer and the request handler exchange (Kafka's ``RequestChannel`` types).
+
+:mod:`odradek.server.socket_server` reads frames and writes responses;
+:mod:`odradek.server.request_handler` turns a frame into a response. Neither imports the other:
+both import this module. A connection calls its handler (:class:`RequestHandlerProtocol`) with
+each whole request frame and itself as a :class:`ConnectionInfo`, and gets back a
+:data:`Response`, one of Kafka's ``RequestChannel`` responses:
+
+- :class:`SendResponse`: one encoded frame (size prefix included), written as it is;
+- :class:`SendfileResponse`: a frame as parts, byte strings and segment :class:`FileSlice` ranges
+  the connection sends with ``sendfile`` (Fetch, :mod:`odradek.protocol.fetch_response`);
+- :data:`NO_RESPONSE` (:class:`NoOpResponse`): nothing is sent (Produce with acks=0).
+
+A handler that wants the connection closed (a frame that does not parse, an unknown API key, an
+unsupported version) raises :class:`CloseConnection` (Kafka's ``CloseConnectionResponse``).
+
+Plain types: safe from any thread; used on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from odradek.storage.results import FileSlice
+
+__all__ = [
+    "NO_RESPONSE",
+    "CloseConnection",
+    "ConnectionInfo",
+    "FramePart",
+    "NoOpResponse",
+    "RequestHandlerProtocol",
+    "Response",
+    "SendResponse",
+    "SendfileResponse",
+]
+
+
+class CloseConnection(Exception):
+    """Raised by the request handler when the connection must be closed (reason in the message)."""
+
+
+FramePart = bytes | bytearray | memoryview | FileSlice
+"""One part of a :class:`SendfileResponse`: bytes written as they are, or a file range sent with
+``sendfile``."""
+
+
+@dataclass(frozen=True, slots=True)
+class SendResponse:
+    """One whole response frame, size prefix included."""
+
+    frame: bytes | bytearray
+
+
+@dataclass(frozen=True, slots=True)
+class SendfileResponse:
+    """One whole response frame as parts, in order (their sizes add up to the frame's)."""
+
+    parts: Sequence[FramePart]
+
+
+@dataclass(frozen=True, slots=True)
+class NoOpResponse:
+    """No response is sent for this request."""
+
+
+NO_RESPONSE: Final = NoOpResponse()
+
+Response = SendResponse | SendfileResponse | NoOpResponse
+
+
+class ConnectionInfo(Protocol):
+    """The connection a request came on, as the handler sees it."""
+
+    @property
+    def peer(self) -> str:
+        """The client's ``host:port``."""
+        ...
+
+    @property
+    def connection_id(self) -> str:
+        """Unique within this broker process (``conn-<n>``)."""
+        ...
+
+
+class RequestHandlerProtocol(Protocol):
+    """Turns one request frame into its response; called by a connection's worker, one frame at
+    a time per connection. Raises :class:`CloseConnection` to have the connection closed."""
+
+    async def handle(self, frame: bytes | bytearray, connection: ConnectionInfo) -> Response: ...

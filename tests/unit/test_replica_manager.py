@@ -1,0 +1,263 @@
+"""ReplicaManager without sockets or processes: LeaderAndIsr transitions (with the fetcher
+manager's calls recorded), the high watermark moving with followers' fetch positions, acks=all
+waits and their outcomes, ISR shrink after ``replica.lag.time.max.ms``, StopReplica, and idle
+fetchers stopped once this broker leads (or stopped) their partitions.
+
+Logs live in a temporary directory; the ISR znode is :class:`IsrWrites`; broker 1 is this broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from odradek.errors import ErrorCode, NotEnoughReplicasError, UnknownTopicOrPartitionError
+from odradek.replication.partition import PartitionState
+from odradek.replication.replica_manager import FetchRequestPartition, ReplicaManager
+from odradek.storage import LogManager, TopicPartition
+
+from .replication_fakes import TP, FakeConnection, IsrWrites, batch, settle
+from .storage_support import log_config
+
+LAG_MS = 1000
+
+
+class RecordingFetchers:
+    """The fetcher manager as the replica manager uses it, recording each call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, TopicPartition, int | None]] = []
+        self.assigned: dict[TopicPartition, tuple[int, int]] = {}
+
+    def add_partition(self, tp: TopicPartition, leader_id: int) -> None:
+        self.calls.append(("add", tp, leader_id))
+        self.assigned[tp] = (leader_id, 0)
+
+    def remove_partition(self, tp: TopicPartition) -> None:
+        self.calls.append(("remove", tp, None))
+        self.assigned.pop(tp, None)
+
+    async def shutdown(self) -> None:
+        self.assigned.clear()
+
+
+def _manager(tmp_path: Path, writes: IsrWrites | None = None, min_isr: int = 1) -> ReplicaManager:
+    logs = LogManager([tmp_path / "logs"], log_config())
+    return ReplicaManager(
+        1,
+        logs,
+        lambda _topic: log_config(min_insync_replicas=min_isr),
+        io_threads=1,
+        replica_lag_time_max_ms=LAG_MS,
+        isr_writer=writes,
+    )
+
+
+def _run(
+    tmp_path: Path,
+    body: Callable[[ReplicaManager], Awaitable[Any]],
+    *,
+    writes: IsrWrites | None = None,
+    min_isr: int = 1,
+    recorded: bool = True,
+) -> Any:
+    async def main() -> Any:
+        rm = _manager(tmp_path, writes, min_isr)
+        if recorded:
+            rm.fetcher_manager = RecordingFetchers()  # type: ignore[assignment]
+        try:
+            return await body(rm)
+        finally:
+            await rm.shutdown_fetchers()
+            rm.shutdown()
+            rm.log_manager.shutdown()
+
+    return asyncio.run(main())
+
+
+def _leader(rm: ReplicaManager, isr: list[int], epoch: int = 1, zk_version: int = 0) -> None:
+    rm.become_leader_or_follower(TP, PartitionState(1, epoch, isr, [1, 2, 3], 1, zk_version))
+
+
+def _follower_fetch(rm: ReplicaManager, replica_id: int, offset: int) -> Any:
+    request = FetchRequestPartition(TP, offset, 1 << 20)
+    return rm.fetch_messages([request], max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, replica_id=replica_id)
+
+
+def test_become_follower_then_leader_starts_and_stops_fetching(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> tuple[list[Any], bool, int]:
+        fetchers: RecordingFetchers = rm.fetcher_manager  # type: ignore[assignment]
+        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))  # same leader and epoch
+        rm.become_leader_or_follower(TP, PartitionState(3, 2, [1, 3], [1, 3], 1, 1))  # a new leader
+        partition = rm.become_leader_or_follower(TP, PartitionState(1, 3, [1, 3], [1, 3], 1, 2))
+        return fetchers.calls, partition.is_leader, partition.leader_epoch
+
+    calls, is_leader, epoch = _run(tmp_path, body)
+    assert calls == [("add", TP, 2), ("add", TP, 3), ("remove", TP, None)]
+    assert (is_leader, epoch) == (True, 3)
+
+
+def test_a_follower_without_a_leader_stops_fetching(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> list[Any]:
+        fetchers: RecordingFetchers = rm.fetcher_manager  # type: ignore[assignment]
+        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        rm.become_leader_or_follower(TP, PartitionState(-1, 2, [1], [1, 2], 1, 1))
+        return fetchers.calls
+
+    assert _run(tmp_path, body) == [("add", TP, 2), ("remove", TP, None)]
+
+
+def test_the_high_watermark_advances_as_followers_fetch_positions_arrive(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> list[int]:
+        _leader(rm, [1, 2, 3])
+        rm.append_records(TP, batch(10), required_acks=-1)
+        partition = rm.partitions[TP]
+        seen = [partition.high_watermark]
+        await _follower_fetch(rm, 2, 10)
+        seen.append(partition.high_watermark)
+        await _follower_fetch(rm, 3, 6)
+        seen.append(partition.high_watermark)
+        await _follower_fetch(rm, 3, 10)
+        seen.append(partition.high_watermark)
+        return seen
+
+    assert _run(tmp_path, body) == [0, 0, 6, 10]
+
+
+def test_a_consumer_reads_up_to_the_high_watermark_only(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> tuple[int, int]:
+        _leader(rm, [1, 2])
+        rm.append_records(TP, batch(4), required_acks=1)
+        before = await rm.fetch_messages(
+            [FetchRequestPartition(TP, 0, 1 << 20)], max_wait_ms=0, min_bytes=0, max_bytes=1 << 20
+        )
+        await _follower_fetch(rm, 2, 4)
+        after = await rm.fetch_messages(
+            [FetchRequestPartition(TP, 0, 1 << 20)], max_wait_ms=0, min_bytes=0, max_bytes=1 << 20
+        )
+        return before[0].records_size, after[0].high_watermark
+
+    size, hw = _run(tmp_path, body)
+    assert size == 0
+    assert hw == 4
+
+
+def test_acks_all_completes_when_the_isr_has_the_records(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> tuple[bool, ErrorCode]:
+        _leader(rm, [1, 2])
+        info = rm.append_records(TP, batch(3), required_acks=-1)
+        wait = asyncio.ensure_future(rm.wait_for_acks(TP, info.last_offset + 1, 10_000))
+        await settle()
+        pending = not wait.done()
+        await _follower_fetch(rm, 2, 3)
+        return pending, await wait
+
+    assert _run(tmp_path, body) == (True, ErrorCode.none)
+
+
+def test_acks_all_times_out_with_request_timed_out(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> ErrorCode:
+        _leader(rm, [1, 2])
+        info = rm.append_records(TP, batch(3), required_acks=-1)
+        return await rm.wait_for_acks(TP, info.last_offset + 1, 20)
+
+    assert _run(tmp_path, body) == ErrorCode.request_timed_out
+
+
+def test_acks_all_is_refused_before_the_append_with_too_few_in_sync_replicas(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> int:
+        _leader(rm, [1])
+        with pytest.raises(NotEnoughReplicasError):
+            rm.append_records(TP, batch(), required_acks=-1)
+        rm.append_records(TP, batch(), required_acks=1)  # acks=1 does not look at the ISR
+        return rm.partitions[TP].log.log_end_offset
+
+    assert _run(tmp_path, body, min_isr=2) == 1
+
+
+def test_acks_all_answers_not_enough_replicas_after_append_when_the_isr_shrinks(tmp_path: Path) -> None:
+    writes = IsrWrites()
+
+    async def body(rm: ReplicaManager) -> tuple[ErrorCode, list[list[int]]]:
+        _leader(rm, [1, 2])
+        info = rm.append_records(TP, batch(2), required_acks=-1)
+        wait = asyncio.ensure_future(rm.wait_for_acks(TP, info.last_offset + 1, 10_000))
+        await settle()
+        partition = rm.partitions[TP]
+        rm.maybe_shrink_isr(now_ms=partition.followers[2].last_caught_up_time_ms + LAG_MS + 1)
+        return await wait, writes.written
+
+    error, written = _run(tmp_path, body, writes=writes, min_isr=2)
+    assert written == [[1]]
+    assert error == ErrorCode.not_enough_replicas_after_append
+
+
+def test_acks_all_waiting_on_a_leader_that_steps_down_gets_not_leader(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> ErrorCode:
+        _leader(rm, [1, 2])
+        info = rm.append_records(TP, batch(2), required_acks=-1)
+        wait = asyncio.ensure_future(rm.wait_for_acks(TP, info.last_offset + 1, 10_000))
+        await settle()
+        rm.become_leader_or_follower(TP, PartitionState(2, 2, [2], [1, 2], 1, 1))
+        return await wait
+
+    assert _run(tmp_path, body) == ErrorCode.not_leader_or_follower
+
+
+def test_the_isr_shrinks_after_replica_lag_time_max_ms_only(tmp_path: Path) -> None:
+    writes = IsrWrites()
+
+    async def body(rm: ReplicaManager) -> tuple[list[list[int]], list[int], set[TopicPartition]]:
+        _leader(rm, [1, 2, 3])
+        rm.append_records(TP, batch(5), required_acks=1)
+        partition = rm.partitions[TP]
+        start = partition.followers[2].last_caught_up_time_ms
+        partition.update_follower_fetch_state(3, 5, now_ms=start + LAG_MS)  # 3 caught up later
+        rm.maybe_shrink_isr(now_ms=start + LAG_MS)  # not yet: exactly the lag time
+        await settle()
+        before = list(writes.written)
+        rm.maybe_shrink_isr(now_ms=start + LAG_MS + 1)
+        await settle()
+        return before + writes.written, list(partition.state.isr), set(rm.isr_changed)
+
+    written, isr, changed = _run(tmp_path, body, writes=writes)
+    assert written == [[1, 3]]
+    assert isr == [1, 3]
+    assert changed == {TP}
+
+
+def test_stop_replica_stops_fetching_and_deletes_the_log_when_asked(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> tuple[list[Any], bool]:
+        fetchers: RecordingFetchers = rm.fetcher_manager  # type: ignore[assignment]
+        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        log_dir = rm.partitions[TP].log.dir
+        rm.stop_replica(TP, delete=True)
+        with pytest.raises(UnknownTopicOrPartitionError):  # gone, not merely led elsewhere
+            rm.leader_partition(TP)
+        return fetchers.calls, log_dir.exists()
+
+    calls, exists = _run(tmp_path, body)
+    assert calls == [("add", TP, 2), ("remove", TP, None)]
+    assert not exists
+
+
+@pytest.mark.parametrize("change", ["become leader", "stop replica"])
+def test_a_fetcher_left_without_partitions_is_stopped_with_its_connection(tmp_path: Path, change: str) -> None:
+    async def body(rm: ReplicaManager) -> tuple[bool, bool, dict[Any, Any]]:
+        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        fetcher = rm.fetcher_manager.fetchers[(2, 0)]
+        conn = FakeConnection()
+        fetcher._conn = conn  # type: ignore[assignment]  # as after its first fetch
+        if change == "become leader":
+            rm.become_leader_or_follower(TP, PartitionState(1, 2, [1, 2], [1, 2], 1, 1))
+        else:
+            rm.stop_replica(TP, delete=False)
+        await rm.fetcher_manager.wait_idle_shutdown()
+        return fetcher._task.done(), conn.closed, dict(rm.fetcher_manager.fetchers)
+
+    assert _run(tmp_path, body, recorded=False) == (True, True, {})
