@@ -89,8 +89,8 @@ async def handle(ctx: RequestContext) -> Any:
                     ctx.make("WritableTxnMarkerPartitionResult", partition_index=int(index), error_code=error)
                 )
             topics.append(ctx.make("WritableTxnMarkerTopicResult", name=topic.name, partitions=tuple(partitions)))
-        groups = ctx.broker.extensions.get("group_coordinator")
-        if offsets_partitions and groups is not None and hasattr(groups, "handle_txn_completion"):
+        if offsets_partitions:
+            groups = ctx.broker.group_coordinator
             await groups.handle_txn_completion(int(marker.producer_id), offsets_partitions, commit)
         results.append(ctx.make("WritableTxnMarkerResult", producer_id=marker.producer_id, topics=tuple(topics)))
     return ctx.response(markers=tuple(results))
