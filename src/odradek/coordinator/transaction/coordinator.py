@@ -350,7 +350,10 @@ class TransactionCoordinator:
             if meta.state is S.ONGOING and wanted <= meta.partitions:
                 return ErrorCode.none
             now = self.now_ms()
-            await self._persist(meta, self._next(meta, S.ONGOING, now, partitions=meta.partitions | wanted))
+            # a new transaction (after Empty/CompleteCommit/CompleteAbort) starts with no partitions,
+            # as Kafka's prepareAddPartitions: the last transaction's get no markers again
+            partitions = meta.partitions | wanted if meta.state is S.ONGOING else wanted
+            await self._persist(meta, self._next(meta, S.ONGOING, now, partitions=partitions))
             return ErrorCode.none
         except CoordinatorError as exc:
             return exc.error
