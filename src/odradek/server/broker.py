@@ -7,9 +7,12 @@ Start-up (Kafka's ``KafkaServer.startup`` order):
    otherwise the embedded store in ``<first log dir>/metadata`` (or a store passed in, so several
    brokers in one process share one tree); create the top-level znodes; read or create the
    cluster id and check it against each log dir's ``meta.properties``;
-3. bind the listeners (port 0 picks a free port) and work out the advertised endpoints;
-4. register ``/brokers/ids/<id>`` (ephemeral) and join the controller election;
-5. start housekeeping: retention every ``log.retention.check.interval.ms``, flushes per
+3. build the replica manager and, over it, the group and transaction coordinators from their
+   typed dependencies (:class:`BrokerComponents`; the coordinators are the broker's leadership
+   listeners, told on LeaderAndIsr and StopReplica);
+4. bind the listeners (port 0 picks a free port) and work out the advertised endpoints;
+5. register ``/brokers/ids/<id>`` (ephemeral) and join the controller election;
+6. start housekeeping: retention every ``log.retention.check.interval.ms``, flushes per
    ``log.flush.*``, checkpoints of recovery points and high watermarks.
 
 Shutdown reverses it, ending with a clean-shutdown marker in every log dir so the next start
@@ -25,7 +28,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from odradek.client.connection import KafkaConnection
 from odradek.controller.channel import ControllerChannelManager
@@ -33,26 +35,19 @@ from odradek.controller.controller import KafkaController
 from odradek.controller.events import ControllerEvent
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
-from odradek.coordinator.group.config import GroupCoordinatorConfig
-from odradek.coordinator.group.coordinator import GroupCoordinatorDeps
-from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC
-from odradek.coordinator.runtime import LeadershipListener, ReplicaInternalLog, RuntimeDeps
+from odradek.coordinator.runtime import LeadershipListener
 from odradek.coordinator.transaction import TransactionCoordinator
-from odradek.coordinator.transaction.config import TransactionCoordinatorConfig
-from odradek.coordinator.transaction.coordinator import TransactionCoordinatorDeps
-from odradek.coordinator.transaction.markers import MarkerWriter
-from odradek.coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC
 from odradek.errors import ErrorCode, KafkaError, StaleControllerEpochError
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState, WatchHandle
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
-from odradek.replication.fetcher import FetcherConfig
 from odradek.replication.partition import Partition, PartitionState
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
+from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components
 from odradek.server.config import Endpoint, KafkaConfig
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.meta_properties import check_meta_properties
@@ -83,22 +78,6 @@ def advertised_host(host: str) -> str:
 
 def bind_host(host: str) -> str:
     return "127.0.0.1" if host == "localhost" else host
-
-
-class BrokerNotStartedError(RuntimeError):
-    """A component that start-up builds was asked for before start-up built it."""
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerComponents:
-    """What :meth:`Broker.startup` builds once the logs are loaded and the metadata store
-    session is open, in dependency order; the broker's properties of the same names read it."""
-
-    zk: KafkaZkClient
-    producer_ids: ProducerIdManager
-    replica_manager: ReplicaManager
-    group_coordinator: GroupCoordinator
-    transaction_coordinator: TransactionCoordinator
 
 
 class Broker:
@@ -181,7 +160,17 @@ class Broker:
         await zk.create_top_level_paths()
         self.cluster_id = await zk.get_or_create_cluster_id()
         check_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
-        self._components = components = self._build_components(zk, self.log_manager)
+        self._components = components = build_components(
+            self.config,
+            zk,
+            self.log_manager,
+            self.metadata_cache,
+            log_config_for=self.log_config_for,
+            isr_writer=self._write_isr,
+            endpoint_for=self._inter_broker_endpoint,
+            create_internal_topic=self.admin.create_internal_topic,
+            local_address=self._local_address,
+        )
         self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
         await self._bind_listeners()
         await self.reload_broker_throttles()
@@ -215,47 +204,6 @@ class Broker:
             ", ".join(map(str, self.endpoints)),
             self.cluster_id,
         )
-
-    def _build_components(self, zk: KafkaZkClient, log_manager: LogManager) -> BrokerComponents:
-        """The replica manager, then the coordinators over it (their typed dependencies)."""
-        cfg = self.config
-        replica_manager = ReplicaManager(
-            self.broker_id,
-            log_manager,
-            self.log_config_for,
-            io_threads=int(cfg["num.io.threads"]),
-            replica_lag_time_max_ms=int(cfg["replica.lag.time.max.ms"]),
-            producer_id_expiration_ms=int(cfg["producer.id.expiration.ms"]),
-            isr_writer=self._write_isr,
-            endpoint_for=self._inter_broker_endpoint,
-            fetcher_config=FetcherConfig(
-                num_fetchers=int(cfg["num.replica.fetchers"]),
-                max_bytes=int(cfg["replica.fetch.max.bytes"]),
-                response_max_bytes=int(cfg["replica.fetch.response.max.bytes"]),
-                wait_max_ms=int(cfg["replica.fetch.wait.max.ms"]),
-                min_bytes=int(cfg["replica.fetch.min.bytes"]),
-                backoff_ms=int(cfg["replica.fetch.backoff.ms"]),
-                request_timeout_ms=int(cfg["replica.socket.timeout.ms"]),
-            ),
-        )
-        producer_ids = ProducerIdManager(self.broker_id, zk)
-
-        def runtime_deps(topic: str) -> RuntimeDeps:
-            log_ = ReplicaInternalLog(replica_manager, topic)
-            return RuntimeDeps(log_, self.metadata_cache, self.admin.create_internal_topic)
-
-        group_coordinator = GroupCoordinator(
-            GroupCoordinatorDeps(GroupCoordinatorConfig.from_broker(cfg), runtime_deps(GROUP_METADATA_TOPIC))
-        )
-        transaction_coordinator = TransactionCoordinator(
-            TransactionCoordinatorDeps(
-                TransactionCoordinatorConfig.from_broker(cfg),
-                runtime_deps(TRANSACTION_STATE_TOPIC),
-                producer_ids.generate_producer_id,
-                MarkerWriter(self.broker_id, self.metadata_cache, self._local_address),
-            )
-        )
-        return BrokerComponents(zk, producer_ids, replica_manager, group_coordinator, transaction_coordinator)
 
     def _local_address(self) -> tuple[str, int] | None:
         """This broker's first advertised (host, port); None before the listeners are bound."""

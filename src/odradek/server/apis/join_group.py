@@ -30,7 +30,7 @@ def client_host(ctx: RequestContext) -> str:
     return "/" + host
 
 
-def millis(value: Any) -> int:
+def millis(value: datetime.timedelta | int) -> int:
     """A kio i32/i64 timedelta field as milliseconds."""
     if isinstance(value, datetime.timedelta):
         return int(value / datetime.timedelta(milliseconds=1))
