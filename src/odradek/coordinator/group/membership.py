@@ -42,7 +42,7 @@ from odradek.coordinator.group.member import (
     SyncGroupResult,
 )
 from odradek.coordinator.group.state import HEARTBEAT_ANSWER, SYNC_ANSWER, Answer, GroupState
-from odradek.coordinator.runtime import CallLater
+from odradek.coordinator.runtime import CallLater, Timer
 from odradek.errors import ErrorCode
 
 __all__ = ["GroupMembership", "LeavingMember"]
@@ -589,6 +589,6 @@ class GroupMembership:
         group.pending_member_timers.clear()
 
 
-def _cancel(timer: object | None) -> None:
+def _cancel(timer: Timer | None) -> None:
     if timer is not None:
-        timer.cancel()  # type: ignore[attr-defined]
+        timer.cancel()
