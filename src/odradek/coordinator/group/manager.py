@@ -167,11 +167,15 @@ class GroupMetadataManager:
         partition = self.partition_for(group_id)
         if self.runtime.epoch(partition) is None:
             return ErrorCode.not_coordinator, -1
-        txn: dict[str, object] = {}
-        if producer is not None:
-            txn = {"producer_id": producer[0], "producer_epoch": producer[1], "is_transactional": True}
+        producer_id, producer_epoch = producer if producer is not None else (-1, -1)
         try:
-            batch = build_batch(records, timestamp_ms=self.time_ms(), **txn)  # type: ignore[arg-type]
+            batch = build_batch(
+                records,
+                timestamp_ms=self.time_ms(),
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                is_transactional=producer is not None,
+            )
         except (ValueError, OverflowError, struct.error) as exc:
             log.warning("cannot encode records of group %s: %s", group_id, exc)
             return ErrorCode.unknown_server_error, -1
