@@ -142,7 +142,8 @@ def test_static_member_restart_keeps_assignment_without_rebalance(odradek_broker
         "both static members assigned",
     )
     wait_until(lambda: polled(a, c) and _group_state(b, "statics").state == ConsumerGroupState.STABLE, 10, "Stable")
-    coordinator = odradek_broker.broker.extensions["group_coordinator"]  # type: ignore[union-attr]
+    assert odradek_broker.broker is not None
+    coordinator = odradek_broker.broker.group_coordinator
     generation = coordinator.group("statics").generation_id
     before_b = sorted(tp.partition for tp in c.assignment())
     before_a = sorted(tp.partition for tp in a.assignment())

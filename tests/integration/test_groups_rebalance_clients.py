@@ -40,9 +40,7 @@ def _consumer(bootstrap: str, group: str, **conf: Any) -> Consumer:
 
 def _coordinator(broker: BrokerRunner) -> GroupCoordinator:
     assert broker.broker is not None
-    coordinator = GroupCoordinator.of(broker.broker)
-    assert coordinator is not None
-    return coordinator
+    return broker.broker.group_coordinator
 
 
 def _polling(*consumers: Consumer) -> Callable[[Callable[[], bool]], Callable[[], bool]]:

@@ -85,7 +85,7 @@ def test_v0_commit_and_fetch_use_the_znode(odradek_broker: BrokerRunner) -> None
     data, _ = odradek_broker.call(lambda: broker.store.get("/consumers/old-group/offsets/zk-topic/1"))
     assert data == b"4"
     # ZooKeeper offsets and __consumer_offsets are separate stores, as in Kafka
-    coordinator = broker.extensions["group_coordinator"]
+    coordinator = broker.group_coordinator
     assert coordinator.group("old-group") is None
 
 
@@ -121,7 +121,7 @@ def test_v1_commit_goes_to_consumer_offsets_not_zookeeper(odradek_broker: Broker
     assert _run(odradek_broker, scenario) == ErrorCode.none
     broker = odradek_broker.broker
     assert broker is not None
-    coordinator = broker.extensions["group_coordinator"]
+    coordinator = broker.group_coordinator
     value = coordinator.group("v1-group").offset(TopicPartition("kafka-topic", 0))
     assert (value.offset, value.metadata) == (9, "v1")
     assert (

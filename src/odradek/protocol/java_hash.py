@@ -3,7 +3,7 @@ and the old consumer's round-robin assignor to order partitions. Pure: safe anyw
 
 from __future__ import annotations
 
-__all__ = ["java_string_hash"]
+__all__ = ["java_string_hash", "key_partition"]
 
 
 def java_string_hash(s: str) -> int:
@@ -13,3 +13,10 @@ def java_string_hash(s: str) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def key_partition(key: str, partitions: int) -> int:
+    """The partition of a group or transactional id in its internal topic: Kafka's
+    ``Utils.abs(key.hashCode) % partitions`` (``Utils.abs`` maps MIN_VALUE to 0)."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions

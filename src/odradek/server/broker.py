@@ -7,9 +7,12 @@ Start-up (Kafka's ``KafkaServer.startup`` order):
    otherwise the embedded store in ``<first log dir>/metadata`` (or a store passed in, so several
    brokers in one process share one tree); create the top-level znodes; read or create the
    cluster id and check it against each log dir's ``meta.properties``;
-3. bind the listeners (port 0 picks a free port) and work out the advertised endpoints;
-4. register ``/brokers/ids/<id>`` (ephemeral) and join the controller election;
-5. start housekeeping: retention every ``log.retention.check.interval.ms``, flushes per
+3. build the replica manager and, over it, the group and transaction coordinators from their
+   typed dependencies (:class:`BrokerComponents`; the coordinators are the broker's leadership
+   listeners, told on LeaderAndIsr and StopReplica);
+4. bind the listeners (port 0 picks a free port) and work out the advertised endpoints;
+5. register ``/brokers/ids/<id>`` (ephemeral) and join the controller election;
+6. start housekeeping: retention every ``log.retention.check.interval.ms``, flushes per
    ``log.flush.*``, checkpoints of recovery points and high watermarks.
 
 Shutdown reverses it, ending with a clean-shutdown marker in every log dir so the next start
@@ -20,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import time
-from typing import Any
+from collections.abc import Callable
 
 from odradek.client.connection import KafkaConnection
 from odradek.controller.channel import ControllerChannelManager
@@ -32,18 +36,19 @@ from odradek.controller.events import Reelect
 from odradek.controller.messages import controlled_shutdown
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
+from odradek.coordinator.runtime import LeadershipListener
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.errors import ErrorCode, KafkaError, StaleControllerEpochError
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
-from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState
+from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState, WatchHandle
 from odradek.metadata.znodes import BrokerInfo
-from odradek.replication.fetcher import FetcherConfig
-from odradek.replication.partition import PartitionState
+from odradek.replication.partition import Partition, PartitionState
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
+from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components
 from odradek.server.config import Endpoint, KafkaConfig
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.meta_properties import check_meta_properties
@@ -96,19 +101,47 @@ class Broker:
             connections_max_idle_ms=config["connections.max.idle.ms"],
         )
         self.log_manager: LogManager | None = None
-        self.replica_manager: ReplicaManager = None  # type: ignore[assignment]
-        self.zk: KafkaZkClient = None  # type: ignore[assignment]
+        """Built and loaded first at start-up (shut down by :meth:`shutdown` even if start-up
+        failed later)."""
+        self._components: BrokerComponents | None = None
+        self.leadership_listeners: list[LeadershipListener] = []
+        """Told about every partition this broker starts or stops leading (the coordinators)."""
         self.controller: KafkaController | None = None
         self.cluster_id = ""
         self.endpoints: list[Endpoint] = []
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self._highest_controller_epoch = 0
         self._tasks: list[asyncio.Task[None]] = []
-        self._watches: list[Any] = []
-        self.extensions: dict[str, Any] = {}
-        self.extensions["group_coordinator"] = GroupCoordinator(self)
-        self.extensions["transaction_coordinator"] = TransactionCoordinator(self)
+        self._watches: list[WatchHandle] = []
         self.started = False
+
+    # --- what start-up builds ----------------------------------------------------------------
+
+    @property
+    def components(self) -> BrokerComponents:
+        if self._components is None:
+            raise BrokerNotStartedError(f"broker {self.broker_id} has not started")
+        return self._components
+
+    @property
+    def zk(self) -> KafkaZkClient:
+        return self.components.zk
+
+    @property
+    def producer_ids(self) -> ProducerIdManager:
+        return self.components.producer_ids
+
+    @property
+    def replica_manager(self) -> ReplicaManager:
+        return self.components.replica_manager
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator:
+        return self.components.group_coordinator
+
+    @property
+    def transaction_coordinator(self) -> TransactionCoordinator:
+        return self.components.transaction_coordinator
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -122,43 +155,34 @@ class Broker:
             os.makedirs(d, exist_ok=True)
         self.log_manager = LogManager(self.config.log_dirs, self.config.default_log_config())
         self.log_manager.load_logs()
-        await self._open_store()
-        self.zk = KafkaZkClient(self.store)  # type: ignore[arg-type]
-        self.producer_ids = ProducerIdManager(self.broker_id, self.zk)
-        await self.zk.create_top_level_paths()
-        self.cluster_id = await self.zk.get_or_create_cluster_id()
+        store = await self._open_store()
+        zk = KafkaZkClient(store)
+        await zk.create_top_level_paths()
+        self.cluster_id = await zk.get_or_create_cluster_id()
         check_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
-        cfg = self.config
-        self.replica_manager = ReplicaManager(
-            self.broker_id,
+        self._components = components = build_components(
+            self.config,
+            zk,
             self.log_manager,
-            self.log_config_for,
-            io_threads=int(cfg["num.io.threads"]),
-            replica_lag_time_max_ms=int(cfg["replica.lag.time.max.ms"]),
-            producer_id_expiration_ms=int(cfg["producer.id.expiration.ms"]),
+            self.metadata_cache,
+            log_config_for=self.log_config_for,
             isr_writer=self._write_isr,
             endpoint_for=self._inter_broker_endpoint,
-            fetcher_config=FetcherConfig(
-                num_fetchers=int(cfg["num.replica.fetchers"]),
-                max_bytes=int(cfg["replica.fetch.max.bytes"]),
-                response_max_bytes=int(cfg["replica.fetch.response.max.bytes"]),
-                wait_max_ms=int(cfg["replica.fetch.wait.max.ms"]),
-                min_bytes=int(cfg["replica.fetch.min.bytes"]),
-                backoff_ms=int(cfg["replica.fetch.backoff.ms"]),
-                request_timeout_ms=int(cfg["replica.socket.timeout.ms"]),
-            ),
+            create_internal_topic=self.admin.create_internal_topic,
+            local_address=self._local_address,
         )
+        self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
         await self._bind_listeners()
         await self.reload_broker_throttles()
-        self._watches.append(self.store.watch_children("/config/changes", self._on_config_change))  # type: ignore[union-attr]
+        self._watches.append(store.watch_children("/config/changes", self._on_config_change))
         await self._register()
-        failures = LogDirFailureHandler(self.broker_id, self.zk, self.log_manager)
-        self.replica_manager.on_log_dir_failure = failures.on_failure
+        failures = LogDirFailureHandler(self.broker_id, zk, self.log_manager)
+        components.replica_manager.on_log_dir_failure = failures.on_failure
         await failures.notify_if_offline()
-        self._watches.append(self.store.watch_session(self._on_session_event))  # type: ignore[union-attr]
+        self._watches.append(store.watch_session(self._on_session_event))
         self.controller = KafkaController(
             self.broker_id,
-            self.zk,
+            zk,
             ControllerChannelManager(
                 self.broker_id,
                 self.config.inter_broker_listener_name,
@@ -170,9 +194,8 @@ class Broker:
         await self.admin.wait_for_metadata(lambda: self.broker_id in self.metadata_cache.brokers, 5000)
         self._start_housekeeping()
         self._start_replication_tasks()
-        for ext in self.extensions.values():
-            if hasattr(ext, "startup"):
-                await ext.startup()
+        await components.group_coordinator.startup()
+        await components.transaction_coordinator.startup()
         self.started = True
         log.info(
             "broker %d started in %.0f ms, listening on %s (cluster %s)",
@@ -181,6 +204,10 @@ class Broker:
             ", ".join(map(str, self.endpoints)),
             self.cluster_id,
         )
+
+    def _local_address(self) -> tuple[str, int] | None:
+        """This broker's first advertised (host, port); None before the listeners are bound."""
+        return (self.endpoints[0].host, self.endpoints[0].port) if self.endpoints else None
 
     async def _register(self) -> None:
         first = self.endpoints[0]
@@ -213,9 +240,10 @@ class Broker:
             if self.controller is not None:
                 self.controller.put(Reelect())
 
-    async def _open_store(self) -> None:
+    async def _open_store(self) -> CoordinationStore:
+        """The store passed in, else a new session of the configured one (``self.store``)."""
         if self.store is not None:
-            return
+            return self.store
         connect = self.config.zookeeper_connect
         if connect:
             from odradek.metadata.zookeeper import ZooKeeperStore
@@ -231,6 +259,7 @@ class Broker:
         else:
             self._embedded = EmbeddedStore(os.path.join(self.config.log_dirs[0], "metadata"))
             self.store = self._embedded.session()
+        return self.store
 
     async def _bind_listeners(self) -> None:
         advertised = {e.listener: e for e in (self.config.advertised_listeners or [])}
@@ -243,67 +272,46 @@ class Broker:
                 self.endpoints.append(Endpoint(endpoint.listener, advertised_host(endpoint.host or host), port))
 
     def _start_housekeeping(self) -> None:
-        loop = asyncio.get_running_loop()
         lm = self.log_manager
         assert lm is not None
-        self._tasks.append(
-            loop.create_task(
-                self._every(
-                    self.config["log.retention.check.interval.ms"],
-                    lambda now: lm.cleanup_logs(now),
-                    "retention",
-                )
-            )
-        )
+        self._every(self.config["log.retention.check.interval.ms"], lm.cleanup_logs, "retention")
         flush_ms = min(self.config["log.flush.scheduler.interval.ms"], 2**31)
         if flush_ms < 2**31:
-            self._tasks.append(loop.create_task(self._every(flush_ms, lm.flush_dirty_logs, "flush")))
-        self._tasks.append(
-            loop.create_task(
-                self._every(
-                    self.config["log.flush.offset.checkpoint.interval.ms"],
-                    lambda now: lm.checkpoint(),
-                    "checkpoint",
-                )
-            )
-        )
+            self._every(flush_ms, lm.flush_dirty_logs, "flush")
+        self._every(self.config["log.flush.offset.checkpoint.interval.ms"], lambda _now: lm.checkpoint(), "checkpoint")
 
     def _start_replication_tasks(self) -> None:
         """ISR shrink every half ``replica.lag.time.max.ms`` (Kafka's isr-expiration task) and ISR
         change notifications every ``ISR_CHANGE_PROPAGATION_MS`` (isr-change-propagation)."""
-        loop = asyncio.get_running_loop()
+        rm = self.replica_manager
         lag_ms = int(self.config["replica.lag.time.max.ms"])
-        self._tasks.append(
-            loop.create_task(
-                self._every(
-                    max(lag_ms // 2, 10), lambda now: self.replica_manager.maybe_shrink_isr(now), "isr-expiration"
-                )
-            )
-        )
+        self._every(max(lag_ms // 2, 10), rm.maybe_shrink_isr, "isr-expiration")
+        loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._propagate_isr_changes(), name="isr-change-propagation"))
-        check_ms = int(self.config["producer.id.expiration.check.interval.ms"])
-        self._tasks.append(loop.create_task(self._every(check_ms, self.replica_manager.expire_producers, "pid-expiry")))
+        self._every(int(self.config["producer.id.expiration.check.interval.ms"]), rm.expire_producers, "pid-expiry")
         if self.config["auto.leader.rebalance.enable"]:
             percentage = int(self.config["leader.imbalance.per.broker.percentage"])
-            self._tasks.append(
-                loop.create_task(
-                    self._every_async(
-                        int(self.config["leader.imbalance.check.interval.seconds"]) * 1000,
-                        lambda: self.controller.maybe_rebalance_leaders(percentage) if self.controller else None,
-                        "auto-leader-rebalance",
-                    )
-                )
+            self._every(
+                int(self.config["leader.imbalance.check.interval.seconds"]) * 1000,
+                lambda _now: self.controller.maybe_rebalance_leaders(percentage) if self.controller else None,
+                "auto-leader-rebalance",
             )
 
-    async def _every_async(self, interval_ms: int, action: Any, name: str) -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000.0)
-            try:
-                pending = action()
-                if pending is not None:
-                    await pending
-            except Exception:
-                log.exception("broker %d: %s task failed", self.broker_id, name)
+    def _every(self, interval_ms: int, action: Callable[[int], object], name: str) -> None:
+        """Start a task calling ``action(now_ms)`` every ``interval_ms`` (awaiting what it returns
+        when that is awaitable) until :meth:`shutdown`; a failure is logged, not fatal."""
+
+        async def run() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000.0)
+                try:
+                    pending = action(int(time.time() * 1000))
+                    if inspect.isawaitable(pending):
+                        await pending
+                except Exception:
+                    log.exception("broker %d: %s task failed", self.broker_id, name)
+
+        self._tasks.append(asyncio.get_running_loop().create_task(run(), name=name))
 
     async def _propagate_isr_changes(self) -> None:
         while True:
@@ -345,14 +353,6 @@ class Broker:
         if info is None:
             return None
         return info.endpoint_map().get(self.config.inter_broker_listener_name)
-
-    async def _every(self, interval_ms: int, action: Any, name: str) -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000.0)
-            try:
-                action(int(time.time() * 1000))
-            except Exception:
-                log.exception("broker %d: %s task failed", self.broker_id, name)
 
     async def controlled_shutdown(self) -> bool:
         """Kafka's ``controlledShutdown``: ask the controller (over the inter-broker listener) to
@@ -405,10 +405,11 @@ class Broker:
         if self.started:
             with contextlib.suppress(Exception):
                 await self.controlled_shutdown()
-        for ext in reversed(list(self.extensions.values())):
-            if hasattr(ext, "shutdown"):
+        components = self._components
+        if components is not None:
+            for stop in (components.transaction_coordinator.shutdown, components.group_coordinator.shutdown):
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(ext.shutdown(), SHUTDOWN_STEP_TIMEOUT_S)
+                    await asyncio.wait_for(stop(), SHUTDOWN_STEP_TIMEOUT_S)
         await self.socket_server.stop()
         for task in self._tasks:
             task.cancel()
@@ -424,12 +425,12 @@ class Broker:
                 await asyncio.wait_for(self.controller.shutdown(), SHUTDOWN_STEP_TIMEOUT_S)
             except TimeoutError:
                 log.warning("broker %d: the controller did not stop in %d s", self.broker_id, SHUTDOWN_STEP_TIMEOUT_S)
-        if self.replica_manager is not None:
+        if components is not None:
             try:
-                await asyncio.wait_for(self.replica_manager.shutdown_fetchers(), SHUTDOWN_STEP_TIMEOUT_S)
+                await asyncio.wait_for(components.replica_manager.shutdown_fetchers(), SHUTDOWN_STEP_TIMEOUT_S)
             except TimeoutError:
                 log.warning("broker %d: replica fetchers did not stop in %d s", self.broker_id, SHUTDOWN_STEP_TIMEOUT_S)
-            self.replica_manager.shutdown()
+            components.replica_manager.shutdown()
         if (self.store is not None and self._external_store is None) or self.store is not None:
             with contextlib.suppress(Exception):
                 await self.store.close()
@@ -493,11 +494,14 @@ class Broker:
     # Reached through the LeaderAndIsr, UpdateMetadata and StopReplica APIs (server/apis/), which
     # decode the wire message into odradek.controller.requests and answer with the results.
 
-    def _notify_extensions(self, hook: str, tp: Any) -> None:
-        """Tell coordinators (``on_become_leader`` / ``on_become_follower``) about ``tp``."""
-        for ext in self.extensions.values():
-            if hasattr(ext, hook):
-                getattr(ext, hook)(tp)
+    def _notify_leadership(self, tp: TopicPartition, partition: Partition | None) -> None:
+        """Tell the leadership listeners that this broker now leads ``tp`` (``partition`` is
+        its leader replica) or no longer does (a follower replica, or None: stopped)."""
+        for listener in self.leadership_listeners:
+            if partition is not None and partition.is_leader:
+                listener.on_become_leader(tp, partition.leader_epoch)
+            else:
+                listener.on_become_follower(tp)
 
     def _check_epoch(self, epoch: int) -> None:
         """Refuse a controller epoch older than the highest seen (Kafka's ``controllerEpoch``
@@ -530,7 +534,7 @@ class Broker:
                     self.topic_overrides[tp.topic] = await self.zk.get_entity_configs("topics", tp.topic)
                     self._apply_topic_throttles(tp.topic)
                 partition = self.replica_manager.become_leader_or_follower(tp, state)
-                self._notify_extensions("on_become_leader" if partition.is_leader else "on_become_follower", tp)
+                self._notify_leadership(tp, partition)
                 errors[tp] = ErrorCode.none
             except KafkaError as exc:
                 errors[tp] = exc.error_code
@@ -571,7 +575,7 @@ class Broker:
                 continue
             try:
                 self.replica_manager.stop_replica(tp, request.delete_partitions)
-                self._notify_extensions("on_become_follower", tp)
+                self._notify_leadership(tp, None)
                 errors[tp] = ErrorCode.none
             except KafkaError as exc:
                 errors[tp] = exc.error_code

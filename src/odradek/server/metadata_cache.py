@@ -97,3 +97,20 @@ class MetadataCache:
 
     def alive_broker_ids(self) -> list[int]:
         return sorted(self.brokers)
+
+    # --- the coordinators' view (odradek.coordinator.runtime.MetadataView) ---------------------
+
+    def partition_count(self, topic: str) -> int | None:
+        """The topic's partition count; None while the cache does not know the topic."""
+        meta = self.topics.get(topic)
+        return None if meta is None else len(meta.partitions)
+
+    def leader_of(self, tp: TopicPartition) -> int:
+        """The partition's leader; -1 when unknown or offline."""
+        state = self.partition_state(tp)
+        return -1 if state is None else int(state.leader)
+
+    def broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        """(host, port) of a live broker's first listener; None if it is not live."""
+        info = self.brokers.get(broker_id)
+        return None if info is None else (info.host, info.port)

@@ -14,11 +14,14 @@ import asyncio
 import concurrent.futures
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    from odradek.metadata.store import CoordinationStore
     from odradek.server.broker import Broker
+
+T = TypeVar("T")
 
 TEST_DEFAULTS = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -40,7 +43,7 @@ class BrokerRunner:
         overrides: Mapping[str, str] | None = None,
         *,
         broker_id: int = 0,
-        store: Any = None,
+        store: CoordinationStore | None = None,
     ) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if data_dir is None:
@@ -99,7 +102,7 @@ class BrokerRunner:
             except Exception:
                 pass
 
-    def call(self, fn: Callable[[], Any], timeout: float = 30.0) -> Any:
+    def call(self, fn: Callable[[], Coroutine[object, object, T]], timeout: float = 30.0) -> T:
         """Run ``fn()`` (a coroutine function) on the broker's loop; return its result."""
         assert self.loop is not None
         return asyncio.run_coroutine_threadsafe(fn(), self.loop).result(timeout)

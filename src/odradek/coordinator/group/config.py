@@ -27,7 +27,8 @@ Immutable: safe from any thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from odradek.coordinator.runtime import ConfigSource
 
 __all__ = ["LOAD_BUFFER_BYTES", "NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupCoordinatorConfig"]
 
@@ -53,7 +54,7 @@ class GroupCoordinatorConfig:
     metadata_max_bytes: int = 4096
 
     @classmethod
-    def from_broker(cls, config: Any) -> GroupCoordinatorConfig:
+    def from_broker(cls, config: ConfigSource) -> GroupCoordinatorConfig:
         """From a KafkaConfig (anything with ``config[key]``)."""
         return cls(
             min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),

@@ -1,8 +1,9 @@
 """The group coordinator: the broker-side front door for consumer groups and committed offsets.
 
-One per broker, registered as ``broker.extensions["group_coordinator"]``. It coordinates the
-groups whose ``__consumer_offsets`` partition (``abs(java_hash(group)) % partitions``) this broker
-leads. Each request is first checked (Kafka's ``validateGroupStatus``):
+One per broker (``Broker.group_coordinator``), built by the broker's start-up from a
+:class:`GroupCoordinatorDeps`. It coordinates the groups whose ``__consumer_offsets`` partition
+(``abs(java_hash(group)) % partitions``) this broker leads. Each request is first checked
+(Kafka's ``validateGroupStatus``):
 
 1. the group id: INVALID_GROUP_ID if empty (allowed for OffsetCommit, OffsetFetch,
    DescribeGroups and DeleteGroups, as Kafka allows);
@@ -10,14 +11,14 @@ leads. Each request is first checked (Kafka's ``validateGroupStatus``):
 3. COORDINATOR_LOAD_IN_PROGRESS while the group's partition is being loaded;
 4. NOT_COORDINATOR if this broker does not lead the partition.
 
-Ownership follows the partition leadership the replica manager reports: the broker calls
-:meth:`on_become_leader` / :meth:`on_become_follower` on LeaderAndIsr and StopReplica, and
-every request re-checks it, so a partition whose leadership arrived without the hook is loaded
-on first use. Loading replays the partition (see :mod:`.manager`).
+Ownership, loading, writes, FindCoordinator (creating ``__consumer_offsets`` on first use,
+``offsets.topic.*`` settings, compacted) and the background tasks are the
+:class:`~odradek.coordinator.runtime.CoordinatorRuntime`'s; the broker tells it about leadership
+through :meth:`on_become_leader` / :meth:`on_become_follower`. Loading replays the partition
+(see :mod:`.manager`).
 
 Membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is :mod:`.membership`; offsets and the
-admin operations are here. ``find_coordinator(key)`` answers FindCoordinator for groups,
-creating ``__consumer_offsets`` on first use (``offsets.topic.*`` settings, compacted).
+admin operations are here.
 
 Runs on the broker's event loop; only that loop may call.
 """
@@ -25,24 +26,22 @@ Runs on the broker's event loop; only that loop may call.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from odradek.coordinator.group.config import GroupCoordinatorConfig
 from odradek.coordinator.group.group import GroupMetadata, GroupOverview, GroupSummary
-from odradek.coordinator.group.log_io import GROUP_METADATA_TOPIC, OffsetsLog, ReplicaOffsetsLog
-from odradek.coordinator.group.manager import GroupMetadataManager, OffsetFetchEntry
+from odradek.coordinator.group.manager import GroupMetadataManager, LoadedPartition, OffsetFetchEntry
 from odradek.coordinator.group.member import JoinGroupResult, JoinRequest, SyncGroupResult
-from odradek.coordinator.group.membership import GroupMembership, LeavingMember, Timer
-from odradek.coordinator.group.schemas import OffsetAndMetadata
+from odradek.coordinator.group.membership import GroupMembership, LeavingMember
+from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC, OffsetAndMetadata
 from odradek.coordinator.group.state import COMMIT_ANSWER, GroupState, parse_state
-from odradek.errors import ErrorCode, KafkaError
+from odradek.coordinator.runtime import CoordinatorRuntime, InternalTopic, RuntimeDeps
+from odradek.errors import ErrorCode
 from odradek.storage.topic_partition import TopicPartition
 
-__all__ = ["GroupCoordinator"]
+__all__ = ["GroupCoordinator", "GroupCoordinatorDeps"]
 
 log = logging.getLogger(__name__)
 
@@ -51,134 +50,72 @@ _DEAD_SUMMARY = GroupSummary(_S.DEAD.value, "", "", ())
 _NO_SUMMARY = GroupSummary("", "", "", ())
 
 
+@dataclass(frozen=True, slots=True)
+class GroupCoordinatorDeps:
+    """What the group coordinator uses: its settings and its runtime's dependencies (the
+    ``__consumer_offsets`` partitions on this broker, the metadata view, topic creation, clock)."""
+
+    config: GroupCoordinatorConfig
+    runtime: RuntimeDeps
+
+
 class GroupCoordinator:
-    """See the module docstring. With a ``broker`` everything is taken from it; unit tests pass
-    ``config``, ``offsets_log``, ``leader_epoch`` (partition -> leader epoch, None if not led),
-    ``time_ms`` and ``call_later`` instead."""
+    """See the module docstring."""
 
-    def __init__(
-        self,
-        broker: Any = None,
-        *,
-        config: GroupCoordinatorConfig | None = None,
-        offsets_log: OffsetsLog | None = None,
-        leader_epoch: Callable[[int], int | None] | None = None,
-        time_ms: Callable[[], int] | None = None,
-        call_later: Callable[[int, Callable[[], None]], Timer] | None = None,
-    ) -> None:
-        self.broker = broker
-        if config is None:
-            config = (
-                GroupCoordinatorConfig.from_broker(broker.config) if broker is not None else GroupCoordinatorConfig()
-            )
+    def __init__(self, deps: GroupCoordinatorDeps) -> None:
+        config = deps.config
         self.config = config
-        if offsets_log is None:
-            offsets_log = ReplicaOffsetsLog(lambda: broker.replica_manager)
-        self._leader_epoch = leader_epoch or self._replica_leader_epoch
-        self.time_ms = time_ms or (lambda: int(time.time() * 1000))
-        self._call_later = call_later
-        self.manager = GroupMetadataManager(config, offsets_log, self.time_ms, self._partition_count)
-        self.membership = GroupMembership(config, self.manager, self.call_later, self.time_ms, self._spawn)
-        self.active = False
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._create_lock = asyncio.Lock()
+        self.runtime: CoordinatorRuntime[LoadedPartition] = CoordinatorRuntime(
+            "group coordinator",
+            InternalTopic(
+                GROUP_METADATA_TOPIC,
+                config.offsets_partitions,
+                config.offsets_replication,
+                lambda _live: config.offsets_topic_configs(),
+            ),
+            deps.runtime,
+            self,
+        )
+        self.time_ms = self.runtime.time_ms
+        self.manager = GroupMetadataManager(config, self.runtime)
+        self.membership = GroupMembership(
+            config, self.manager, self.runtime.call_later, self.time_ms, self.runtime.spawn
+        )
 
-    EXTENSION_NAME = "group_coordinator"
-    """The key in ``broker.extensions``."""
-
-    @classmethod
-    def of(cls, broker: Any) -> GroupCoordinator | None:
-        """The coordinator registered on ``broker``, or None."""
-        found = broker.extensions.get(cls.EXTENSION_NAME)
-        return found if isinstance(found, cls) else None
-
-    # --- plumbing ----------------------------------------------------------------------------------
-
-    def call_later(self, delay_ms: int, fn: Callable[[], None]) -> Timer:
-        if self._call_later is not None:
-            return self._call_later(delay_ms, fn)
-        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000.0, fn)
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("group coordinator task failed", exc_info=task.exception())
-
-    def _partition_count(self) -> int:
-        if self.broker is not None:
-            meta = self.broker.metadata_cache.topic(GROUP_METADATA_TOPIC)
-            if meta is not None and meta.partitions:
-                return len(meta.partitions)
-        return self.config.offsets_partitions
-
-    def _replica_leader_epoch(self, partition: int) -> int | None:
-        replica_manager = getattr(self.broker, "replica_manager", None)
-        if replica_manager is None:
-            return None
-        p = replica_manager.partitions.get(TopicPartition(GROUP_METADATA_TOPIC, partition))
-        return int(p.leader_epoch) if p is not None and p.is_leader else None
+    @property
+    def active(self) -> bool:
+        return self.runtime.active
 
     # --- lifecycle and leadership --------------------------------------------------------------------
 
     async def startup(self) -> None:
         """Begin answering; load every ``__consumer_offsets`` partition this broker leads."""
-        self.active = True
-        self._spawn(self._expiry_loop())
-        for partition in range(self._partition_count()):
-            self._check_ownership(partition)
+        self.runtime.start()
+        self.runtime.every(self.config.retention_check_ms, self.expire_offsets, "offset expiry")
         log.info("group coordinator started")
 
     async def shutdown(self) -> None:
         """Stop answering; parked requests get NOT_COORDINATOR; background tasks end."""
-        self.active = False
-        for partition in list(self.manager.owned) + list(self.manager.loading):
-            self.manager.unload_partition(partition, self.membership.on_group_unloaded)
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await self.runtime.stop()
 
-    def on_become_leader(self, tp: TopicPartition) -> None:
+    def on_become_leader(self, tp: TopicPartition, leader_epoch: int) -> None:
         """This broker now leads ``tp``: load it if it is a ``__consumer_offsets`` partition."""
-        if tp.topic == GROUP_METADATA_TOPIC and self.active:
-            self._check_ownership(tp.partition)
+        self.runtime.on_become_leader(tp, leader_epoch)
 
     def on_become_follower(self, tp: TopicPartition) -> None:
         """This broker no longer leads ``tp``: unload its groups."""
-        if tp.topic == GROUP_METADATA_TOPIC:
-            self.manager.unload_partition(tp.partition, self.membership.on_group_unloaded)
+        self.runtime.on_become_follower(tp)
 
-    def _check_ownership(self, partition: int) -> ErrorCode | None:
-        """Reconcile ``partition`` with its leadership; the status error for its groups, if any."""
-        epoch = self._leader_epoch(partition)
-        manager = self.manager
-        if epoch is None:
-            if partition in manager.owned or partition in manager.loading:
-                manager.unload_partition(partition, self.membership.on_group_unloaded)
-            return ErrorCode.not_coordinator
-        if manager.owned.get(partition) == epoch:
-            return None
-        if manager.loading.get(partition) != epoch:
-            if partition in manager.owned:
-                manager.unload_partition(partition, self.membership.on_group_unloaded)
-            if manager.begin_load(partition, epoch):
-                self._spawn(manager.load_partition(partition, epoch, self.membership.on_group_loaded))
-        return ErrorCode.coordinator_load_in_progress
+    # the runtime's PartitionLoader
 
-    async def _expiry_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.retention_check_ms / 1000.0)
-            try:
-                await self.expire_offsets()
-            except Exception:
-                log.exception("offset expiry failed")
+    async def replay(self, partition: int, epoch: int) -> LoadedPartition | None:
+        return await self.manager.replay(partition, epoch)
+
+    def install(self, partition: int, epoch: int, loaded: LoadedPartition) -> None:
+        self.manager.install(partition, epoch, loaded, self.membership.on_group_loaded)
+
+    def unload(self, partition: int) -> None:
+        self.manager.unload_partition(partition, self.membership.on_group_unloaded)
 
     async def expire_offsets(self, now_ms: int | None = None) -> int:
         """Expire offsets now (as the periodic task does); returns how many were removed."""
@@ -191,41 +128,15 @@ class GroupCoordinator:
     def validate_group_status(self, group_id: str | None, allow_empty_id: bool = False) -> ErrorCode | None:
         if group_id is None or (group_id == "" and not allow_empty_id):
             return ErrorCode.invalid_group_id
-        if not self.active:
-            return ErrorCode.coordinator_not_available
-        return self._check_ownership(self.manager.partition_for(group_id))
+        error = self.runtime.status(self.manager.partition_for(group_id))
+        return None if error is ErrorCode.none else error
 
     # --- FindCoordinator -----------------------------------------------------------------------------
 
     async def find_coordinator(self, key: str) -> tuple[ErrorCode, int]:
         """(error, broker id) of the coordinator of group ``key``; creates ``__consumer_offsets``
         if missing. COORDINATOR_NOT_AVAILABLE while it has no leader."""
-        if not self.active or self.broker is None:
-            return ErrorCode.coordinator_not_available, -1
-        cache = self.broker.metadata_cache
-        meta = cache.topic(GROUP_METADATA_TOPIC)
-        if meta is None:
-            async with self._create_lock:
-                if cache.topic(GROUP_METADATA_TOPIC) is None:
-                    try:
-                        await self.broker.admin.create_internal_topic(
-                            GROUP_METADATA_TOPIC,
-                            self.config.offsets_partitions,
-                            self.config.offsets_replication,
-                            self.config.offsets_topic_configs(),
-                        )
-                    except KafkaError as exc:
-                        log.warning("cannot create %s: %s", GROUP_METADATA_TOPIC, exc)
-                        return ErrorCode.coordinator_not_available, -1
-            meta = cache.topic(GROUP_METADATA_TOPIC)
-            if meta is None:
-                return ErrorCode.coordinator_not_available, -1
-            for partition in range(len(meta.partitions)):
-                self._check_ownership(partition)
-        state = meta.partitions.get(self.manager.partition_for(key))
-        if state is None or state.leader < 0 or state.leader not in cache.brokers:
-            return ErrorCode.coordinator_not_available, -1
-        return ErrorCode.none, int(state.leader)
+        return await self.runtime.find_coordinator(key)
 
     # --- membership ----------------------------------------------------------------------------------
 
@@ -426,7 +337,7 @@ class GroupCoordinator:
     ) -> tuple[ErrorCode, list[GroupOverview]]:
         """Groups of this broker, filtered by state names and group types (case-insensitive;
         every group here is ``classic``). COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
-        if not self.active:
+        if not self.runtime.active:
             return ErrorCode.coordinator_not_available, []
         wanted_states = {s for s in (parse_state(name) for name in states)}
         wanted_types = {t.lower() for t in types}

@@ -27,6 +27,7 @@ from odradek.coordinator.group.schemas import (
     decode_subscription,
 )
 from odradek.coordinator.group.state import GroupState, can_rebalance, check_transition
+from odradek.coordinator.runtime import Timer
 from odradek.errors import ErrorCode
 from odradek.storage.topic_partition import TopicPartition
 
@@ -87,11 +88,11 @@ class GroupMetadata:
         self.pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}
         self.subscribed_topics: set[str] | None = None
         self.new_member_added = False
-        # Timers (objects with cancel()) owned by the coordinator.
-        self.join_timer: object | None = None
-        self.sync_timer: object | None = None
+        # Timers owned by the coordinator's membership logic.
+        self.join_timer: Timer | None = None
+        self.sync_timer: Timer | None = None
         self.initial_delay_active = False
-        self.pending_member_timers: dict[str, object] = {}
+        self.pending_member_timers: dict[str, Timer] = {}
 
     def __repr__(self) -> str:
         return (

@@ -1,14 +1,16 @@
 """The group metadata manager: the groups of the ``__consumer_offsets`` partitions this broker leads.
 
-Kafka's ``GroupMetadataManager``. It owns the in-memory groups (and their offset caches), knows
-which partitions are loaded or loading, and is the only writer of ``__consumer_offsets``:
+Kafka's ``GroupMetadataManager``. It owns the in-memory groups (and their offset caches) and is the
+only writer of ``__consumer_offsets``; which partitions are loaded or loading is the coordinator
+runtime's (:mod:`odradek.coordinator.runtime`), which calls :meth:`replay`, :meth:`install` and
+:meth:`unload_partition` through the coordinator:
 
 - :meth:`store_group` writes a group's GroupMetadata record (after SyncGroup from the leader,
   when a group becomes Empty, when a static member is replaced);
 - :meth:`store_offsets` writes one batch with a record per committed partition, and makes the
   offsets visible only once the batch is durable (the acks rule of the topic);
 - :meth:`cleanup_group_metadata` writes tombstones for deleted or expired offsets and groups;
-- :meth:`load_partition` replays a partition when this broker becomes its leader: the last
+- :meth:`replay` reads a partition when this broker becomes its leader: the last
   record per key wins, a null value deletes; transactional offset commits count only once their
   COMMIT marker is read. While a partition loads, requests for its groups are answered
   COORDINATOR_LOAD_IN_PROGRESS by the coordinator.
@@ -27,7 +29,6 @@ from dataclasses import dataclass, field
 
 from odradek.coordinator.group.config import LOAD_BUFFER_BYTES, GroupCoordinatorConfig
 from odradek.coordinator.group.group import GroupMetadata
-from odradek.coordinator.group.log_io import OffsetsLog
 from odradek.coordinator.group.schemas import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -41,15 +42,15 @@ from odradek.coordinator.group.schemas import (
     encode_group_metadata_value,
     encode_offset_commit_key,
     encode_offset_commit_value,
-    partition_for,
 )
 from odradek.coordinator.group.state import GroupState
 from odradek.coordinator.group.txn_offsets import TxnOffsetCommits
+from odradek.coordinator.runtime import CoordinatorRuntime
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.records import BatchHeader, Record, build_batch, decode_records, iter_batches
 from odradek.storage.topic_partition import TopicPartition
 
-__all__ = ["GroupMetadataManager", "OffsetFetchEntry"]
+__all__ = ["GroupMetadataManager", "LoadedPartition", "OffsetFetchEntry"]
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +85,10 @@ class OffsetFetchEntry:
 
 
 @dataclass
-class _LoadedPartition:
+class LoadedPartition:
     """What replaying one partition found, keyed by group."""
 
+    started_ms: int
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, tuple[OffsetAndMetadata | None, int]]] = field(default_factory=dict)
     pending_txn: dict[int, dict[tuple[str, TopicPartition], tuple[OffsetAndMetadata | None, int]]] = field(
@@ -98,41 +100,32 @@ class _LoadedPartition:
 
 
 class GroupMetadataManager:
-    """See the module docstring. ``partition_count()`` gives the partition count of
-    ``__consumer_offsets`` (the topic's, once it exists)."""
+    """See the module docstring. Partition ownership, loading and writes go through ``runtime``
+    (:class:`~odradek.coordinator.runtime.CoordinatorRuntime`), which also gives the partition
+    count of ``__consumer_offsets`` (the topic's, once it exists) and the clock."""
 
-    def __init__(
-        self,
-        config: GroupCoordinatorConfig,
-        offsets_log: OffsetsLog,
-        time_ms: Callable[[], int],
-        partition_count: Callable[[], int],
-    ) -> None:
+    def __init__(self, config: GroupCoordinatorConfig, runtime: CoordinatorRuntime[LoadedPartition]) -> None:
         self.config = config
-        self.log = offsets_log
-        self.time_ms = time_ms
-        self.partition_count = partition_count
+        self.runtime = runtime
+        self.log = runtime.log
+        self.time_ms = runtime.time_ms
         self.groups: dict[str, GroupMetadata] = {}
-        self.owned: dict[int, int] = {}
-        """Loaded partitions -> coordinator epoch (the partition's leader epoch)."""
-        self.loading: dict[int, int] = {}
-        """Partitions being loaded -> epoch."""
         self.txn_offsets = TxnOffsetCommits(self)
 
     # --- ownership ---------------------------------------------------------------------------------
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, max(1, self.partition_count()))
+        return self.runtime.partition_for(group_id)
 
     def is_group_local(self, group_id: str) -> bool:
-        return self.partition_for(group_id) in self.owned
+        return self.runtime.epoch(self.partition_for(group_id)) is not None
 
     def is_group_loading(self, group_id: str) -> bool:
-        return self.partition_for(group_id) in self.loading
+        return self.runtime.is_loading(self.partition_for(group_id))
 
     @property
     def is_loading(self) -> bool:
-        return bool(self.loading)
+        return self.runtime.any_loading
 
     def get_group(self, group_id: str) -> GroupMetadata | None:
         return self.groups.get(group_id)
@@ -172,22 +165,21 @@ class GroupMetadataManager:
     ) -> tuple[ErrorCode, int]:
         """Append ``records`` as one batch to the group's partition; (error, base offset)."""
         partition = self.partition_for(group_id)
-        if partition not in self.owned:
+        if self.runtime.epoch(partition) is None:
             return ErrorCode.not_coordinator, -1
-        epoch = self.owned[partition]
-        txn: dict[str, object] = {}
-        if producer is not None:
-            txn = {"producer_id": producer[0], "producer_epoch": producer[1], "is_transactional": True}
+        producer_id, producer_epoch = producer if producer is not None else (-1, -1)
         try:
-            batch = build_batch(records, timestamp_ms=self.time_ms(), **txn)  # type: ignore[arg-type]
+            batch = build_batch(
+                records,
+                timestamp_ms=self.time_ms(),
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                is_transactional=producer is not None,
+            )
         except (ValueError, OverflowError, struct.error) as exc:
             log.warning("cannot encode records of group %s: %s", group_id, exc)
             return ErrorCode.unknown_server_error, -1
-        error, last_offset = self.log.append(partition, batch)
-        if error is ErrorCode.none and wait:
-            error = await self.log.wait_durable(partition, last_offset, self.config.commit_timeout_ms)
-        if error is ErrorCode.none and self.owned.get(partition) != epoch:
-            error = ErrorCode.not_coordinator
+        error, last_offset = await self.runtime.write(partition, batch, self.config.commit_timeout_ms, wait=wait)
         return error, last_offset - len(records) + 1
 
     async def store_group(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> ErrorCode:
@@ -302,60 +294,17 @@ class GroupMetadataManager:
 
     # --- loading -----------------------------------------------------------------------------------
 
-    def begin_load(self, partition: int, epoch: int) -> bool:
-        """Mark ``partition`` as loading for ``epoch`` (its groups answer LOAD_IN_PROGRESS from
-        now on). False if it is already loaded or loading at this epoch or a newer one."""
-        if self.owned.get(partition, -2) >= epoch or self.loading.get(partition, -2) >= epoch:
-            return False
-        self.owned.pop(partition, None)
-        self.loading[partition] = epoch
-        return True
-
-    async def load_partition(
-        self, partition: int, epoch: int, on_group_loaded: Callable[[GroupMetadata], None]
-    ) -> None:
-        """Replay ``partition`` (marked by :meth:`begin_load`) and take its groups over. A later
-        unload (or a newer epoch) stops the replay and discards what it read. Never raises."""
-        if self.loading.get(partition) != epoch:
-            return
-        started = self.time_ms()
-        try:
-            loaded = await self._replay(partition, epoch)
-        except Exception:
-            log.exception("loading __consumer_offsets-%d failed", partition)
-            loaded = None
-        if self.loading.get(partition) != epoch:
-            return
-        del self.loading[partition]
-        if loaded is None:
-            return
-        self.owned[partition] = epoch
-        groups = self._build_groups(loaded)
-        for group in groups:
-            current = self.add_group(group)
-            if current is group:
-                on_group_loaded(group)
-            else:
-                log.warning(
-                    "group %s loaded from __consumer_offsets-%d was already in the cache", group.group_id, partition
-                )
-        log.info(
-            "loaded %d groups from __consumer_offsets-%d (epoch %d) in %d ms",
-            len(groups),
-            partition,
-            epoch,
-            self.time_ms() - started,
-        )
-
-    async def _replay(self, partition: int, epoch: int) -> _LoadedPartition | None:
-        loaded = _LoadedPartition()
+    async def replay(self, partition: int, epoch: int) -> LoadedPartition | None:
+        """Read ``partition`` (the runtime's load at ``epoch``); None when it cannot be read or
+        the load was superseded meanwhile."""
+        loaded = LoadedPartition(started_ms=self.time_ms())
         try:
             offset, end = self.log.bounds(partition)
         except KafkaError as exc:
             log.warning("cannot load __consumer_offsets-%d: %s", partition, exc)
             return None
         while offset < end:
-            if self.loading.get(partition) != epoch:
+            if not self.runtime.is_loading(partition, epoch):
                 return None
             data = self.log.read(partition, offset, LOAD_BUFFER_BYTES)
             next_offset = offset
@@ -373,7 +322,28 @@ class GroupMetadataManager:
             await asyncio.sleep(0)
         return loaded
 
-    def _replay_batch(self, loaded: _LoadedPartition, batch: memoryview, header: BatchHeader) -> None:
+    def install(
+        self, partition: int, epoch: int, loaded: LoadedPartition, on_group_loaded: Callable[[GroupMetadata], None]
+    ) -> None:
+        """Take the groups :meth:`replay` read over (the partition is owned at ``epoch`` now)."""
+        groups = self._build_groups(loaded)
+        for group in groups:
+            current = self.add_group(group)
+            if current is group:
+                on_group_loaded(group)
+            else:
+                log.warning(
+                    "group %s loaded from __consumer_offsets-%d was already in the cache", group.group_id, partition
+                )
+        log.info(
+            "loaded %d groups from __consumer_offsets-%d (epoch %d) in %d ms",
+            len(groups),
+            partition,
+            epoch,
+            self.time_ms() - loaded.started_ms,
+        )
+
+    def _replay_batch(self, loaded: LoadedPartition, batch: memoryview, header: BatchHeader) -> None:
         try:
             records = decode_records(batch)
         except KafkaError as exc:
@@ -406,7 +376,7 @@ class GroupMetadataManager:
             except SchemaError as exc:
                 log.warning("skipping unreadable record at offset %d of __consumer_offsets: %s", rec.offset, exc)
 
-    def _build_groups(self, loaded: _LoadedPartition) -> list[GroupMetadata]:
+    def _build_groups(self, loaded: LoadedPartition) -> list[GroupMetadata]:
         now = self.time_ms()
         out: list[GroupMetadata] = []
         for group_id in loaded.groups.keys() | loaded.offsets.keys():
@@ -424,11 +394,8 @@ class GroupMetadataManager:
         return out
 
     def unload_partition(self, partition: int, on_group_unloaded: Callable[[GroupMetadata], None]) -> int:
-        """Stop coordinating ``partition``'s groups (another broker leads it now). Returns the
-        number of groups unloaded."""
-        self.loading.pop(partition, None)
-        if self.owned.pop(partition, None) is None:
-            return 0
+        """Drop ``partition``'s groups (another broker coordinates them now). Returns the number
+        of groups unloaded."""
         count = 0
         for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
             group = self.groups.pop(group_id)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from odradek.coordinator.runtime import Timer
 from odradek.errors import ErrorCode
 
 __all__ = ["JoinCallback", "JoinGroupResult", "JoinRequest", "MemberMetadata", "SyncCallback", "SyncGroupResult"]
@@ -82,7 +82,7 @@ class MemberMetadata:
     is_new: bool = False
     """Added by a JoinGroup that has not been answered yet: its session timer is the (long)
     new-member join timeout, and it is expired even while awaiting the join."""
-    heartbeat_timer: Any = field(default=None, repr=False)
+    heartbeat_timer: Timer | None = field(default=None, repr=False)
     """The pending session-expiry timer (an object with ``cancel()``), or None."""
 
     @property

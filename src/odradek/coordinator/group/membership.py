@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from odradek.coordinator.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinatorConfig
 from odradek.coordinator.group.group import GroupMetadata
@@ -42,17 +42,14 @@ from odradek.coordinator.group.member import (
     SyncGroupResult,
 )
 from odradek.coordinator.group.state import HEARTBEAT_ANSWER, SYNC_ANSWER, Answer, GroupState
+from odradek.coordinator.runtime import CallLater, Timer
 from odradek.errors import ErrorCode
 
-__all__ = ["GroupMembership", "LeavingMember", "Timer"]
+__all__ = ["GroupMembership", "LeavingMember"]
 
 log = logging.getLogger(__name__)
 
 _S = GroupState
-
-
-class Timer(Protocol):
-    def cancel(self) -> None: ...
 
 
 LeavingMember = tuple[str, str | None, str | None]
@@ -67,7 +64,7 @@ class GroupMembership:
         self,
         config: GroupCoordinatorConfig,
         manager: GroupMetadataManager,
-        call_later: Callable[[int, Callable[[], None]], Timer],
+        call_later: CallLater,
         time_ms: Callable[[], int],
         spawn: Callable[[Coroutine[Any, Any, None]], None],
     ) -> None:
@@ -592,6 +589,6 @@ class GroupMembership:
         group.pending_member_timers.clear()
 
 
-def _cancel(timer: object | None) -> None:
+def _cancel(timer: Timer | None) -> None:
     if timer is not None:
-        timer.cancel()  # type: ignore[attr-defined]
+        timer.cancel()

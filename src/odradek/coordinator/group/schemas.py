@@ -40,9 +40,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from odradek.protocol.java_hash import java_string_hash
+from odradek.protocol.java_hash import key_partition as partition_for
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
+    "GROUP_METADATA_TOPIC",
     "OFFSET_COMMIT_KEY_VERSION",
     "GroupMetadataKey",
     "GroupMetadataValue",
@@ -65,6 +67,8 @@ __all__ = [
     "partition_for",
 ]
 
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 GROUP_METADATA_VALUE_VERSION = 3
@@ -76,15 +80,6 @@ _I64 = struct.Struct(">q")
 
 class SchemaError(ValueError):
     """Bytes that do not follow the schema they claim (truncated, bad length, unknown version)."""
-
-
-# --- Java's String.hashCode and the group's partition -----------------------------------------------
-
-
-def partition_for(group_id: str, partitions: int) -> int:
-    """The ``__consumer_offsets`` partition of ``group_id`` (Kafka's ``Utils.abs(hash) % n``)."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 # --- primitive writer / reader --------------------------------------------------------------------

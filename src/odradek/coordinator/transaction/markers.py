@@ -9,7 +9,11 @@ NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, a lost connectio
 known leader are retried with the leaders the metadata cache knows then, every
 ``RETRY_BACKOFF_S``, until every marker is written (SEEDS §5 step 7) or this broker stops being the
 transaction's coordinator. A partition whose topic was deleted (UNKNOWN_TOPIC_OR_PARTITION and no
-longer in the metadata cache) is given up, as Kafka does. Event loop only.
+longer in the metadata cache) is given up, as Kafka does.
+
+The coordinator sees it as a :class:`MarkerChannel`; :class:`MarkerWriter` takes the broker id
+(its client id), the metadata view (leaders and their addresses) and this broker's own address
+(for a leader the metadata cache does not list yet). Event loop only.
 """
 
 from __future__ import annotations
@@ -17,15 +21,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Protocol
 
 from odradek.client import write_txn_markers
 from odradek.client.connection import KafkaConnection
 from odradek.client.write_txn_markers import TxnMarkerEntry
+from odradek.coordinator.runtime import MetadataView
 from odradek.errors import ErrorCode
 from odradek.storage.topic_partition import TopicPartition
 
-__all__ = ["MarkerWriter"]
+__all__ = ["MarkerChannel", "MarkerWriter"]
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +38,33 @@ RETRY_BACKOFF_S = 0.1
 REQUEST_TIMEOUT_MS = 40_000
 
 
+class MarkerChannel(Protocol):
+    """How the transaction coordinator has a transaction's markers written."""
+
+    async def write(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: Sequence[tuple[str, int]],
+        still_owner: Callable[[], bool],
+    ) -> bool:
+        """True once every partition has its marker; False if ``still_owner()`` turned false first."""
+        ...
+
+    async def close(self) -> None: ...
+
+
 class MarkerWriter:
-    def __init__(self, broker: Any) -> None:
-        self.broker = broker
+    """:class:`MarkerChannel` over WriteTxnMarkers requests (see the module docstring)."""
+
+    def __init__(
+        self, broker_id: int, metadata: MetadataView, local_address: Callable[[], tuple[str, int] | None]
+    ) -> None:
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self._local_address = local_address
         self._connections: dict[int, KafkaConnection] = {}
         self._connecting: dict[int, asyncio.Lock] = {}
 
@@ -51,7 +80,7 @@ class MarkerWriter:
             conn = KafkaConnection(
                 address[0],
                 address[1],
-                client_id=f"broker-{self.broker.broker_id}-txn-markers",
+                client_id=f"broker-{self.broker_id}-txn-markers",
                 request_timeout_ms=REQUEST_TIMEOUT_MS,
             )
             await conn.connect()
@@ -71,12 +100,10 @@ class MarkerWriter:
             await conn.close()
 
     def _leader_address(self, leader: int) -> tuple[str, int] | None:
-        node = self.broker.metadata_cache.brokers.get(leader)
-        if node is not None:
-            return node.host, node.port
-        if leader == self.broker.broker_id and self.broker.endpoints:
-            return self.broker.endpoints[0].host, self.broker.endpoints[0].port
-        return None
+        address = self.metadata.broker_address(leader)
+        if address is None and leader == self.broker_id:
+            return self._local_address()
+        return address
 
     async def write(
         self,
@@ -87,21 +114,19 @@ class MarkerWriter:
         partitions: Sequence[tuple[str, int]],
         still_owner: Callable[[], bool],
     ) -> bool:
-        """True once every partition has its marker; False if ownership was lost first."""
         remaining = {TopicPartition(t, p) for t, p in partitions}
         while remaining:
             if not still_owner():
                 return False
-            cache = self.broker.metadata_cache
             by_leader: dict[int, list[TopicPartition]] = {}
             for tp in sorted(remaining):
-                if cache.topic(tp.topic) is None:
+                if self.metadata.partition_count(tp.topic) is None:
                     log.info("marker for %s-%d given up: the topic is gone", tp.topic, tp.partition)
                     remaining.discard(tp)
                     continue
-                state = cache.partition_state(tp)
-                if state is not None and state.leader >= 0:
-                    by_leader.setdefault(state.leader, []).append(tp)
+                leader = self.metadata.leader_of(tp)
+                if leader >= 0:
+                    by_leader.setdefault(leader, []).append(tp)
             results = await asyncio.gather(
                 *(
                     self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)

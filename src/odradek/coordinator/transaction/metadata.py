@@ -29,7 +29,7 @@ import enum
 import struct
 from dataclasses import dataclass, field
 
-from odradek.coordinator.group.schemas import java_string_hash
+from odradek.protocol.java_hash import key_partition as partition_for
 
 __all__ = [
     "TRANSACTION_STATE_TOPIC",
@@ -99,11 +99,6 @@ class TransactionMetadata:
     @property
     def in_progress(self) -> bool:
         return self.state in (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
-
-
-def partition_for(transactional_id: str, partitions: int) -> int:
-    h = java_string_hash(transactional_id)
-    return (0 if h == -(2**31) else abs(h)) % partitions
 
 
 def _string(value: str) -> bytes:

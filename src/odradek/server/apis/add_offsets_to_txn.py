@@ -11,9 +11,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.apis.txn_support import coordinator, for_version
+from odradek.server.apis.txn_support import for_version
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
@@ -23,9 +22,6 @@ MAX_VERSION = 4
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    txn = coordinator(ctx)
-    if txn is None:
-        error = ErrorCode.coordinator_not_available
-    else:
-        error = await txn.add_offsets(req.transactional_id, int(req.producer_id), int(req.producer_epoch), req.group_id)
+    txn = ctx.broker.transaction_coordinator
+    error = await txn.add_offsets(req.transactional_id, int(req.producer_id), int(req.producer_epoch), req.group_id)
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=for_version(error, ctx.api_version, 2))

@@ -15,7 +15,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.apis.txn_support import coordinator, for_version
+from odradek.server.apis.txn_support import for_version
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
@@ -24,12 +24,9 @@ MAX_VERSION = 5
 
 
 async def _one(ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: Any, verify: bool) -> Any:
-    txn = coordinator(ctx)
     partitions = [(str(t.name), int(p)) for t in topics for p in t.partitions]
-    if txn is None:
-        error = ErrorCode.coordinator_not_available
-    else:
-        error = await txn.add_partitions(txn_id, pid, epoch, partitions, verify_only=verify)
+    txn = ctx.broker.transaction_coordinator
+    error = await txn.add_partitions(txn_id, pid, epoch, partitions, verify_only=verify)
     error = for_version(error, ctx.api_version, 2)
     return tuple(
         ctx.make(

@@ -10,8 +10,6 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.coordinator.group import GroupCoordinator
-from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
@@ -22,11 +20,7 @@ MAX_VERSION = 2
 
 async def handle(ctx: RequestContext) -> Any:
     names = list(dict.fromkeys(ctx.request.groups_names))
-    coordinator = GroupCoordinator.of(ctx.broker)
-    if coordinator is None:
-        results = dict.fromkeys(names, ErrorCode.coordinator_not_available)
-    else:
-        results = await coordinator.delete_groups(names)
+    results = await ctx.broker.group_coordinator.delete_groups(names)
     return ctx.response(
         throttle_time=datetime.timedelta(0),
         results=tuple(ctx.make("DeletableGroupResult", group_id=g, error_code=results[g]) for g in names),

@@ -12,8 +12,6 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.coordinator.group import GroupCoordinator
-from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
@@ -28,14 +26,11 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    coordinator = GroupCoordinator.of(ctx.broker)
+    coordinator = ctx.broker.group_coordinator
     include_ops = bool(getattr(req, "include_authorized_operations", False))
     groups = []
     for group_id in req.groups:
-        if coordinator is None:
-            error, message, summary = ErrorCode.coordinator_not_available, None, None
-        else:
-            error, message, summary = coordinator.describe_group(group_id, ctx.api_version)
+        error, message, summary = coordinator.describe_group(group_id, ctx.api_version)
         members = ()
         if summary is not None:
             members = tuple(

@@ -14,9 +14,7 @@ import datetime
 from typing import Any
 
 from odradek.coordinator.transaction.coordinator import STATE_NAMES
-from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.apis.txn_support import coordinator
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
@@ -27,10 +25,10 @@ _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 
 async def handle(ctx: RequestContext) -> Any:
-    txn = coordinator(ctx)
+    txn = ctx.broker.transaction_coordinator
     states = []
     for txn_id in ctx.request.transactional_ids:
-        error, meta = (ErrorCode.coordinator_not_available, None) if txn is None else txn.describe(txn_id)
+        error, meta = txn.describe(txn_id)
         topics: dict[str, list[int]] = {}
         for topic, partition in sorted(meta.partitions if meta is not None else ()):
             topics.setdefault(topic, []).append(partition)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.apis.txn_support import coordinator, for_version
+from odradek.server.apis.txn_support import for_version
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.END_TXN
@@ -22,11 +21,7 @@ MAX_VERSION = 4
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    txn = coordinator(ctx)
-    if txn is None:
-        error = ErrorCode.coordinator_not_available
-    else:
-        error = await txn.end_txn(
-            req.transactional_id, int(req.producer_id), int(req.producer_epoch), bool(req.committed)
-        )
+    error = await ctx.broker.transaction_coordinator.end_txn(
+        req.transactional_id, int(req.producer_id), int(req.producer_epoch), bool(req.committed)
+    )
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=for_version(error, ctx.api_version, 2))

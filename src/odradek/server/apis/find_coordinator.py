@@ -3,10 +3,9 @@
 v0..v6. v0 asks for one group (``key``); v1..v3 add ``key_type`` (0 group, 1 transaction) and an
 error message; v4+ look up a batch (``coordinator_keys``) and answer one entry per key.
 
-Each key type is answered by the coordinator extension registered on the broker for it
-(``broker.extensions``: ``group_coordinator`` for 0, ``transaction_coordinator`` for 1), which
-offers ``async find_coordinator(key) -> (ErrorCode, broker id)``. The group coordinator creates
-``__consumer_offsets`` on first use. No extension: COORDINATOR_NOT_AVAILABLE; another key type:
+Each key type is answered by the broker's coordinator for it (``group_coordinator`` for 0,
+``transaction_coordinator`` for 1), whose ``find_coordinator(key)`` creates its internal topic
+(``__consumer_offsets``, ``__transaction_state``) on first use; another key type:
 INVALID_REQUEST. On error the node is -1, the host empty and the port -1, as Kafka answers.
 """
 
@@ -23,17 +22,17 @@ API_KEY = ApiKey.FIND_COORDINATOR
 MIN_VERSION = 0
 MAX_VERSION = 6
 
-_EXTENSIONS = {0: "group_coordinator", 1: "transaction_coordinator"}
+GROUP_KEY = 0
+TRANSACTION_KEY = 1
 
 
 async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
-    name = _EXTENSIONS.get(key_type)
-    if name is None:
+    if key_type == GROUP_KEY:
+        error, node_id = await ctx.broker.group_coordinator.find_coordinator(key)
+    elif key_type == TRANSACTION_KEY:
+        error, node_id = await ctx.broker.transaction_coordinator.find_coordinator(key)
+    else:
         return ErrorCode.invalid_request, -1, "", -1
-    extension = ctx.broker.extensions.get(name)
-    if extension is None or not hasattr(extension, "find_coordinator"):
-        return ErrorCode.coordinator_not_available, -1, "", -1
-    error, node_id = await extension.find_coordinator(key)
     if error is not ErrorCode.none:
         return error, -1, "", -1
     broker = ctx.broker.metadata_cache.brokers.get(node_id)

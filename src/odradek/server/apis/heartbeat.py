@@ -10,8 +10,6 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.coordinator.group import GroupCoordinator
-from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
@@ -22,11 +20,7 @@ MAX_VERSION = 4
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    coordinator = GroupCoordinator.of(ctx.broker)
-    if coordinator is None:
-        error = ErrorCode.coordinator_not_available
-    else:
-        error = coordinator.heartbeat(
-            req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id
-        )
+    error = ctx.broker.group_coordinator.heartbeat(
+        req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id
+    )
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=error)

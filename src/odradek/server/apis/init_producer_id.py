@@ -22,17 +22,9 @@ MAX_VERSION = 5
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    coordinator = ctx.broker.extensions.get("transaction_coordinator")
     if req.transactional_id is not None:
-        if coordinator is None:
-            return ctx.response(
-                throttle_time=datetime.timedelta(0),
-                error_code=ErrorCode.coordinator_not_available,
-                producer_id=-1,
-                producer_epoch=-1,
-            )
         timeout_ms = int(req.transaction_timeout.total_seconds() * 1000)
-        error, pid, epoch = await coordinator.init_producer_id(
+        error, pid, epoch = await ctx.broker.transaction_coordinator.init_producer_id(
             req.transactional_id,
             timeout_ms,
             int(getattr(req, "producer_id", -1)),

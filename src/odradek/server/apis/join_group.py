@@ -16,9 +16,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.coordinator.group import GroupCoordinator
-from odradek.coordinator.group.member import JoinGroupResult, JoinRequest
-from odradek.errors import ErrorCode
+from odradek.coordinator.group.member import JoinRequest
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
@@ -33,7 +31,7 @@ def client_host(ctx: RequestContext) -> str:
     return "/" + host
 
 
-def millis(value: Any) -> int:
+def millis(value: datetime.timedelta | int) -> int:
     """A kio i32/i64 timedelta field as milliseconds."""
     if isinstance(value, datetime.timedelta):
         return int(value / datetime.timedelta(milliseconds=1))
@@ -45,26 +43,22 @@ async def handle(ctx: RequestContext) -> Any:
     version = ctx.api_version
     session_ms = millis(req.session_timeout)
     rebalance = getattr(req, "rebalance_timeout", None)
-    coordinator = GroupCoordinator.of(ctx.broker)
-    if coordinator is None:
-        result = JoinGroupResult(req.member_id, ErrorCode.coordinator_not_available)
-    else:
-        result = await coordinator.join_group(
-            JoinRequest(
-                group_id=req.group_id,
-                member_id=req.member_id,
-                group_instance_id=getattr(req, "group_instance_id", None),
-                client_id=ctx.header.client_id or "",
-                client_host=client_host(ctx),
-                rebalance_timeout_ms=session_ms if rebalance is None else millis(rebalance),
-                session_timeout_ms=session_ms,
-                protocol_type=req.protocol_type,
-                protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
-                require_known_member_id=version >= 4,
-                support_skipping_assignment=version >= 9,
-                reason=getattr(req, "reason", None),
-            )
+    result = await ctx.broker.group_coordinator.join_group(
+        JoinRequest(
+            group_id=req.group_id,
+            member_id=req.member_id,
+            group_instance_id=getattr(req, "group_instance_id", None),
+            client_id=ctx.header.client_id or "",
+            client_host=client_host(ctx),
+            rebalance_timeout_ms=session_ms if rebalance is None else millis(rebalance),
+            session_timeout_ms=session_ms,
+            protocol_type=req.protocol_type,
+            protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
+            require_known_member_id=version >= 4,
+            support_skipping_assignment=version >= 9,
+            reason=getattr(req, "reason", None),
         )
+    )
     members = tuple(
         ctx.make("JoinGroupResponseMember", member_id=mid, group_instance_id=iid, metadata=meta)
         for mid, iid, meta in result.members

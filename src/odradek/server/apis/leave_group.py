@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.coordinator.group import GroupCoordinator
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
@@ -28,12 +27,7 @@ async def handle(ctx: RequestContext) -> Any:
         leaving = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in req.members]
     else:
         leaving = [(req.member_id, None, None)]
-    coordinator = GroupCoordinator.of(ctx.broker)
-    member_errors: list[ErrorCode] = []
-    if coordinator is None:
-        error = ErrorCode.coordinator_not_available
-    else:
-        error, member_errors = coordinator.leave_group(req.group_id, leaving)
+    error, member_errors = ctx.broker.group_coordinator.leave_group(req.group_id, leaving)
     if ctx.api_version < 3:
         if error is ErrorCode.none:
             error = next((e for e in member_errors if e is not ErrorCode.none), ErrorCode.none)

@@ -11,9 +11,6 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.coordinator.group import GroupCoordinator
-from odradek.coordinator.group.group import GroupOverview
-from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
 
@@ -24,14 +21,9 @@ MAX_VERSION = 5
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    coordinator = GroupCoordinator.of(ctx.broker)
-    overviews: list[GroupOverview] = []
-    if coordinator is None:
-        error = ErrorCode.coordinator_not_available
-    else:
-        error, overviews = coordinator.list_groups(
-            getattr(req, "states_filter", ()) or (), getattr(req, "types_filter", ()) or ()
-        )
+    error, overviews = ctx.broker.group_coordinator.list_groups(
+        getattr(req, "states_filter", ()) or (), getattr(req, "types_filter", ()) or ()
+    )
     groups = tuple(
         ctx.make(
             "ListedGroup",

@@ -13,9 +13,7 @@ import datetime
 from typing import Any
 
 from odradek.coordinator.transaction.coordinator import STATE_NAMES
-from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.apis.txn_support import coordinator
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
@@ -25,14 +23,11 @@ MAX_VERSION = 1
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    txn = coordinator(ctx)
     wanted = set(req.state_filters or ())
     unknown = tuple(sorted(wanted - set(STATE_NAMES.values())))
-    if txn is None:
-        error, found = ErrorCode.coordinator_not_available, []
-    else:
-        duration = int(getattr(req, "duration_filter", -1))
-        error, found = txn.list(wanted, {int(p) for p in req.producer_id_filters or ()}, duration)
+    duration = int(getattr(req, "duration_filter", -1))
+    producer_ids = {int(p) for p in req.producer_id_filters or ()}
+    error, found = ctx.broker.transaction_coordinator.list(wanted, producer_ids, duration)
     states = tuple(
         ctx.make(
             "TransactionState",

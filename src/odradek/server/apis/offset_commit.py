@@ -24,7 +24,6 @@ import logging
 import time
 from typing import Any
 
-from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
 from odradek.protocol import legacy_messages as legacy
@@ -85,19 +84,15 @@ async def handle(ctx: RequestContext) -> Any:
     if version == 0:
         errors.update(await _commit_to_zookeeper(ctx, {tp: v.offset for tp, v in offsets.items()}))
     elif offsets:
-        coordinator = GroupCoordinator.of(broker)
-        if coordinator is None:
-            errors.update(dict.fromkeys(offsets, ErrorCode.coordinator_not_available))
-        else:
-            errors.update(
-                await coordinator.commit_offsets(
-                    req.group_id,
-                    req.member_id,
-                    getattr(req, "group_instance_id", None),
-                    int(req.generation_id_or_member_epoch),
-                    offsets,
-                )
+        errors.update(
+            await broker.group_coordinator.commit_offsets(
+                req.group_id,
+                req.member_id,
+                getattr(req, "group_instance_id", None),
+                int(req.generation_id_or_member_epoch),
+                offsets,
             )
+        )
     if version <= 1:
         return legacy.OffsetCommitResponseV0(
             topics=tuple(

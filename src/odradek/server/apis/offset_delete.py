@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.coordinator.group import GroupCoordinator
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
@@ -35,12 +34,7 @@ async def handle(ctx: RequestContext) -> Any:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
             else:
                 wanted.append(tp)
-    coordinator = GroupCoordinator.of(ctx.broker)
-    results: dict[TopicPartition, ErrorCode] = {}
-    if coordinator is None:
-        group_error = ErrorCode.coordinator_not_available
-    else:
-        group_error, results = await coordinator.delete_offsets(req.group_id, wanted)
+    group_error, results = await ctx.broker.group_coordinator.delete_offsets(req.group_id, wanted)
     throttle = datetime.timedelta(0)
     if group_error is not ErrorCode.none:
         return ctx.response(error_code=group_error, throttle_time=throttle, topics=())

@@ -20,7 +20,6 @@ from typing import Any
 
 from kio.static.primitive import i64
 
-from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.manager import OffsetFetchEntry
 from odradek.errors import ErrorCode
 from odradek.protocol import legacy_messages as legacy
@@ -63,10 +62,7 @@ async def _from_zookeeper(ctx: RequestContext, group_id: str, partitions: list[T
 def _fetch(
     ctx: RequestContext, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool
 ) -> tuple[ErrorCode, Entries]:
-    coordinator = GroupCoordinator.of(ctx.broker)
-    if coordinator is None:
-        return ErrorCode.coordinator_not_available, {}
-    return coordinator.fetch_offsets(group_id, require_stable, partitions)
+    return ctx.broker.group_coordinator.fetch_offsets(group_id, require_stable, partitions)
 
 
 def _topics(ctx: RequestContext, entries: Entries, topic_name: str, partition_name: str) -> tuple[Any, ...]:

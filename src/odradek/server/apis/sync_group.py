@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.member import SyncGroupResult
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -28,13 +27,10 @@ async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     protocol_type = getattr(req, "protocol_type", None)
     protocol_name = getattr(req, "protocol_name", None)
-    coordinator = GroupCoordinator.of(ctx.broker)
-    if coordinator is None:
-        result = SyncGroupResult(ErrorCode.coordinator_not_available)
-    elif ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):
+    if ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):
         result = SyncGroupResult(ErrorCode.inconsistent_group_protocol)
     else:
-        result = await coordinator.sync_group(
+        result = await ctx.broker.group_coordinator.sync_group(
             req.group_id,
             req.generation_id,
             req.member_id,

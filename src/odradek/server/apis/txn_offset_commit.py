@@ -28,7 +28,6 @@ MAX_VERSION = 4
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    groups = ctx.broker.extensions.get("group_coordinator")
     now = int(time.time() * 1000)
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -46,12 +45,10 @@ async def handle(ctx: RequestContext) -> Any:
                 epoch = int(getattr(p, "committed_leader_epoch", -1))
                 offsets[tp] = OffsetAndMetadata(int(p.committed_offset), metadata, now, epoch)
     if offsets:
-        if groups is None:
-            errors.update(dict.fromkeys(offsets, ErrorCode.coordinator_not_available))
-        else:
-            errors.update(
-                await groups.txn_commit_offsets(req.group_id, int(req.producer_id), int(req.producer_epoch), offsets)
-            )
+        groups = ctx.broker.group_coordinator
+        errors.update(
+            await groups.txn_commit_offsets(req.group_id, int(req.producer_id), int(req.producer_epoch), offsets)
+        )
     by_topic: dict[str, list[Any]] = {}
     for tp, error in errors.items():
         by_topic.setdefault(tp.topic, []).append(

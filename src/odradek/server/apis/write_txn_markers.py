@@ -86,8 +86,7 @@ async def handle(ctx: RequestContext) -> Any:
             if error == ErrorCode.none and tp.topic == CONSUMER_OFFSETS:
                 offsets_partitions.add(tp.partition)
             errors.append((tp, error))
-        groups = ctx.broker.extensions.get("group_coordinator")
-        if offsets_partitions and groups is not None and hasattr(groups, "handle_txn_completion"):
-            await groups.handle_txn_completion(marker.producer_id, offsets_partitions, commit)
+        if offsets_partitions:
+            await ctx.broker.group_coordinator.handle_txn_completion(marker.producer_id, offsets_partitions, commit)
         results.append((marker.producer_id, errors))
     return message.encode_response(ctx.api_version, results)

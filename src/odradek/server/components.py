@@ -1,0 +1,111 @@
+"""What a broker's start-up builds once its logs are loaded and its metadata store session is open.
+
+:func:`build_components` makes, in dependency order, the producer id manager, the replica manager
+and, over it, the group and transaction coordinators from their typed dependencies (each
+coordinator's settings, its internal topic's partitions through :class:`ReplicaInternalLog`, the
+metadata cache as their :class:`~odradek.coordinator.runtime.MetadataView`, internal-topic
+creation, and for the transaction coordinator producer ids and the marker channel). The result,
+:class:`BrokerComponents`, is immutable; ``Broker`` reads it through typed properties and raises
+:class:`BrokerNotStartedError` before start-up has built it. Event loop only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from odradek.coordinator.group import GroupCoordinator
+from odradek.coordinator.group.config import GroupCoordinatorConfig
+from odradek.coordinator.group.coordinator import GroupCoordinatorDeps
+from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC
+from odradek.coordinator.runtime import CreateInternalTopic, ReplicaInternalLog, RuntimeDeps
+from odradek.coordinator.transaction import TransactionCoordinator
+from odradek.coordinator.transaction.config import TransactionCoordinatorConfig
+from odradek.coordinator.transaction.coordinator import TransactionCoordinatorDeps
+from odradek.coordinator.transaction.markers import MarkerWriter
+from odradek.coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC
+from odradek.metadata.kafka_zk_client import KafkaZkClient
+from odradek.replication.fetcher import FetcherConfig
+from odradek.replication.partition import IsrWriter
+from odradek.replication.replica_manager import ReplicaManager
+from odradek.server.config import KafkaConfig
+from odradek.server.metadata_cache import MetadataCache
+from odradek.server.producer_id_manager import ProducerIdManager
+from odradek.storage import LogManager
+from odradek.storage.config import LogConfig
+
+__all__ = ["BrokerComponents", "BrokerNotStartedError", "build_components"]
+
+
+class BrokerNotStartedError(RuntimeError):
+    """A component that start-up builds was asked for before start-up built it."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerComponents:
+    """See the module docstring; fields in the order they are built."""
+
+    zk: KafkaZkClient
+    producer_ids: ProducerIdManager
+    replica_manager: ReplicaManager
+    group_coordinator: GroupCoordinator
+    transaction_coordinator: TransactionCoordinator
+
+
+def fetcher_config(config: KafkaConfig) -> FetcherConfig:
+    """The replica fetchers' settings (``num.replica.fetchers``, ``replica.fetch.*``)."""
+    return FetcherConfig(
+        num_fetchers=int(config["num.replica.fetchers"]),
+        max_bytes=int(config["replica.fetch.max.bytes"]),
+        response_max_bytes=int(config["replica.fetch.response.max.bytes"]),
+        wait_max_ms=int(config["replica.fetch.wait.max.ms"]),
+        min_bytes=int(config["replica.fetch.min.bytes"]),
+        backoff_ms=int(config["replica.fetch.backoff.ms"]),
+        request_timeout_ms=int(config["replica.socket.timeout.ms"]),
+    )
+
+
+def build_components(
+    config: KafkaConfig,
+    zk: KafkaZkClient,
+    log_manager: LogManager,
+    metadata_cache: MetadataCache,
+    *,
+    log_config_for: Callable[[str], LogConfig],
+    isr_writer: IsrWriter,
+    endpoint_for: Callable[[int], tuple[str, int] | None],
+    create_internal_topic: CreateInternalTopic,
+    local_address: Callable[[], tuple[str, int] | None],
+) -> BrokerComponents:
+    """The components of broker ``config.broker_id``. ``log_config_for(topic)`` gives a topic's
+    log config, ``isr_writer`` writes a leader's ISR change, ``endpoint_for(broker_id)`` is where
+    followers fetch from, ``local_address()`` this broker's own (host, port) for its markers."""
+    broker_id = config.broker_id
+    replica_manager = ReplicaManager(
+        broker_id,
+        log_manager,
+        log_config_for,
+        io_threads=int(config["num.io.threads"]),
+        replica_lag_time_max_ms=int(config["replica.lag.time.max.ms"]),
+        producer_id_expiration_ms=int(config["producer.id.expiration.ms"]),
+        isr_writer=isr_writer,
+        endpoint_for=endpoint_for,
+        fetcher_config=fetcher_config(config),
+    )
+    producer_ids = ProducerIdManager(broker_id, zk)
+
+    def runtime_deps(topic: str) -> RuntimeDeps:
+        return RuntimeDeps(ReplicaInternalLog(replica_manager, topic), metadata_cache, create_internal_topic)
+
+    group_coordinator = GroupCoordinator(
+        GroupCoordinatorDeps(GroupCoordinatorConfig.from_broker(config), runtime_deps(GROUP_METADATA_TOPIC))
+    )
+    transaction_coordinator = TransactionCoordinator(
+        TransactionCoordinatorDeps(
+            TransactionCoordinatorConfig.from_broker(config),
+            runtime_deps(TRANSACTION_STATE_TOPIC),
+            producer_ids.generate_producer_id,
+            MarkerWriter(broker_id, metadata_cache, local_address),
+        )
+    )
+    return BrokerComponents(zk, producer_ids, replica_manager, group_coordinator, transaction_coordinator)
