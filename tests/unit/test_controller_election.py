@@ -43,7 +43,10 @@ def test_first_broker_becomes_controller_with_epoch_1() -> None:
         assert [c.broker_id for c in cluster.controllers.values() if c.active] == [1]
         assert cluster.active.ctx.epoch == 1
         assert {c.active_controller_id for c in cluster.controllers.values()} == {1}
-        assert await cluster.admin.get_controller_epoch() == (1, 0)
+        # created at epoch 0 and bumped in the election's multi, as Kafka: epoch 1 at version 1,
+        # the version every partition state write of this controller is conditional on
+        assert await cluster.admin.get_controller_epoch() == (1, 1)
+        assert cluster.active.ctx.epoch_zk_version == 1
         # the controller knows every broker that registered after it
         assert set(cluster.active.ctx.live_brokers) == {1, 2, 3}
 
@@ -69,9 +72,11 @@ def test_controller_session_end_elects_another_controller_with_a_higher_epoch() 
     scenario(check)
 
 
-def test_a_stale_controller_sends_its_old_epoch() -> None:
-    """A controller that missed the loss of its session (its watches were lost with it) keeps
-    acting with its old epoch; brokers fence it by that epoch (STALE_CONTROLLER_EPOCH)."""
+def test_a_deposed_controller_cannot_write_partition_state_and_resigns() -> None:
+    """A controller that missed the loss of its session (its watches were lost with it) still
+    thinks it is active; its first partition state write is conditional on the ``/controller_epoch``
+    version it was elected with (Kafka's ``controllerEpochZkVersion``), fails with
+    ControllerMovedError, and it resigns without having sent anything: its successor's state stays."""
 
     async def check(cluster: ControllerCluster) -> None:
         await cluster.create_topic("t", {0: [2, 1, 3]})
@@ -82,10 +87,14 @@ def test_a_stale_controller_sends_its_old_epoch() -> None:
         await cluster.settle()
         successor = next(c for c in cluster.controllers.values() if c.active and c is not stale)
         assert successor.ctx.epoch == 2 and stale.active and stale.ctx.epoch == 1
+        before = await cluster.state("t", 0)
         cluster.channels[1].clear()
-        assert await stale.controlled_shutdown(2) == (ErrorCode.none, [])
+        assert await stale.controlled_shutdown(2) == (ErrorCode.not_controller, [])
+        await stale.wait_idle()
+        assert not stale.active
+        assert await cluster.state("t", 0) == before
         sent = [r for requests in cluster.channels[1].requests.values() for r in requests]
-        assert sent and {r.controller_epoch for r in sent} == {1}
+        assert sent == []
 
     scenario(check)
 

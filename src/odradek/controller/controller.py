@@ -59,6 +59,7 @@ from odradek.controller.reassignment import ControllerReassignment
 from odradek.controller.requests import StopReplicaRequest
 from odradek.controller.state_machines import PartitionLifecycle, ReplicaLifecycle
 from odradek.controller.zk_client import ControllerZkClient
+from odradek.metadata.errors import ControllerMovedError
 from odradek.metadata.store import WatchHandle
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
@@ -127,6 +128,13 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 await self._process(event)
             except asyncio.CancelledError:
                 raise
+            except ControllerMovedError as exc:
+                log.warning(
+                    "controller %d was deposed while processing %s: %s", self.broker_id, type(event).__name__, exc
+                )
+                if self.active:
+                    self._resign()
+                self.put(Reelect())
             except Exception:
                 log.exception("controller %d failed processing %s", self.broker_id, type(event).__name__)
             if self._queue.empty():
@@ -181,8 +189,9 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             return
         if self.active:  # our /controller vanished (session expiry): start over with a new epoch
             self._resign()
-        if await self.zk.try_create_controller(self.broker_id):
-            self.ctx.epoch = await self.zk.increment_controller_epoch()
+        elected = await self.zk.try_elect_controller(self.broker_id)
+        if elected is not None:
+            self.ctx.epoch, self.ctx.epoch_zk_version = elected
             self.active = True
             self.active_controller_id = self.broker_id
             log.info("broker %d is the controller (controller_epoch %d)", self.broker_id, self.ctx.epoch)
@@ -358,7 +367,9 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 if new is not None:
                     changed[tp] = new
             if created:
-                await self.zk.create_partition_states(topic, {p: s.to_znode() for p, s in created.items()})
+                await self.zk.create_partition_states(
+                    topic, {p: s.to_znode() for p, s in created.items()}, self.ctx.epoch_zk_version
+                )
                 for partition, new in created.items():
                     tp = TopicPartition(topic, partition)
                     self.ctx.states[tp] = changed[tp] = new

@@ -138,7 +138,9 @@ class ControllerCore:
             leader, isr = decision
             new = PartitionState(leader, state.leader_epoch + 1, isr, list(replicas), self.ctx.epoch, state.zk_version)
             try:
-                version = await self.zk.update_leader_and_isr(tp, new.to_znode(), state.zk_version)
+                version = await self.zk.update_leader_and_isr(
+                    tp, new.to_znode(), state.zk_version, self.ctx.epoch_zk_version
+                )
             except BadVersionError:
                 continue
             new = PartitionState(leader, new.leader_epoch, isr, list(replicas), self.ctx.epoch, version)

@@ -208,6 +208,10 @@ class ControllerContext:
     :mod:`odradek.controller.state_machines`."""
 
     epoch: int = 0
+    epoch_zk_version: int = -1
+    """The version of ``/controller_epoch`` this controller wrote when elected: every partition state
+    write is conditional on it (Kafka's ``controllerEpochZkVersion``), so a deposed controller's
+    writes fail with ControllerMovedError instead of overwriting its successor's."""
     live_brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)

@@ -25,6 +25,7 @@ from odradek.controller.election import (
 )
 from odradek.controller.events import ControlledShutdown, ReplicaLeaderElection
 from odradek.errors import ErrorCode
+from odradek.metadata.errors import ControllerMovedError
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
@@ -226,6 +227,9 @@ class ControllerOperations(ControllerCore):
                 len(remaining),
             )
             result = (ErrorCode.none, remaining)
+        except ControllerMovedError:
+            result = (ErrorCode.not_controller, [])  # deposed mid-way: the caller asks the new controller
+            raise
         finally:
             if not future.done():
                 future.set_result(result)

@@ -397,16 +397,22 @@ class KafkaZkClient:
         )
         return 0
 
-    async def create_partition_states(self, topic: str, states: Mapping[int, LeaderAndIsr]) -> None:
+    async def create_partition_states(
+        self, topic: str, states: Mapping[int, LeaderAndIsr], controller_epoch_zk_version: int | None = None
+    ) -> None:
         """Create the state znodes of many new partitions of ``topic`` in one atomic multi (one
         round trip to ZooKeeper, one snapshot write in the embedded store), creating the
         ``partitions`` and ``partitions/<p>`` parents that are missing. Every new state's
-        zk_version is 0. Raises :class:`NodeExistsError` (nothing created) if any exists.
+        zk_version is 0. Raises :class:`NodeExistsError` (nothing created) if any exists, and, if
+        ``controller_epoch_zk_version`` is given, :class:`ControllerMovedError` (nothing created)
+        when ``/controller_epoch`` is no longer at that version.
         """
         if not states:
             return
         parent = TopicPartitionsZNode.path(topic)
         ops: list[Op] = []
+        if controller_epoch_zk_version is not None:
+            ops.append(CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version))
         parent_missing = await self.store.exists(parent) is None
         if parent_missing:
             ops.append(CreateOp(parent))
@@ -416,7 +422,14 @@ class KafkaZkClient:
             if parent_missing or await self.store.exists(partition_path) is None:
                 ops.append(CreateOp(partition_path))
             ops.append(CreateOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(states[partition])))
-        await self.store.multi(ops)
+        try:
+            await self.store.multi(ops)
+        except BadVersionError as e:
+            if e.path == ControllerEpochZNode.path():
+                raise ControllerMovedError(
+                    f"controller epoch moved past zk version {controller_epoch_zk_version}"
+                ) from None
+            raise
 
     async def update_leader_and_isr(
         self,
