@@ -55,6 +55,13 @@ def test_subject_rendered_as_java_rfc2253() -> None:
     assert distinguished_name(der((NameOID.COMMON_NAME, "Zoë"))) == "CN=Zoë"
 
 
+def test_malformed_subject() -> None:
+    good = der((NameOID.COMMON_NAME, "alice"))
+    for bad in (good[:-3], b"\x31\x00", b""):
+        with pytest.raises(ValueError):
+            distinguished_name(bad)
+
+
 def test_multi_valued_rdn_joined_with_plus() -> None:
     from cryptography import x509
 

@@ -74,6 +74,9 @@ def test_encrypted_pem_key_needs_the_key_password() -> None:
         "ssl.keystore.certificate.chain": certs.server().cert_pem(),
     }
     handshake(create_ssl_context({**props, "ssl.key.password": "s3cret"}, server_side=True), client_ctx())
+    # a key password set for a key that is not encrypted is not needed (Kafka would refuse the key)
+    unneeded = {**inline_keystore(certs.server()), "ssl.key.password": "s3cret"}
+    handshake(create_ssl_context(unneeded, server_side=True), client_ctx())
     with pytest.raises(SslConfigError) as missing:
         create_ssl_context(props, server_side=True)
     assert missing.value.key == "ssl.key.password"
@@ -243,6 +246,14 @@ def test_enabled_protocols() -> None:
             "ssl.truststore.password",
         ),
         ({**inline_keystore(certs.server()), "ssl.keystore.location": "/nonexistent"}, "ssl.keystore.location"),
+        (
+            {
+                **inline_keystore(certs.server()),
+                "ssl.keystore.key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----",
+            },
+            "ssl.keystore.key",
+        ),
+        ({**inline_keystore(certs.server()), "ssl.keystore.key": "no PEM here"}, "ssl.keystore.key"),
     ],
 )
 def test_bad_server_configs_name_the_key(props: dict[str, Any], key: str) -> None:

@@ -96,6 +96,8 @@ def _der_items(data: bytes, start: int = 0, end: int | None = None) -> Iterator[
     """(tag, start of the whole TLV, start of contents, end) for each DER item in ``data[start:end]``."""
     pos, end = start, len(data) if end is None else end
     while pos < end:
+        if pos + 2 > end:
+            raise ValueError("truncated DER item in the certificate subject")
         tlv_start, tag = pos, data[pos]
         length = data[pos + 1]
         pos += 2

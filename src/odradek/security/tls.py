@@ -181,20 +181,23 @@ def _certificates(pem: str, key: str) -> list[x509.Certificate]:
 
 
 def _private_key(pem: str, password: str | None, key: str) -> PrivateKeyTypes:
-    entries = _pem_entries(_PRIVATE_KEY_ENTRY, pem)
+    try:
+        entries = _pem_entries(_PRIVATE_KEY_ENTRY, pem)
+    except ValueError as e:
+        raise SslConfigError(key, f"invalid private key: {e}") from None
     if len(entries) != 1:
-        raise SslConfigError(
-            key, "Private key not provided" if not entries else f"Expected one private key, but found {len(entries)}"
-        )
+        problem = f"Expected one private key, but found {len(entries)}" if entries else "Private key not provided"
+        raise SslConfigError(key, problem)
     secret = password.encode() if password is not None else None
     try:
         return serialization.load_der_private_key(entries[0], secret)
     except TypeError:
         if secret is None:
             raise SslConfigError("ssl.key.password", "the private key is encrypted but no password is set") from None
-        return serialization.load_der_private_key(entries[0], None)
+        return serialization.load_der_private_key(entries[0], None)  # not encrypted: the password is not needed
     except ValueError as e:
-        raise SslConfigError("ssl.key.password", f"the private key could not be read: {e}") from None
+        blamed = key if secret is None else "ssl.key.password"
+        raise SslConfigError(blamed, f"the private key could not be read: {e}") from None
 
 
 def _read(path: str, key: str) -> bytes:

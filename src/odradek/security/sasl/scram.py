@@ -199,8 +199,15 @@ _CLIENT_FINAL = re.compile(
 _SERVER_FINAL = re.compile(rf"(?:e=(?P<error>{_VALUE_SAFE}))|(?:v=(?P<signature>{_B64})){_EXTENSIONS}")
 
 
-def _text(message: bytes) -> str:
-    return message.decode("utf-8", errors="replace")
+def _parse(
+    pattern: re.Pattern[str], message: bytes, what: str, fail: Callable[[str], SaslAuthenticationError]
+) -> tuple[str, re.Match[str]]:
+    """The message as text and its match; ``fail("Invalid SCRAM <what> message format: ...")`` else."""
+    text = message.decode("utf-8", errors="replace")
+    m = pattern.fullmatch(text)
+    if m is None:
+        raise fail(f"Invalid SCRAM {what} message format: {text}")
+    return text, m
 
 
 def _extensions(text: str) -> dict[str, str]:
@@ -269,10 +276,7 @@ class ScramSaslServer:
         return SaslAuthenticationError(message, mechanism=self.mechanism, public=public)
 
     def _client_first(self, response: bytes) -> bytes:
-        text = _text(response)
-        m = _CLIENT_FIRST.fullmatch(text)
-        if m is None:
-            raise self._fail(f"Invalid SCRAM client first message format: {text}")
+        _, m = _parse(_CLIENT_FIRST, response, "client first", self._fail)
         try:
             user = username(m["saslname"])
         except ValueError:
@@ -303,10 +307,7 @@ class ScramSaslServer:
         return self._server_first.encode()
 
     def _client_final(self, response: bytes) -> bytes:
-        text = _text(response)
-        m = _CLIENT_FINAL.fullmatch(text)
-        if m is None:
-            raise self._fail(f"Invalid SCRAM client final message format: {text}")
+        _, m = _parse(_CLIENT_FINAL, response, "client final", self._fail)
         if m["nonce"] != self._nonce_full:
             raise self._fail("Invalid client nonce in the final client message.")
         if m["channel"] != _b64encode(self._gs2_header.encode()):
@@ -400,10 +401,7 @@ class ScramSaslClient:
         return f"n,,{self._client_first_bare}".encode()
 
     def _client_final(self, challenge: bytes) -> bytes:
-        text = _text(challenge)
-        m = _SERVER_FIRST.fullmatch(text)
-        if m is None:
-            raise self._fail(f"Invalid SCRAM server first message format: {text}")
+        text, m = _parse(_SERVER_FIRST, challenge, "server first", self._fail)
         iterations = int(m["iterations"])
         if iterations <= 0:
             raise self._fail(f"Invalid SCRAM server first message format: invalid iterations {iterations}")
@@ -424,10 +422,7 @@ class ScramSaslClient:
         return f"{without_proof},p={_b64encode(proof)}".encode()
 
     def _server_final(self, challenge: bytes) -> None:
-        text = _text(challenge)
-        m = _SERVER_FINAL.fullmatch(text)
-        if m is None:
-            raise self._fail(f"Invalid SCRAM server final message format: {text}")
+        _, m = _parse(_SERVER_FINAL, challenge, "server final", self._fail)
         if m["error"] is not None:
             raise self._fail(f"Sasl authentication using {self.mechanism} failed with error: {m['error']}")
         expected = self._mech.hmac(self._mech.server_key(self._salted_password), self._auth_message)
