@@ -161,8 +161,20 @@ def generate_credential(
             f"Iterations {iterations} is less than the minimum {mech.min_iterations} required for {mech.name}"
         )
     salt = secure_random_string().encode() if salt is None else salt
-    salted = mech.salted_password(password, salt, iterations)
-    return ScramCredential(salt, mech.hash(mech.client_key(salted)), mech.server_key(salted), iterations)
+    return credential_from_salted_password(
+        mech.name, salt, mech.salted_password(password, salt, iterations), iterations
+    )
+
+
+def credential_from_salted_password(
+    mechanism_name: str, salt: bytes, salted_password: bytes, iterations: int
+) -> ScramCredential:
+    """The credential of a salted password (``ScramFormatter.generateCredential(salt, saltedPassword,
+    iterations)``), as AlterUserScramCredentials' upsertions carry it."""
+    mech = mechanism(mechanism_name)
+    return ScramCredential(
+        salt, mech.hash(mech.client_key(salted_password)), mech.server_key(salted_password), iterations
+    )
 
 
 def _b64encode(data: bytes) -> str:
