@@ -11,9 +11,6 @@ import json
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
@@ -34,9 +31,10 @@ from odradek.security.principal import KafkaPrincipal
 from odradek.security.sasl import SaslAuthenticationError
 from odradek.security.sasl.scram import ScramSaslClient, ScramSaslServer
 
+from .zk_support import eventually, run
+
 pytestmark = pytest.mark.zookeeper
 
-T = TypeVar("T")
 CREDENTIAL = re.compile(
     r"salt=([A-Za-z0-9+/=]+),stored_key=([A-Za-z0-9+/=]+),server_key=([A-Za-z0-9+/=]+),iterations=(\d+)"
 )
@@ -46,20 +44,6 @@ def odradek(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess
     return subprocess.run(
         [sys.executable, "-m", "odradek.cli.main", *argv], capture_output=True, text=True, timeout=90, input=stdin
     )
-
-
-def run(fn: Callable[[], Awaitable[T]]) -> T:
-    async def main() -> T:
-        return await asyncio.wait_for(fn(), 120)
-
-    return asyncio.run(main())
-
-
-async def eventually(predicate: Callable[[], bool], timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 def scram_login(cache: CredentialCache, mechanism: str, user: str, password: str) -> bool:

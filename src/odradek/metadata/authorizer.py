@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from odradek.errors import ErrorCode
@@ -159,20 +159,16 @@ class AclAuthorizer:
         self._listeners = [
             ZkNodeChangeNotificationListener(
                 store,
-                LITERAL_ACL_CHANGES_PATH,
+                path,
                 ACL_CHANGE_PREFIX,
-                lambda data: self.process_acl_change_notification(decode_literal_change(data)),
+                self._notification_handler(decode),
                 change_expiration_ms=change_expiration_ms,
                 **extra,
-            ),
-            ZkNodeChangeNotificationListener(
-                store,
-                EXTENDED_ACL_CHANGES_PATH,
-                ACL_CHANGE_PREFIX,
-                lambda data: self.process_acl_change_notification(decode_extended_change(data)),
-                change_expiration_ms=change_expiration_ms,
-                **extra,
-            ),
+            )
+            for path, decode in (
+                (LITERAL_ACL_CHANGES_PATH, decode_literal_change),
+                (EXTENDED_ACL_CHANGES_PATH, decode_extended_change),
+            )
         ]
 
     # --- life cycle -----------------------------------------------------------------------------
@@ -195,6 +191,9 @@ class AclAuthorizer:
     async def close(self) -> None:
         for listener in self._listeners:
             await listener.close()
+
+    def _notification_handler(self, decode: Callable[[bytes], ResourcePattern]) -> Callable[[bytes], Awaitable[None]]:
+        return lambda data: self.process_acl_change_notification(decode(data))
 
     async def process_acl_change_notification(self, pattern: ResourcePattern) -> None:
         async with self._lock:

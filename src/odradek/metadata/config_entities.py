@@ -51,6 +51,7 @@ __all__ = [
     "ConfigHandler",
     "ZkConfigManager",
     "alter_entity_config",
+    "create_config_change_notification",
     "desanitize",
     "fetch_all_child_entity_configs",
     "fetch_all_entity_configs",
