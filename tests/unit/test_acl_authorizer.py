@@ -5,6 +5,7 @@ DescribeAcls results."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -219,5 +220,30 @@ def test_concurrent_writers_on_one_pattern_merge() -> None:
         assert {e["principal"] for e in body["acls"]} == {"User:alice", "User:bob", "User:carol"}
         await settle()
         assert one.authorize(BOB, "h", READ, TOPIC, "shared") and two.authorize(CAROL, "h", READ, TOPIC, "shared")
+
+    run(scenario)
+
+
+def test_refusals_are_audited_on_kafkas_logger(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        authorizer = AclAuthorizer(EmbeddedStore(None).session())
+        await authorizer.start()
+        with caplog.at_level(logging.DEBUG, logger="kafka.authorizer.logger"):
+            assert authorizer.authorize_actions(
+                ALICE, "10.0.0.1", [Action(READ, TOPIC, "t"), Action(DESCRIBE, TOPIC, "u", log_if_denied=False)]
+            ) == [False, False]
+        levels = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "kafka.authorizer.logger"]
+        assert levels == [
+            (
+                logging.INFO,
+                "Principal = User:alice is Denied Operation = READ from host = 10.0.0.1 on resource = "
+                "ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL)",
+            ),
+            (
+                logging.DEBUG,
+                "Principal = User:alice is Denied Operation = DESCRIBE from host = 10.0.0.1 on resource = "
+                "ResourcePattern(resourceType=TOPIC, name=u, patternType=LITERAL)",
+            ),
+        ]
 
     run(scenario)

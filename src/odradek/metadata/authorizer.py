@@ -111,9 +111,13 @@ def is_acl_authorizer(class_name: str | None) -> bool:
 
 @dataclass(frozen=True)
 class Action:
+    """One question of a batch; ``log_if_denied`` False for filtering questions (Metadata's topic
+    list), whose refusals Kafka does not log at INFO."""
+
     operation: AclOperation
     resource_type: ResourceType
     name: str
+    log_if_denied: bool = True
 
 
 @dataclass(frozen=True)
@@ -212,9 +216,18 @@ class AclAuthorizer:
     # --- authorization ---------------------------------------------------------------------------
 
     def authorize(
-        self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource_type: ResourceType, name: str
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        log_if_denied: bool = True,
     ) -> bool:
-        """Whether ``principal`` connected from ``host`` may do ``operation`` on the literal resource."""
+        """Whether ``principal`` connected from ``host`` may do ``operation`` on the literal resource.
+
+        A refusal is logged at INFO on ``kafka.authorizer.logger`` (DEBUG without ``log_if_denied``)."""
         resource = ResourcePattern(resource_type, name, PatternType.LITERAL)
         allowed = authorize(
             principal,
@@ -226,7 +239,8 @@ class AclAuthorizer:
             self.allow_everyone_if_no_acl_found,
         )
         if not allowed:
-            audit.info(
+            audit.log(
+                logging.INFO if log_if_denied else logging.DEBUG,
                 "Principal = %s is Denied Operation = %s from host = %s on resource = %s",
                 principal,
                 operation.name,
@@ -237,7 +251,10 @@ class AclAuthorizer:
 
     def authorize_actions(self, principal: KafkaPrincipal, host: str, actions: Iterable[Action]) -> list[bool]:
         """:meth:`authorize` for each action, in order (Kafka's ``authorize(context, actions)``)."""
-        return [self.authorize(principal, host, a.operation, a.resource_type, a.name) for a in actions]
+        return [
+            self.authorize(principal, host, a.operation, a.resource_type, a.name, log_if_denied=a.log_if_denied)
+            for a in actions
+        ]
 
     # --- CreateAcls / DeleteAcls / DescribeAcls -----------------------------------------------------
 
