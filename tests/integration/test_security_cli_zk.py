@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from odradek.security.principal import KafkaPrincipal
 from odradek.security.sasl import SaslAuthenticationError
 from odradek.security.sasl.scram import ScramSaslClient, ScramSaslServer
 
+from .process_support import BrokerProcess
 from .zk_support import eventually, run
 
 pytestmark = pytest.mark.zookeeper
@@ -187,3 +189,43 @@ def test_acls_in_kafka_format_followed_by_a_broker(zookeeper_connect: str) -> No
             await broker.close()
 
     run(scenario)
+
+
+def test_configs_with_a_running_broker(zookeeper_connect: str, tmp_path: pathlib.Path) -> None:
+    broker = BrokerProcess(tmp_path / "data", {"broker.id": "0", "zookeeper.connect": zookeeper_connect}).start()
+    try:
+        zk = ["configs", "--zookeeper", zookeeper_connect]
+        refused = odradek(*zk, "--alter", "--broker", "0", "--add-config", "follower.replication.throttled.rate=5")
+        assert refused.returncode == 1 and "broker 0 is running" in refused.stderr
+        bs = ["configs", "--bootstrap-server", broker.bootstrap_servers]
+        created = odradek("topics", "--bootstrap-server", broker.bootstrap_servers, "--create", "--topic", "t")
+        assert created.returncode == 0, created.stderr
+        altered = odradek(
+            *bs, "--alter", "--entity-type", "topics", "--entity-name", "t", "--add-config", "retention.ms=1000"
+        )
+        assert altered.returncode == 0, altered.stderr
+        assert altered.stdout.strip() == "Completed updating config for topic t."
+        described = odradek(*bs, "--describe", "--entity-type", "topics", "--entity-name", "t")
+        assert described.returncode == 0, described.stderr
+        lines = described.stdout.splitlines()
+        assert lines[0] == "Dynamic configs for topic t are:"
+        assert lines[1].startswith(
+            "  retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000"
+        )
+        assert len(lines) == 2
+        deleted = odradek(*bs, "--alter", "--topic", "t", "--delete-config", "retention.ms")
+        assert deleted.returncode == 0, deleted.stderr
+        again = odradek(*bs, "--alter", "--topic", "t", "--delete-config", "retention.ms")
+        assert again.returncode == 1 and "Invalid config(s): retention.ms" in again.stderr
+        default = odradek(
+            *bs, "--alter", "--broker-defaults", "--add-config", "follower.replication.throttled.rate=100"
+        )
+        assert default.returncode == 0, default.stderr
+        assert default.stdout.strip() == "Completed updating default config for brokers in the cluster."
+        shown = odradek(*bs, "--describe", "--entity-type", "brokers", "--entity-default")
+        assert shown.stdout.splitlines()[0] == "Default configs for brokers in the cluster are:"
+        assert "  follower.replication.throttled.rate=100 sensitive=false" in shown.stdout
+        users = odradek(*bs, "--describe", "--entity-type", "users")
+        assert users.returncode == 1 and "use --zookeeper for SCRAM credentials" in users.stderr
+    finally:
+        broker.stop()
