@@ -149,8 +149,10 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """``ConfigCommandOptions.checkArgs``: the entity types and names; CommandError otherwise."""
     if int(args.alter) + int(args.describe) != 1:
         raise CommandError("Command must include exactly one action: --describe, --alter")
-    if args.describe and (args.add_config or args.add_config_file or args.delete_config):
-        raise CommandError("--add-config, --add-config-file and --delete-config are only used with --alter")
+    if args.describe:
+        for flag in ("add_config", "add_config_file", "delete_config"):
+            if getattr(args, flag):
+                raise CommandError(f'Option "[describe]" can\'t be used with option "[{flag.replace("_", "-")}]"')
     types, names = _entities(args)
     if len(types) != len(set(types)):
         raise CommandError(
