@@ -198,7 +198,7 @@ class Broker:
             zk,
             ControllerChannelManager(
                 self.broker_id,
-                self.config.inter_broker_listener_name,
+                self.config.control_plane_listener_name or self.config.inter_broker_listener_name,
                 int(self.config["controller.socket.timeout.ms"]),
             ),
             bool(self.config["unclean.leader.election.enable"]),
