@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from odradek.configdef import ConfigDef, at_least, between, one_of
+from odradek.configdef import parse_properties as parse_properties
 from odradek.errors import InvalidConfigError
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, gzip_level, metadata_version
 
@@ -403,29 +404,6 @@ BROKER_CONFIGS = (
     .define("background.threads", "int", 10, "Accepted for compatibility.")
     .define("request.timeout.ms", "int", 30000, "Timeout of requests the broker sends.", between(1, 2**31 - 1))
 )
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text: ``k=v`` or ``k: v`` lines, ``#``/``!`` comments, ``\\`` continuation."""
-    props: dict[str, str] = {}
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.strip() if not pending else raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending += line[:-1]
-            continue
-        line = pending + line
-        pending = ""
-        for i, ch in enumerate(line):
-            if ch in "=:":
-                key, value = line[:i].strip(), line[i + 1 :].strip()
-                break
-        else:
-            key, value = line.strip(), ""
-        props[key] = value
-    return props
 
 
 @dataclass(frozen=True)
