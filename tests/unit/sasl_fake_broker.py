@@ -23,6 +23,7 @@ from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslAuthe
 from odradek.security.sasl.plain import PlainSaslServer
 from odradek.security.sasl.scram import ScramCredential, ScramSaslServer, generate_credential
 
+MAX_FRAME = 1 << 20
 VERSIONS = {ApiKey.API_VERSIONS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 
 
@@ -110,6 +111,8 @@ class FakeSaslBroker:
         try:
             while True:
                 size = int.from_bytes(await reader.readexactly(4), "big")
+                if size > MAX_FRAME:  # not a Kafka client (a TLS ClientHello, say)
+                    break
                 answer = self.frame(await reader.readexactly(size))
                 if answer is None:
                     break

@@ -218,10 +218,10 @@ class KafkaConnection:
         except (ssl.SSLError, ConnectionResetError, asyncio.IncompleteReadError) as exc:
             if context is None:
                 raise KafkaConnectionError(f"cannot connect to {self.address}: {exc}") from None
-            reason = getattr(exc, "reason", None) or exc.__class__.__name__
+            reason = getattr(exc, "reason", None) or "the connection was closed during the handshake"
             raise KafkaConnectionError(
-                f"TLS handshake with {self.address} failed: {reason} (is it a {self.security.security_protocol} "
-                "listener?)"
+                f"TLS handshake with {self.address} failed: {reason} (is it a TLS listener? security.protocol "
+                f"is {self.security.security_protocol})"
             ) from None
         except OSError as exc:
             raise KafkaConnectionError(f"cannot connect to {self.address}: {exc.strerror or exc}") from None
@@ -245,6 +245,13 @@ class KafkaConnection:
                 response = await self.send(request)
             except KafkaProtocolError:
                 response = None  # an UNSUPPORTED_VERSION answer comes in v0 format
+            except KafkaConnectionError as exc:
+                if self.security.uses_ssl:
+                    raise
+                raise KafkaConnectionError(
+                    f"{exc} before answering ApiVersions (is it a TLS listener? security.protocol is "
+                    f"{self.security.security_protocol})"
+                ) from None
             if response is not None and response.error_code == ErrorCode.none:
                 self.api_versions = {
                     int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
