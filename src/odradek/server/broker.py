@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 
 from odradek.client.connection import KafkaConnection
+from odradek.client.security import inter_broker_client_security
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
 from odradek.controller.events import Reelect
@@ -90,6 +91,9 @@ class Broker:
     def __init__(self, config: KafkaConfig, store: CoordinationStore | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
+        self.inter_broker_security = inter_broker_client_security(config)
+        """How this broker's own connections (controller channel, controlled shutdown) reach the
+        others' inter-broker listener; the fetchers and markers get the same from the components."""
         self._external_store = store
         self.store: CoordinationStore | None = store
         self._embedded: EmbeddedStore | None = None
@@ -200,6 +204,7 @@ class Broker:
                 self.broker_id,
                 self.config.control_plane_listener_name or self.config.inter_broker_listener_name,
                 int(self.config["controller.socket.timeout.ms"]),
+                self.inter_broker_security,
             ),
             bool(self.config["unclean.leader.election.enable"]),
         )
@@ -219,7 +224,11 @@ class Broker:
         )
 
     def _local_address(self) -> tuple[str, int] | None:
-        """This broker's first advertised (host, port); None before the listeners are bound."""
+        """This broker's advertised (host, port) on the inter-broker listener (else its first);
+        None before the listeners are bound."""
+        for e in self.endpoints:
+            if e.listener == self.config.inter_broker_listener_name:
+                return (e.host, e.port)
         return (self.endpoints[0].host, self.endpoints[0].port) if self.endpoints else None
 
     async def _register(self) -> None:
@@ -397,6 +406,7 @@ class Broker:
                         endpoint[1],
                         client_id=f"broker-{self.broker_id}-controlled-shutdown",
                         request_timeout_ms=int(cfg["controller.socket.timeout.ms"]),
+                        security=self.inter_broker_security,
                     ) as conn:
                         version = conn.version_for(controlled_shutdown.API_KEY, 1)
                         response = await conn.send(controlled_shutdown.encode(self.broker_id, version))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from odradek.configdef import ConfigDef, at_least, between, one_of
+from odradek.configdef import parse_properties as parse_properties
 from odradek.errors import InvalidConfigError
 from odradek.security.listener_config import LISTENER_PREFIX, listener_config
 from odradek.security.tls import SSL_CONFIG
@@ -481,29 +482,6 @@ LISTENER_KEY_PREFIXES = ("ssl.", "sasl.", "connections.max.reauth.ms", "connecti
 """Keys that may be given per listener as ``listener.name.<listener>.<key>``."""
 SASL_MECHANISM_KEYS = ("sasl.jaas.config",)
 """Keys given per listener and mechanism: ``listener.name.<listener>.<mechanism>.<key>``."""
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text: ``k=v`` or ``k: v`` lines, ``#``/``!`` comments, ``\\`` continuation."""
-    props: dict[str, str] = {}
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.strip() if not pending else raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending += line[:-1]
-            continue
-        line = pending + line
-        pending = ""
-        for i, ch in enumerate(line):
-            if ch in "=:":
-                key, value = line[:i].strip(), line[i + 1 :].strip()
-                break
-        else:
-            key, value = line.strip(), ""
-        props[key] = value
-    return props
 
 
 @dataclass(frozen=True)
