@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 
 from odradek.client.connection import KafkaConnection
-from odradek.client.security import inter_broker_client_security
+from odradek.client.security import inter_broker_client_security, inter_broker_security_for
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
 from odradek.controller.events import Reelect
@@ -197,14 +197,19 @@ class Broker:
         components.replica_manager.on_log_dir_failure = failures.on_failure
         await failures.notify_if_offline()
         self._watches.append(store.watch_session(self._on_session_event))
+        control_plane = self.config.control_plane_listener_name
+        control_plane_security = self.inter_broker_security
+        if control_plane is not None:  # the controller's own listener, with its own protocol
+            protocol = self.config.listener_security_protocol(control_plane)
+            control_plane_security = inter_broker_security_for(self.config.originals, control_plane, protocol)
         self.controller = KafkaController(
             self.broker_id,
             zk,
             ControllerChannelManager(
                 self.broker_id,
-                self.config.control_plane_listener_name or self.config.inter_broker_listener_name,
+                control_plane or self.config.inter_broker_listener_name,
                 int(self.config["controller.socket.timeout.ms"]),
-                self.inter_broker_security,
+                control_plane_security,
             ),
             bool(self.config["unclean.leader.election.enable"]),
         )
