@@ -5,7 +5,8 @@
 - ``PLAINTEXT`` (inter-broker), ``SSL`` (server certificate only), ``MTLS`` (SSL with
   ``ssl.client.auth=required``), ``SASL_PLAINTEXT`` and ``SASL_SSL`` (PLAIN, SCRAM-SHA-256 and
   SCRAM-SHA-512; PLAIN users ``alice``/``alice-secret`` and ``admin``/``admin-secret`` from the
-  listener's JAAS; SCRAM users written to ``/config/users`` through the credential functions).
+  listener's JAAS; SCRAM users written to ``/config/users`` through the credential functions),
+  ``REAUTH`` (SASL_PLAINTEXT whose sessions last ``REAUTH_MS``, KIP-368).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ PLAIN_JAAS = (
     'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
 )
 SCRAM_USERS = {"scram-user": "scram-secret", "admin": "admin-secret"}
-LISTENERS = ("PLAINTEXT", "SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL")
+LISTENERS = ("PLAINTEXT", "SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL", "REAUTH")
+REAUTH_MS = 1500
 
 
 def write_certificates(directory: pathlib.Path) -> dict[str, str]:
@@ -51,7 +53,7 @@ def broker_overrides(paths: Mapping[str, str], **extra: str) -> dict[str, str]:
     return {
         "listeners": listeners,
         "listener.security.protocol.map": (
-            "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+            "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,REAUTH:SASL_PLAINTEXT"
         ),
         "inter.broker.listener.name": "PLAINTEXT",
         "ssl.keystore.type": "PEM",
@@ -62,6 +64,8 @@ def broker_overrides(paths: Mapping[str, str], **extra: str) -> dict[str, str]:
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.reauth.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.reauth.connections.max.reauth.ms": str(REAUTH_MS),
         "connection.failed.authentication.delay.ms": "100",
         **extra,
     }
@@ -103,7 +107,7 @@ def librdkafka_config(
     password: str = "alice-secret",
 ) -> dict[str, str]:
     """confluent-kafka / kcat settings for one of the broker's listeners."""
-    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    protocol = {"MTLS": "SSL", "REAUTH": "SASL_PLAINTEXT"}.get(listener, listener)
     config = {"bootstrap.servers": address(runner, listener), "security.protocol": protocol}
     if "SSL" in protocol:
         config["ssl.ca.location"] = paths["ca"]

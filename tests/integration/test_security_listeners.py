@@ -33,6 +33,8 @@ from odradek.protocol.messages import build
 from odradek.testing import BrokerRunner
 
 from .security_support import (
+    LISTENERS,
+    REAUTH_MS,
     SCRAM_USERS,
     address,
     broker_overrides,
@@ -119,15 +121,14 @@ def test_registration_lists_every_endpoint(broker: BrokerRunner) -> None:
         return bytes(data)
 
     registration = json.loads(broker.call(read))
-    assert registration["endpoints"] == [
-        f"{n}://{address(broker, n)}" for n in ("PLAINTEXT", "SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL")
-    ]
+    assert registration["endpoints"] == [f"{n}://{address(broker, n)}" for n in LISTENERS]
     assert registration["listener_security_protocol_map"] == {
         "PLAINTEXT": "PLAINTEXT",
         "SSL": "SSL",
         "MTLS": "SSL",
         "SASL_PLAINTEXT": "SASL_PLAINTEXT",
         "SASL_SSL": "SASL_SSL",
+        "REAUTH": "SASL_PLAINTEXT",
     }
     host, port = address(broker, "PLAINTEXT").rsplit(":", 1)
     assert (registration["host"], registration["port"]) == (host, int(port))
@@ -407,3 +408,41 @@ def test_kcat_over_sasl_ssl_plain(broker: BrokerRunner, paths: dict[str, str], t
 
     kcat("-P", "-t", "kc-sasl", stdin="one\ntwo\nthree\n")
     assert kcat("-C", "-t", "kc-sasl", "-e", "-o", "beginning").split() == ["one", "two", "three"]
+
+
+def test_reauthentication_keeps_a_producer_going(broker: BrokerRunner, paths: dict[str, str]) -> None:
+    producer = Producer({**librdkafka_config(broker, "REAUTH", paths), "linger.ms": "5"})
+    delivered: list[bool] = []
+    deadline = time.monotonic() + 3 * REAUTH_MS / 1000
+    count = 0
+    while time.monotonic() < deadline:
+        producer.produce("reauth", b"x", on_delivery=lambda err, _msg: delivered.append(err is None))
+        count += 1
+        producer.poll(0.05)
+    assert producer.flush(30) == 0
+    assert delivered == [True] * count
+
+
+def test_expired_session_closes_the_connection(broker: BrokerRunner, caplog: pytest.LogCaptureFixture) -> None:
+    host, port = _host_port(broker, "REAUTH")
+
+    async def exchange() -> tuple[bytes, bytes]:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(_request(17, 1, 1, mechanism="PLAIN"))
+            await reader.readexactly(struct.unpack(">i", await reader.readexactly(4))[0])
+            writer.write(_request(36, 1, 2, auth_bytes=b"\0alice\0alice-secret"))
+            authenticated = await reader.readexactly(struct.unpack(">i", await reader.readexactly(4))[0])
+            await asyncio.sleep(REAUTH_MS / 1000 + 0.3)
+            writer.write(_request(3, 1, 3, topics=None))
+            return authenticated, await asyncio.wait_for(reader.read(), 5)
+        finally:
+            writer.close()
+
+    with caplog.at_level(logging.WARNING, logger="odradek.server.socket_server"):
+        authenticated, after = asyncio.run(exchange())
+    response = decode_response(36, 1, authenticated)[1]
+    assert response.error_code == ErrorCode.none
+    assert response.session_lifetime.total_seconds() * 1000 == REAUTH_MS
+    assert after == b""
+    assert any("SASL session expired" in r.getMessage() for r in caplog.records)
