@@ -13,7 +13,7 @@ Answers from this broker's metadata cache only (filled by the controller's Updat
 from the metadata store, so every broker answers at once; before its first UpdateMetadata a
 broker lists itself alone, no controller (-1) and no topics. Brokers are listed with their
 addresses on the listener the request arrived on (KIP-103); a broker without that listener is
-left out, as Kafka does.
+left out, and a partition led by one is answered LISTENER_NOT_FOUND with no leader, as Kafka does.
 """
 
 from __future__ import annotations
@@ -37,15 +37,19 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 def _partitions(ctx: RequestContext, meta: TopicMetadata) -> tuple[Any, ...]:
     live = set(ctx.broker.metadata_cache.brokers)
+    reachable = set(ctx.broker.metadata_cache.brokers_on(ctx.session.listener_name))
     out = []
     for index, state in sorted(meta.partitions.items()):
-        error = ErrorCode.none if state.leader in live else ErrorCode.leader_not_available
+        if state.leader in reachable:
+            error = ErrorCode.none
+        else:  # a live leader without the request's listener: LISTENER_NOT_FOUND, as Kafka
+            error = ErrorCode.listener_not_found if state.leader in live else ErrorCode.leader_not_available
         out.append(
             ctx.make(
                 "MetadataResponsePartition",
                 error_code=error,
                 partition_index=index,
-                leader_id=state.leader if state.leader in live else -1,
+                leader_id=state.leader if state.leader in reachable else -1,
                 leader_epoch=state.leader_epoch,
                 replica_nodes=tuple(state.replicas),
                 isr_nodes=tuple(state.isr),
