@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 
 from odradek.client.connection import KafkaConnection
-from odradek.client.security import inter_broker_client_security, inter_broker_security_for
+from odradek.client.security import inter_broker_client_security
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
 from odradek.controller.events import Reelect
@@ -49,7 +49,6 @@ from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.scram_credentials import CredentialCache
 from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState, WatchHandle
-from odradek.metadata.znodes import BrokerInfo
 from odradek.replication.partition import Partition, PartitionState
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
@@ -57,6 +56,7 @@ from odradek.server.admin_manager import AdminManager
 from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components
 from odradek.server.config import Endpoint, KafkaConfig
 from odradek.server.listener_security import ListenerSecurity, listener_securities
+from odradek.server.listeners import bind_listeners, controller_listener, registration
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.meta_properties import check_meta_properties
 from odradek.server.metadata_cache import MetadataCache
@@ -73,18 +73,6 @@ SHUTDOWN_STEP_TIMEOUT_S = 5
 ISR_CHANGE_PROPAGATION_MS = 500
 """How often a broker writes one ``/isr_change_notification`` for the ISR changes it made (Kafka
 checks every 2,500 ms and batches; the cluster tests want the controller to learn fast)."""
-
-
-def advertised_host(host: str) -> str:
-    """Never advertise a wildcard or ``localhost`` (which clients may resolve to ::1 while we
-    listen on 127.0.0.1): both become 127.0.0.1."""
-    if host in ("", "0.0.0.0", "::", "localhost"):
-        return "127.0.0.1"
-    return host
-
-
-def bind_host(host: str) -> str:
-    return "127.0.0.1" if host == "localhost" else host
 
 
 class Broker:
@@ -189,7 +177,7 @@ class Broker:
         self._user_configs = ZkConfigManager(store, {ConfigType.USER: self.credential_cache.process_config_changes})
         await self._user_configs.startup()
         self.listener_securities = listener_securities(self.config, self.credential_cache)
-        await self._bind_listeners()
+        self.endpoints = await bind_listeners(self.socket_server, self.config, self.listener_securities)
         await self.reload_broker_throttles()
         self._watches.append(store.watch_children("/config/changes", self._on_config_change))
         await self._register()
@@ -197,19 +185,12 @@ class Broker:
         components.replica_manager.on_log_dir_failure = failures.on_failure
         await failures.notify_if_offline()
         self._watches.append(store.watch_session(self._on_session_event))
-        control_plane = self.config.control_plane_listener_name
-        control_plane_security = self.inter_broker_security
-        if control_plane is not None:  # the controller's own listener, with its own protocol
-            protocol = self.config.listener_security_protocol(control_plane)
-            control_plane_security = inter_broker_security_for(self.config.originals, control_plane, protocol)
+        listener, security = controller_listener(self.config, self.inter_broker_security)
         self.controller = KafkaController(
             self.broker_id,
             zk,
             ControllerChannelManager(
-                self.broker_id,
-                control_plane or self.config.inter_broker_listener_name,
-                int(self.config["controller.socket.timeout.ms"]),
-                control_plane_security,
+                self.broker_id, listener, int(self.config["controller.socket.timeout.ms"]), security
             ),
             bool(self.config["unclean.leader.election.enable"]),
         )
@@ -237,22 +218,8 @@ class Broker:
         return (self.endpoints[0].host, self.endpoints[0].port) if self.endpoints else None
 
     async def _register(self) -> None:
-        """``/brokers/ids/<id>``: every advertised endpoint and its security protocol; ``host`` and
-        ``port`` are the first PLAINTEXT endpoint's, as Kafka writes them (else the first one's)."""
-        protocols = {e.listener: self.config.listener_security_protocol(e.listener) for e in self.endpoints}
-        plaintext = [e for e in self.endpoints if protocols[e.listener] == "PLAINTEXT"]
-        first = (plaintext or self.endpoints)[0]
-        await self.zk.register_broker(
-            BrokerInfo(
-                id=self.broker_id,
-                host=first.host,
-                port=first.port,
-                endpoints=[str(e) for e in self.endpoints],
-                listener_security_protocol_map=protocols,
-                rack=self.config["broker.rack"],
-                timestamp=int(time.time() * 1000),
-            )
-        )
+        """``/brokers/ids/<id>`` (see :func:`~odradek.server.listeners.registration`)."""
+        await self.zk.register_broker(registration(self.config, self.endpoints))
 
     async def _on_session_event(self, state: SessionState) -> None:
         """After a session expiry our ephemeral znodes are gone: register again and rejoin the
@@ -288,17 +255,6 @@ class Broker:
             self._embedded = EmbeddedStore(os.path.join(self.config.log_dirs[0], "metadata"))
             self.store = self._embedded.session()
         return self.store
-
-    async def _bind_listeners(self) -> None:
-        advertised = {e.listener: e for e in (self.config.advertised_listeners or [])}
-        for endpoint in self.config.listeners:
-            security = self.listener_securities[endpoint.listener]
-            host, port = await self.socket_server.start(bind_host(endpoint.host), endpoint.port, security)
-            adv = advertised.get(endpoint.listener)
-            if adv is not None:
-                self.endpoints.append(Endpoint(adv.listener, advertised_host(adv.host), adv.port or port))
-            else:
-                self.endpoints.append(Endpoint(endpoint.listener, advertised_host(endpoint.host or host), port))
 
     def _start_housekeeping(self) -> None:
         lm = self.log_manager
