@@ -260,7 +260,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             )
         except asyncio.CancelledError:
             raise
-        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
+        except Exception as exc:  # SSLError, a timeout, a reset: this connection only
             log.warning("closing connection from %s: TLS handshake failed: %s", self.peer, exc or type(exc).__name__)
             self._worker = None
             transport.abort()
