@@ -59,7 +59,7 @@ FUZZ_FRAMES ?= 1000000
 FUZZ_SEED ?= $(shell date +%s)
 fuzz: venv
 	ODRADEK_FUZZ_FRAMES=$(FUZZ_FRAMES) ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
-		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_client_traffic.py -k mutated
+		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_client_traffic.py tests/integration/test_fuzz_sasl.py -k mutated
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info demo-output

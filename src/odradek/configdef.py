@@ -161,3 +161,26 @@ def render_markdown_table(definition: ConfigDef) -> str:
         doc = key.doc.replace("|", "\\|")
         rows.append(f"| `{key.name}` | {key.type} | `{key.default_text()}` | {doc} |")
     return "\n".join(rows)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``k=v`` or ``k: v`` lines, ``#``/``!`` comments, ``\\`` continuation."""
+    props: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip() if not pending else raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending += line[:-1]
+            continue
+        line = pending + line
+        pending = ""
+        for i, ch in enumerate(line):
+            if ch in "=:":
+                key, value = line[:i].strip(), line[i + 1 :].strip()
+                break
+        else:
+            key, value = line.strip(), ""
+        props[key] = value
+    return props

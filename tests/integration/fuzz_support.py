@@ -26,6 +26,7 @@ import pathlib
 import random
 import struct
 import time
+from collections.abc import Awaitable, Callable
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
@@ -153,7 +154,13 @@ async def _read_frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(size)
 
 
-async def _worker(port: int, mutator: Mutator, budget: list[int], stats: FuzzStats, timeout: float) -> None:
+Connect = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+"""Opens one connection, ready for requests (e.g. authenticated on a SASL listener)."""
+
+
+async def _worker(
+    port: int, mutator: Mutator, budget: list[int], stats: FuzzStats, timeout: float, connect: Connect | None = None
+) -> None:
     reader: asyncio.StreamReader | None = None
     writer: asyncio.StreamWriter | None = None
 
@@ -179,7 +186,7 @@ async def _worker(port: int, mutator: Mutator, budget: list[int], stats: FuzzSta
             stats.frames += 1
             stats.by_prediction[outcome] = stats.by_prediction.get(outcome, 0) + 1
             if writer is None:
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                reader, writer = await (connect() if connect else asyncio.open_connection("127.0.0.1", port))
                 stats.connections += 1
             assert reader is not None
             writer.write(frame if outcome != "silent" else frame + PROBE)
@@ -213,13 +220,16 @@ async def _worker(port: int, mutator: Mutator, budget: list[int], stats: FuzzSta
         await drop()
 
 
-async def run_fuzz(port: int, frames: int, seed: int, workers: int = 8, timeout: float = 0.5) -> FuzzStats:
-    """Send ``frames`` mutated frames to the broker on ``port`` from ``workers`` connections."""
+async def run_fuzz(
+    port: int, frames: int, seed: int, workers: int = 8, timeout: float = 0.5, connect: Connect | None = None
+) -> FuzzStats:
+    """Send ``frames`` mutated frames to the broker on ``port`` from ``workers`` connections, each
+    opened by ``connect`` when given (an authenticated connection), else a plain TCP one."""
     corpus = load_corpus()
     mutator = Mutator(corpus, seed)
     stats = FuzzStats()
     budget = [frames]
     t0 = time.perf_counter()
-    await asyncio.gather(*(_worker(port, mutator, budget, stats, timeout) for _ in range(workers)))
+    await asyncio.gather(*(_worker(port, mutator, budget, stats, timeout, connect) for _ in range(workers)))
     stats.seconds = time.perf_counter() - t0
     return stats

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
@@ -26,23 +24,9 @@ from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr, TopicPartition
 from odradek.metadata.zookeeper import ZooKeeperStore, parse_connect_string
 from odradek.testing_zk import ZooKeeperServer
 
+from .zk_support import eventually, run
+
 pytestmark = pytest.mark.zookeeper
-
-T = TypeVar("T")
-
-
-def run(fn: Callable[[], Awaitable[T]]) -> T:
-    async def main() -> T:
-        return await asyncio.wait_for(fn(), 60)
-
-    return asyncio.run(main())
-
-
-async def eventually(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def test_parse_connect_string() -> None:

@@ -12,6 +12,7 @@ LAYER = {
     "configdef": -1,
     "protocol": 0,
     "storage": 1,
+    "security": 1,
     "metadata": 2,
     "client": 2,
     "replication": 3,

@@ -29,3 +29,19 @@ def test_metadata_cache_answers_the_coordinators_view() -> None:
     assert view.alive_broker_ids() == [2]
     cache.update(1, 1, brokers, {}, {}, {"__consumer_offsets"})
     assert view.partition_count("__consumer_offsets") is None
+
+
+def test_brokers_on_a_listener_kip_103() -> None:
+    cache = MetadataCache()
+    brokers = [
+        BrokerInfo(id=1, host="h1", port=9092, endpoints=["INTERNAL://10.0.0.1:9094", "SASL_SSL://b1.example:9093"]),
+        BrokerInfo(id=2, host="h2", port=9092, endpoints=["INTERNAL://10.0.0.2:9094"]),
+    ]
+    cache.update(1, 1, brokers, {}, {}, set())
+    external = cache.brokers_on("SASL_SSL")
+    assert [(b.id, b.host, b.port) for b in external.values()] == [(1, "b1.example", 9093)]
+    internal = cache.brokers_on("INTERNAL")
+    assert [(b.id, b.host, b.port) for b in internal.values()] == [(1, "10.0.0.1", 9094), (2, "10.0.0.2", 9094)]
+    assert cache.brokers_on("PLAINTEXT") == {}
+    cache.update(1, 1, brokers[1:], {}, {}, set())  # the next update replaces the cached views
+    assert cache.brokers_on("SASL_SSL") == {}

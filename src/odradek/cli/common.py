@@ -9,7 +9,9 @@
   :class:`CommandError` (an invalid combination of flags), ``ValueError``; Ctrl-C ends with 130.
   Unexpected exceptions are reported the same way, with their type, never as a traceback;
 - :func:`parse_key_values`: ``--property k=v`` / ``--config k=v`` lists to a dict;
-- :func:`table`: Kafka's tools' padded columns.
+- :func:`table`: Kafka's tools' padded columns;
+- :func:`coordination_store`: a session with ZooKeeper for the ``--zookeeper`` modes (or the store a
+  test injects, left open).
 
 Call from the main thread, outside any running event loop.
 """
@@ -18,13 +20,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any, NoReturn
 
 from odradek.errors import KafkaError
+from odradek.metadata.store import CoordinationStore
 
-__all__ = ["MISSING", "ArgumentParser", "CommandError", "UsageError", "parse_args", "parse_key_values", "run", "table"]
+__all__ = [
+    "MISSING",
+    "ArgumentParser",
+    "CommandError",
+    "UsageError",
+    "coordination_store",
+    "parse_args",
+    "parse_key_values",
+    "run",
+    "table",
+]
 
 MISSING = "-"
 """What a table cell shows for None."""
@@ -91,3 +106,23 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], widths: Seque
     cells = [[str(c) for c in header]] + [[MISSING if c is None else str(c) for c in row] for row in rows]
     sizes = [None if low is None else max([low] + [len(r[i]) for r in cells]) for i, low in enumerate(widths)]
     return [" ".join(c if size is None else c.ljust(size) for c, size in zip(row, sizes)).rstrip() for row in cells]
+
+
+@contextlib.asynccontextmanager
+async def coordination_store(
+    connect: str, injected: CoordinationStore | None = None, *, timeout_ms: int = 30000
+) -> AsyncIterator[CoordinationStore]:
+    """A ZooKeeper session on ``connect`` (``host:port[,...][/chroot]``), closed on exit; or
+    ``injected`` as is (a test's in-memory store, not closed)."""
+    if injected is not None:
+        yield injected
+        return
+    from odradek.metadata.zookeeper import ZooKeeperStore
+
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its retries would flood stderr; we report once
+    store = ZooKeeperStore(connect, session_timeout_ms=timeout_ms, connection_timeout_ms=timeout_ms)
+    await store.start()
+    try:
+        yield store
+    finally:
+        await store.close()

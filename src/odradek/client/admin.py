@@ -29,6 +29,7 @@ from typing import Any
 from odradek.client.cluster import Cluster, PartitionInfo, TopicDescription, TopicPartition, group_by_topic
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
 
@@ -175,6 +176,7 @@ class AdminClient:
         request_timeout_ms: int = 30000,
         connect_timeout_ms: int = 10000,
         retries: int = 5,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         self.cluster = Cluster(
             bootstrap_servers,
@@ -182,6 +184,7 @@ class AdminClient:
             request_timeout_ms=request_timeout_ms,
             connect_timeout_ms=connect_timeout_ms,
             retries=retries,
+            security=security,
         )
         self.request_timeout_ms = request_timeout_ms
 

@@ -12,6 +12,12 @@ pool of connections, one per broker address.
   connection...), at most ``retries`` times. A partition of a topic the metadata does not have is
   answered UNKNOWN_TOPIC_OR_PARTITION at once, without retries.
 
+Every connection speaks ``security`` (:class:`~odradek.client.security.ClientSecurity`: TLS and
+SASL from Kafka's client keys; PLAINTEXT by default). A refused login
+(:class:`~odradek.client.errors.KafkaAuthenticationError`) is raised at once, never tried on the
+next broker nor turned into a partition's error code: every broker would refuse the same
+credentials.
+
 Used by the admin client, the producer and the consumer. Belongs to one event loop; call it only
 from that loop.
 """
@@ -25,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from odradek.client.connection import KafkaConnection
-from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
+from odradek.client.errors import KafkaAuthenticationError, KafkaConnectionError, KafkaTimeoutError
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.storage.topic_partition import TopicPartition
@@ -117,8 +124,10 @@ class Cluster:
         connect_timeout_ms: int = 10000,
         retries: int = 5,
         retry_backoff_ms: int = 100,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
+        self.security = security
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
@@ -149,6 +158,7 @@ class Cluster:
                 client_id=self.client_id,
                 request_timeout_ms=self.request_timeout_ms,
                 connect_timeout_ms=self.connect_timeout_ms,
+                security=self.security,
             ).connect()
         except BaseException as exc:
             future.set_exception(exc)
@@ -173,6 +183,8 @@ class Cluster:
         for address in dict.fromkeys(addresses):
             try:
                 return await self._connect(address)
+            except KafkaAuthenticationError:
+                raise
             except KafkaConnectionError as exc:
                 failures.append(str(exc))
         raise KafkaConnectionError("; ".join(failures) or "no broker to connect to")
@@ -193,6 +205,8 @@ class Cluster:
         if self.controller_id >= 0:
             try:
                 return await self.connection(self.controller_id)
+            except KafkaAuthenticationError:
+                raise
             except KafkaConnectionError:
                 pass
         return await self.any_connection()
@@ -325,6 +339,8 @@ class Cluster:
         try:
             conn = await self.connection(leader)
             return await call(conn, group)
+        except KafkaAuthenticationError:
+            raise
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             return {tp: (exc.error_code, None) for tp in group}
         except KafkaError as exc:

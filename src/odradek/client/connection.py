@@ -18,6 +18,20 @@ its own version, or converts it to ``api_version`` first (:func:`convert`: field
 version lacks are dropped while they hold their defaults; anything that would be lost, or a field
 the target requires and the object lacks, raises ``UnsupportedVersionError``).
 
+Security (:class:`~odradek.client.security.ClientSecurity`, PLAINTEXT by default): over SSL and
+SASL_SSL the socket is wrapped in TLS by asyncio (``open_connection(ssl=...)``, the handshake
+within ``connect_timeout_ms``, ``server_hostname`` the host connected to, so the broker's
+certificate is checked against it when ``ssl.endpoint.identification.algorithm=https``). Over
+SASL_PLAINTEXT and SASL_SSL, after ApiVersions the client authenticates as Kafka's clients do
+(KIP-152): SaslHandshake v1 naming the mechanism, then SaslAuthenticate (v0-v2) frames carrying the
+mechanism's tokens (:mod:`odradek.security.sasl`: PLAIN's one message, SCRAM's client-first and
+client-final) until the mechanism completes. A refusal (UNSUPPORTED_SASL_MECHANISM,
+SASL_AUTHENTICATION_FAILED, ILLEGAL_SASL_STATE, a server signature that does not verify) raises
+:class:`~odradek.client.errors.KafkaAuthenticationError` with the broker's message and closes the
+connection. ``session_lifetime_ms`` keeps the broker's KIP-368 session lifetime (0: none); the
+client does not re-authenticate: a broker with ``connections.max.reauth.ms`` closes the connection
+when it ends, and callers reconnect as after any lost connection.
+
 Failures raise :mod:`odradek.client.errors`: :class:`KafkaConnectionError` (cannot connect,
 closed by the broker: every pending request fails with it), :class:`KafkaTimeoutError` (no
 response within ``request_timeout_ms``; the connection stays usable), ``UnsupportedVersionError``
@@ -33,15 +47,24 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import ssl
 import struct
 import uuid
 from typing import Any
 
-from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
+from odradek.client.errors import (
+    KafkaAuthenticationError,
+    KafkaConnectionError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    error_name,
+)
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.errors import ErrorCode, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import api_schema, decode_response, encode_request
 from odradek.protocol.messages import build, nested
+from odradek.security.sasl import SaslAuthenticationError
 
 __all__ = ["KafkaConnection", "RequestBuilder", "convert", "request_type"]
 
@@ -135,12 +158,16 @@ class KafkaConnection:
         client_id: str | None = "odradek",
         request_timeout_ms: int = 30000,
         connect_timeout_ms: int = 10000,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
+        self.security = security
+        self.session_lifetime_ms = 0
+        """The broker's SASL session lifetime (KIP-368) from SaslAuthenticate v1+; 0 for none."""
         self.api_versions: dict[int, tuple[int, int]] = {}
         """API key -> (min, max) the broker supports, filled by :meth:`connect`."""
         self._reader: asyncio.StreamReader | None = None
@@ -164,23 +191,46 @@ class KafkaConnection:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def connect(self) -> KafkaConnection:
-        """Open the socket and negotiate API versions. Raises KafkaConnectionError."""
+        """Open the socket (TLS handshake included), negotiate API versions and authenticate.
+
+        Raises KafkaConnectionError (KafkaAuthenticationError when the SASL exchange is refused);
+        an invalid ``ssl.*`` setting raises :class:`~odradek.security.tls.SslConfigError`."""
+        context = await self.security.ssl_context_async()
+        opening = (
+            asyncio.open_connection(self.host, self.port, ssl=context, server_hostname=self.host)
+            if context is not None
+            else asyncio.open_connection(self.host, self.port)
+        )
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.connect_timeout_ms / 1000
-            )
+            self._reader, self._writer = await asyncio.wait_for(opening, self.connect_timeout_ms / 1000)
         except TimeoutError:
             raise KafkaConnectionError(
                 f"cannot connect to {self.address}: no answer within {self.connect_timeout_ms} ms"
+                + (" (TLS handshake included)" if context is not None else "")
             ) from None
         except ConnectionRefusedError:
             raise KafkaConnectionError(f"cannot connect to {self.address}: connection refused") from None
+        except ssl.SSLCertVerificationError as exc:
+            raise KafkaConnectionError(
+                f"TLS handshake with {self.address} failed: the broker's certificate was refused "
+                f"({exc.verify_message or exc.reason})"
+            ) from None
+        except (ssl.SSLError, ConnectionResetError, asyncio.IncompleteReadError) as exc:
+            if context is None:
+                raise KafkaConnectionError(f"cannot connect to {self.address}: {exc}") from None
+            reason = getattr(exc, "reason", None) or "the connection was closed during the handshake"
+            raise KafkaConnectionError(
+                f"TLS handshake with {self.address} failed: {reason} (is it a TLS listener? security.protocol "
+                f"is {self.security.security_protocol})"
+            ) from None
         except OSError as exc:
             raise KafkaConnectionError(f"cannot connect to {self.address}: {exc.strerror or exc}") from None
         self._closed_reason = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
             await self._negotiate()
+            if self.security.uses_sasl:
+                await self._authenticate()
         except BaseException:
             await self.close()
             raise
@@ -195,6 +245,13 @@ class KafkaConnection:
                 response = await self.send(request)
             except KafkaProtocolError:
                 response = None  # an UNSUPPORTED_VERSION answer comes in v0 format
+            except KafkaConnectionError as exc:
+                if self.security.uses_ssl:
+                    raise
+                raise KafkaConnectionError(
+                    f"{exc} before answering ApiVersions (is it a TLS listener? security.protocol is "
+                    f"{self.security.security_protocol})"
+                ) from None
             if response is not None and response.error_code == ErrorCode.none:
                 self.api_versions = {
                     int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
@@ -204,6 +261,43 @@ class KafkaConnection:
                 break
             version = 0
         raise KafkaConnectionError(f"{self.address} did not answer ApiVersions; is it a Kafka broker?")
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake v1 and SaslAuthenticate frames (module docstring); KafkaAuthenticationError."""
+        security = self.security
+        mechanism = security.sasl_mechanism
+        try:
+            handshake = self.builder(ApiKey.SASL_HANDSHAKE, 1, 1)
+            authenticate = self.builder(ApiKey.SASL_AUTHENTICATE, 0, 2)
+        except UnsupportedVersionError:
+            raise KafkaAuthenticationError(
+                f"{self.address} does not serve SaslHandshake v1 and SaslAuthenticate; cannot authenticate "
+                f"with {mechanism}"
+            ) from None
+        response = await self.send(handshake(mechanism=mechanism))
+        if response.error_code != ErrorCode.none:
+            offered = ", ".join(response.mechanisms)
+            raise KafkaAuthenticationError(
+                f"{self.address} refused SASL mechanism {mechanism} ({error_name(response.error_code)}); "
+                f"enabled mechanisms are [{offered}]"
+            )
+        client = security.sasl_client()
+        try:
+            token = client.evaluate_challenge(b"")
+            while token is not None:
+                response = await self.send(authenticate(auth_bytes=token))
+                if response.error_code != ErrorCode.none:
+                    message = response.error_message or "no message"
+                    raise KafkaAuthenticationError(f"{error_name(response.error_code)} from {self.address}: {message}")
+                lifetime = getattr(response, "session_lifetime", None)  # v1+: a timedelta
+                self.session_lifetime_ms = int(lifetime.total_seconds() * 1000) if lifetime else 0
+                if client.complete:
+                    break
+                token = client.evaluate_challenge(bytes(response.auth_bytes))
+        except SaslAuthenticationError as exc:
+            raise KafkaAuthenticationError(f"SASL/{mechanism} with {self.address} failed: {exc}") from None
+        if not client.complete:
+            raise KafkaAuthenticationError(f"SASL/{mechanism} with {self.address} ended before completing")
 
     async def close(self) -> None:
         """Close the socket; pending requests fail with KafkaConnectionError. Idempotent."""

@@ -30,6 +30,7 @@ from odradek.client.admin import EARLIEST, LATEST
 from odradek.client.cluster import Cluster, TopicPartition, group_by_topic
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.records import LOG_OVERHEAD, decode_records, iter_batches
@@ -107,6 +108,7 @@ class Consumer:
         connect_timeout_ms: int = 10000,
         retries: int = 5,
         cluster: Cluster | None = None,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
@@ -121,6 +123,7 @@ class Consumer:
             request_timeout_ms=request_timeout_ms,
             connect_timeout_ms=connect_timeout_ms,
             retries=retries,
+            security=security,
         )
         self.positions: dict[TopicPartition, int] = {}
         self.high_watermarks: dict[TopicPartition, int] = {}

@@ -5,6 +5,8 @@ for, so callers can branch on Kafka's codes whether the failure came from the so
 broker:
 
 - :class:`KafkaConnectionError` (NETWORK_EXCEPTION): cannot connect, connection closed or reset;
+- :class:`KafkaAuthenticationError` (SASL_AUTHENTICATION_FAILED, a KafkaConnectionError): the
+  broker refused the SASL exchange, or the mechanism it asked for;
 - :class:`KafkaTimeoutError` (REQUEST_TIMED_OUT): no response within the request timeout;
 - :class:`KafkaProtocolError` (UNKNOWN_SERVER_ERROR): a response that does not decode;
 - :func:`error_for` turns a response's error code (and message) into the matching exception of
@@ -23,6 +25,7 @@ from odradek import errors
 from odradek.errors import ErrorCode, KafkaError
 
 __all__ = [
+    "KafkaAuthenticationError",
     "KafkaConnectionError",
     "KafkaProtocolError",
     "KafkaTimeoutError",
@@ -35,6 +38,17 @@ __all__ = [
 
 class KafkaConnectionError(KafkaError):
     error_code = ErrorCode.network_exception
+
+
+class KafkaAuthenticationError(KafkaConnectionError):
+    """The broker refused this client's SASL exchange (or the client refused the broker's answer).
+
+    Kafka's ``SaslAuthenticationException``: the message is the broker's ``error_message``. A
+    :class:`KafkaConnectionError`, so loops that reconnect after a lost connection (replica
+    fetchers, the controller channel) also retry after a refused login; the connection is closed.
+    """
+
+    error_code = ErrorCode.sasl_authentication_failed
 
 
 class KafkaTimeoutError(KafkaError):

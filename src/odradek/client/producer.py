@@ -37,6 +37,7 @@ from typing import Any
 from odradek.client.cluster import Cluster, TopicPartition, group_by_topic
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.client.transactions import TransactionManager
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -120,6 +121,7 @@ class Producer:
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60000,
         cluster: Cluster | None = None,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         if acks not in (-1, 0, 1):
             raise ValueError(f"acks must be -1 (all), 0 or 1, not {acks}")
@@ -136,6 +138,7 @@ class Producer:
             request_timeout_ms=request_timeout_ms,
             connect_timeout_ms=connect_timeout_ms,
             retries=retries,
+            security=security,
         )
         """Where metadata comes from: the bootstrap servers, or ``cluster`` when given (e.g. a
         ZooKeeper-backed one, :class:`odradek.zkclients.ZkBrokerPartitionInfo`)."""

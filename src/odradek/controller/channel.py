@@ -40,6 +40,7 @@ from typing import Any
 
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.controller.messages import endpoint_of, leader_and_isr, stop_replica, update_metadata
 from odradek.controller.requests import (
     ControllerRequestTarget,
@@ -119,8 +120,17 @@ def response_errors(
 class RequestSendTask:
     """One broker's connection and ordered queue (Kafka's ``RequestSendThread``, as a task)."""
 
-    def __init__(self, controller_id: int, info: BrokerInfo, host: str, port: int, request_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        controller_id: int,
+        info: BrokerInfo,
+        host: str,
+        port: int,
+        request_timeout_ms: int,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
+    ) -> None:
         self.controller_id = controller_id
+        self.security = security
         self.broker_id = info.id
         self.info = info
         self.host = host
@@ -170,6 +180,7 @@ class RequestSendTask:
             client_id=f"controller-{self.controller_id}",
             request_timeout_ms=self.request_timeout_ms,
             connect_timeout_ms=self.request_timeout_ms,
+            security=self.security,
         )
         try:
             await self.connection.connect()
@@ -245,13 +256,21 @@ class ControllerChannelManager:
     """Per-broker queues and connections of the active controller (see the module docstring).
 
     ``listener`` is the inter-broker listener name; ``request_timeout_ms`` is
-    ``controller.socket.timeout.ms``.
+    ``controller.socket.timeout.ms``; ``security`` how the controller connects to that listener
+    (:func:`odradek.client.security.inter_broker_client_security`).
     """
 
-    def __init__(self, controller_id: int, listener: str = "PLAINTEXT", request_timeout_ms: int = 30000) -> None:
+    def __init__(
+        self,
+        controller_id: int,
+        listener: str = "PLAINTEXT",
+        request_timeout_ms: int = 30000,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
+    ) -> None:
         self.controller_id = controller_id
         self.listener = listener
         self.request_timeout_ms = request_timeout_ms
+        self.security = security
         self.brokers: dict[int, BrokerInfo] = {}
         self._senders: dict[int, RequestSendTask] = {}
 
@@ -278,7 +297,7 @@ class ControllerChannelManager:
             return
         self.brokers[info.id] = info
         self._senders[info.id] = RequestSendTask(
-            self.controller_id, info, endpoint[0], endpoint[1], self.request_timeout_ms
+            self.controller_id, info, endpoint[0], endpoint[1], self.request_timeout_ms, self.security
         )
 
     def remove_broker(self, broker_id: int) -> None:

@@ -12,6 +12,13 @@ Modules:
   with ``BrokerInfo``, ``LeaderAndIsr``, ``PartitionAssignment``, ``ZkData``.
 - :mod:`~odradek.metadata.kafka_zk_client`: ``KafkaZkClient``, Kafka's verbs on that layout.
 - :mod:`~odradek.metadata.errors`: the store and codec errors.
+- :mod:`~odradek.metadata.change_notifications`: ``ZkNodeChangeNotificationListener``, following a
+  folder of sequential change notices.
+- :mod:`~odradek.metadata.config_entities`: the ``/config`` entities (merging writes, change notices)
+  and ``ZkConfigManager``; :mod:`~odradek.metadata.scram_credentials`: SCRAM credentials in
+  ``/config/users`` and the brokers' ``CredentialCache``.
+- :mod:`~odradek.metadata.acl_store` and :mod:`~odradek.metadata.authorizer`: the ACL znodes and
+  the ZooKeeper-mode ``AclAuthorizer``.
 
 Nothing is imported here, so ``import odradek.metadata.znodes`` stays cheap and kazoo-free.
 """

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from odradek.errors import TopicExistsError
 from odradek.metadata.codec import ZERO_UUID, uuid_to_kafka_string
+from odradek.metadata.config_entities import create_config_change_notification, fetch_entity_config
 from odradek.metadata.errors import (
     BadVersionError,
     BrokerIdAlreadyRegisteredError,
@@ -59,7 +60,6 @@ from odradek.metadata.znodes import (
     BrokerIdZNode,
     BrokerInfo,
     ClusterIdZNode,
-    ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityZNode,
     ConfigType,
     ConsumerOffsetZNode,
@@ -581,26 +581,18 @@ class KafkaZkClient:
 
     async def get_entity_configs(self, entity_type: str, entity_name: str) -> dict[str, str]:
         """Overrides of one entity (``ConfigType.TOPIC``, ``"t"``); empty if none."""
-        try:
-            data, _ = await self.store.get(ConfigEntityZNode.path(entity_type, entity_name))
-        except NoNodeError:
-            return {}
-        return ConfigEntityZNode.decode(entity_type, entity_name, data)
+        return await fetch_entity_config(self.store, entity_type, entity_name)
 
     async def set_entity_configs(self, entity_type: str, entity_name: str, configs: Mapping[str, str]) -> None:
-        """Replace the entity's overrides, then write a ``config_change_`` notification."""
+        """Replace the entity's overrides, then write a ``config_change_`` notification (writers that
+        share an entity's map merge with :func:`~odradek.metadata.config_entities.alter_entity_config`)."""
         path = ConfigEntityZNode.path(entity_type, entity_name)
         data = ConfigEntityZNode.encode(configs)
         try:
             await self.store.set(path, data)
         except NoNodeError:
             await self.store.create(path, data, makepath=True)
-        await self.store.create(
-            ConfigEntityChangeNotificationSequenceZNode.create_path(),
-            ConfigEntityChangeNotificationSequenceZNode.encode(f"{entity_type}/{entity_name}"),
-            sequential=True,
-            makepath=True,
-        )
+        await create_config_change_notification(self.store, f"{entity_type}/{entity_name}")
 
     # -- consumer offsets (ZooKeeper-stored, seed 004) ----------------------------------------------
 

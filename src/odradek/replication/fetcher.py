@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.errors import ErrorCode, KafkaError, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.records import LOG_OVERHEAD, iter_batches
@@ -91,6 +92,8 @@ class FetcherConfig:
     """The follower-side replication throttle, shared by every fetcher of the broker."""
     on_storage_error: Callable[[Partition, OSError], None] | None = None
     """Called when a follower append fails with an I/O error (its log dir goes offline)."""
+    security: ClientSecurity = PLAINTEXT_SECURITY
+    """How followers connect to the leaders' inter-broker listener."""
 
 
 @dataclass
@@ -158,6 +161,7 @@ class ReplicaFetcher:
             endpoint[1],
             client_id=f"broker-{self.broker_id}-fetcher",
             request_timeout_ms=self.config.request_timeout_ms,
+            security=self.config.security,
         )
         self._conn = await conn.connect()
         return self._conn

@@ -10,7 +10,9 @@ Start-up (Kafka's ``KafkaServer.startup`` order):
 3. build the replica manager and, over it, the group and transaction coordinators from their
    typed dependencies (:class:`BrokerComponents`; the coordinators are the broker's leadership
    listeners, told on LeaderAndIsr and StopReplica);
-4. bind the listeners (port 0 picks a free port) and work out the advertised endpoints;
+4. load the SCRAM credentials and follow ``/config/changes`` for users; build each listener's
+   security (TLS context, SASL mechanisms and JAAS users); bind the listeners (port 0 picks a
+   free port) and work out the advertised endpoints;
 5. register ``/brokers/ids/<id>`` (ephemeral) and join the controller election;
 6. start housekeeping: retention every ``log.retention.check.interval.ms``, flushes per
    ``log.flush.*``, checkpoints of recovery points and high watermarks.
@@ -30,6 +32,7 @@ import time
 from collections.abc import Callable
 
 from odradek.client.connection import KafkaConnection
+from odradek.client.security import inter_broker_client_security
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
 from odradek.controller.events import Reelect
@@ -39,17 +42,21 @@ from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.runtime import LeadershipListener
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.errors import ErrorCode, KafkaError, StaleControllerEpochError
+from odradek.metadata.config_entities import ZkConfigManager
+from odradek.metadata.config_znodes import ConfigType
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
+from odradek.metadata.scram_credentials import CredentialCache
 from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState, WatchHandle
-from odradek.metadata.znodes import BrokerInfo
 from odradek.replication.partition import Partition, PartitionState
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
 from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components
 from odradek.server.config import Endpoint, KafkaConfig
+from odradek.server.listener_security import ListenerSecurity, listener_securities
+from odradek.server.listeners import bind_listeners, controller_listener, registration
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.meta_properties import check_meta_properties
 from odradek.server.metadata_cache import MetadataCache
@@ -68,22 +75,13 @@ ISR_CHANGE_PROPAGATION_MS = 500
 checks every 2,500 ms and batches; the cluster tests want the controller to learn fast)."""
 
 
-def advertised_host(host: str) -> str:
-    """Never advertise a wildcard or ``localhost`` (which clients may resolve to ::1 while we
-    listen on 127.0.0.1): both become 127.0.0.1."""
-    if host in ("", "0.0.0.0", "::", "localhost"):
-        return "127.0.0.1"
-    return host
-
-
-def bind_host(host: str) -> str:
-    return "127.0.0.1" if host == "localhost" else host
-
-
 class Broker:
     def __init__(self, config: KafkaConfig, store: CoordinationStore | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
+        self.inter_broker_security = inter_broker_client_security(config)
+        """How this broker's own connections (controller channel, controlled shutdown) reach the
+        others' inter-broker listener; the fetchers and markers get the same from the components."""
         self._external_store = store
         self.store: CoordinationStore | None = store
         self._embedded: EmbeddedStore | None = None
@@ -109,6 +107,10 @@ class Broker:
         self.controller: KafkaController | None = None
         self.cluster_id = ""
         self.endpoints: list[Endpoint] = []
+        self.credential_cache = CredentialCache()
+        """SCRAM credentials of every user (``/config/users``), followed through ``/config/changes``."""
+        self.listener_securities: dict[str, ListenerSecurity] = {}
+        self._user_configs: ZkConfigManager | None = None
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self._highest_controller_epoch = 0
         self._tasks: list[asyncio.Task[None]] = []
@@ -172,7 +174,10 @@ class Broker:
             local_address=self._local_address,
         )
         self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
-        await self._bind_listeners()
+        self._user_configs = ZkConfigManager(store, {ConfigType.USER: self.credential_cache.process_config_changes})
+        await self._user_configs.startup()
+        self.listener_securities = listener_securities(self.config, self.credential_cache)
+        self.endpoints = await bind_listeners(self.socket_server, self.config, self.listener_securities)
         await self.reload_broker_throttles()
         self._watches.append(store.watch_children("/config/changes", self._on_config_change))
         await self._register()
@@ -180,13 +185,12 @@ class Broker:
         components.replica_manager.on_log_dir_failure = failures.on_failure
         await failures.notify_if_offline()
         self._watches.append(store.watch_session(self._on_session_event))
+        listener, security = controller_listener(self.config, self.inter_broker_security)
         self.controller = KafkaController(
             self.broker_id,
             zk,
             ControllerChannelManager(
-                self.broker_id,
-                self.config.inter_broker_listener_name,
-                int(self.config["controller.socket.timeout.ms"]),
+                self.broker_id, listener, int(self.config["controller.socket.timeout.ms"]), security
             ),
             bool(self.config["unclean.leader.election.enable"]),
         )
@@ -206,25 +210,16 @@ class Broker:
         )
 
     def _local_address(self) -> tuple[str, int] | None:
-        """This broker's first advertised (host, port); None before the listeners are bound."""
+        """This broker's advertised (host, port) on the inter-broker listener (else its first);
+        None before the listeners are bound."""
+        for e in self.endpoints:
+            if e.listener == self.config.inter_broker_listener_name:
+                return (e.host, e.port)
         return (self.endpoints[0].host, self.endpoints[0].port) if self.endpoints else None
 
     async def _register(self) -> None:
-        first = self.endpoints[0]
-        protocols = self.config.security_protocol_map()
-        await self.zk.register_broker(
-            BrokerInfo(
-                id=self.broker_id,
-                host=first.host,
-                port=first.port,
-                endpoints=[str(e) for e in self.endpoints],
-                listener_security_protocol_map={
-                    e.listener: protocols.get(e.listener, e.listener) for e in self.endpoints
-                },
-                rack=self.config["broker.rack"],
-                timestamp=int(time.time() * 1000),
-            )
-        )
+        """``/brokers/ids/<id>`` (see :func:`~odradek.server.listeners.registration`)."""
+        await self.zk.register_broker(registration(self.config, self.endpoints))
 
     async def _on_session_event(self, state: SessionState) -> None:
         """After a session expiry our ephemeral znodes are gone: register again and rejoin the
@@ -260,16 +255,6 @@ class Broker:
             self._embedded = EmbeddedStore(os.path.join(self.config.log_dirs[0], "metadata"))
             self.store = self._embedded.session()
         return self.store
-
-    async def _bind_listeners(self) -> None:
-        advertised = {e.listener: e for e in (self.config.advertised_listeners or [])}
-        for endpoint in self.config.listeners:
-            host, port = await self.socket_server.start(bind_host(endpoint.host), endpoint.port)
-            adv = advertised.get(endpoint.listener)
-            if adv is not None:
-                self.endpoints.append(Endpoint(adv.listener, advertised_host(adv.host), adv.port or port))
-            else:
-                self.endpoints.append(Endpoint(endpoint.listener, advertised_host(endpoint.host or host), port))
 
     def _start_housekeeping(self) -> None:
         lm = self.log_manager
@@ -382,6 +367,7 @@ class Broker:
                         endpoint[1],
                         client_id=f"broker-{self.broker_id}-controlled-shutdown",
                         request_timeout_ms=int(cfg["controller.socket.timeout.ms"]),
+                        security=self.inter_broker_security,
                     ) as conn:
                         version = conn.version_for(controlled_shutdown.API_KEY, 1)
                         response = await conn.send(controlled_shutdown.encode(self.broker_id, version))
@@ -420,6 +406,10 @@ class Broker:
         for handle in self._watches:
             handle.cancel()
         self._watches.clear()
+        if self._user_configs is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._user_configs.shutdown(), SHUTDOWN_STEP_TIMEOUT_S)
+            self._user_configs = None
         if self.controller is not None:
             try:
                 await asyncio.wait_for(self.controller.shutdown(), SHUTDOWN_STEP_TIMEOUT_S)

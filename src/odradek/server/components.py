@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from odradek.client.security import inter_broker_client_security
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.config import GroupCoordinatorConfig
 from odradek.coordinator.group.coordinator import GroupCoordinatorDeps
@@ -62,6 +63,7 @@ def fetcher_config(config: KafkaConfig) -> FetcherConfig:
         min_bytes=int(config["replica.fetch.min.bytes"]),
         backoff_ms=int(config["replica.fetch.backoff.ms"]),
         request_timeout_ms=int(config["replica.socket.timeout.ms"]),
+        security=inter_broker_client_security(config),
     )
 
 
@@ -105,7 +107,7 @@ def build_components(
             TransactionCoordinatorConfig.from_broker(config),
             runtime_deps(TRANSACTION_STATE_TOPIC),
             producer_ids.generate_producer_id,
-            MarkerWriter(broker_id, metadata_cache, local_address),
+            MarkerWriter(broker_id, metadata_cache, local_address, inter_broker_client_security(config), endpoint_for),
         )
     )
     return BrokerComponents(zk, producer_ids, replica_manager, group_coordinator, transaction_coordinator)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from odradek.protocol.codec import ApiSchema, RequestHeader
 from odradek.protocol.messages import build, nested
+from odradek.server.session import PLAINTEXT_SESSION, Session
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
@@ -27,6 +28,8 @@ class RequestContext:
     request: Any
     client_host: str
     connection_id: str
+    session: Session = PLAINTEXT_SESSION
+    """Who sent the request (principal, listener); filled in by the socket layer."""
 
     @property
     def api_version(self) -> int:

@@ -13,7 +13,9 @@ longer in the metadata cache) is given up, as Kafka does.
 
 The coordinator sees it as a :class:`MarkerChannel`; :class:`MarkerWriter` takes the broker id
 (its client id), the metadata view (leaders and their addresses) and this broker's own address
-(for a leader the metadata cache does not list yet). Event loop only.
+(for a leader the metadata cache does not list yet); a broker also gives the leaders' inter-broker
+endpoints (``endpoint_for``, else the metadata view's first listener) and how to connect to them
+(``security``, :func:`odradek.client.security.inter_broker_client_security`). Event loop only.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Protocol
 
 from odradek.client import write_txn_markers
 from odradek.client.connection import KafkaConnection
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.client.write_txn_markers import TxnMarkerEntry
 from odradek.coordinator.runtime import MetadataView
 from odradek.errors import ErrorCode
@@ -60,11 +63,18 @@ class MarkerWriter:
     """:class:`MarkerChannel` over WriteTxnMarkers requests (see the module docstring)."""
 
     def __init__(
-        self, broker_id: int, metadata: MetadataView, local_address: Callable[[], tuple[str, int] | None]
+        self,
+        broker_id: int,
+        metadata: MetadataView,
+        local_address: Callable[[], tuple[str, int] | None],
+        security: ClientSecurity = PLAINTEXT_SECURITY,
+        endpoint_for: Callable[[int], tuple[str, int] | None] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.metadata = metadata
         self._local_address = local_address
+        self.security = security
+        self._endpoint_for = endpoint_for
         self._connections: dict[int, KafkaConnection] = {}
         self._connecting: dict[int, asyncio.Lock] = {}
 
@@ -82,6 +92,7 @@ class MarkerWriter:
                 address[1],
                 client_id=f"broker-{self.broker_id}-txn-markers",
                 request_timeout_ms=REQUEST_TIMEOUT_MS,
+                security=self.security,
             )
             await conn.connect()
             self._connections[leader] = conn
@@ -100,7 +111,8 @@ class MarkerWriter:
             await conn.close()
 
     def _leader_address(self, leader: int) -> tuple[str, int] | None:
-        address = self.metadata.broker_address(leader)
+        endpoint_for = self._endpoint_for or self.metadata.broker_address
+        address = endpoint_for(leader)
         if address is None and leader == self.broker_id:
             return self._local_address()
         return address

@@ -1,0 +1,78 @@
+"""SASL mechanisms as sans-IO state machines, and the JAAS syntax that configures them.
+
+A server mechanism is fed each client token with ``evaluate_response(token) -> challenge`` until
+``complete``; then ``authorization_id`` names the authenticated user (the principal is
+``User:<authorization id>``). A client mechanism is fed each server challenge (the empty one first)
+with ``evaluate_challenge(challenge) -> response | None``. Mechanisms hold no sockets: the
+SaslHandshake/SaslAuthenticate layer (or the legacy v0 framing) carries the tokens.
+
+Failures raise :class:`SaslAuthenticationError`. As Kafka's ``SaslServerAuthenticator`` does, only
+messages Kafka throws as ``SaslAuthenticationException`` reach the client
+(``Authentication failed: Invalid username or password``); the others (``SaslException``: malformed
+tokens, unknown users, wrong SCRAM proofs) are logged and the client is told only
+``Authentication failed during authentication due to invalid credentials with SASL mechanism <m>``
+(:meth:`SaslAuthenticationError.client_message`). A token in a state that expects none raises
+:class:`IllegalSaslStateError` (ILLEGAL_SASL_STATE; Kafka closes the connection).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from odradek.errors import ErrorCode, KafkaError
+
+PLAIN = "PLAIN"
+SCRAM_SHA_256 = "SCRAM-SHA-256"
+SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+
+class SaslAuthenticationError(KafkaError):
+    """A failed exchange. ``public`` says whether the message itself may reach the client."""
+
+    error_code = ErrorCode.sasl_authentication_failed
+
+    def __init__(self, message: str, *, mechanism: str, public: bool = False) -> None:
+        super().__init__(message)
+        self.mechanism = mechanism
+        self.public = public
+
+    def client_message(self, reauthentication: bool = False) -> str:
+        """The ``error_message`` of the SaslAuthenticate response."""
+        if self.public:
+            return str(self)
+        phase = "re-authentication" if reauthentication else "authentication"
+        return f"Authentication failed during {phase} due to invalid credentials with SASL mechanism {self.mechanism}"
+
+
+class IllegalSaslStateError(SaslAuthenticationError):
+    """A token or a question the mechanism's state does not allow (Kafka's ``IllegalSaslStateException``)."""
+
+    error_code = ErrorCode.illegal_sasl_state
+
+    def __init__(self, message: str, *, mechanism: str) -> None:
+        super().__init__(message, mechanism=mechanism, public=True)
+
+
+class SaslServer(Protocol):
+    mechanism: str
+
+    def evaluate_response(self, response: bytes) -> bytes: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def authorization_id(self) -> str: ...
+
+
+class SaslClient(Protocol):
+    mechanism: str
+
+    def evaluate_challenge(self, challenge: bytes) -> bytes | None: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+
+def not_completed(mechanism: str) -> IllegalSaslStateError:
+    return IllegalSaslStateError("Authentication exchange has not completed", mechanism=mechanism)
