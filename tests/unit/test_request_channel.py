@@ -26,6 +26,7 @@ SERVER = pathlib.Path(__file__).resolve().parents[2] / "src" / "odradek" / "serv
 class Connection:
     peer = "127.0.0.1:5555"
     connection_id = "conn-test"
+    session = None
 
 
 def _imports(path: pathlib.Path) -> set[str]:

@@ -3,7 +3,8 @@
 For development: starts an Apache ZooKeeper (Debian's ``zookeeper`` package, as
 :mod:`odradek.testing_zk` runs it) when no address is given, then N ``odradek broker`` processes
 with broker ids 1..N, each with its own data dir (``D/broker-<id>``, a temporary dir when ``--data-dir``
-is not given) and its own free port on 127.0.0.1, all on one ZooKeeper chroot (``/odradek``
+is not given) and its own free port on 127.0.0.1 (a ``listeners`` override names it ``{port}``, e.g.
+``SASL_SSL://127.0.0.1:{port}``), all on one ZooKeeper chroot (``/odradek``
 unless the address names one). Prints each broker's address and the bootstrap servers, then
 waits; Ctrl-C or SIGTERM stops the brokers (SIGTERM, then SIGKILL after 30 s) and the ZooKeeper it
 started. Exit status 1 when a broker or ZooKeeper does not start (its log tail is printed).
@@ -72,7 +73,7 @@ class ClusterBroker:
         props = {
             **self.props,
             "broker.id": str(self.broker_id),
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": self.props.get("listeners", "PLAINTEXT://127.0.0.1:{port}").format(port=self.port),
             "log.dirs": ",".join(str(d) for d in self.log_dirs),
         }
         argv = [sys.executable, "-m", "odradek.cli.main", "broker", "--log-level", "INFO"]

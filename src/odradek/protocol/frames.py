@@ -73,6 +73,7 @@ class FrameBuffer:
         "_large_size",
         "_pending_hint",
         "_scratch",
+        "limit_name",
         "max_frame_bytes",
     )
 
@@ -83,6 +84,8 @@ class FrameBuffer:
         pending_hint: Callable[[], int] | None = None,
     ) -> None:
         self.max_frame_bytes = max_frame_bytes
+        self.limit_name = "socket.request.max.bytes"
+        """The key ``max_frame_bytes`` comes from, named when a frame is refused."""
         self._scratch = scratch if scratch is not None else new_scratch()
         self._pending_hint = pending_hint
         self._head = bytearray()
@@ -136,7 +139,7 @@ class FrameBuffer:
             raise self._error
         if size > self.max_frame_bytes:
             self._error = FrameTooLargeError(
-                f"frame of {size} bytes is larger than socket.request.max.bytes={self.max_frame_bytes}"
+                f"frame of {size} bytes is larger than {self.limit_name}={self.max_frame_bytes}"
             )
             raise self._error
 

@@ -10,7 +10,9 @@ Start-up (Kafka's ``KafkaServer.startup`` order):
 3. build the replica manager and, over it, the group and transaction coordinators from their
    typed dependencies (:class:`BrokerComponents`; the coordinators are the broker's leadership
    listeners, told on LeaderAndIsr and StopReplica);
-4. bind the listeners (port 0 picks a free port) and work out the advertised endpoints;
+4. load the SCRAM credentials and follow ``/config/changes`` for users; build each listener's
+   security (TLS context, SASL mechanisms and JAAS users); bind the listeners (port 0 picks a
+   free port) and work out the advertised endpoints;
 5. register ``/brokers/ids/<id>`` (ephemeral) and join the controller election;
 6. start housekeeping: retention every ``log.retention.check.interval.ms``, flushes per
    ``log.flush.*``, checkpoints of recovery points and high watermarks.
@@ -30,7 +32,7 @@ import time
 from collections.abc import Callable
 
 from odradek.client.connection import KafkaConnection
-from odradek.client.security import inter_broker_client_security
+from odradek.client.security import inter_broker_client_security, inter_broker_security_for
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
 from odradek.controller.events import Reelect
@@ -40,9 +42,12 @@ from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.runtime import LeadershipListener
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.errors import ErrorCode, KafkaError, StaleControllerEpochError
+from odradek.metadata.config_entities import ZkConfigManager
+from odradek.metadata.config_znodes import ConfigType
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
+from odradek.metadata.scram_credentials import CredentialCache
 from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState, WatchHandle
 from odradek.metadata.znodes import BrokerInfo
 from odradek.replication.partition import Partition, PartitionState
@@ -51,6 +56,7 @@ from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
 from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components
 from odradek.server.config import Endpoint, KafkaConfig
+from odradek.server.listener_security import ListenerSecurity, listener_securities
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.meta_properties import check_meta_properties
 from odradek.server.metadata_cache import MetadataCache
@@ -113,6 +119,10 @@ class Broker:
         self.controller: KafkaController | None = None
         self.cluster_id = ""
         self.endpoints: list[Endpoint] = []
+        self.credential_cache = CredentialCache()
+        """SCRAM credentials of every user (``/config/users``), followed through ``/config/changes``."""
+        self.listener_securities: dict[str, ListenerSecurity] = {}
+        self._user_configs: ZkConfigManager | None = None
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self._highest_controller_epoch = 0
         self._tasks: list[asyncio.Task[None]] = []
@@ -176,6 +186,9 @@ class Broker:
             local_address=self._local_address,
         )
         self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
+        self._user_configs = ZkConfigManager(store, {ConfigType.USER: self.credential_cache.process_config_changes})
+        await self._user_configs.startup()
+        self.listener_securities = listener_securities(self.config, self.credential_cache)
         await self._bind_listeners()
         await self.reload_broker_throttles()
         self._watches.append(store.watch_children("/config/changes", self._on_config_change))
@@ -184,14 +197,19 @@ class Broker:
         components.replica_manager.on_log_dir_failure = failures.on_failure
         await failures.notify_if_offline()
         self._watches.append(store.watch_session(self._on_session_event))
+        control_plane = self.config.control_plane_listener_name
+        control_plane_security = self.inter_broker_security
+        if control_plane is not None:  # the controller's own listener, with its own protocol
+            protocol = self.config.listener_security_protocol(control_plane)
+            control_plane_security = inter_broker_security_for(self.config.originals, control_plane, protocol)
         self.controller = KafkaController(
             self.broker_id,
             zk,
             ControllerChannelManager(
                 self.broker_id,
-                self.config.inter_broker_listener_name,
+                control_plane or self.config.inter_broker_listener_name,
                 int(self.config["controller.socket.timeout.ms"]),
-                self.inter_broker_security,
+                control_plane_security,
             ),
             bool(self.config["unclean.leader.election.enable"]),
         )
@@ -219,17 +237,18 @@ class Broker:
         return (self.endpoints[0].host, self.endpoints[0].port) if self.endpoints else None
 
     async def _register(self) -> None:
-        first = self.endpoints[0]
-        protocols = self.config.security_protocol_map()
+        """``/brokers/ids/<id>``: every advertised endpoint and its security protocol; ``host`` and
+        ``port`` are the first PLAINTEXT endpoint's, as Kafka writes them (else the first one's)."""
+        protocols = {e.listener: self.config.listener_security_protocol(e.listener) for e in self.endpoints}
+        plaintext = [e for e in self.endpoints if protocols[e.listener] == "PLAINTEXT"]
+        first = (plaintext or self.endpoints)[0]
         await self.zk.register_broker(
             BrokerInfo(
                 id=self.broker_id,
                 host=first.host,
                 port=first.port,
                 endpoints=[str(e) for e in self.endpoints],
-                listener_security_protocol_map={
-                    e.listener: protocols.get(e.listener, e.listener) for e in self.endpoints
-                },
+                listener_security_protocol_map=protocols,
                 rack=self.config["broker.rack"],
                 timestamp=int(time.time() * 1000),
             )
@@ -273,7 +292,8 @@ class Broker:
     async def _bind_listeners(self) -> None:
         advertised = {e.listener: e for e in (self.config.advertised_listeners or [])}
         for endpoint in self.config.listeners:
-            host, port = await self.socket_server.start(bind_host(endpoint.host), endpoint.port)
+            security = self.listener_securities[endpoint.listener]
+            host, port = await self.socket_server.start(bind_host(endpoint.host), endpoint.port, security)
             adv = advertised.get(endpoint.listener)
             if adv is not None:
                 self.endpoints.append(Endpoint(adv.listener, advertised_host(adv.host), adv.port or port))
@@ -430,6 +450,10 @@ class Broker:
         for handle in self._watches:
             handle.cancel()
         self._watches.clear()
+        if self._user_configs is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._user_configs.shutdown(), SHUTDOWN_STEP_TIMEOUT_S)
+            self._user_configs = None
         if self.controller is not None:
             try:
                 await asyncio.wait_for(self.controller.shutdown(), SHUTDOWN_STEP_TIMEOUT_S)

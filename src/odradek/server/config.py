@@ -22,6 +22,8 @@ from typing import Any
 from odradek.configdef import ConfigDef, at_least, between, one_of
 from odradek.configdef import parse_properties as parse_properties
 from odradek.errors import InvalidConfigError
+from odradek.security.listener_config import LISTENER_PREFIX, listener_config
+from odradek.security.tls import SSL_CONFIG
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, gzip_level, metadata_version
 
 HOUR_MS = 3600 * 1000
@@ -48,22 +50,84 @@ BROKER_CONFIGS = (
         "listener.security.protocol.map",
         "string",
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-        "Listener name to security protocol. Only PLAINTEXT is served.",
+        "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL): `NAME:PROTOCOL`, "
+        "comma-separated. A listener whose name is not in the map must be named after its protocol.",
     )
     .define(
         "inter.broker.listener.name",
         "string",
         None,
         "Listener the controller and other brokers use to reach this broker; defaults to the listener "
-        "named by security.inter.broker.protocol when that is set, else the first listener. Its security "
-        "protocol must be PLAINTEXT.",
+        "named by security.inter.broker.protocol when that is set, else the first listener.",
     )
     .define(
         "security.inter.broker.protocol",
         "string",
         "PLAINTEXT",
-        "Security protocol between brokers; only PLAINTEXT is served. Set this or "
+        "Security protocol between brokers (the listener of that name). Set this or "
         "inter.broker.listener.name, not both.",
+    )
+    .define(
+        "control.plane.listener.name",
+        "string",
+        None,
+        "A listener reserved for the controller's requests (LeaderAndIsr, StopReplica, UpdateMetadata): "
+        "the controller connects to other brokers on it, and it must not be the inter-broker listener. "
+        "Unset: the controller uses the inter-broker listener.",
+    )
+    # --- authentication (SASL)
+    .define(
+        "sasl.enabled.mechanisms",
+        "list",
+        ["GSSAPI"],
+        "SASL mechanisms served on SASL listeners (per listener: "
+        "`listener.name.<listener>.sasl.enabled.mechanisms`): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. "
+        "GSSAPI (Kerberos, Kafka's default) and OAUTHBEARER are refused on a SASL listener.",
+    )
+    .define(
+        "sasl.mechanism.inter.broker.protocol",
+        "string",
+        "GSSAPI",
+        "SASL mechanism brokers use between them when the inter-broker listener is SASL_PLAINTEXT or "
+        "SASL_SSL; must be one of that listener's enabled mechanisms.",
+    )
+    .define(
+        "sasl.jaas.config",
+        "password",
+        None,
+        "JAAS login configuration used when no `listener.name.<listener>.<mechanism>.sasl.jaas.config` is "
+        'set (Kafka reads its static JAAS file there): PlainLoginModule\'s `user_<name>="<password>"` options '
+        "list the PLAIN users, `username`/`password` the broker's own identity. Parsed, never evaluated.",
+    )
+    .define(
+        "sasl.server.max.receive.size",
+        "int",
+        524288,
+        "Largest frame a client may send before it is authenticated (SASL tokens, ApiVersions); a "
+        "larger one closes the connection.",
+        at_least(1),
+    )
+    .define(
+        "connection.failed.authentication.delay.ms",
+        "int",
+        100,
+        "How long a failed authentication's answer is held back before the connection is closed.",
+        at_least(0),
+    )
+    .define(
+        "connections.max.reauth.ms",
+        "long",
+        0,
+        "KIP-368: a SASL session's lifetime, told to the client in SaslAuthenticate v1+; a request "
+        "after it ends without re-authenticating closes the connection. 0: sessions do not expire.",
+        at_least(0),
+    )
+    .define(
+        "ssl.principal.mapping.rules",
+        "string",
+        "DEFAULT",
+        "Rules mapping a client certificate's subject to the principal's name (Kafka's syntax: "
+        "`RULE:pattern/replacement/[LU]`, `DEFAULT`).",
     )
     .define(
         "controller.socket.timeout.ms",
@@ -405,6 +469,20 @@ BROKER_CONFIGS = (
     .define("request.timeout.ms", "int", 30000, "Timeout of requests the broker sends.", between(1, 2**31 - 1))
 )
 
+for _ssl_key in SSL_CONFIG.keys.values():
+    BROKER_CONFIGS.define(_ssl_key.name, _ssl_key.type, _ssl_key.default, _ssl_key.doc, _ssl_key.validator)
+for _java_key in ("ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.provider"):
+    BROKER_CONFIGS.define(_java_key, "string", None, "Accepted and ignored (a Java setting).")
+BROKER_CONFIGS.define("ssl.secure.random.implementation", "string", None, "Accepted and ignored (a Java setting).")
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+LISTENER_KEY_PREFIXES = ("ssl.", "sasl.", "connections.max.reauth.ms", "connection.failed.authentication")
+"""Keys that may be given per listener as ``listener.name.<listener>.<key>``."""
+SASL_MECHANISM_KEYS = ("sasl.jaas.config",)
+"""Keys given per listener and mechanism: ``listener.name.<listener>.<mechanism>.<key>``."""
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -437,7 +515,10 @@ class KafkaConfig:
 
     def __init__(self, props: Mapping[str, Any] | None = None) -> None:
         self.originals: dict[str, Any] = dict(props or {})
-        self.values = BROKER_CONFIGS.parse(self.originals)
+        self.listener_overrides = _check_listener_keys(self.originals)
+        """``listener.name.<l>.<key>`` entries (validated), as given."""
+        plain = {k: v for k, v in self.originals.items() if k not in self.listener_overrides}
+        self.values = BROKER_CONFIGS.parse(plain)
         self.listeners = [parse_listener(x) for x in self.values["listeners"]]
         if not self.listeners:
             raise InvalidConfigError("Invalid value for configuration listeners: at least one listener is needed")
@@ -453,7 +534,52 @@ class KafkaConfig:
                     f"Invalid value for configuration advertised.listeners: {sorted(unknown)} not in listeners"
                 )
 
+        for endpoint in self.listeners:
+            self.listener_security_protocol(endpoint.listener)
         self.inter_broker_listener_name = self._inter_broker_listener()
+        self.control_plane_listener_name = self._control_plane_listener()
+
+    def listener_security_protocol(self, listener: str) -> str:
+        """The security protocol of ``listener``; InvalidConfigError (Kafka's message) when the
+        map names none and the listener is not itself named after a protocol."""
+        protocol = self.security_protocol_map().get(listener)
+        if protocol is None:
+            if listener in SECURITY_PROTOCOLS:
+                return listener
+            raise InvalidConfigError(f"No security protocol defined for listener {listener}")
+        if protocol not in SECURITY_PROTOCOLS:
+            raise InvalidConfigError(
+                f"Invalid value {protocol} for configuration listener.security.protocol.map: "
+                f"unknown security protocol (one of {', '.join(SECURITY_PROTOCOLS)})"
+            )
+        return protocol
+
+    def for_listener(self, listener: str) -> dict[str, Any]:
+        """The keys as given, with ``listener.name.<listener>.`` keys stripped and overriding
+        (Kafka's ``valuesWithPrefixOverride``); what ``create_ssl_context`` and the SASL set-up read."""
+        return listener_config(self.originals, listener)
+
+    def listener_value(self, listener: str, key: str) -> Any:
+        """One broker key's typed value for ``listener`` (its prefixed value when given)."""
+        raw = self.originals.get(f"{LISTENER_PREFIX}{listener.lower()}.{key}")
+        return self.values[key] if raw is None else BROKER_CONFIGS.validate_one(key, raw)
+
+    def sasl_enabled_mechanisms(self, listener: str) -> list[str]:
+        return [str(m).strip().upper() for m in self.listener_value(listener, "sasl.enabled.mechanisms") or []]
+
+    def _control_plane_listener(self) -> str | None:
+        name = self.values["control.plane.listener.name"]
+        if not name:
+            return None
+        name = str(name).upper()
+        if name not in [e.listener for e in self.listeners]:
+            raise InvalidConfigError(f"control.plane.listener.name {name} must be a listener name defined in listeners")
+        if name == self.inter_broker_listener_name:
+            raise InvalidConfigError(
+                "Invalid value for configuration control.plane.listener.name: it must be different "
+                f"from inter.broker.listener.name ({name})"
+            )
+        return name
 
     def security_protocol_map(self) -> dict[str, str]:
         """``listener.security.protocol.map`` as listener name -> protocol (both upper case)."""
@@ -475,8 +601,8 @@ class KafkaConfig:
 
         ``inter.broker.listener.name`` and an explicit ``security.inter.broker.protocol`` exclude
         each other; the protocol names a listener of that name; the listener must be one of
-        ``advertised.listeners`` (or ``listeners``) and its protocol must be PLAINTEXT, the only
-        one odradek serves. Raises InvalidConfigError with Kafka's wording.
+        ``advertised.listeners`` (or ``listeners``); a SASL listener's enabled mechanisms must
+        include ``sasl.mechanism.inter.broker.protocol``. Raises InvalidConfigError with Kafka's wording.
         """
         names = [e.listener for e in (self.advertised_listeners or self.listeners)]
         explicit_name = self.values["inter.broker.listener.name"]
@@ -485,11 +611,6 @@ class KafkaConfig:
         if explicit_name and explicit_protocol:
             raise InvalidConfigError(
                 "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."
-            )
-        if explicit_protocol and protocol != "PLAINTEXT":
-            raise InvalidConfigError(
-                f"Invalid value {protocol} for configuration security.inter.broker.protocol: odradek serves "
-                "PLAINTEXT only"
             )
         if explicit_name:
             name = str(explicit_name).upper()
@@ -502,13 +623,20 @@ class KafkaConfig:
                 "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
                 f"The valid options based on currently configured listeners are {','.join(names)}"
             )
-        listener_protocol = self.security_protocol_map().get(name, name)
-        if listener_protocol != "PLAINTEXT":
-            raise InvalidConfigError(
-                f"The inter-broker listener {name} uses security protocol {listener_protocol}; odradek "
-                "serves PLAINTEXT only"
-            )
+        listener_protocol = self.listener_security_protocol(name)
+        if listener_protocol in SASL_PROTOCOLS:
+            mechanism = str(self.values["sasl.mechanism.inter.broker.protocol"]).upper()
+            if mechanism not in self.sasl_enabled_mechanisms(name):
+                raise InvalidConfigError(
+                    f"sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when "
+                    f"SASL is used for inter-broker communication (listener {name}: "
+                    f"{','.join(self.sasl_enabled_mechanisms(name))})"
+                )
         return name
+
+    @property
+    def inter_broker_security_protocol(self) -> str:
+        return self.listener_security_protocol(self.inter_broker_listener_name)
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -558,3 +686,25 @@ class KafkaConfig:
 
     def default_log_config(self) -> LogConfig:
         return LogConfig.from_props(None, self.log_config_defaults())
+
+
+def _check_listener_keys(props: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``listener.name.<listener>.<key>`` entries of ``props``, each checked: ``<key>`` is a
+    per-listener broker key (``ssl.*``, ``sasl.*``, ``connections.max.reauth.ms``) whose value
+    parses, or ``<mechanism>.sasl.jaas.config``. Raises InvalidConfigError naming the key."""
+    found: dict[str, Any] = {}
+    for name, value in props.items():
+        if not name.startswith(LISTENER_PREFIX):
+            continue
+        listener, _, key = name[len(LISTENER_PREFIX) :].partition(".")
+        if not listener or not key:
+            raise InvalidConfigError(f"Unknown configuration {name!r}")
+        _, _, mechanism_key = key.partition(".")
+        if mechanism_key in SASL_MECHANISM_KEYS and not key.startswith("sasl."):
+            BROKER_CONFIGS.validate_one(mechanism_key, value)
+        elif key.startswith(LISTENER_KEY_PREFIXES) and key in BROKER_CONFIGS:
+            BROKER_CONFIGS.validate_one(key, value)
+        else:
+            raise InvalidConfigError(f"Unknown configuration {name!r}: {key!r} cannot be set per listener")
+        found[name] = value
+    return found

@@ -10,6 +10,7 @@ half-applied update. Until the first UpdateMetadata arrives the cache is empty
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Collection, Iterable, Mapping
 from collections.abc import Set as AbstractSet
@@ -51,6 +52,7 @@ class MetadataCache:
         self.controller_epoch: int = 0
         self.topic_names: dict[uuid.UUID, str] = {}
         """Topic id -> name, for requests that name topics by id (Fetch v13+); no zero id."""
+        self._by_listener: dict[str, dict[int, BrokerInfo]] = {}
 
     def update(
         self,
@@ -65,6 +67,7 @@ class MetadataCache:
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.brokers = {b.id: b for b in brokers}
+        self._by_listener = {}
         for topic in deleted_topics:
             gone = self.topics.pop(topic, None)
             if gone is not None:
@@ -94,6 +97,20 @@ class MetadataCache:
     def partition_state(self, tp: TopicPartition) -> PartitionState | None:
         meta = self.topics.get(tp.topic)
         return meta.partitions.get(tp.partition) if meta else None
+
+    def brokers_on(self, listener: str) -> dict[int, BrokerInfo]:
+        """The live brokers as a client of ``listener`` must reach them (KIP-103, Kafka's
+        ``getAliveBrokerNodes(listenerName)``): ``host``/``port`` are each broker's endpoint on that
+        listener; a broker without the listener is left out. Cached until the next update."""
+        found = self._by_listener.get(listener)
+        if found is None:
+            found = {}
+            for broker_id, info in self.brokers.items():
+                address = info.endpoint_map().get(listener)
+                if address is not None:
+                    found[broker_id] = dataclasses.replace(info, host=address[0], port=address[1])
+            self._by_listener[listener] = found
+        return found
 
     def alive_broker_ids(self) -> list[int]:
         return sorted(self.brokers)

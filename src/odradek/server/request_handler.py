@@ -74,7 +74,10 @@ class RequestHandler:
             request = decode_request(schema, frame, header.size)
         except (InvalidRequestError, UnsupportedVersionError) as exc:
             raise CloseConnection(str(exc)) from None
+        session = connection.session
         ctx = RequestContext(self.broker, header, schema, request, connection.peer, connection.connection_id)
+        if session is not None:
+            ctx.session = session
         response = await module.handle(ctx)
         if response is None:
             return NO_RESPONSE

@@ -22,6 +22,25 @@ connection is accepted; one past a limit is closed at once, and the refusal is l
 address every 10 s with a count. ``connections.max.idle.ms``: a connection with no request in
 flight and nothing received for that long is closed (swept every tenth of it, at most every 30 s).
 
+Listeners (:class:`~odradek.server.listener_security.ListenerSecurity`, one per ``start``):
+
+- PLAINTEXT: the connection's :class:`~odradek.server.session.Session` is ``User:ANONYMOUS`` from
+  the start;
+- SSL and SASL_SSL: asyncio's own TLS (``loop.start_tls`` on the accepted transport, so the
+  handshake and every record are driven by the event loop, never a blocking ``SSLSocket`` call).
+  Reading is paused until the handshake is done; a handshake that fails (plaintext or garbage on
+  the port, an untrusted or missing client certificate under ``ssl.client.auth=required``) is one
+  log line and a closed connection. For SSL the principal is the client certificate's subject
+  mapped by ``ssl.principal.mapping.rules`` (``User:ANONYMOUS`` without one). TLS rules out
+  ``sendfile``: Fetch's file ranges are read (``pread``) and written through the TLS transport;
+- SASL_PLAINTEXT and SASL_SSL: frames go to a
+  :class:`~odradek.server.sasl_authenticator.SaslServerAuthenticator` until it completes (only
+  ApiVersions reaches the handler before that; any other request closes the connection), and
+  are bounded by ``sasl.server.max.receive.size`` meanwhile; a failed authentication is one log
+  line, its answer held back ``connection.failed.authentication.delay.ms``, then the connection
+  closes. With ``connections.max.reauth.ms`` a request after the session's end closes the
+  connection, and a SaslHandshake starts KIP-368 re-authentication.
+
 Each frame goes to the handler (a :class:`~odradek.server.request_channel.RequestHandlerProtocol`,
 the broker's ``RequestHandler``), which answers with a
 :data:`~odradek.server.request_channel.Response`: a frame written as it is, a Fetch frame whose
@@ -33,7 +52,6 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
-import collections
 import ctypes
 import fcntl
 import functools
@@ -42,14 +60,19 @@ import itertools
 import logging
 import os
 import socket
+import ssl
 import struct
 import termios
 import time
 from collections.abc import Sequence
 from typing import cast
 
-from odradek.errors import InvalidConfigError
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.codec import peek_api
 from odradek.protocol.frames import FrameBuffer, FrameError, new_scratch
+from odradek.security.principal import ANONYMOUS, NoMatchingRule
+from odradek.server.connection_quotas import ConnectionQuotas, parse_connection_overrides
+from odradek.server.listener_security import ListenerSecurity
 from odradek.server.request_channel import (
     CloseConnection,
     FramePart,
@@ -57,12 +80,15 @@ from odradek.server.request_channel import (
     SendfileResponse,
     SendResponse,
 )
+from odradek.server.sasl_authenticator import SaslServerAuthenticator, SaslStep
+from odradek.server.session import Session
 
 log = logging.getLogger(__name__)
 
 _ids = itertools.count(1)
 _FIONREAD_ARG = b"\0\0\0\0"
-REFUSAL_LOG_INTERVAL_S = 10.0
+MAX_TLS_HANDSHAKE_S = 60.0
+PLAINTEXT_LISTENER = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
 TRIM_AFTER_CLOSES = 256
 """Closed connections after which a garbage collection runs and freed heap memory is handed back
 to the OS: asyncio's socket transports hold a bound method of their own, so a closed transport
@@ -92,67 +118,6 @@ def release_free_memory() -> None:
         trim(0)  # type: ignore[operator]
 
 
-def parse_connection_overrides(value: str) -> dict[str, int]:
-    """``max.connections.per.ip.overrides`` (``host:count,ip:count``) as {ip: count}.
-
-    Host names are resolved once, at start-up; an entry that is not ``name:count`` with a
-    non-negative count, or a name that does not resolve, raises InvalidConfigError.
-    """
-    out: dict[str, int] = {}
-    for entry in filter(None, (e.strip() for e in value.split(","))):
-        host, sep, count = entry.rpartition(":")
-        if not sep or not host or not count.strip().isdigit():
-            raise InvalidConfigError(f"max.connections.per.ip.overrides: invalid entry {entry!r} (want host:count)")
-        try:
-            infos = socket.getaddrinfo(host.strip("[] "), None, proto=socket.IPPROTO_TCP)
-        except OSError as exc:
-            raise InvalidConfigError(f"max.connections.per.ip.overrides: cannot resolve {host!r}: {exc}") from None
-        for info in infos:
-            out[str(info[4][0])] = int(count)
-    return out
-
-
-class ConnectionQuotas:
-    """Counts open connections per IP and in total; decides whether a new one may stay."""
-
-    def __init__(self, max_connections: int, max_per_ip: int, overrides: dict[str, int]) -> None:
-        self.max_connections = max_connections
-        self.max_per_ip = max_per_ip
-        self.overrides = overrides
-        self.total = 0
-        self.per_ip: collections.Counter[str] = collections.Counter()
-        self._refusals: dict[str, tuple[float, int]] = {}
-
-    def try_add(self, ip: str) -> str | None:
-        """Count a new connection from ``ip``; the refusal reason instead if a limit is reached."""
-        limit = self.overrides.get(ip, self.max_per_ip)
-        if self.per_ip[ip] >= limit:
-            return f"max.connections.per.ip={limit} reached for {ip}"
-        if self.total >= self.max_connections:
-            return f"max.connections={self.max_connections} reached"
-        self.per_ip[ip] += 1
-        self.total += 1
-        return None
-
-    def remove(self, ip: str) -> None:
-        self.total -= 1
-        left = self.per_ip[ip] - 1
-        if left > 0:
-            self.per_ip[ip] = left
-        else:
-            del self.per_ip[ip]
-
-    def log_refusal(self, ip: str, reason: str) -> None:
-        now = time.monotonic()
-        since, suppressed = self._refusals.get(ip, (0.0, 0))
-        if now - since >= REFUSAL_LOG_INTERVAL_S:
-            more = f" ({suppressed} more refused since the last line)" if suppressed else ""
-            log.warning("refusing a connection from %s: %s%s", ip, reason, more)
-            self._refusals[ip] = (now, 0)
-        else:
-            self._refusals[ip] = (since, suppressed + 1)
-
-
 class KafkaServerConnection(asyncio.BufferedProtocol):
     """One client connection as the broker serves it (the client side is
     :class:`odradek.client.connection.KafkaConnection`); its settings live on the
@@ -161,10 +126,12 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
     __slots__ = (
         "_closed",
         "_fd",
+        "_lost",
         "_reading_paused",
         "_waiter",
         "_worker",
         "_writable",
+        "authenticator",
         "busy",
         "connection_id",
         "frames",
@@ -172,12 +139,18 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         "ip",
         "last_active",
         "peer",
+        "security",
         "server",
+        "session",
         "transport",
     )
 
-    def __init__(self, server: SocketServer) -> None:
+    def __init__(self, server: SocketServer, security: ListenerSecurity = PLAINTEXT_LISTENER) -> None:
         self.server = server
+        self.security = security
+        self.session: Session | None = None
+        """Who is on the other end; None until the TLS handshake or SASL exchange is done."""
+        self.authenticator: SaslServerAuthenticator | None = None
         self.handler = server.handler
         self.frames = FrameBuffer(server.max_request_bytes, server.scratch, self._pending_bytes)
         self.connection_id = f"conn-{next(_ids)}"
@@ -192,6 +165,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self._worker: asyncio.Task[None] | None = None
         self._reading_paused = False
         self._closed = False
+        self._lost = False
 
     # --- asyncio.Protocol ----------------------------------------------------------------------
 
@@ -223,6 +197,55 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                     log.warning("cannot set socket option %s=%s for %s: %s", name, value, self.peer, exc)
         self.transport.set_write_buffer_limits(high=4 * 1024 * 1024)
         self.server.connections.add(self)
+        security = self.security
+        if security.uses_sasl:
+            self.authenticator = SaslServerAuthenticator(security, self.ip)
+            if security.max_receive_size < self.frames.max_frame_bytes:
+                self.frames.max_frame_bytes = security.max_receive_size
+                self.frames.limit_name = "sasl.server.max.receive.size"
+        if security.ssl_context is not None:
+            self.transport.pause_reading()  # nothing is read before the TLS handshake takes over
+            loop = asyncio.get_running_loop()
+            self._worker = loop.create_task(self._start_tls(security.ssl_context), name=self.connection_id)
+        elif self.authenticator is None:
+            self.session = Session(ANONYMOUS, self.ip, security.listener_name, security.security_protocol)
+
+    async def _start_tls(self, context: ssl.SSLContext) -> None:
+        """The TLS handshake on the event loop (``loop.start_tls``); then the principal, and the
+        worker. A failed handshake is logged once and the connection closed."""
+        transport = self.transport
+        assert transport is not None
+        timeout = min(MAX_TLS_HANDSHAKE_S, self.server.connections_max_idle_ms / 1000)
+        try:
+            tls = await asyncio.get_running_loop().start_tls(
+                transport, self, context, server_side=True, ssl_handshake_timeout=timeout
+            )
+        except asyncio.CancelledError:
+            raise
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
+            log.warning("closing connection from %s: TLS handshake failed: %s", self.peer, exc or type(exc).__name__)
+            self._worker = None
+            transport.abort()
+            self.connection_lost(None)
+            return
+        if tls is None or self._closed:
+            self._worker = None
+            return
+        self.transport = tls
+        tls.set_write_buffer_limits(high=4 * 1024 * 1024)
+        if self.authenticator is None:
+            ssl_object = tls.get_extra_info("ssl_object")
+            certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+            mapper = self.security.principal_mapper
+            try:
+                principal = mapper.principal(certificate) if mapper is not None else ANONYMOUS
+            except NoMatchingRule as exc:
+                log.warning("closing connection from %s: %s", self.peer, exc)
+                self.close()
+                return
+            self.session = Session(principal, self.ip, self.security.listener_name, self.security.security_protocol)
+        self.last_active = time.monotonic()
+        await self._work()
 
     def _pending_bytes(self) -> int:
         """Bytes the kernel holds for this socket (FIONREAD); 0 when unknown."""
@@ -270,6 +293,9 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             self._writable.set_result(None)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._lost:  # a failed TLS handshake reports it itself
+            return
+        self._lost = True
         self._closed = True
         self.resume_writing()
         if self._waiter is not None and not self._waiter.done():
@@ -279,7 +305,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             self.server.quotas.remove(self.ip)
             self.ip = ""
         freed = self.frames.release()
-        if self._worker is not None and not self._worker.done():
+        if self._worker is not None and not self._worker.done() and self._worker is not asyncio.current_task():
             self._worker.cancel()
         self._worker = None
         self.transport = None
@@ -302,6 +328,12 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                 self._reading_paused = False
             self.busy = True
             try:
+                if self.authenticator is not None and self._sasl_frame(frame):
+                    step = self.authenticator.receive(frame)
+                    if not await self._sasl_step(step):
+                        return
+                    if not step.forward:
+                        continue
                 response = await self.handler.handle(frame, self)
             except CloseConnection as exc:
                 log.warning("closing connection from %s: %s", self.peer, exc)
@@ -334,6 +366,56 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                 if self._writable is not None and not self._writable.done():
                     await self._writable
 
+    def _sasl_frame(self, frame: bytes | bytearray) -> bool:
+        """Whether an authenticated connection's frame goes to the authenticator (a KIP-368
+        SaslHandshake); raises CloseConnection for a request after the session's end."""
+        auth = self.authenticator
+        assert auth is not None
+        if auth.authenticating:
+            return True
+        if auth.session_expires_at is None:
+            return False
+        try:
+            api_key = peek_api(frame)[0]
+        except Exception:
+            api_key = -1
+        if api_key == ApiKey.SASL_HANDSHAKE and auth.can_reauthenticate():
+            auth.reauthenticate()
+            return True
+        if auth.session_expired():
+            raise CloseConnection("SASL session expired (connections.max.reauth.ms) and not re-authenticated")
+        return False
+
+    async def _sasl_step(self, step: SaslStep) -> bool:
+        """Carry out one authenticator step; False when the connection is closed."""
+        auth = self.authenticator
+        assert auth is not None and self.transport is not None
+        if step.close is not None:
+            log.warning("closing connection from %s: %s", self.peer, step.close)
+            self.close()
+            return False
+        if step.failure is not None:
+            log.info(
+                "Failed authentication with %s on listener %s (%s)",
+                self.peer,
+                self.security.listener_name,
+                step.failure,
+            )
+            if step.delay_s > 0:
+                await asyncio.sleep(step.delay_s)
+            if self.transport is not None and step.response is not None:
+                self.transport.write(step.response)
+            self.close()
+            return False
+        if step.response is not None:
+            self.transport.write(step.response)
+        if auth.session is not None and not auth.authenticating:
+            self.session = auth.session
+            self.frames.max_frame_bytes = self.server.max_request_bytes
+            self.frames.limit_name = "socket.request.max.bytes"
+        self.last_active = time.monotonic()
+        return True
+
     async def _write_parts(self, parts: Sequence[FramePart]) -> None:
         """Write byte parts with ``writelines``; send file slices with ``loop.sendfile`` (the
         kernel copies page-cache pages to the socket; falls back to read+write where sendfile is
@@ -345,6 +427,13 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         for part in parts:
             if isinstance(part, (bytes, bytearray, memoryview)):
                 pending.append(part)
+                continue
+            if self.security.ssl_context is not None:  # TLS: no sendfile, the bytes are copied
+                fd = part.dup_fd()
+                try:
+                    pending.append(os.pread(fd, part.size, part.position))
+                finally:
+                    os.close(fd)
                 continue
             fd = part.dup_fd()
             if pending:
@@ -417,10 +506,11 @@ class SocketServer:
         self._closed_since_trim = self._freed_since_trim = 0
         release_free_memory()
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
+    async def start(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT_LISTENER) -> tuple[str, int]:
+        """Listen on ``host:port`` for one listener; the bound (host, port)."""
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
-            lambda: KafkaServerConnection(self),
+            lambda: KafkaServerConnection(self, security),
             host=host or None,
             port=port,
             reuse_address=True,

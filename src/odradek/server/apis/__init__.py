@@ -57,6 +57,8 @@ from odradek.server.apis import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -108,6 +110,8 @@ _MODULES: list[ModuleType] = [
     list_groups,
     delete_groups,
     offset_delete,
+    sasl_handshake,
+    sasl_authenticate,
 ]
 
 API_HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in _MODULES}
@@ -131,6 +135,7 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SYNC_GROUP: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (0, 6),
@@ -148,6 +153,7 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),

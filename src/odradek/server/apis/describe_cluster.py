@@ -1,7 +1,8 @@
 """DescribeCluster (key 60): cluster id, controller id and live brokers.
 
 v0..v1 (Kafka 3.9's range; v2's ``is_fenced`` is Kafka 4.0's), answered from this broker's metadata
-cache. ``brokers`` lists every live broker with host, port and rack. ``endpoint_type`` (v1+) 1
+cache. ``brokers`` lists every live broker with host, port and rack, the host and port of the
+listener the request arrived on (a broker without that listener is left out). ``endpoint_type`` (v1+) 1
 describes brokers; 2 (controllers, a KRaft notion) is answered with UNSUPPORTED_ENDPOINT_TYPE and
 no brokers. ``controller_id`` is -1 while no controller is known. Cluster authorized operations are
 not computed (the "omitted" value). Runs on the broker's event loop."""
@@ -34,7 +35,7 @@ async def handle(ctx: RequestContext) -> Any:
     else:
         brokers = tuple(
             ctx.make("DescribeClusterBroker", broker_id=b.id, host=b.host, port=b.port, rack=b.rack, is_fenced=False)
-            for b in sorted(cache.brokers.values(), key=lambda b: b.id)
+            for b in sorted(cache.brokers_on(ctx.session.listener_name).values(), key=lambda b: b.id)
         )
     return ctx.response(
         throttle_time=datetime.timedelta(0),

@@ -6,7 +6,9 @@ error message; v4+ look up a batch (``coordinator_keys``) and answer one entry p
 Each key type is answered by the broker's coordinator for it (``group_coordinator`` for 0,
 ``transaction_coordinator`` for 1), whose ``find_coordinator(key)`` creates its internal topic
 (``__consumer_offsets``, ``__transaction_state``) on first use; another key type:
-INVALID_REQUEST. On error the node is -1, the host empty and the port -1, as Kafka answers.
+INVALID_REQUEST. The coordinator's address is its endpoint on the listener the request arrived on;
+a coordinator without that listener is COORDINATOR_NOT_AVAILABLE. On error the node is -1, the
+host empty and the port -1, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCo
         return ErrorCode.invalid_request, -1, "", -1
     if error is not ErrorCode.none:
         return error, -1, "", -1
-    broker = ctx.broker.metadata_cache.brokers.get(node_id)
+    broker = ctx.broker.metadata_cache.brokers_on(ctx.session.listener_name).get(node_id)
     if broker is None:
         return ErrorCode.coordinator_not_available, -1, "", -1
     return ErrorCode.none, node_id, broker.host, broker.port

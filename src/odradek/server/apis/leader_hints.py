@@ -41,8 +41,9 @@ def current_leader(ctx: RequestContext, tp: TopicPartition) -> tuple[int, int]:
 
 def hinted_brokers(ctx: RequestContext, leader_ids: Iterable[int]) -> list[BrokerInfo]:
     """The brokers to list in ``node_endpoints`` for ``leader_ids``, ordered by id; negative ids and
-    brokers missing from the metadata cache are left out."""
-    brokers = ctx.broker.metadata_cache.brokers
+    brokers missing from the metadata cache, or without the request's listener, are left out; the
+    addresses are those of the request's listener (KIP-103)."""
+    brokers = ctx.broker.metadata_cache.brokers_on(ctx.session.listener_name)
     return [brokers[i] for i in sorted(set(leader_ids)) if i in brokers]
 
 

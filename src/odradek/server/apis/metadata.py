@@ -11,7 +11,9 @@ has it); v10-11, whose response cannot carry a null name, answer INVALID_REQUEST
 
 Answers from this broker's metadata cache only (filled by the controller's UpdateMetadata), never
 from the metadata store, so every broker answers at once; before its first UpdateMetadata a
-broker lists itself alone, no controller (-1) and no topics.
+broker lists itself alone, no controller (-1) and no topics. Brokers are listed with their
+addresses on the listener the request arrived on (KIP-103); a broker without that listener is
+left out, as Kafka does.
 """
 
 from __future__ import annotations
@@ -102,11 +104,12 @@ async def handle(ctx: RequestContext) -> Any:
                 continue
         if meta is not None:
             topics.append(_topic(ctx, name, ErrorCode.none, meta))
-    known = dict(cache.brokers)
-    if broker.broker_id not in known and broker.endpoints:  # no UpdateMetadata yet: at least this broker
-        first = broker.endpoints[0]
+    listener = ctx.session.listener_name
+    known = dict(cache.brokers_on(listener))
+    own = [e for e in broker.endpoints if e.listener == listener]
+    if broker.broker_id not in cache.brokers and own:  # no UpdateMetadata yet: at least this broker
         known[broker.broker_id] = BrokerInfo(
-            broker.broker_id, first.host, first.port, rack=broker.config["broker.rack"]
+            broker.broker_id, own[0].host, own[0].port, rack=broker.config["broker.rack"]
         )
     brokers = tuple(
         ctx.make("MetadataResponseBroker", node_id=b.id, host=b.host, port=b.port, rack=b.rack)

@@ -1,0 +1,121 @@
+"""What each listener asks of a connection before serving it (Kafka's ``ChannelBuilders``).
+
+One :class:`ListenerSecurity` per listener, built at start-up by :func:`listener_securities` from
+the broker's keys, resolved for the listener (``listener.name.<l>.<key>`` over ``<key>``):
+
+- ``security_protocol`` from ``listener.security.protocol.map``;
+- SSL and SASL_SSL: an ``ssl.SSLContext`` (:func:`odradek.security.tls.create_ssl_context`, server
+  side) and the ``ssl.principal.mapping.rules`` mapper for client certificates;
+- SASL_PLAINTEXT and SASL_SSL: the enabled mechanisms (``sasl.enabled.mechanisms``), PLAIN's users
+  from the PlainLoginModule JAAS entry (``listener.name.<l>.plain.sasl.jaas.config``, else
+  ``sasl.jaas.config``), SCRAM's credentials from the broker's
+  :class:`~odradek.metadata.scram_credentials.CredentialCache`, ``sasl.server.max.receive.size``,
+  ``connection.failed.authentication.delay.ms`` and ``connections.max.reauth.ms``.
+
+A mechanism odradek cannot serve (GSSAPI, OAUTHBEARER) on a SASL listener, a PLAIN mechanism
+without a JAAS entry, or any bad ``ssl.*`` value raises
+:class:`~odradek.errors.InvalidConfigError` naming the key. Reading key stores takes tens of
+milliseconds: called once at start-up on the event loop. The objects are immutable afterwards.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from odradek.errors import InvalidConfigError
+from odradek.security.listener_config import jaas_config_key, listener_prefix
+from odradek.security.principal import SslPrincipalMapper
+from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslServer
+from odradek.security.sasl.jaas import PLAIN_LOGIN_MODULE, parse_single_login_module, plain_users
+from odradek.security.sasl.plain import PlainSaslServer
+from odradek.security.sasl.scram import ScramSaslServer
+from odradek.security.tls import create_ssl_context
+from odradek.server.config import SASL_PROTOCOLS, TLS_PROTOCOLS, KafkaConfig
+
+if TYPE_CHECKING:
+    from odradek.metadata.scram_credentials import CredentialCache
+
+__all__ = ["SUPPORTED_MECHANISMS", "ListenerSecurity", "listener_securities"]
+
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
+
+
+@dataclass(frozen=True)
+class ListenerSecurity:
+    listener_name: str
+    security_protocol: str
+    ssl_context: ssl.SSLContext | None = None
+    principal_mapper: SslPrincipalMapper | None = None
+    mechanisms: tuple[str, ...] = ()
+    """Enabled SASL mechanisms, in the configured order (what UNSUPPORTED_SASL_MECHANISM lists)."""
+    plain_users: dict[str, str] = field(default_factory=dict, repr=False)
+    credentials: CredentialCache | None = field(default=None, repr=False)
+    max_receive_size: int = 524288
+    failed_authentication_delay_ms: int = 100
+    max_reauth_ms: int = 0
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.ssl_context is not None
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in SASL_PROTOCOLS
+
+    def sasl_server(self, mechanism: str) -> SaslServer:
+        """A fresh server of an enabled mechanism (the caller checked ``mechanism in mechanisms``)."""
+        if mechanism == PLAIN:
+            return PlainSaslServer(self.plain_users)
+        assert self.credentials is not None
+        return ScramSaslServer(mechanism, self.credentials.lookup(mechanism))
+
+
+def _listener_security(config: KafkaConfig, name: str, credentials: CredentialCache | None) -> ListenerSecurity:
+    protocol = config.listener_security_protocol(name)
+    props = config.for_listener(name)
+    ssl_context = mapper = None
+    if protocol in TLS_PROTOCOLS:
+        ssl_context = create_ssl_context(props, server_side=True)
+        mapper = SslPrincipalMapper(config.listener_value(name, "ssl.principal.mapping.rules"))
+    mechanisms: tuple[str, ...] = ()
+    users: dict[str, str] = {}
+    if protocol in SASL_PROTOCOLS:
+        mechanisms = tuple(config.sasl_enabled_mechanisms(name))
+        prefix = listener_prefix(name)
+        if not mechanisms:
+            raise InvalidConfigError(f"{prefix}sasl.enabled.mechanisms: no SASL mechanism enabled on listener {name}")
+        unsupported = [m for m in mechanisms if m not in SUPPORTED_MECHANISMS]
+        if unsupported:
+            raise InvalidConfigError(
+                f"Invalid value for configuration sasl.enabled.mechanisms of listener {name}: "
+                f"{', '.join(unsupported)} not supported (supported: {', '.join(SUPPORTED_MECHANISMS)})"
+            )
+        if PLAIN in mechanisms:
+            key = jaas_config_key(PLAIN)
+            text = props.get(key) or props.get("sasl.jaas.config")
+            if not text:
+                raise InvalidConfigError(
+                    f"No JAAS configuration for SASL/PLAIN on listener {name}: set {prefix}{key} "
+                    '(PlainLoginModule with user_<name>="<password>" options)'
+                )
+            entry = parse_single_login_module(str(text), key=f"{prefix}{key}", expected_module=PLAIN_LOGIN_MODULE)
+            users = plain_users(entry)
+    return ListenerSecurity(
+        name,
+        protocol,
+        ssl_context,
+        mapper,
+        mechanisms,
+        users,
+        credentials,
+        max_receive_size=int(config.listener_value(name, "sasl.server.max.receive.size")),
+        failed_authentication_delay_ms=int(config.listener_value(name, "connection.failed.authentication.delay.ms")),
+        max_reauth_ms=int(config.listener_value(name, "connections.max.reauth.ms")),
+    )
+
+
+def listener_securities(config: KafkaConfig, credentials: CredentialCache | None) -> dict[str, ListenerSecurity]:
+    """Listener name -> its security, for every configured listener."""
+    return {e.listener: _listener_security(config, e.listener, credentials) for e in config.listeners}

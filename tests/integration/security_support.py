@@ -1,0 +1,126 @@
+"""A broker with every kind of listener, certificates made at test time, and client settings.
+
+``secure_broker(tmp)`` starts one in-process broker (embedded store) with the listeners:
+
+- ``PLAINTEXT`` (inter-broker), ``SSL`` (server certificate only), ``MTLS`` (SSL with
+  ``ssl.client.auth=required``), ``SASL_PLAINTEXT`` and ``SASL_SSL`` (PLAIN, SCRAM-SHA-256 and
+  SCRAM-SHA-512; PLAIN users ``alice``/``alice-secret`` and ``admin``/``admin-secret`` from the
+  listener's JAAS; SCRAM users written to ``/config/users`` through the credential functions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import time
+from collections.abc import Mapping
+
+from odradek.metadata.scram_credentials import upsert_password_credentials
+from odradek.testing import BrokerRunner
+from unit import security_support as certs
+
+PLAIN_JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
+)
+SCRAM_USERS = {"scram-user": "scram-secret", "admin": "admin-secret"}
+LISTENERS = ("PLAINTEXT", "SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def write_certificates(directory: pathlib.Path) -> dict[str, str]:
+    """PEM files: the broker's key store (key and chain), the CA, and a client's key store."""
+    directory.mkdir(parents=True, exist_ok=True)
+    server, client, ca = certs.server(), certs.client("alice"), certs.ca()
+    files = {
+        "server": server.key_pem() + server.cert_pem() + ca.cert_pem(),
+        "ca": ca.cert_pem(),
+        "client_key": client.key_pem(),
+        "client_cert": client.cert_pem(),
+        "client_keystore": client.key_pem() + client.cert_pem(),
+    }
+    paths = {}
+    for name, text in files.items():
+        path = directory / f"{name}.pem"
+        path.write_text(text)
+        paths[name] = str(path)
+    return paths
+
+
+def broker_overrides(paths: Mapping[str, str], **extra: str) -> dict[str, str]:
+    listeners = ",".join(f"{name}://127.0.0.1:0" for name in LISTENERS)
+    return {
+        "listeners": listeners,
+        "listener.security.protocol.map": (
+            "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+        ),
+        "inter.broker.listener.name": "PLAINTEXT",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": paths["server"],
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": paths["ca"],
+        "listener.name.mtls.ssl.client.auth": "required",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        "connection.failed.authentication.delay.ms": "100",
+        **extra,
+    }
+
+
+def create_scram_users(runner: BrokerRunner, users: Mapping[str, str]) -> None:
+    """Write SCRAM-SHA-256 and -512 credentials and wait until the broker's cache has them."""
+    broker = runner.broker
+    assert broker is not None and broker.store is not None
+    store = broker.store
+    for user, password in users.items():
+
+        async def write(user: str = user, password: str = password) -> None:
+            await upsert_password_credentials(
+                store, user, {"SCRAM-SHA-256": (password, 4096), "SCRAM-SHA-512": (password, 4096)}
+            )
+
+        runner.call(write)
+    deadline = time.monotonic() + 10
+    while not set(users) <= set(broker.credential_cache.users()):
+        assert time.monotonic() < deadline, "the broker did not learn the SCRAM users"
+        time.sleep(0.05)
+
+
+def address(runner: BrokerRunner, listener: str) -> str:
+    broker = runner.broker
+    assert broker is not None
+    (endpoint,) = [e for e in broker.endpoints if e.listener == listener]
+    return f"{endpoint.host}:{endpoint.port}"
+
+
+def librdkafka_config(
+    runner: BrokerRunner,
+    listener: str,
+    paths: Mapping[str, str],
+    *,
+    mechanism: str = "PLAIN",
+    username: str = "alice",
+    password: str = "alice-secret",
+) -> dict[str, str]:
+    """confluent-kafka / kcat settings for one of the broker's listeners."""
+    protocol = {"MTLS": "SSL"}.get(listener, listener)
+    config = {"bootstrap.servers": address(runner, listener), "security.protocol": protocol}
+    if "SSL" in protocol:
+        config["ssl.ca.location"] = paths["ca"]
+    if listener == "MTLS":
+        config["ssl.certificate.location"] = paths["client_cert"]
+        config["ssl.key.location"] = paths["client_key"]
+    if protocol.startswith("SASL"):
+        config.update({"sasl.mechanism": mechanism, "sasl.username": username, "sasl.password": password})
+    return config
+
+
+async def raw_exchange(host: str, port: int, payload: bytes, *, read_timeout: float = 5.0) -> bytes:
+    """Send ``payload`` on a plain TCP connection and read until the broker closes it."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(payload)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), read_timeout)
+    finally:
+        writer.close()
