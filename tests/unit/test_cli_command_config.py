@@ -154,3 +154,15 @@ def test_zookeeper_clients_pick_the_listener_of_their_protocol() -> None:
         listener_security_protocol_map={"INTERNAL": "SSL", "EXTERNAL": "SASL_SSL"},
     )
     assert client_endpoint(internal_first, "SASL_SSL") == ("h", 9094)
+
+
+def test_zookeeper_producer_and_consumer_connect_with_the_security() -> None:
+    from odradek.zkclients.consumer_connector import ZookeeperConsumerConnector
+    from odradek.zkclients.producer import Producer as ZkProducer
+
+    security = ClientSecurity.from_properties({"security.protocol": "SSL"})
+    producer = ZkProducer(zookeeper_connect="zk:2181", security=security)
+    assert producer.broker_partition_info.security is security
+    config = ConsumerConfig.from_properties("g", "zk:2181", {"security.protocol": "SSL"})
+    connector = ZookeeperConsumerConnector(config, {"t": 1})
+    assert connector.info.security == security and connector.consumer.cluster is connector.info
