@@ -149,3 +149,27 @@ def test_tools_with_client_properties_files(
     assert topics.main(["--bootstrap-server", bootstrap, "--list"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is it a TLS listener" in err
+
+
+def test_reauthentication_keeps_the_connection(tmp_path: pathlib.Path, paths: dict[str, str]) -> None:
+    """A broker with connections.max.reauth.ms closes a connection whose session ended; odradek's
+    client re-authenticates on it before then (KIP-368) and keeps using it."""
+    overrides = broker_overrides(paths, **{"listener.name.sasl_ssl.connections.max.reauth.ms": "600"})
+    runner = BrokerRunner(str(tmp_path / "reauth-broker"), overrides).start()
+    try:
+        security = ClientSecurity.from_properties(sasl_ssl(paths, "PLAIN", "alice", "alice-secret"))
+
+        async def run() -> None:
+            async with Producer(address(runner, "SASL_SSL"), security=security) as producer:
+                await producer.send("reauth", b"first", partition=0)
+                (conn,) = [c for c in producer.cluster._connections.values() if not c.closed]
+                assert conn.session_lifetime_ms == 600
+                for i in range(4):
+                    await asyncio.sleep(0.35)
+                    await producer.send("reauth", f"after-{i}".encode(), partition=0)
+                assert not conn.closed
+                assert [c for c in producer.cluster._connections.values() if not c.closed] == [conn]
+
+        asyncio.run(run())
+    finally:
+        runner.stop()
