@@ -47,6 +47,8 @@ def cluster(
     }
     c = odradek_cluster_module(1, overrides=overrides, zookeeper_connect=zookeeper_server.chroot_connect())
     admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
+    # the port accepts connections before the broker learns the controller: librdkafka would wait
+    assert c.wait_until(lambda: admin.list_topics(timeout=5).controller_id >= 0, 30)
     admin.create_topics([NewTopic(TOPIC, 2, 1)])[TOPIC].result(30)
     yield c
 
