@@ -22,7 +22,7 @@ from odradek.client.security import ClientSecurity
 from odradek.storage.topic_partition import TopicPartition
 from odradek.testing import BrokerRunner
 
-from .security_support import SCRAM_USERS, address, broker_overrides, create_scram_users, write_certificates
+from .security_support import address, secure_broker, write_certificates
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +32,8 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory, paths: dict[str, str]) -> Iterator[BrokerRunner]:
-    runner = BrokerRunner(str(tmp_path_factory.mktemp("client-secure-broker")), broker_overrides(paths)).start()
-    try:
-        create_scram_users(runner, SCRAM_USERS)
+    with secure_broker(str(tmp_path_factory.mktemp("client-secure-broker")), paths) as runner:
         yield runner
-    finally:
-        runner.stop()
 
 
 def jaas(mechanism: str, user: str, password: str) -> str:
@@ -154,9 +150,8 @@ def test_tools_with_client_properties_files(
 def test_reauthentication_keeps_the_connection(tmp_path: pathlib.Path, paths: dict[str, str]) -> None:
     """A broker with connections.max.reauth.ms closes a connection whose session ended; odradek's
     client re-authenticates on it before then (KIP-368) and keeps using it."""
-    overrides = broker_overrides(paths, **{"listener.name.sasl_ssl.connections.max.reauth.ms": "600"})
-    runner = BrokerRunner(str(tmp_path / "reauth-broker"), overrides).start()
-    try:
+    reauth = {"listener.name.sasl_ssl.connections.max.reauth.ms": "600"}
+    with secure_broker(str(tmp_path / "reauth-broker"), paths, **reauth) as runner:
         security = ClientSecurity.from_properties(sasl_ssl(paths, "PLAIN", "alice", "alice-secret"))
 
         async def run() -> None:
@@ -171,5 +166,3 @@ def test_reauthentication_keeps_the_connection(tmp_path: pathlib.Path, paths: di
                 assert [c for c in producer.cluster._connections.values() if not c.closed] == [conn]
 
         asyncio.run(run())
-    finally:
-        runner.stop()
