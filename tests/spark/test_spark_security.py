@@ -46,7 +46,7 @@ def test_batch_read_and_write_over_sasl_ssl(spark: Any, broker: tuple[Any, dict[
 
     create_topic(plaintext, "secure-out", 1)
     frame = spark.createDataFrame([(f"w{i}",) for i in range(5)], ["value"])
-    frame.write.format("odradek").options(topic="secure-out", **options).save()
+    frame.write.format("odradek").mode("append").options(topic="secure-out", **options).save()
     back = spark.read.format("odradek").options(subscribe="secure-out", **options).load().collect()
     assert sorted(bytes(r["value"]) for r in back) == [f"w{i}".encode() for i in range(5)]
 
