@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pathlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from odradek.metadata.scram_credentials import upsert_password_credentials
 from odradek.testing import BrokerRunner
@@ -128,3 +129,14 @@ async def raw_exchange(host: str, port: int, payload: bytes, *, read_timeout: fl
         return await asyncio.wait_for(reader.read(), read_timeout)
     finally:
         writer.close()
+
+
+@contextlib.contextmanager
+def secure_broker(directory: str, paths: Mapping[str, str], **extra: str) -> Iterator[BrokerRunner]:
+    """A running broker with :func:`broker_overrides` (and ``extra``) and the :data:`SCRAM_USERS`."""
+    runner = BrokerRunner(directory, broker_overrides(paths, **extra)).start()
+    try:
+        create_scram_users(runner, SCRAM_USERS)
+        yield runner
+    finally:
+        runner.stop()

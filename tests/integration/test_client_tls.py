@@ -4,6 +4,7 @@ an asyncio TLS server on 127.0.0.1) with certificates made at test time."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pathlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -140,3 +141,41 @@ def test_tls_client_on_a_plaintext_port(tmp_path: pathlib.Path) -> None:
 def test_plaintext_client_on_a_tls_port(tmp_path: pathlib.Path) -> None:
     with pytest.raises(KafkaConnectionError, match="is it a TLS listener"):
         run(server_context(tmp_path), ClientSecurity())
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_spark_source_options_authenticate_librdkafka(tmp_path: pathlib.Path, mechanism: str) -> None:
+    """Java's client keys as a Spark job sets them, translated for confluent-kafka: librdkafka
+    verifies the listener's certificate and logs in with the JAAS user."""
+    confluent_admin = pytest.importorskip("confluent_kafka.admin")
+    from odradek.spark.driver import client_config
+    from odradek.spark.options import parse_source_options
+
+    brokers: list[FakeSaslBroker] = []
+    jaas = f"{'plain.PlainLoginModule' if mechanism == 'PLAIN' else 'scram.ScramLoginModule'}"
+
+    async def main() -> None:
+        async with listener(server_context(tmp_path), brokers) as port:
+            options = {
+                "kafka.bootstrap.servers": f"localhost:{port}",
+                "subscribe": "t",
+                "kafka.security.protocol": "SASL_SSL",
+                "kafka.sasl.mechanism": mechanism,
+                "kafka.sasl.jaas.config": (
+                    f'org.apache.kafka.common.security.{jaas} required username="alice" password="alice-secret";'
+                ),
+                "kafka.ssl.truststore.type": "PEM",
+                "kafka.ssl.truststore.location": write(tmp_path / "ca.pem", certs.ca().cert_pem()),
+            }
+            conf = client_config(parse_source_options(options, "batch").client, "admin")
+            admin = confluent_admin.AdminClient(conf)
+            for _ in range(100):
+                if any(b.authenticated for b in brokers):
+                    break
+                with contextlib.suppress(Exception):  # the listener answers nothing after the login
+                    await asyncio.to_thread(admin.list_topics, timeout=0.2)
+
+    asyncio.run(main())
+    assert [b.authenticated for b in brokers if b.authenticated] and all(
+        b.authenticated in (None, "alice") for b in brokers
+    )

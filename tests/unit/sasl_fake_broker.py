@@ -5,13 +5,17 @@ SaslAuthenticate (v0-v2) answered with the real server mechanisms of ``odradek.s
 connects a client to it with no socket (a writer that answers each frame into the reader), and
 :meth:`FakeSaslBroker.serve` speaks the same over real asyncio streams (a TLS server in the
 integration tests). Any other API key, or SaslAuthenticate before a handshake, closes the connection
-(as a listener does before authentication), so tests notice a client that skips a step.
+(as a listener does before authentication), so tests notice a client that skips a step; after it,
+Metadata answers an empty cluster. With a
+``session_lifetime_ms``, a SaslHandshake on an authenticated connection starts KIP-368
+re-authentication, and any request after the session ended closes the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,7 +28,12 @@ from odradek.security.sasl.plain import PlainSaslServer
 from odradek.security.sasl.scram import ScramCredential, ScramSaslServer, generate_credential
 
 MAX_FRAME = 1 << 20
-VERSIONS = {ApiKey.API_VERSIONS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
+VERSIONS = {
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.METADATA: (1, 12),
+}
 
 
 class FakeSaslBroker:
@@ -51,6 +60,8 @@ class FakeSaslBroker:
         self.authenticated: str | None = None
         self.seen: list[tuple[int, int]] = []
         """(api key, version) of every request, in order."""
+        self.session_ends: float | None = None
+        self.reauthentications = 0
 
     def _mechanism(self, name: str) -> SaslServer:
         if name == PLAIN:
@@ -61,6 +72,14 @@ class FakeSaslBroker:
         """The response to one request, or None to close the connection."""
         self.seen.append((api_key, version))
         response_type = api_schema(api_key, version).response_type
+        ended = self.session_ends is not None and time.monotonic() > self.session_ends
+        if ended and api_key != ApiKey.SASL_HANDSHAKE:
+            return None  # the session ended and the client did not re-authenticate
+        if api_key == ApiKey.SASL_HANDSHAKE and self.authenticated is not None and self.session_lifetime_ms:
+            self.server, self.authenticated, self.session_ends = None, None, None
+            self.reauthentications += 1
+        if api_key == ApiKey.METADATA and self.authenticated is not None:  # an empty cluster
+            return build(response_type, throttle_time=datetime.timedelta(0), brokers=(), controller_id=-1, topics=())
         if api_key == ApiKey.API_VERSIONS:
             entry = nested(response_type, "ApiVersion")
             keys = tuple(entry(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in self.versions.items())
@@ -91,6 +110,8 @@ class FakeSaslBroker:
                 if self.server.complete:
                     self.authenticated = self.server.authorization_id
                     fields["session_lifetime"] = datetime.timedelta(milliseconds=self.session_lifetime_ms)
+                    if self.session_lifetime_ms:
+                        self.session_ends = time.monotonic() + self.session_lifetime_ms / 1000
             except SaslAuthenticationError as exc:
                 fields["error_code"] = exc.error_code
                 fields["error_message"] = exc.client_message()

@@ -317,3 +317,49 @@ def test_plaintext_connection_sends_no_sasl(monkeypatch: pytest.MonkeyPatch) -> 
     broker = FakeSaslBroker({})
     connect(broker, PLAINTEXT_SECURITY, monkeypatch)
     assert broker.seen == [(ApiKey.API_VERSIONS, 3)]
+
+
+EMPTY_METADATA = {"topics": (), "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+
+
+def test_reauthenticates_before_the_session_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """KIP-368: past 85-95 % of the session lifetime the next request is preceded by a new
+    SaslHandshake and SaslAuthenticate (no ApiVersions); without it the broker would close."""
+    broker = FakeSaslBroker({"alice": "alice-secret"}, session_lifetime_ms=300)
+    monkeypatch.setattr(connection_module.asyncio, "open_connection", memory_streams(broker))
+    metadata = connection_module.RequestBuilder(ApiKey.METADATA, 12)
+
+    async def run() -> None:
+        async with KafkaConnection("broker", 9093, security=sasl("SCRAM-SHA-256")) as conn:
+            await conn.send(metadata(**EMPTY_METADATA))
+            assert broker.reauthentications == 0
+            await asyncio.sleep(0.3)
+            await asyncio.gather(*(conn.send(metadata(**EMPTY_METADATA)) for _ in range(3)))
+            assert broker.reauthentications == 1 and broker.authenticated == "alice"
+
+    asyncio.run(run())
+    after_first_metadata = broker.seen[broker.seen.index((ApiKey.METADATA, 12)) + 1 :]
+    assert after_first_metadata == [
+        (ApiKey.SASL_HANDSHAKE, 1),
+        (ApiKey.SASL_AUTHENTICATE, 2),
+        (ApiKey.SASL_AUTHENTICATE, 2),
+        (ApiKey.METADATA, 12),
+        (ApiKey.METADATA, 12),
+        (ApiKey.METADATA, 12),
+    ]
+
+
+def test_refused_reauthentication_closes_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    broker = FakeSaslBroker({"alice": "alice-secret"}, session_lifetime_ms=100)
+    monkeypatch.setattr(connection_module.asyncio, "open_connection", memory_streams(broker))
+    metadata = connection_module.RequestBuilder(ApiKey.METADATA, 12)(**EMPTY_METADATA)
+
+    async def run() -> KafkaConnection:
+        conn = await KafkaConnection("broker", 9093, security=sasl("PLAIN")).connect()
+        broker.users["alice"] = "changed"  # the password changed meanwhile
+        await asyncio.sleep(0.1)
+        with pytest.raises(KafkaAuthenticationError, match="Invalid username or password"):
+            await conn.send(metadata)
+        return conn
+
+    assert asyncio.run(run()).closed

@@ -9,6 +9,10 @@
   :class:`CommandError` (an invalid combination of flags), ``ValueError``; Ctrl-C ends with 130.
   Unexpected exceptions are reported the same way, with their type, never as a traceback;
 - :func:`parse_key_values`: ``--property k=v`` / ``--config k=v`` lists to a dict;
+- :func:`add_command_config` / :func:`client_properties` / :func:`client_security`: Kafka's
+  ``--command-config FILE`` (``--producer.config`` / ``--consumer.config`` for the console tools), a
+  properties file of client keys, with ``security.protocol``, ``ssl.*`` and ``sasl.*``
+  (:mod:`odradek.client.security`) handed to odradek's client;
 - :func:`table`: Kafka's tools' padded columns;
 - :func:`coordination_store`: a session with ZooKeeper for the ``--zookeeper`` modes (or the store a
   test injects, left open).
@@ -23,9 +27,10 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any, NoReturn
 
+from odradek.client.security import ClientSecurity, read_properties_file
 from odradek.errors import KafkaError
 from odradek.metadata.store import CoordinationStore
 
@@ -34,6 +39,9 @@ __all__ = [
     "ArgumentParser",
     "CommandError",
     "UsageError",
+    "add_command_config",
+    "client_properties",
+    "client_security",
     "coordination_store",
     "parse_args",
     "parse_key_values",
@@ -80,6 +88,31 @@ def parse_key_values(items: Sequence[str] | None, flag: str) -> dict[str, str]:
             raise CommandError(f"invalid {flag} {item!r}: expected key=value")
         out[key.strip()] = value
     return out
+
+
+COMMAND_CONFIG_HELP = (
+    "a properties file of client keys: security.protocol, ssl.* (truststore, keystore), sasl.mechanism, "
+    "sasl.jaas.config"
+)
+
+
+def add_command_config(parser: argparse.ArgumentParser, *flags: str, help: str = COMMAND_CONFIG_HELP) -> None:
+    """``--command-config FILE`` (or the tool's own spellings, all stored as ``command_config``)."""
+    parser.add_argument(*(flags or ("--command-config",)), dest="command_config", metavar="FILE", help=help)
+
+
+def client_properties(args: argparse.Namespace, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The keys of ``args.command_config`` (when given), with ``overrides`` (``--producer-property``
+    ...) over them. InvalidConfigError when the file cannot be read."""
+    path = getattr(args, "command_config", None)
+    props = read_properties_file(path) if path else {}
+    props.update(overrides or {})
+    return props
+
+
+def client_security(args: argparse.Namespace, overrides: Mapping[str, str] | None = None) -> ClientSecurity:
+    """How the tool's client connects: :func:`client_properties` as a ClientSecurity."""
+    return ClientSecurity.from_properties(client_properties(args, overrides))
 
 
 def run(prog: str, main: Callable[[], Coroutine[Any, Any, int]], error_prefix: str | None = None) -> int:

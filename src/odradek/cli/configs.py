@@ -41,7 +41,14 @@ import re
 import sys
 from collections.abc import Sequence
 
-from odradek.cli.common import ArgumentParser, CommandError, coordination_store, parse_args, run
+from odradek.cli.common import (
+    ArgumentParser,
+    CommandError,
+    client_security,
+    coordination_store,
+    parse_args,
+    run,
+)
 from odradek.errors import InvalidConfigError
 from odradek.metadata.config_entities import (
     DEFAULT_ENTITY,
@@ -323,10 +330,17 @@ async def _with_brokers(args: argparse.Namespace) -> int:
         )
     if args.alter:
         await alter_with_admin(
-            args.bootstrap_server, types[0], names[0], _configs_to_add(args), _configs_to_delete(args)
+            args.bootstrap_server,
+            types[0],
+            names[0],
+            _configs_to_add(args),
+            _configs_to_delete(args),
+            client_security(args),
         )
     else:
-        await describe_with_admin(args.bootstrap_server, types[0], names[0] if names else None, args.all)
+        await describe_with_admin(
+            args.bootstrap_server, types[0], names[0] if names else None, args.all, client_security(args)
+        )
     return 0
 
 

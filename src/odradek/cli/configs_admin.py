@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from odradek.cli.common import CommandError
 from odradek.client.admin import AdminClient, AlterConfigOp, ConfigEntry, ConfigResource
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 
 __all__ = ["alter_with_admin", "describe_with_admin"]
 
@@ -53,8 +54,14 @@ def _value(value: str | None) -> str:
     return "null" if value is None else value
 
 
-async def describe_with_admin(bootstrap: str, entity_type: str, name: str | None, describe_all: bool) -> None:
-    async with AdminClient(bootstrap) as admin:
+async def describe_with_admin(
+    bootstrap: str,
+    entity_type: str,
+    name: str | None,
+    describe_all: bool,
+    security: ClientSecurity = PLAINTEXT_SECURITY,
+) -> None:
+    async with AdminClient(bootstrap, security=security) as admin:
         if name is not None:
             names = [name]
         elif entity_type == "topics":
@@ -74,9 +81,14 @@ async def describe_with_admin(bootstrap: str, entity_type: str, name: str | None
 
 
 async def alter_with_admin(
-    bootstrap: str, entity_type: str, name: str, added: dict[str, str], deleted: list[str]
+    bootstrap: str,
+    entity_type: str,
+    name: str,
+    added: dict[str, str],
+    deleted: list[str],
+    security: ClientSecurity = PLAINTEXT_SECURITY,
 ) -> None:
-    async with AdminClient(bootstrap) as admin:
+    async with AdminClient(bootstrap, security=security) as admin:
         old = {e.name: e for e in await _entries(admin, entity_type, name, describe_all=False)}
         invalid = [k for k in deleted if k not in old]
         if invalid:

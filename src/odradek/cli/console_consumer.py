@@ -34,10 +34,19 @@ import asyncio
 import sys
 from typing import BinaryIO
 
-from odradek.cli.common import ArgumentParser, CommandError, parse_args, parse_key_values, run
+from odradek.cli.common import (
+    ArgumentParser,
+    CommandError,
+    add_command_config,
+    client_properties,
+    parse_args,
+    parse_key_values,
+    run,
+)
 from odradek.cli.zk_console import write_records, zk_consume
 from odradek.client.cluster import TopicPartition
 from odradek.client.consumer import Consumer, ConsumerRecord
+from odradek.client.security import ClientSecurity
 
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 
@@ -67,7 +76,14 @@ def build_parser() -> ArgumentParser:
         "--consumer-property",
         action="append",
         metavar="KEY=VALUE",
-        help="consumer properties: client.id, fetch.max.wait.ms, max.partition.fetch.bytes",
+        help="consumer properties: client.id, fetch.max.wait.ms, max.partition.fetch.bytes, security.protocol, "
+        "ssl.*, sasl.* (over --consumer.config)",
+    )
+    add_command_config(
+        parser,
+        "--consumer.config",
+        "--command-config",
+        help="a properties file of consumer keys (the same as --consumer-property takes)",
     )
     parser.add_argument(
         "--isolation-level",
@@ -150,7 +166,7 @@ async def _consume(args: argparse.Namespace, out: BinaryIO) -> int:
     if (args.bootstrap_server is None) == (args.zookeeper is None):
         raise CommandError("exactly one of --bootstrap-server and --zookeeper is required")
     formatter = Formatter(parse_key_values(args.property, "--property"))
-    consumer_props = parse_key_values(args.consumer_property, "--consumer-property")
+    consumer_props = client_properties(args, parse_key_values(args.consumer_property, "--consumer-property"))
     if args.zookeeper is not None:
         return await zk_consume(args, consumer_props, formatter, out)
     if args.group:
@@ -167,6 +183,7 @@ async def _consume(args: argparse.Namespace, out: BinaryIO) -> int:
             client_id=consumer_props.get("client.id", "console-consumer"),
             max_wait_ms=int(consumer_props.get("fetch.max.wait.ms", "500")),
             max_partition_fetch_bytes=int(consumer_props.get("max.partition.fetch.bytes", str(1024 * 1024))),
+            security=ClientSecurity.from_properties(consumer_props),
         ) as consumer:
             partitions = await consumer.partitions_for(args.topic)
             if args.partition is not None:

@@ -29,8 +29,17 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from odradek.cli.common import ArgumentParser, CommandError, parse_args, parse_key_values, run
+from odradek.cli.common import (
+    ArgumentParser,
+    CommandError,
+    add_command_config,
+    client_properties,
+    parse_args,
+    parse_key_values,
+    run,
+)
 from odradek.client.producer import Producer, Record, compression_codec
+from odradek.client.security import ClientSecurity
 from odradek.zkclients.producer import Producer as ZkProducer
 
 
@@ -60,7 +69,14 @@ def build_parser() -> ArgumentParser:
         "--producer-property",
         action="append",
         metavar="KEY=VALUE",
-        help="producer properties: acks, compression.type, client.id, request.timeout.ms",
+        help="producer properties: acks, compression.type, client.id, request.timeout.ms, security.protocol, "
+        "ssl.*, sasl.* (over --producer.config)",
+    )
+    add_command_config(
+        parser,
+        "--producer.config",
+        "--command-config",
+        help="a properties file of producer keys (the same as --producer-property takes)",
     )
     parser.add_argument(
         "--compression-codec",
@@ -136,7 +152,7 @@ def _start_reader(stream: TextIO, queue: asyncio.Queue[str | None], loop: asynci
 
 async def _produce(args: argparse.Namespace, stream: TextIO) -> int:
     reader_props = parse_key_values(args.property, "--property")
-    producer_props = parse_key_values(args.producer_property, "--producer-property")
+    producer_props = client_properties(args, parse_key_values(args.producer_property, "--producer-property"))
     lines = LineParser(reader_props)
     acks_text = args.request_required_acks or producer_props.get("acks", "-1")
     acks = -1 if acks_text == "all" else int(acks_text)
@@ -153,6 +169,7 @@ async def _produce(args: argparse.Namespace, stream: TextIO) -> int:
         "compression": codec,
         "client_id": producer_props.get("client.id", "console-producer"),
         "request_timeout_ms": timeout_ms,
+        "security": ClientSecurity.from_properties(producer_props),
     }
     producer_ = ZkProducer(zookeeper_connect=args.zookeeper, **config) if args.zookeeper else None
     async with producer_ or Producer(args.bootstrap_server, **config) as producer:

@@ -46,7 +46,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.cli.common import MISSING, ArgumentParser, CommandError, parse_args, run, table
+from odradek.cli.common import (
+    MISSING,
+    ArgumentParser,
+    CommandError,
+    add_command_config,
+    client_security,
+    parse_args,
+    run,
+    table,
+)
 from odradek.cli.zk_groups import zk_groups
 from odradek.client.admin import AdminClient
 from odradek.client.connection import KafkaConnection
@@ -442,7 +451,7 @@ def build_parser() -> ArgumentParser:
     run_mode = parser.add_mutually_exclusive_group()
     run_mode.add_argument("--dry-run", action="store_true", help="only show the new offsets (default)")
     run_mode.add_argument("--execute", action="store_true", help="commit the new offsets")
-    parser.add_argument("--command-config", help="client properties file (accepted; odradek speaks PLAINTEXT)")
+    add_command_config(parser)
     parser.add_argument("--timeout", type=int, default=30000, help="request timeout in ms")
     return parser
 
@@ -476,7 +485,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.zookeeper is not None:
             return await zk_groups(args)
         async with AdminClient(
-            args.bootstrap_server, client_id="odradek-consumer-groups", request_timeout_ms=args.timeout
+            args.bootstrap_server,
+            client_id="odradek-consumer-groups",
+            request_timeout_ms=args.timeout,
+            security=client_security(args),
         ) as admin:
             client = GroupsClient(admin)
             if args.list:

@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.cli.common import ArgumentParser, CommandError, add_command_config, client_security, parse_args, run
 from odradek.client.admin import AdminClient
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 
@@ -34,6 +35,7 @@ ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="odradek leader-election", description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap-server", required=True)
+    add_command_config(parser)
     parser.add_argument("--election-type", required=True, choices=sorted(ELECTION_TYPES), type=str.lower)
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--topic")
@@ -77,9 +79,12 @@ def report(election: str, results: dict[tuple[str, int], ErrorCode]) -> tuple[li
 
 
 async def elect(
-    bootstrap: str, election: str, partitions: list[tuple[str, int]] | None
+    bootstrap: str,
+    election: str,
+    partitions: list[tuple[str, int]] | None,
+    security: ClientSecurity = PLAINTEXT_SECURITY,
 ) -> dict[tuple[str, int], ErrorCode]:
-    async with AdminClient(bootstrap) as admin:
+    async with AdminClient(bootstrap, security=security) as admin:
         for attempt in range(2):
             conn = await admin.cluster.controller_connection()
             rb = conn.builder(ApiKey.ELECT_LEADERS, 0, 2)
@@ -114,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args
 
     async def go() -> int:
-        results = await elect(args.bootstrap_server, args.election_type, partitions_from(args))
+        results = await elect(args.bootstrap_server, args.election_type, partitions_from(args), client_security(args))
         lines, ok = report(args.election_type, results)
         print("\n".join(lines))
         return 0 if ok else 1

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.cli.common import ArgumentParser, CommandError, add_command_config, client_security, parse_args, run
 from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -25,6 +25,7 @@ from odradek.protocol.api_keys import ApiKey
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="odradek log-dirs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap-server", required=True)
+    add_command_config(parser)
     parser.add_argument("--describe", action="store_true", required=True)
     parser.add_argument("--broker-list", help="comma-separated broker ids (default: every live broker)")
     parser.add_argument("--topic-list", help="comma-separated topics (default: every topic)")
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CommandError(f"--broker-list must be comma-separated broker ids: {args.broker_list!r}") from None
         topics = None if args.topic_list is None else [t for t in args.topic_list.split(",") if t]
         print("Querying brokers for log directories information")
-        async with AdminClient(args.bootstrap_server) as admin:
+        async with AdminClient(args.bootstrap_server, security=client_security(args)) as admin:
             described = await describe(admin, brokers, topics)
         print(f"Received log directory information from brokers {','.join(str(b['broker']) for b in described)}")
         print(json.dumps({"version": 1, "brokers": described}, separators=(",", ":")))

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from odradek.cli.common import ArgumentParser, CommandError, parse_args, run
+from odradek.cli.common import ArgumentParser, CommandError, add_command_config, client_security, parse_args, run
 from odradek.cli.replica_log_dirs import execute_moves, parse_log_dirs, verify_moves
 from odradek.client.admin import AdminClient, AlterConfigOp, ConfigResource
 from odradek.errors import ErrorCode
@@ -47,6 +47,7 @@ Assignment = dict[tuple[str, int], list[int]]
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="odradek reassign-partitions", description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap-server", required=True)
+    add_command_config(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     for name in ("generate", "execute", "verify", "cancel", "list"):
         action.add_argument(f"--{name}", action="store_true")
@@ -340,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args
 
     async def go() -> int:
-        async with AdminClient(args.bootstrap_server) as admin:
+        async with AdminClient(args.bootstrap_server, security=client_security(args)) as admin:
             if args.execute:
                 return await execute(admin, args)
             if args.verify:

@@ -53,7 +53,16 @@ import uuid
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from odradek.cli.common import ArgumentParser, CommandError, UsageError, parse_args, parse_key_values, run
+from odradek.cli.common import (
+    ArgumentParser,
+    CommandError,
+    UsageError,
+    add_command_config,
+    client_security,
+    parse_args,
+    parse_key_values,
+    run,
+)
 from odradek.client.admin import (
     AdminClient,
     AlterConfigOp,
@@ -128,7 +137,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--exclude-internal", action="store_true", help="leave out internal topics")
     for flag, doc in REPORT_FLAGS.items():
         parser.add_argument(f"--{flag}", action="store_true", help=doc)
-    parser.add_argument("--command-config", help="client properties file (accepted; odradek speaks PLAINTEXT)")
+    add_command_config(parser)
     return parser
 
 
@@ -414,7 +423,7 @@ async def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    async with AdminClient(args.bootstrap_server, client_id="odradek-topics") as admin:
+    async with AdminClient(args.bootstrap_server, client_id="odradek-topics", security=client_security(args)) as admin:
         if args.create:
             return await _create(admin, args)
         if args.list:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from odradek.cli.common import ArgumentParser, CommandError, parse_args, run, table
+from odradek.cli.common import ArgumentParser, CommandError, add_command_config, client_security, parse_args, run, table
 from odradek.cli.transactions_hanging import (
     HANGING_HEADERS,
     abort_transaction,
@@ -66,6 +66,7 @@ PRODUCER_HEADERS = [
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="odradek transactions", description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap-server", required=True)
+    add_command_config(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the transactional ids of every broker")
     describe = sub.add_parser("describe", help="describe one transactional id")
@@ -174,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args
 
     async def go() -> int:
-        async with AdminClient(args.bootstrap_server) as admin:
+        async with AdminClient(args.bootstrap_server, security=client_security(args)) as admin:
             if args.command == "list":
                 lines = _table(LIST_HEADERS, await list_transactions(admin))
             elif args.command == "describe":

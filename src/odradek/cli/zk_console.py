@@ -12,7 +12,8 @@ sets ``auto.offset.reset=smallest`` (only partitions without a committed offset 
 ``--consumer-property`` takes the old consumer's keys (``auto.commit.enable``,
 ``auto.commit.interval.ms``, ``rebalance.max.retries``, ``rebalance.backoff.ms``,
 ``zookeeper.session.timeout.ms``, ``partition.assignment.strategy``, ``offsets.storage``,
-``dual.commit.enabled``, ``consumer.id``). Several can run in one group; each prints the records of
+``dual.commit.enabled``, ``consumer.id``) and the client security keys (``security.protocol``,
+``ssl.*``, ``sasl.*``), also from ``--consumer.config``. Several can run in one group; each prints the records of
 the partitions it owns. SIGTERM or Ctrl-C leaves the group cleanly (offsets committed, partitions
 released at once); ``Processed a total of N messages`` goes to stderr.
 """

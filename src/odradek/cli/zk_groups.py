@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 
-from odradek.cli.common import CommandError, table
+from odradek.cli.common import CommandError, client_security, table
 from odradek.client.cluster import TopicPartition
 from odradek.client.consumer import Consumer
 from odradek.metadata.kafka_zk_client import KafkaZkClient
@@ -44,7 +44,7 @@ async def _group_partitions(zk: KafkaZkClient, group: str, topics: list[str] | N
 
 
 async def zk_groups(args: argparse.Namespace) -> int:
-    info = ZkBrokerPartitionInfo(args.zookeeper)
+    info = ZkBrokerPartitionInfo(args.zookeeper, security=client_security(args))
     consumer = Consumer("", cluster=info)
     try:
         zk = await info.start()

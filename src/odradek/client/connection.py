@@ -28,9 +28,11 @@ mechanism's tokens (:mod:`odradek.security.sasl`: PLAIN's one message, SCRAM's c
 client-final) until the mechanism completes. A refusal (UNSUPPORTED_SASL_MECHANISM,
 SASL_AUTHENTICATION_FAILED, ILLEGAL_SASL_STATE, a server signature that does not verify) raises
 :class:`~odradek.client.errors.KafkaAuthenticationError` with the broker's message and closes the
-connection. ``session_lifetime_ms`` keeps the broker's KIP-368 session lifetime (0: none); the
-client does not re-authenticate: a broker with ``connections.max.reauth.ms`` closes the connection
-when it ends, and callers reconnect as after any lost connection.
+connection. ``session_lifetime_ms`` keeps the broker's KIP-368 session lifetime (0: none, from a
+broker with ``connections.max.reauth.ms``): as Kafka's clients, the connection re-authenticates
+(SaslHandshake and SaslAuthenticate again, no ApiVersions) at a random point between 85 % and 95 %
+of it, on the first :meth:`send` after that point, once the requests in flight are answered;
+requests sent meanwhile wait for it.
 
 Failures raise :mod:`odradek.client.errors`: :class:`KafkaConnectionError` (cannot connect,
 closed by the broker: every pending request fails with it), :class:`KafkaTimeoutError` (no
@@ -47,8 +49,10 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import random
 import ssl
 import struct
+import time
 import uuid
 from typing import Any
 
@@ -73,6 +77,8 @@ log = logging.getLogger(__name__)
 API_VERSIONS_VERSION = 3
 MAX_RESPONSE_BYTES = 1 << 30
 CLOSE_TIMEOUT_S = 1.0
+REAUTH_WINDOW = (0.85, 0.95)
+"""Kafka's client re-authenticates at a random point of this part of the session lifetime (KIP-368)."""
 _I32 = struct.Struct(">i")
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -168,6 +174,8 @@ class KafkaConnection:
         self.security = security
         self.session_lifetime_ms = 0
         """The broker's SASL session lifetime (KIP-368) from SaslAuthenticate v1+; 0 for none."""
+        self._reauthenticate_at: float | None = None
+        self._reauthentication: asyncio.Task[None] | None = None
         self.api_versions: dict[int, tuple[int, int]] = {}
         """API key -> (min, max) the broker supports, filled by :meth:`connect`."""
         self._reader: asyncio.StreamReader | None = None
@@ -242,7 +250,7 @@ class KafkaConnection:
             rb = RequestBuilder(ApiKey.API_VERSIONS, version)
             request = rb(client_software_name="odradek", client_software_version="0.1.0")
             try:
-                response = await self.send(request)
+                response = await self._send(request)
             except KafkaProtocolError:
                 response = None  # an UNSUPPORTED_VERSION answer comes in v0 format
             except KafkaConnectionError as exc:
@@ -274,7 +282,7 @@ class KafkaConnection:
                 f"{self.address} does not serve SaslHandshake v1 and SaslAuthenticate; cannot authenticate "
                 f"with {mechanism}"
             ) from None
-        response = await self.send(handshake(mechanism=mechanism))
+        response = await self._send(handshake(mechanism=mechanism))
         if response.error_code != ErrorCode.none:
             offered = ", ".join(response.mechanisms)
             raise KafkaAuthenticationError(
@@ -285,12 +293,17 @@ class KafkaConnection:
         try:
             token = client.evaluate_challenge(b"")
             while token is not None:
-                response = await self.send(authenticate(auth_bytes=token))
+                response = await self._send(authenticate(auth_bytes=token))
                 if response.error_code != ErrorCode.none:
                     message = response.error_message or "no message"
                     raise KafkaAuthenticationError(f"{error_name(response.error_code)} from {self.address}: {message}")
                 lifetime = getattr(response, "session_lifetime", None)  # v1+: a timedelta
                 self.session_lifetime_ms = int(lifetime.total_seconds() * 1000) if lifetime else 0
+                self._reauthenticate_at = (
+                    time.monotonic() + self.session_lifetime_ms / 1000 * random.uniform(*REAUTH_WINDOW)
+                    if self.session_lifetime_ms > 0
+                    else None
+                )
                 if client.complete:
                     break
                 token = client.evaluate_challenge(bytes(response.auth_bytes))
@@ -355,8 +368,36 @@ class KafkaConnection:
     async def send(self, request: Any, api_version: int | None = None, *, timeout_ms: int | None = None) -> Any:
         """Send a kio request object and return the decoded response (None for acks=0 Produce).
 
-        Raises KafkaConnectionError, KafkaTimeoutError, KafkaProtocolError, UnsupportedVersionError.
+        Raises KafkaConnectionError, KafkaTimeoutError, KafkaProtocolError, UnsupportedVersionError;
+        KafkaAuthenticationError when a due re-authentication is refused.
         """
+        due = self._reauthenticate_at is not None and time.monotonic() >= self._reauthenticate_at
+        if due or self._reauthentication is not None:
+            await self._reauthenticate()
+        return await self._send(request, api_version, timeout_ms=timeout_ms)
+
+    async def _reauthenticate(self) -> None:
+        """KIP-368: once the requests in flight are answered, SaslHandshake and SaslAuthenticate
+        again on this connection; requests sent meanwhile wait. A refusal closes the connection."""
+        task = self._reauthentication
+        if task is None:
+
+            async def run() -> None:
+                try:
+                    in_flight = [future for _key, _version, future in self._pending.values()]
+                    if in_flight:
+                        await asyncio.wait(in_flight, timeout=self.request_timeout_ms / 1000)
+                    await self._authenticate()
+                except BaseException:
+                    await self.close()
+                    raise
+                finally:
+                    self._reauthentication = None
+
+            task = self._reauthentication = asyncio.get_running_loop().create_task(run())
+        await asyncio.shield(task)
+
+    async def _send(self, request: Any, api_version: int | None = None, *, timeout_ms: int | None = None) -> Any:
         cls = type(request)
         api_key = int(cls.__api_key__)
         if api_version is not None and api_version != cls.__version__:

@@ -52,6 +52,7 @@ __all__ = [
     "ClientSecurity",
     "InterBrokerConfig",
     "inter_broker_client_security",
+    "is_security_key",
     "read_properties_file",
 ]
 
@@ -156,6 +157,12 @@ class ClientSecurity:
 
 
 PLAINTEXT_SECURITY = ClientSecurity()
+
+
+def is_security_key(key: str) -> bool:
+    """Whether ``key`` is one :meth:`ClientSecurity.from_properties` reads (``security.protocol``,
+    ``ssl.*``, ``sasl.*``)."""
+    return key == "security.protocol" or key.startswith(("ssl.", "sasl."))
 
 
 def check_mechanism(mechanism: str, key: str) -> None:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+from odradek.spark.kafka_security import librdkafka_params
 from odradek.spark.offsets import PartitionOffsets, TopicPartition, format_tps
 from odradek.spark.options import Assign, ClientSettings, Strategy, Subscribe
 
@@ -51,12 +52,13 @@ T = TypeVar("T")
 def client_config(settings: ClientSettings, role: str) -> dict[str, Any]:
     """librdkafka configuration for an ``admin``, ``consumer`` or ``producer`` client.
 
-    Starts from the user's ``kafka.*`` options, drops the properties the role does not
+    Starts from the user's ``kafka.*`` options (Java's security keys translated to librdkafka's,
+    :func:`odradek.spark.kafka_security.librdkafka_params`), drops the properties the role does not
     understand, and quiets librdkafka's own stderr logging (``log_level`` 2) unless the user set
     it; connection errors still reach our error callback.
     """
     conf: dict[str, Any] = {}
-    for key, value in settings.kafka_params.items():
+    for key, value in librdkafka_params(settings.kafka_params).items():
         if role != "consumer" and _CONSUMER_ONLY.match(key):
             continue
         if role != "producer" and _PRODUCER_ONLY.match(key):

@@ -9,6 +9,10 @@ connector (``KafkaSourceProvider``), so a job written for ``format("kafka")`` ru
 * ``kafka.default.api.timeout.ms`` bounds every driver-side broker call (default 30 s) instead
   of being handed to the client (librdkafka has no such property).
 
+Security options (``kafka.security.protocol``, ``kafka.sasl.*``, ``kafka.ssl.*``) are Java's
+client keys as with Spark's connector; :mod:`odradek.spark.kafka_security` translates them for
+librdkafka and checks them when the options are parsed.
+
 Spark hands options to the data source lower-cased (a case-insensitive dict); so does every
 function here. Values are always strings. Every validation error is a ``ValueError`` whose text
 says what to change. Runs in the planner worker, the stream runner and unit tests.
@@ -23,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from odradek.client.security import ClientSecurity
+from odradek.spark.kafka_security import client_security, librdkafka_params
 from odradek.spark.offsets import (
     EARLIEST,
     LATEST,
@@ -187,6 +193,11 @@ class ClientSettings:
     fetch_offset_num_retries: int = 3
     fetch_offset_retry_interval_ms: int = 1000
 
+    def client_security(self) -> ClientSecurity:
+        """How odradek's own client would connect with these options (``kafka.security.protocol``,
+        ``kafka.ssl.*``, ``kafka.sasl.*``); ValueError naming the problem."""
+        return client_security(self.kafka_params)
+
 
 @dataclass(frozen=True)
 class SourceOptions:
@@ -294,6 +305,7 @@ def _client_settings(options: Mapping[str, str], role: str) -> ClientSettings:
     timeout = _int(options, "kafka.default.api.timeout.ms")
     for key in _INTERCEPTED_KAFKA_KEYS:
         kafka.pop(key, None)
+    librdkafka_params(kafka)  # the security options, checked before any client is built
     retries = _int(options, "fetchoffset.numretries")
     interval = _int(options, "fetchoffset.retryintervalms", allow_zero=True)
     return ClientSettings(

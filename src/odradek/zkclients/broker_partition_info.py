@@ -3,7 +3,10 @@
 A :class:`odradek.client.cluster.Cluster` whose metadata comes from ZooKeeper instead of Metadata
 requests, so a client needs only ``zookeeper.connect``:
 
-- brokers from ``/brokers/ids/<id>`` (the ``PLAINTEXT`` endpoint, else the first one);
+- brokers from ``/brokers/ids/<id>``: the endpoint of a listener whose security protocol
+  (``listener_security_protocol_map``) is the client's ``security.protocol`` (the listener named
+  like the protocol first), else the ``PLAINTEXT`` endpoint, else the first one
+  (:func:`client_endpoint`);
 - a topic's partitions and replicas from ``/brokers/topics/<t>``, leader, leader epoch and ISR
   from ``/brokers/topics/<t>/partitions/<p>/state``;
 - watches on ``/brokers/ids`` and ``/brokers/topics`` (children) and on each known topic's znode
@@ -30,11 +33,22 @@ from odradek.client.connection import KafkaConnection
 from odradek.errors import ErrorCode
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import SessionState, WatchHandle
+from odradek.metadata.znodes import BrokerInfo
 from odradek.metadata.zookeeper import ZooKeeperStore
 
-__all__ = ["ZkBrokerPartitionInfo"]
+__all__ = ["ZkBrokerPartitionInfo", "client_endpoint"]
 
 log = logging.getLogger(__name__)
+
+
+def client_endpoint(info: BrokerInfo, security_protocol: str) -> tuple[str, int]:
+    """Where a client speaking ``security_protocol`` reaches a registered broker (module docstring)."""
+    endpoints = info.endpoint_map()
+    protocols = {name: info.listener_security_protocol_map.get(name, name).upper() for name in endpoints}
+    matching = [name for name, protocol in protocols.items() if protocol == security_protocol]
+    if matching:
+        return endpoints[security_protocol if security_protocol in matching else matching[0]]
+    return endpoints.get("PLAINTEXT") or next(iter(endpoints.values()))
 
 
 class ZkBrokerPartitionInfo(Cluster):
@@ -86,8 +100,7 @@ class ZkBrokerPartitionInfo(Cluster):
         zk = await self.start()
         out = {}
         for info in await zk.get_all_brokers():
-            endpoints = info.endpoint_map()
-            host, port = endpoints.get("PLAINTEXT") or next(iter(endpoints.values()))
+            host, port = client_endpoint(info, self.security.security_protocol)
             out[info.id] = BrokerNode(info.id, host, port, info.rack)
         return out
 

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 from odradek.client.cluster import TopicPartition
 from odradek.client.consumer import Consumer, ConsumerRecord
+from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity, is_security_key
 from odradek.metadata.errors import CoordinationError, NodeExistsError, NoNodeError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import SessionState, WatchHandle
@@ -89,12 +90,19 @@ class ConsumerConfig:
     offsets_storage: str = "zookeeper"
     dual_commit_enabled: bool = True
     fetch_wait_max_ms: int = 100
+    security: ClientSecurity = PLAINTEXT_SECURITY
+    """How the fetch (and Kafka offset storage) connections reach the brokers: the client keys
+    ``security.protocol``, ``ssl.*`` and ``sasl.*`` as :mod:`odradek.client.security` reads them."""
 
     @classmethod
     def from_properties(cls, group_id: str, zookeeper_connect: str, props: Mapping[str, str]) -> ConsumerConfig:
-        """Kafka's property names (``auto.commit.enable`` ...); unknown keys raise ValueError."""
+        """Kafka's property names (``auto.commit.enable`` ...) and the client security keys;
+        unknown keys raise ValueError, a bad security key InvalidConfigError."""
         config = cls(group_id, zookeeper_connect)
+        config.security = ClientSecurity.from_properties({k: v for k, v in props.items() if is_security_key(k)})
         for key, value in props.items():
+            if is_security_key(key):
+                continue
             name = key.replace(".", "_")
             if name in ("group_id", "zookeeper_connect", "consumer_id"):
                 setattr(config, name, value)
@@ -140,7 +148,9 @@ class ZookeeperConsumerConnector:
         self.regex = whitelist or blacklist or ""
         self.streams = streams
         self.info = ZkBrokerPartitionInfo(
-            config.zookeeper_connect, zookeeper_session_timeout_ms=config.zookeeper_session_timeout_ms
+            config.zookeeper_connect,
+            zookeeper_session_timeout_ms=config.zookeeper_session_timeout_ms,
+            security=config.security,
         )
         self.consumer = Consumer(
             "",

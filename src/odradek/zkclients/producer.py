@@ -1,13 +1,15 @@
 """``Producer(zookeeper_connect=...)``: odradek's producer with its brokers and partitions read from
 ZooKeeper (:class:`~odradek.zkclients.broker_partition_info.ZkBrokerPartitionInfo`) instead of
-bootstrap servers. Everything else is :class:`odradek.client.producer.Producer`. Belongs to one
-event loop."""
+bootstrap servers. Everything else is :class:`odradek.client.producer.Producer` (``security``, a
+:class:`~odradek.client.security.ClientSecurity`, is how it connects to the brokers it finds).
+Belongs to one event loop."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from odradek.client.producer import Producer as _Producer
+from odradek.client.security import PLAINTEXT_SECURITY
 from odradek.zkclients.broker_partition_info import ZkBrokerPartitionInfo
 
 __all__ = ["Producer"]
@@ -21,6 +23,7 @@ class Producer(_Producer):
             client_id=config.get("client_id", "odradek-producer"),
             request_timeout_ms=config.get("request_timeout_ms", 30000),
             retries=config.get("retries", 5),
+            security=config.get("security", PLAINTEXT_SECURITY),
         )
         super().__init__("", cluster=cluster, **config)
         self.broker_partition_info = cluster
