@@ -116,6 +116,10 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         self._watches: list[WatchHandle] = []
         self.started = False
+        self.serving = asyncio.Event()
+        """Set once start-up is complete: client requests wait for it (Kafka's
+        ``enableRequestProcessing``); the controller's requests are served from the moment the
+        listeners are bound, since start-up waits for the first UpdateMetadata."""
 
     # --- what start-up builds ----------------------------------------------------------------
 
@@ -201,6 +205,7 @@ class Broker:
         await components.group_coordinator.startup()
         await components.transaction_coordinator.startup()
         self.started = True
+        self.serving.set()
         log.info(
             "broker %d started in %.0f ms, listening on %s (cluster %s)",
             self.broker_id,

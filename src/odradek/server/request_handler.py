@@ -46,6 +46,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+SERVED_DURING_STARTUP = frozenset(
+    {
+        ApiKey.API_VERSIONS,
+        ApiKey.SASL_HANDSHAKE,
+        ApiKey.SASL_AUTHENTICATE,
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.STOP_REPLICA,
+    }
+)
+"""What a broker answers before its start-up is complete: connection set-up and the controller's
+requests (start-up waits for the first UpdateMetadata). Every other request waits until the broker
+serves (Kafka enables request processing at the end of start-up), so no client is told "no
+controller, no topics" by a broker that is about to know them."""
+
 
 class RequestHandler:
     """Kafka's ``KafkaApis`` dispatch (a :class:`~odradek.server.request_channel.RequestHandlerProtocol`)."""
@@ -74,6 +89,8 @@ class RequestHandler:
             request = decode_request(schema, frame, header.size)
         except (InvalidRequestError, UnsupportedVersionError) as exc:
             raise CloseConnection(str(exc)) from None
+        if api_key not in SERVED_DURING_STARTUP and not self.broker.serving.is_set():
+            await self.broker.serving.wait()
         session = connection.session
         ctx = RequestContext(self.broker, header, schema, request, connection.peer, connection.connection_id)
         if session is not None:
