@@ -52,10 +52,13 @@ from odradek.metadata.store import CoordinationStore
 from odradek.security.acl import (
     ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG,
     SUPER_USERS_CONFIG,
+    WILDCARD_HOST,
+    WILDCARD_RESOURCE,
     AccessControlEntry,
     AclBinding,
     AclBindingFilter,
     AclOperation,
+    AclPermissionType,
     PatternType,
     ResourcePattern,
     ResourcePatternFilter,
@@ -255,6 +258,39 @@ class AclAuthorizer:
             self.authorize(principal, host, a.operation, a.resource_type, a.name, log_if_denied=a.log_if_denied)
             for a in actions
         ]
+
+    def authorize_by_resource_type(
+        self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether ``principal`` may do ``operation`` on at least one resource of ``resource_type``
+        (Kafka's ``Authorizer.authorizeByResourceType``; InitProducerId without a transactional id
+        asks it for WRITE on topics): a super user, or (as Kafka checks a made-up name first) a
+        type with no ACL under ``allow.everyone.if.no.acl.found``; never with a DENY on the
+        literal ``*``; else some ALLOW pattern no DENY covers (the same literal name, or a
+        prefixed DENY that is a prefix of it)."""
+        if self.authorize(principal, host, operation, resource_type, "hardcode", log_if_denied=False):
+            return True
+        allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        deny: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        for pattern, entries in self._entries.items():
+            if pattern.resource_type != resource_type or pattern.pattern_type not in allow:
+                continue
+            for entry in entries:
+                if entry.operation not in (operation, AclOperation.ALL):
+                    continue
+                if entry.host not in (WILDCARD_HOST, host) or entry.principal not in (str(principal), "User:*"):
+                    continue
+                target = allow if entry.permission_type == AclPermissionType.ALLOW else deny
+                target[pattern.pattern_type].add(pattern.name)
+        if WILDCARD_RESOURCE in deny[PatternType.LITERAL]:
+            return False
+
+        def denied(name: str) -> bool:
+            return any(name.startswith(prefix) for prefix in deny[PatternType.PREFIXED])
+
+        if any(n not in deny[PatternType.LITERAL] and not denied(n) for n in allow[PatternType.LITERAL]):
+            return True
+        return any(not denied(n) for n in allow[PatternType.PREFIXED])
 
     # --- CreateAcls / DeleteAcls / DescribeAcls -----------------------------------------------------
 

@@ -39,6 +39,7 @@ from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.runtime import LeadershipListener
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.errors import ErrorCode, KafkaError, StaleControllerEpochError
+from odradek.metadata.authorizer import AclAuthorizer
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
@@ -48,7 +49,7 @@ from odradek.replication.partition import Partition, PartitionState
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
-from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components
+from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components, start_authorizer
 from odradek.server.config import Endpoint, KafkaConfig
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.meta_properties import check_meta_properties
@@ -111,6 +112,8 @@ class Broker:
         self.endpoints: list[Endpoint] = []
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self._highest_controller_epoch = 0
+        self.authorizer: AclAuthorizer | None = None
+        """Kafka's AclAuthorizer when ``authorizer.class.name`` is set (started before the listeners)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._watches: list[WatchHandle] = []
         self.started = False
@@ -160,6 +163,7 @@ class Broker:
         await zk.create_top_level_paths()
         self.cluster_id = await zk.get_or_create_cluster_id()
         check_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
+        self.authorizer = await start_authorizer(self.config, store)
         self._components = components = build_components(
             self.config,
             zk,
@@ -264,7 +268,10 @@ class Broker:
     async def _bind_listeners(self) -> None:
         advertised = {e.listener: e for e in (self.config.advertised_listeners or [])}
         for endpoint in self.config.listeners:
-            host, port = await self.socket_server.start(bind_host(endpoint.host), endpoint.port)
+            protocol = self.config.security_protocol_map().get(endpoint.listener, endpoint.listener)
+            host, port = await self.socket_server.start(
+                bind_host(endpoint.host), endpoint.port, endpoint.listener, protocol
+            )
             adv = advertised.get(endpoint.listener)
             if adv is not None:
                 self.endpoints.append(Endpoint(adv.listener, advertised_host(adv.host), adv.port or port))
@@ -411,6 +418,9 @@ class Broker:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(stop(), SHUTDOWN_STEP_TIMEOUT_S)
         await self.socket_server.stop()
+        if self.authorizer is not None:
+            with contextlib.suppress(Exception):
+                await self.authorizer.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

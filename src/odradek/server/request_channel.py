@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from odradek.server.session import Session
 from odradek.storage.results import FileSlice
 
 __all__ = [
@@ -82,6 +83,11 @@ class ConnectionInfo(Protocol):
     @property
     def connection_id(self) -> str:
         """Unique within this broker process (``conn-<n>``)."""
+        ...
+
+    @property
+    def session(self) -> Session:
+        """Who is on the other end: principal, client address, listener."""
         ...
 
 

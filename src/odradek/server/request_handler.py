@@ -74,7 +74,9 @@ class RequestHandler:
             request = decode_request(schema, frame, header.size)
         except (InvalidRequestError, UnsupportedVersionError) as exc:
             raise CloseConnection(str(exc)) from None
-        ctx = RequestContext(self.broker, header, schema, request, connection.peer, connection.connection_id)
+        ctx = RequestContext(
+            self.broker, header, schema, request, connection.peer, connection.connection_id, connection.session
+        )
         response = await module.handle(ctx)
         if response is None:
             return NO_RESPONSE

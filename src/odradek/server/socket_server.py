@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import ctypes
+import dataclasses
 import fcntl
 import functools
 import gc
@@ -50,6 +51,7 @@ from typing import cast
 
 from odradek.errors import InvalidConfigError
 from odradek.protocol.frames import FrameBuffer, FrameError, new_scratch
+from odradek.security.principal import ANONYMOUS
 from odradek.server.request_channel import (
     CloseConnection,
     FramePart,
@@ -57,6 +59,7 @@ from odradek.server.request_channel import (
     SendfileResponse,
     SendResponse,
 )
+from odradek.server.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -173,11 +176,14 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         "last_active",
         "peer",
         "server",
+        "session",
         "transport",
     )
 
-    def __init__(self, server: SocketServer) -> None:
+    def __init__(self, server: SocketServer, listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT") -> None:
         self.server = server
+        self.session = Session(ANONYMOUS, "", listener, security_protocol)
+        """Who is on the other end (the listener's; the client's address once connected)."""
         self.handler = server.handler
         self.frames = FrameBuffer(server.max_request_bytes, server.scratch, self._pending_bytes)
         self.connection_id = f"conn-{next(_ids)}"
@@ -201,6 +207,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.ip = str(peer[0]) if peer else "?"
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.session = dataclasses.replace(self.session, client_host=self.ip)
         refusal = self.server.quotas.try_add(self.ip)
         if refusal is not None:
             self.server.quotas.log_refusal(self.ip, refusal)
@@ -417,10 +424,14 @@ class SocketServer:
         self._closed_since_trim = self._freed_since_trim = 0
         release_free_memory()
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
+    async def start(
+        self, host: str, port: int, listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT"
+    ) -> tuple[str, int]:
+        """Listen on ``host:port`` for the listener named ``listener``; its connections' sessions
+        carry that name (what inter-broker-only requests are checked against)."""
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
-            lambda: KafkaServerConnection(self),
+            lambda: KafkaServerConnection(self, listener, security_protocol),
             host=host or None,
             port=port,
             reuse_address=True,

@@ -14,6 +14,7 @@ from typing import Any
 
 from odradek.controller.messages import controlled_shutdown as message
 from odradek.errors import ErrorCode
+from odradek.server.auth_helper import authorize_cluster_action
 from odradek.server.request import RequestContext
 
 API_KEY = message.API_KEY
@@ -22,6 +23,8 @@ MAX_VERSION = message.MAX_VERSION
 
 
 async def handle(ctx: RequestContext) -> Any:
+    if not authorize_cluster_action(ctx):
+        return message.encode_response(ctx.api_version, ErrorCode.cluster_authorization_failed, ())
     controller = ctx.broker.controller
     if controller is None or not controller.active:
         return message.encode_response(ctx.api_version, ErrorCode.not_controller, ())

@@ -13,6 +13,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import CLUSTER_NAME, ResourceType, operations_field
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
@@ -20,7 +21,6 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 
 ENDPOINT_BROKERS = 1
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 async def handle(ctx: RequestContext) -> Any:
@@ -44,5 +44,7 @@ async def handle(ctx: RequestContext) -> Any:
         cluster_id=ctx.broker.cluster_id,
         controller_id=cache.controller_id,
         brokers=brokers,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=operations_field(
+            ctx, bool(ctx.request.include_cluster_authorized_operations), ResourceType.CLUSTER, CLUSTER_NAME
+        ),
     )

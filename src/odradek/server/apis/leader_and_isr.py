@@ -14,6 +14,7 @@ from typing import Any
 
 from odradek.controller.messages import leader_and_isr as message
 from odradek.errors import ErrorCode, StaleControllerEpochError
+from odradek.server.auth_helper import authorize_cluster_action
 from odradek.server.request import RequestContext
 
 API_KEY = message.API_KEY
@@ -23,6 +24,11 @@ MAX_VERSION = message.MAX_VERSION
 
 async def handle(ctx: RequestContext) -> Any:
     request = message.decode(ctx.request, ctx.api_version)
+    if not authorize_cluster_action(ctx):
+        denied = dict.fromkeys(request.partition_states, ErrorCode.cluster_authorization_failed)
+        return message.encode_response(
+            ctx.api_version, ErrorCode.cluster_authorization_failed, denied, request.topic_ids
+        )
     try:
         errors = await ctx.broker.handle_leader_and_isr(request)
     except StaleControllerEpochError:

@@ -13,6 +13,7 @@ from typing import Any
 
 from odradek.controller.messages import stop_replica as message
 from odradek.errors import ErrorCode, StaleControllerEpochError
+from odradek.server.auth_helper import authorize_cluster_action
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -24,6 +25,9 @@ MAX_VERSION = message.MAX_VERSION
 async def handle(ctx: RequestContext) -> Any:
     requests = message.decode(ctx.request, ctx.api_version)
     errors: dict[TopicPartition, ErrorCode] = {}
+    if not authorize_cluster_action(ctx):
+        top = ErrorCode.cluster_authorization_failed
+        return message.encode_response(ctx.api_version, top, {tp: top for r in requests for tp in r.partitions})
     try:
         for request in requests:
             errors.update(await ctx.broker.handle_stop_replica(request))

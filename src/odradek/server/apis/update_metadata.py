@@ -13,6 +13,7 @@ from typing import Any
 
 from odradek.controller.messages import update_metadata as message
 from odradek.errors import ErrorCode, StaleControllerEpochError
+from odradek.server.auth_helper import authorize_cluster_action
 from odradek.server.request import RequestContext
 
 API_KEY = message.API_KEY
@@ -21,6 +22,8 @@ MAX_VERSION = message.MAX_VERSION
 
 
 async def handle(ctx: RequestContext) -> Any:
+    if not authorize_cluster_action(ctx):
+        return message.encode_response(ctx.api_version, ErrorCode.cluster_authorization_failed)
     try:
         await ctx.broker.handle_update_metadata(message.decode(ctx.request, ctx.api_version))
     except StaleControllerEpochError:
