@@ -1,0 +1,68 @@
+"""What DescribeAcls, CreateAcls and DeleteAcls share: their wire entities as
+:mod:`odradek.security.acl` values.
+
+A binding or filter that does not decode (an unknown code, an ANY where a value is needed, a
+principal that does not parse) is reported as the ``ValueError`` message Kafka's request classes
+give (answered INVALID_REQUEST by the API). Pure functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.security.acl import (
+    AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+    from_code,
+)
+
+NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
+"""SECURITY_DISABLED's message when ``authorizer.class.name`` is not set (Kafka's)."""
+
+
+def binding_of(creation: Any) -> AclBinding:
+    """A CreateAcls ``AclCreation`` as a binding; ValueError for ANY or MATCH values."""
+    pattern = ResourcePattern(
+        from_code(ResourceType, int(creation.resource_type)),
+        str(creation.resource_name),
+        from_code(PatternType, int(getattr(creation, "resource_pattern_type", PatternType.LITERAL))),
+    )
+    entry = AccessControlEntry(
+        str(creation.principal),
+        str(creation.host),
+        from_code(AclOperation, int(creation.operation)),
+        from_code(AclPermissionType, int(creation.permission_type)),
+    )
+    return AclBinding(pattern, entry)
+
+
+def filter_of(wire: Any) -> AclBindingFilter:
+    """A DescribeAcls request or DeleteAcls ``DeleteAclsFilter`` as a binding filter."""
+    return AclBindingFilter(
+        ResourcePatternFilter(
+            from_code(ResourceType, int(wire.resource_type_filter)),
+            wire.resource_name_filter,
+            from_code(PatternType, int(getattr(wire, "pattern_type_filter", PatternType.LITERAL))),
+        ),
+        AccessControlEntryFilter(
+            wire.principal_filter,
+            wire.host_filter,
+            from_code(AclOperation, int(wire.operation)),
+            from_code(AclPermissionType, int(wire.permission_type)),
+        ),
+    )
+
+
+def unknown_filter_message(binding_filter: AclBindingFilter) -> str | None:
+    """Kafka's refusal of a filter naming an UNKNOWN value, else None."""
+    if binding_filter.pattern_filter.is_unknown or binding_filter.entry_filter.is_unknown:
+        return "The filter contains UNKNOWN elements."
+    return None
