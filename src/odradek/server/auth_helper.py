@@ -29,6 +29,7 @@ from odradek.server.request import RequestContext
 
 __all__ = [
     "AUTHORIZED_OPERATIONS_OMITTED",
+    "CLUSTER_AUTHORIZATION_MESSAGE",
     "CLUSTER_NAME",
     "AclOperation",
     "ResourceType",
@@ -48,6 +49,10 @@ T = TypeVar("T")
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 """Kafka's ``Int.MinValue``: the client did not ask for the authorized operations."""
+
+CLUSTER_AUTHORIZATION_MESSAGE = "Cluster authorization failed."
+"""Kafka's message of CLUSTER_AUTHORIZATION_FAILED, sent where a response has an error message
+(clients such as librdkafka expect one with a top-level error)."""
 
 _BITS_ORDER = sorted(AclOperation, key=int)
 

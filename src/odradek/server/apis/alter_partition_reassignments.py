@@ -16,7 +16,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.auth_helper import AclOperation, authorize_cluster
+from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -37,7 +37,7 @@ async def handle(ctx: RequestContext) -> Any:
         return ctx.response(
             throttle_time=datetime.timedelta(0),
             error_code=ErrorCode.cluster_authorization_failed,
-            error_message=None,
+            error_message=CLUSTER_AUTHORIZATION_MESSAGE,
             responses=(),
         )
     if controller is not None and controller.active:

@@ -16,7 +16,7 @@ from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import AclBinding, ResourcePattern
 from odradek.server.apis.acl_support import NO_AUTHORIZER_MESSAGE, filter_of, unknown_filter_message
-from odradek.server.auth_helper import AclOperation, authorize_cluster
+from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_ACLS
@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext) -> Any:
     if authorizer is None:
         return _answer(ctx, ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
-        return _answer(ctx, ErrorCode.cluster_authorization_failed, None)
+        return _answer(ctx, ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_MESSAGE)
     try:
         binding_filter = filter_of(ctx.request)
     except ValueError as exc:

@@ -16,7 +16,7 @@ from typing import Any
 from odradek.errors import ErrorCode
 from odradek.metadata.scram_credentials import describe_user_scram_credentials
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.auth_helper import AclOperation, authorize_cluster
+from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
@@ -26,11 +26,24 @@ MAX_VERSION = 0
 
 async def handle(ctx: RequestContext) -> Any:
     throttle = datetime.timedelta(0)
-    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
-        return ctx.response(
-            throttle_time=throttle, error_code=ErrorCode.cluster_authorization_failed, error_message=None, results=()
-        )
     users = ctx.request.users
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        denied = ErrorCode.cluster_authorization_failed
+        return ctx.response(  # as Kafka's getErrorResponse: the error again for each user asked
+            throttle_time=throttle,
+            error_code=denied,
+            error_message=CLUSTER_AUTHORIZATION_MESSAGE,
+            results=tuple(
+                ctx.make(
+                    "DescribeUserScramCredentialsResult",
+                    user=u.name,
+                    error_code=denied,
+                    error_message=CLUSTER_AUTHORIZATION_MESSAGE,
+                    credential_infos=(),
+                )
+                for u in users or ()
+            ),
+        )
     store = ctx.broker.zk.store
     answer = await describe_user_scram_credentials(store, None if users is None else [u.name for u in users])
     return ctx.response(

@@ -13,7 +13,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.auth_helper import AclOperation, authorize_cluster
+from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -28,7 +28,7 @@ async def handle(ctx: RequestContext) -> Any:
         return ctx.response(
             throttle_time=datetime.timedelta(0),
             error_code=ErrorCode.cluster_authorization_failed,
-            error_message=None,
+            error_message=CLUSTER_AUTHORIZATION_MESSAGE,
             topics=(),
         )
     topics = ctx.request.topics
