@@ -19,7 +19,7 @@ from odradek.metadata.authorizer import AclCreateResult
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import AclBinding
 from odradek.server.apis.acl_support import NO_AUTHORIZER_MESSAGE, binding_of
-from odradek.server.auth_helper import AclOperation, authorize_cluster
+from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.CREATE_ACLS
@@ -34,7 +34,9 @@ async def handle(ctx: RequestContext) -> Any:
     if authorizer is None:
         results = [AclCreateResult(ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE)] * len(creations)
     elif not authorize_cluster(ctx, AclOperation.ALTER):
-        results = [AclCreateResult(ErrorCode.cluster_authorization_failed)] * len(creations)
+        results = [AclCreateResult(ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_MESSAGE)] * len(
+            creations
+        )
     else:
         valid: list[tuple[int, AclBinding]] = []
         for index, creation in enumerate(creations):

@@ -17,7 +17,7 @@ from odradek.metadata.authorizer import AclDeleteResult
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import AclBindingFilter
 from odradek.server.apis.acl_support import NO_AUTHORIZER_MESSAGE, filter_of, unknown_filter_message
-from odradek.server.auth_helper import AclOperation, authorize_cluster
+from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DELETE_ACLS
@@ -32,7 +32,9 @@ async def handle(ctx: RequestContext) -> Any:
     if authorizer is None:
         results = [AclDeleteResult(ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE) for _ in filters]
     elif not authorize_cluster(ctx, AclOperation.ALTER):
-        results = [AclDeleteResult(ErrorCode.cluster_authorization_failed) for _ in filters]
+        results = [
+            AclDeleteResult(ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_MESSAGE) for _ in filters
+        ]
     else:
         valid: list[tuple[int, AclBindingFilter]] = []
         for index, wire in enumerate(filters):
