@@ -9,6 +9,7 @@ listener. After each refusal the records stay readable and the leader stays.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.client.connection import KafkaConnection
-from odradek.controller.messages import update_metadata
+from odradek.controller.messages import controlled_shutdown, update_metadata
 from odradek.controller.requests import UpdateMetadataRequest
 from odradek.errors import ErrorCode
 from odradek.protocol.inter_broker_messages import request_class
@@ -130,4 +131,46 @@ def test_with_an_authorizer_controller_requests_need_cluster_action_on_any_liste
         assert response.error_code == ErrorCode.cluster_authorization_failed
         response = asyncio.run(_send(endpoint(runner, listener), _update_metadata))
         assert response.error_code == ErrorCode.cluster_authorization_failed
+    _assert_unchanged(runner)
+
+
+def test_controller_requests_with_an_older_broker_epoch_are_refused(
+    odradek_broker_factory: Callable[..., BrokerRunner],
+) -> None:
+    runner = odradek_broker_factory(None, TWO_LISTENERS)
+    _fill(runner)
+    assert runner.broker is not None and runner.broker.controller is not None
+    epoch = runner.broker.broker_epoch
+    assert epoch > 0
+    assert runner.broker.controller.ctx.live_brokers[0].epoch == epoch  # what the controller sends
+    internal = endpoint(runner, "INTERNAL")
+
+    def leader_and_isr(broker_epoch: int) -> Callable[[KafkaConnection], Any]:
+        def build(conn: KafkaConnection) -> Any:
+            request = _leader_and_isr(conn)
+            return dataclasses.replace(request, broker_epoch=broker_epoch)
+
+        return build
+
+    response = asyncio.run(_send(internal, leader_and_isr(epoch - 1)))
+    assert response.error_code == ErrorCode.stale_broker_epoch
+    assert [p.error_code for t in response.topics for p in t.partition_errors] == [ErrorCode.stale_broker_epoch]
+
+    def update(broker_epoch: int, controller_epoch: int) -> Callable[[KafkaConnection], Any]:
+        def build(conn: KafkaConnection) -> Any:
+            request = UpdateMetadataRequest(7, controller_epoch, [], {}, {}, {TOPIC})
+            return update_metadata.encode(request, conn.version_for(6, 5, 8), "INTERNAL", broker_epoch)
+
+        return build
+
+    assert asyncio.run(_send(internal, update(epoch - 1, 1000))).error_code == ErrorCode.stale_broker_epoch
+    # the current epoch passes that check (the controller epoch 0 is then refused as stale)
+    assert asyncio.run(_send(internal, update(epoch, 0))).error_code == ErrorCode.stale_controller_epoch
+
+    def shutdown(conn: KafkaConnection) -> Any:
+        return controlled_shutdown.encode(0, conn.version_for(controlled_shutdown.API_KEY, 2), epoch - 1)
+
+    answer = asyncio.run(_send(internal, shutdown))
+    assert answer.error_code == ErrorCode.stale_broker_epoch and not answer.remaining_partitions
+    assert 0 not in runner.broker.controller.ctx.shutting_down
     _assert_unchanged(runner)

@@ -112,8 +112,8 @@ class Broker:
         self.endpoints: list[Endpoint] = []
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self._highest_controller_epoch = 0
-        self.authorizer: AclAuthorizer | None = None
-        """Kafka's AclAuthorizer when ``authorizer.class.name`` is set (started before the listeners)."""
+        self.broker_epoch = -1  # its registration's czxid (KIP-380): older ones are STALE_BROKER_EPOCH
+        self.authorizer: AclAuthorizer | None = None  # with authorizer.class.name, before the listeners
         self._tasks: list[asyncio.Task[None]] = []
         self._watches: list[WatchHandle] = []
         self.started = False
@@ -216,7 +216,7 @@ class Broker:
     async def _register(self) -> None:
         first = self.endpoints[0]
         protocols = self.config.security_protocol_map()
-        await self.zk.register_broker(
+        self.broker_epoch = await self.zk.register_broker(
             BrokerInfo(
                 id=self.broker_id,
                 host=first.host,
@@ -391,7 +391,9 @@ class Broker:
                         request_timeout_ms=int(cfg["controller.socket.timeout.ms"]),
                     ) as conn:
                         version = conn.version_for(controlled_shutdown.API_KEY, 1)
-                        response = await conn.send(controlled_shutdown.encode(self.broker_id, version))
+                        response = await conn.send(
+                            controlled_shutdown.encode(self.broker_id, version, self.broker_epoch)
+                        )
                     error, still_led = controlled_shutdown.decode_response(response)
                     remaining = len(still_led)
                     if error == ErrorCode.none and remaining == 0:
