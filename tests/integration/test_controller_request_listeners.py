@@ -174,3 +174,36 @@ def test_controller_requests_with_an_older_broker_epoch_are_refused(
     assert answer.error_code == ErrorCode.stale_broker_epoch and not answer.remaining_partitions
     assert 0 not in runner.broker.controller.ctx.shutting_down
     _assert_unchanged(runner)
+
+
+def test_transaction_markers_travel_on_the_inter_broker_listener(
+    odradek_broker_factory: Callable[..., BrokerRunner],
+) -> None:
+    """WriteTxnMarkers is held to the inter-broker listener: with the clients' listener first,
+    a transaction still commits and its records become readable to read_committed consumers."""
+    runner = odradek_broker_factory(None, TWO_LISTENERS)
+    admin = AdminClient({"bootstrap.servers": runner.bootstrap_servers})
+    admin.create_topics([NewTopic(TOPIC, 1, 1)], operation_timeout=10)[TOPIC].result(15)
+    producer = Producer({"bootstrap.servers": runner.bootstrap_servers, "transactional.id": "markers"})
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"committed")
+    producer.commit_transaction(15)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": runner.bootstrap_servers,
+            "group.id": "rc",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        values: list[bytes] = []
+        for _ in range(40):
+            values += [m.value() for m in consumer.consume(10, 0.5) if m.error() is None]
+            if values:
+                break
+        assert values == [b"committed"]
+    finally:
+        consumer.close()

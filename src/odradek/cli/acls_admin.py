@@ -18,16 +18,10 @@ from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclBindingDeleteResult, AclCreateResult, AclDeleteResult
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import (
-    AccessControlEntry,
     AclBinding,
     AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourcePattern,
-    ResourceType,
-    from_code,
 )
+from odradek.server.apis.acl_support import binding
 
 __all__ = ["AdminAcls"]
 
@@ -44,19 +38,18 @@ def _filter_fields(f: AclBindingFilter) -> dict[str, Any]:
     }
 
 
-def _binding(wire: Any, pattern: ResourcePattern | None = None) -> AclBinding:
-    pattern = pattern or ResourcePattern(
-        from_code(ResourceType, int(wire.resource_type)),
-        str(wire.resource_name),
-        from_code(PatternType, int(wire.pattern_type)),
-    )
-    entry = AccessControlEntry(
+def _binding(wire: Any, resource: Any) -> AclBinding:
+    """A binding of a DescribeAcls ``AclDescription`` under its resource, or of a DeleteAcls
+    matching ACL (``resource`` the entity itself)."""
+    return binding(
+        int(resource.resource_type),
+        str(resource.resource_name),
+        int(resource.pattern_type),
         str(wire.principal),
         str(wire.host),
-        from_code(AclOperation, int(wire.operation)),
-        from_code(AclPermissionType, int(wire.permission_type)),
+        int(wire.operation),
+        int(wire.permission_type),
     )
-    return AclBinding(pattern, entry)
 
 
 def _check(error_code: int, message: str | None) -> None:
@@ -106,7 +99,7 @@ class AdminAcls:
                     ErrorCode(r.error_code),
                     r.error_message,
                     [
-                        AclBindingDeleteResult(_binding(m), ErrorCode(m.error_code), m.error_message)
+                        AclBindingDeleteResult(_binding(m, m), ErrorCode(m.error_code), m.error_message)
                         for m in r.matching_acls
                     ],
                 )
@@ -116,12 +109,5 @@ class AdminAcls:
     async def describe(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
         response = await self._send(ApiKey.DESCRIBE_ACLS, **_filter_fields(binding_filter))
         _check(response.error_code, response.error_message)
-        found = []
-        for resource in response.resources:
-            pattern = ResourcePattern(
-                from_code(ResourceType, int(resource.resource_type)),
-                str(resource.resource_name),
-                from_code(PatternType, int(resource.pattern_type)),
-            )
-            found += [_binding(acl, pattern) for acl in resource.acls]
+        found = [_binding(acl, resource) for resource in response.resources for acl in resource.acls]
         return found

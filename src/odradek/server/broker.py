@@ -88,7 +88,7 @@ class Broker:
         self._external_store = store
         self.store: CoordinationStore | None = store
         self._embedded: EmbeddedStore | None = None
-        self.metadata_cache = MetadataCache()
+        self.metadata_cache = MetadataCache(config.inter_broker_listener_name)
         self.admin = AdminManager(self)
         self.handler = RequestHandler(self)
         self.socket_server = SocketServer(
@@ -210,8 +210,8 @@ class Broker:
         )
 
     def _local_address(self) -> tuple[str, int] | None:
-        """This broker's first advertised (host, port); None before the listeners are bound."""
-        return (self.endpoints[0].host, self.endpoints[0].port) if self.endpoints else None
+        """This broker's advertised inter-broker (host, port); None before the listeners are bound."""
+        return {e.listener: (e.host, e.port) for e in self.endpoints}.get(self.config.inter_broker_listener_name)
 
     async def _register(self) -> None:
         first = self.endpoints[0]

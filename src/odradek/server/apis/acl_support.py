@@ -28,20 +28,29 @@ NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
 """SECURITY_DISABLED's message when ``authorizer.class.name`` is not set (Kafka's)."""
 
 
+def binding(
+    resource_type: int, name: str, pattern_type: int, principal: str, host: str, operation: int, permission: int
+) -> AclBinding:
+    """A binding from its wire codes (unknown codes UNKNOWN); ValueError for ANY or MATCH values."""
+    return AclBinding(
+        ResourcePattern(from_code(ResourceType, resource_type), name, from_code(PatternType, pattern_type)),
+        AccessControlEntry(
+            principal, host, from_code(AclOperation, operation), from_code(AclPermissionType, permission)
+        ),
+    )
+
+
 def binding_of(creation: Any) -> AclBinding:
     """A CreateAcls ``AclCreation`` as a binding; ValueError for ANY or MATCH values."""
-    pattern = ResourcePattern(
-        from_code(ResourceType, int(creation.resource_type)),
+    return binding(
+        int(creation.resource_type),
         str(creation.resource_name),
-        from_code(PatternType, int(getattr(creation, "resource_pattern_type", PatternType.LITERAL))),
-    )
-    entry = AccessControlEntry(
+        int(getattr(creation, "resource_pattern_type", PatternType.LITERAL)),
         str(creation.principal),
         str(creation.host),
-        from_code(AclOperation, int(creation.operation)),
-        from_code(AclPermissionType, int(creation.permission_type)),
+        int(creation.operation),
+        int(creation.permission_type),
     )
-    return AclBinding(pattern, entry)
 
 
 def filter_of(wire: Any) -> AclBindingFilter:
