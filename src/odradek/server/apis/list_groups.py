@@ -25,7 +25,7 @@ async def handle(ctx: RequestContext) -> Any:
     error, overviews = ctx.broker.group_coordinator.list_groups(
         getattr(req, "states_filter", ()) or (), getattr(req, "types_filter", ()) or ()
     )
-    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):
         visible = filter_authorized(
             ctx, AclOperation.DESCRIBE, ResourceType.GROUP, overviews, lambda g: g.group_id, log_if_denied=False
         )
