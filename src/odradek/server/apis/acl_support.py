@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.errors import ErrorCode
 from odradek.security.acl import (
     AccessControlEntry,
     AccessControlEntryFilter,
@@ -23,9 +24,21 @@ from odradek.security.acl import (
     ResourceType,
     from_code,
 )
+from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, authorize_cluster
+from odradek.server.request import RequestContext
 
 NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
 """SECURITY_DISABLED's message when ``authorizer.class.name`` is not set (Kafka's)."""
+
+
+def refusal(ctx: RequestContext, operation: AclOperation) -> tuple[ErrorCode, str] | None:
+    """Why an ACL API is not served: SECURITY_DISABLED without an authorizer, CLUSTER_AUTHORIZATION_FAILED
+    without ``operation`` on the cluster (ALTER to change ACLs, DESCRIBE to read them); None to serve it."""
+    if ctx.broker.authorizer is None:
+        return ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE
+    if not authorize_cluster(ctx, operation):
+        return ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_MESSAGE
+    return None
 
 
 def binding(

@@ -18,8 +18,8 @@ from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclCreateResult
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import AclBinding
-from odradek.server.apis.acl_support import NO_AUTHORIZER_MESSAGE, binding_of
-from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
+from odradek.server.apis.acl_support import binding_of, refusal
+from odradek.server.auth_helper import AclOperation
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.CREATE_ACLS
@@ -31,12 +31,9 @@ async def handle(ctx: RequestContext) -> Any:
     creations = ctx.request.creations
     authorizer = ctx.broker.authorizer
     results: list[AclCreateResult | None] = [None] * len(creations)
-    if authorizer is None:
-        results = [AclCreateResult(ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE)] * len(creations)
-    elif not authorize_cluster(ctx, AclOperation.ALTER):
-        results = [AclCreateResult(ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_MESSAGE)] * len(
-            creations
-        )
+    refused = refusal(ctx, AclOperation.ALTER)
+    if refused is not None or authorizer is None:
+        results = [AclCreateResult(*(refused or (ErrorCode.security_disabled, None)))] * len(creations)
     else:
         valid: list[tuple[int, AclBinding]] = []
         for index, creation in enumerate(creations):

@@ -16,8 +16,8 @@ from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclDeleteResult
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import AclBindingFilter
-from odradek.server.apis.acl_support import NO_AUTHORIZER_MESSAGE, filter_of, unknown_filter_message
-from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
+from odradek.server.apis.acl_support import filter_of, refusal, unknown_filter_message
+from odradek.server.auth_helper import AclOperation
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DELETE_ACLS
@@ -29,12 +29,9 @@ async def handle(ctx: RequestContext) -> Any:
     filters = ctx.request.filters
     authorizer = ctx.broker.authorizer
     results: list[AclDeleteResult | None] = [None] * len(filters)
-    if authorizer is None:
-        results = [AclDeleteResult(ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE) for _ in filters]
-    elif not authorize_cluster(ctx, AclOperation.ALTER):
-        results = [
-            AclDeleteResult(ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_MESSAGE) for _ in filters
-        ]
+    refused = refusal(ctx, AclOperation.ALTER)
+    if refused is not None or authorizer is None:
+        results = [AclDeleteResult(*(refused or (ErrorCode.security_disabled, None))) for _ in filters]
     else:
         valid: list[tuple[int, AclBindingFilter]] = []
         for index, wire in enumerate(filters):

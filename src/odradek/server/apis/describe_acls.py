@@ -15,8 +15,8 @@ from typing import Any
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import AclBinding, ResourcePattern
-from odradek.server.apis.acl_support import NO_AUTHORIZER_MESSAGE, filter_of, unknown_filter_message
-from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
+from odradek.server.apis.acl_support import filter_of, refusal, unknown_filter_message
+from odradek.server.auth_helper import AclOperation
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_ACLS
@@ -32,10 +32,9 @@ def _answer(ctx: RequestContext, error: ErrorCode, message: str | None, resource
 
 async def handle(ctx: RequestContext) -> Any:
     authorizer = ctx.broker.authorizer
-    if authorizer is None:
-        return _answer(ctx, ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE)
-    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
-        return _answer(ctx, ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_MESSAGE)
+    refused = refusal(ctx, AclOperation.DESCRIBE)
+    if refused is not None or authorizer is None:
+        return _answer(ctx, *(refused or (ErrorCode.security_disabled, None)))
     try:
         binding_filter = filter_of(ctx.request)
     except ValueError as exc:
