@@ -5,15 +5,22 @@ Every check asks the broker's :class:`~odradek.metadata.authorizer.AclAuthorizer
 (``ctx.session``); with no authorizer every check passes, except :func:`authorize_cluster_action`
 (the inter-broker requests), which then holds those requests to the inter-broker listener.
 
-- :func:`authorize`: one operation on one resource (``CLUSTER`` is named ``kafka-cluster``);
-- :func:`filter_authorized`: the names of a list the principal may act on (order kept); a
-  filtering question is logged at DEBUG only (Kafka's ``logIfDenied = false``);
-- :func:`authorized_operations`: the 32-bit field of Kafka's ``*_authorized_operations``
-  (bit ``n`` set for the :class:`~odradek.security.acl.AclOperation` with code ``n``);
-- :func:`authorize_cluster_action`: CLUSTER_ACTION on the cluster for LeaderAndIsr, StopReplica,
-  UpdateMetadata, ControlledShutdown, WriteTxnMarkers and followers' Fetch and
-  OffsetForLeaderEpoch; with no authorizer, true only on the inter-broker listener (beyond Kafka:
-  a client listener cannot send the controller's requests).
+- :func:`authorize` / :func:`authorize_cluster`: one operation on one resource (the cluster is
+  named ``kafka-cluster``);
+- :func:`filter_authorized`: the set of names among some items the principal may act on; with
+  ``log_if_denied=False`` (Kafka's filtering questions: Metadata's "every topic", ListGroups)
+  refusals are logged at DEBUG only;
+- :func:`authorize_by_resource_type`: the operation on some resource of a type (InitProducerId);
+- :func:`authorized_operations` / :func:`operations_field`: the 32-bit field of Kafka's
+  ``*_authorized_operations`` (bit ``n`` for the :class:`~odradek.security.acl.AclOperation` with
+  code ``n``; Kafka's ``Int.MinValue`` when the client did not ask);
+- :func:`config_refusal`: DESCRIBE_CONFIGS / ALTER_CONFIGS on a topic or on the cluster;
+- :func:`may_auto_create`: CREATE on the cluster or the topic, for Metadata and Produce;
+- :func:`authorize_cluster_action`: the controller's requests (LeaderAndIsr, StopReplica,
+  UpdateMetadata, ControlledShutdown) and WriteTxnMarkers: CLUSTER_ACTION on the cluster; with no
+  authorizer, true only on the inter-broker listener (beyond Kafka: a client listener cannot send
+  them). Followers' Fetch and OffsetForLeaderEpoch ask CLUSTER_ACTION through
+  :func:`authorize_cluster`, which passes without an authorizer, as in Kafka.
 
 Runs on the broker's event loop (the authorizer's cache is read synchronously).
 """
@@ -167,9 +174,3 @@ def authorize_cluster_action(ctx: RequestContext) -> bool:
     if ctx.broker.authorizer is not None:
         return authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
     return ctx.session.listener_name == ctx.broker.config.inter_broker_listener_name
-
-
-TOPIC_AUTHORIZATION_FAILED = ErrorCode.topic_authorization_failed
-GROUP_AUTHORIZATION_FAILED = ErrorCode.group_authorization_failed
-CLUSTER_AUTHORIZATION_FAILED = ErrorCode.cluster_authorization_failed
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = ErrorCode.transactional_id_authorization_failed
