@@ -8,8 +8,8 @@ CLUSTER_ACTION and CREATE on the cluster and WRITE on the benchmark topic for ``
 and transactional ids, some of them DENY, so the topic's lookup walks a populated cache.
 
 One connection per broker sends ``--requests`` Produce requests (acks=1, one batch of
-``--records`` records of ``--value-bytes``), one at a time, alternating brokers in rounds of 50
-so both see the same machine load. Reported per broker: ``p50_us``, ``mean_us``, ``p99_us`` of the
+``--records`` records of ``--value-bytes``), one at a time, alternating brokers request by
+request so both see the same machine load. Reported per broker: ``p50_us``, ``mean_us``, ``p99_us`` of the
 round trips, and ``overhead_pct`` = (acl p50 / plain p50 - 1) x 100 (target <= 5). One JSON
 document to stdout.
 
@@ -107,15 +107,12 @@ async def measure(ports: dict[str, int], requests: int, batch: bytes) -> dict[st
                 response = await conn.send(produce_request(conn, batch))
                 error = response.responses[0].partition_responses[0].error_code
                 assert error == 0, f"{name}: produce answered {error}"
-        done = 0
-        while done < requests:
+        for _ in range(requests):
             for name, conn in conns.items():
-                for _ in range(50):
-                    request = produce_request(conn, batch)
-                    t0 = time.perf_counter()
-                    await conn.send(request)
-                    timings[name].append((time.perf_counter() - t0) * 1e6)
-            done += 50
+                request = produce_request(conn, batch)
+                t0 = time.perf_counter()
+                await conn.send(request)
+                timings[name].append((time.perf_counter() - t0) * 1e6)
     finally:
         for conn in conns.values():
             await conn.close()

@@ -64,7 +64,6 @@ from odradek.security.acl import (
     ResourcePatternFilter,
     ResourceType,
     authorize,
-    matching_acls,
     parse_super_users,
     validate_acl_binding,
 )
@@ -161,6 +160,9 @@ class AclAuthorizer:
         self.allow_everyone_if_no_acl_found = allow == "true"
         self._versioned: dict[ResourcePattern, VersionedAcls] = {}
         self._entries: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
+        self._by_name: dict[tuple[ResourceType, PatternType], dict[str, frozenset[AccessControlEntry]]] = {}
+        """The same entries by (type, pattern type) then name: what :meth:`authorize` looks up, with
+        plain string keys (no pattern object built per question)."""
         self._lock = asyncio.Lock()
         extra = {} if clock_ms is None else {"clock_ms": clock_ms}
         self._listeners = [
@@ -212,9 +214,11 @@ class AclAuthorizer:
         if versioned.acls:
             self._versioned[pattern] = versioned
             self._entries[pattern] = versioned.acls
+            self._by_name.setdefault((pattern.resource_type, pattern.pattern_type), {})[pattern.name] = versioned.acls
         else:
             self._versioned.pop(pattern, None)
             self._entries.pop(pattern, None)
+            self._by_name.get((pattern.resource_type, pattern.pattern_type), {}).pop(pattern.name, None)
 
     # --- authorization ---------------------------------------------------------------------------
 
@@ -237,7 +241,7 @@ class AclAuthorizer:
             host,
             operation,
             resource,
-            matching_acls(self._entries, resource_type, name),
+            self._matching(resource_type, name),
             self.super_users,
             self.allow_everyone_if_no_acl_found,
         )
@@ -251,6 +255,23 @@ class AclAuthorizer:
                 resource,
             )
         return allowed
+
+    def _matching(self, resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
+        """:func:`odradek.security.acl.matching_acls` from the by-name index: the entries on the
+        literal ``*``, on ``name`` and on every prefix of it."""
+        found: list[AccessControlEntry] = []
+        literal = self._by_name.get((resource_type, PatternType.LITERAL))
+        if literal:
+            found.extend(literal.get(WILDCARD_RESOURCE, ()))
+            if name != WILDCARD_RESOURCE:
+                found.extend(literal.get(name, ()))
+        prefixed = self._by_name.get((resource_type, PatternType.PREFIXED))
+        if prefixed:
+            for length in range(1 if name else 0, len(name) + 1):
+                entries = prefixed.get(name[:length])
+                if entries:
+                    found.extend(entries)
+        return found
 
     def authorize_actions(self, principal: KafkaPrincipal, host: str, actions: Iterable[Action]) -> list[bool]:
         """:meth:`authorize` for each action, in order (Kafka's ``authorize(context, actions)``)."""
