@@ -12,7 +12,9 @@ from odradek.metadata.embedded import EmbeddedStore
 from odradek.security.acl import (
     CLUSTER_NAME,
     AccessControlEntry,
+    AccessControlEntryFilter,
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
@@ -137,5 +139,27 @@ def test_authorize_by_resource_type_as_kafka() -> None:
         assert not await allowed(
             binding(topic, "logs-", write, prefixed=True), binding(topic, "lo", write, deny=True, prefixed=True)
         )
+
+    run(scenario)
+
+
+def test_remembered_decisions_follow_acl_changes() -> None:
+    async def scenario() -> None:
+        authorizer = await authorizer_with()
+        principal, topic = ANONYMOUS, ResourceType.TOPIC
+
+        def may_read() -> bool:
+            return authorizer.authorize(principal, "10.0.0.1", AclOperation.READ, topic, "orders")
+
+        assert not may_read() and not may_read()
+        await authorizer.create_acls([binding(topic, "ord", AclOperation.READ, prefixed=True)])
+        assert may_read() and may_read()
+        await authorizer.create_acls([binding(topic, "orders", AclOperation.READ, deny=True)])
+        assert not may_read()
+        denied = binding(topic, "orders", AclOperation.READ, deny=True)
+        entry = denied.entry
+        entry_filter = AccessControlEntryFilter(entry.principal, entry.host, entry.operation, entry.permission_type)
+        await authorizer.delete_acls([AclBindingFilter(denied.pattern.to_filter(), entry_filter)])
+        assert may_read()
 
     run(scenario)

@@ -95,6 +95,8 @@ AUTHORIZER_CLASS_NAME_CONFIG = "authorizer.class.name"
 ACL_AUTHORIZER_CLASS = "kafka.security.authorizer.AclAuthorizer"
 SIMPLE_ACL_AUTHORIZER_CLASS = "kafka.security.auth.SimpleAclAuthorizer"
 MAX_UPDATE_RETRIES = 10
+DECISION_CACHE_SIZE = 10_000
+"""Authorization answers remembered between ACL changes; the memory is emptied when it is full."""
 
 
 def is_acl_authorizer(class_name: str | None) -> bool:
@@ -161,6 +163,8 @@ class AclAuthorizer:
         self._versioned: dict[ResourcePattern, VersionedAcls] = {}
         self._entries: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
         self._by_name: dict[tuple[ResourceType, PatternType], dict[str, frozenset[AccessControlEntry]]] = {}
+        self._decisions: dict[tuple[KafkaPrincipal, str, AclOperation, ResourceType, str], bool] = {}
+        """Answers given since the cache last changed (emptied by every change)."""
         """The same entries by (type, pattern type) then name: what :meth:`authorize` looks up, with
         plain string keys (no pattern object built per question)."""
         self._lock = asyncio.Lock()
@@ -211,6 +215,7 @@ class AclAuthorizer:
             self._update_cache(pattern, versioned)
 
     def _update_cache(self, pattern: ResourcePattern, versioned: VersionedAcls) -> None:
+        self._decisions.clear()
         if versioned.acls:
             self._versioned[pattern] = versioned
             self._entries[pattern] = versioned.acls
@@ -234,18 +239,25 @@ class AclAuthorizer:
     ) -> bool:
         """Whether ``principal`` connected from ``host`` may do ``operation`` on the literal resource.
 
-        A refusal is logged at INFO on ``kafka.authorizer.logger`` (DEBUG without ``log_if_denied``)."""
-        resource = ResourcePattern(resource_type, name, PatternType.LITERAL)
-        allowed = authorize(
-            principal,
-            host,
-            operation,
-            resource,
-            self._matching(resource_type, name),
-            self.super_users,
-            self.allow_everyone_if_no_acl_found,
-        )
+        A refusal is logged at INFO on ``kafka.authorizer.logger`` (DEBUG without ``log_if_denied``).
+        Decisions are remembered until the next ACL change (at most :data:`DECISION_CACHE_SIZE`)."""
+        key = (principal, host, operation, resource_type, name)
+        allowed = self._decisions.get(key)
+        if allowed is None:
+            allowed = authorize(
+                principal,
+                host,
+                operation,
+                ResourcePattern(resource_type, name, PatternType.LITERAL),
+                self._matching(resource_type, name),
+                self.super_users,
+                self.allow_everyone_if_no_acl_found,
+            )
+            if len(self._decisions) >= DECISION_CACHE_SIZE:
+                self._decisions.clear()
+            self._decisions[key] = allowed
         if not allowed:
+            resource = ResourcePattern(resource_type, name, PatternType.LITERAL)
             audit.log(
                 logging.INFO if log_if_denied else logging.DEBUG,
                 "Principal = %s is Denied Operation = %s from host = %s on resource = %s",
