@@ -35,9 +35,9 @@ from odradek.server.apis import API_HANDLERS
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "data" / "client_frames"
 MAX_REQUEST_BYTES = 104857600
-SKIPPED_WHEN_VALID = {19, 20, 37, 21, 42, 33, 44, 4, 5, 6, 7, 43}
+SKIPPED_WHEN_VALID = {19, 20, 37, 21, 42, 33, 44, 4, 5, 6, 7, 43, 30, 31, 51}
 """API keys whose valid requests change cluster state (create/delete topics, partitions, records,
-groups, configs) or are the controller's own (LeaderAndIsr, StopReplica, UpdateMetadata,
+groups, configs, ACLs, SCRAM credentials) or are the controller's own (LeaderAndIsr, StopReplica, UpdateMetadata,
 ControlledShutdown, ElectLeaders: a client may send them, as to Kafka without an authorizer, and
 a valid one would rewrite who leads what): mutations that stay valid are counted, not sent."""
 PROBE_CORRELATION_ID = 0x7FFF0001

@@ -226,6 +226,14 @@ def test_configs_with_a_running_broker(zookeeper_connect: str, tmp_path: pathlib
         assert shown.stdout.splitlines()[0] == "Default configs for brokers in the cluster are:"
         assert "  follower.replication.throttled.rate=100 sensitive=false" in shown.stdout
         users = odradek(*bs, "--describe", "--entity-type", "users")
-        assert users.returncode == 1 and "use --zookeeper for SCRAM credentials" in users.stderr
+        assert users.returncode == 0 and users.stdout == ""  # no SCRAM user yet
+        scram = "SCRAM-SHA-512=[password=bob-secret]"
+        made = odradek(*bs, "--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config", scram)
+        assert made.returncode == 0, made.stderr
+        users = odradek(*bs, "--describe", "--entity-type", "users")
+        assert (
+            users.stdout.strip()
+            == "SCRAM credential configs for user-principal 'bob' are SCRAM-SHA-512=iterations=4096"
+        )
     finally:
         broker.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 
 import pytest
@@ -50,6 +51,26 @@ def test_broker_registration() -> None:
         assert [(b.id, b.port, b.rack) for b in brokers] == [(0, 9093, "r"), (1, 9092, None)]
         await two.store.close()
         assert await one.get_all_broker_ids() == [1]
+
+    run(scenario)
+
+
+def test_broker_epoch_is_the_registrations_czxid_and_grows_with_each_registration() -> None:
+    async def scenario() -> None:
+        store = EmbeddedStore()
+        first, later = KafkaZkClient(store.session()), KafkaZkClient(store.session())
+        await first.create_top_level_paths()
+        epoch = await first.register_broker(BrokerInfo(id=1, host="h", port=9092))
+        assert epoch > 0
+        assert await first.register_broker(BrokerInfo(id=1, host="h", port=9092)) == epoch  # retried: same znode
+        info = await first.get_broker(1)
+        assert info is not None and info.epoch == epoch
+        assert info == dataclasses.replace(info, epoch=-1)  # the epoch is not part of a registration's equality
+        await first.store.close()  # the ephemeral registration goes with the session
+        again = await later.register_broker(BrokerInfo(id=1, host="h", port=9092))
+        assert again > epoch
+        reread = await later.get_all_brokers()
+        assert [b.epoch for b in reread] == [again]
 
     run(scenario)
 

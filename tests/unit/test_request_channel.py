@@ -19,6 +19,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import api_schema, decode_response, encode_request
 from odradek.server.request_channel import CloseConnection, SendResponse
 from odradek.server.request_handler import RequestHandler
+from odradek.server.session import PLAINTEXT_SESSION
 
 SERVER = pathlib.Path(__file__).resolve().parents[2] / "src" / "odradek" / "server"
 
@@ -26,7 +27,7 @@ SERVER = pathlib.Path(__file__).resolve().parents[2] / "src" / "odradek" / "serv
 class Connection:
     peer = "127.0.0.1:5555"
     connection_id = "conn-test"
-    session = None
+    session = PLAINTEXT_SESSION
 
 
 def _imports(path: pathlib.Path) -> set[str]:

@@ -26,8 +26,9 @@ Output as Kafka's ``AclCommand``: ``Adding ACLs for resource `ResourcePattern(re
 name=orders, patternType=LITERAL)`:`` then one tab-indented ``(principal=User:alice, host=*,
 operation=READ, permissionType=ALLOW)`` per entry; ``--list`` prints ``Current ACLs for resource
 `...`:`` blocks. The deprecation warning of the authorizer mode goes to stderr. ``--bootstrap-server``
-needs the brokers' CreateAcls/DeleteAcls/DescribeAcls, which they do not serve yet: the tool says
-so. Errors: one line on stderr, exit 1; invalid option combinations exit 2.
+runs the same verbs through the brokers' CreateAcls, DeleteAcls and DescribeAcls
+(:mod:`odradek.cli.acls_admin`; the principal needs ALTER, or DESCRIBE to list, on the cluster).
+Errors: one line on stderr, exit 1; invalid option combinations exit 2.
 """
 
 from __future__ import annotations
@@ -35,9 +36,18 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
+from odradek.cli.acls_admin import AdminAcls
 from odradek.cli.common import ArgumentParser, CommandError, coordination_store, parse_args, parse_key_values, run
-from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS, AclAuthorizer, is_acl_authorizer
+from odradek.client.admin import AdminClient
+from odradek.metadata.authorizer import (
+    ACL_AUTHORIZER_CLASS,
+    AclAuthorizer,
+    AclCreateResult,
+    AclDeleteResult,
+    is_acl_authorizer,
+)
 from odradek.metadata.errors import CoordinationError
 from odradek.metadata.store import CoordinationStore
 from odradek.security.acl import (
@@ -261,7 +271,34 @@ def resource_to_entries(args: argparse.Namespace) -> dict[ResourcePattern, Entri
     return out
 
 
-async def add_acls(authorizer: AclAuthorizer, args: argparse.Namespace) -> None:
+class AclVerbs(Protocol):
+    """What the tool does with ACLs: the ZooKeeper authorizer's calls, or the brokers' APIs
+    (:class:`odradek.cli.acls_admin.AdminAcls`)."""
+
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> list[AclCreateResult]: ...
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]: ...
+
+    async def describe(self, binding_filter: AclBindingFilter) -> list[AclBinding]: ...
+
+
+class ZkAcls:
+    """:class:`AclVerbs` of an :class:`AclAuthorizer` running in the tool."""
+
+    def __init__(self, authorizer: AclAuthorizer) -> None:
+        self.authorizer = authorizer
+
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> list[AclCreateResult]:
+        return await self.authorizer.create_acls(bindings)
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]:
+        return await self.authorizer.delete_acls(filters)
+
+    async def describe(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
+        return self.authorizer.acls(binding_filter)
+
+
+async def add_acls(authorizer: AclVerbs, args: argparse.Namespace) -> None:
     for pattern, entries in resource_to_entries(args).items():
         print(f"Adding ACLs for resource `{pattern}`: \n {_block(entries)} \n")
         for result in await authorizer.create_acls([AclBinding(pattern, e) for e in entries]):
@@ -269,7 +306,7 @@ async def add_acls(authorizer: AclAuthorizer, args: argparse.Namespace) -> None:
                 print(f"Error while adding ACLs: {result.error_message}")
 
 
-async def remove_acls(authorizer: AclAuthorizer, args: argparse.Namespace) -> None:
+async def remove_acls(authorizer: AclVerbs, args: argparse.Namespace) -> None:
     for f, entries in filter_to_entries(args).items():
         if not entries:
             question = f"Are you sure you want to delete all ACLs for resource filter `{filter_text(f)}`? (y/n)"
@@ -291,12 +328,12 @@ async def remove_acls(authorizer: AclAuthorizer, args: argparse.Namespace) -> No
                     print(f"Error while removing ACLs: {message}")
 
 
-def list_acls(authorizer: AclAuthorizer, args: argparse.Namespace) -> None:
+async def list_acls(authorizer: AclVerbs, args: argparse.Namespace) -> None:
     filters = resource_filters(args, die_if_none=False)
     bindings = (
-        authorizer.acls(ANY_BINDING_FILTER)
+        await authorizer.describe(ANY_BINDING_FILTER)
         if not filters
-        else [b for f in filters for b in authorizer.acls(AclBindingFilter(f, ANY_ENTRY_FILTER))]
+        else [b for f in filters for b in await authorizer.describe(AclBindingFilter(f, ANY_ENTRY_FILTER))]
     )
     by_pattern: dict[ResourcePattern, Entries] = {}
     for binding in dict.fromkeys(bindings):
@@ -323,12 +360,20 @@ def _zookeeper_connect(args: argparse.Namespace) -> str:
     return connect
 
 
+async def _apply(verbs: AclVerbs, args: argparse.Namespace) -> None:
+    if args.add:
+        await add_acls(verbs, args)
+    elif args.remove:
+        await remove_acls(verbs, args)
+    else:
+        await list_acls(verbs, args)
+
+
 async def _run(args: argparse.Namespace, store: CoordinationStore | None) -> int:
     if args.bootstrap_server:
-        raise CommandError(
-            f"{PROG} --bootstrap-server needs brokers that serve CreateAcls, DeleteAcls and DescribeAcls, "
-            "which odradek's brokers do not serve yet; use --authorizer-properties zookeeper.connect=HOST:PORT"
-        )
+        async with AdminClient(args.bootstrap_server) as admin:
+            await _apply(AdminAcls(admin), args)
+        return 0
     try:
         is_acl_authorizer(args.authorizer or ACL_AUTHORIZER_CLASS)
     except ValueError as exc:
@@ -339,12 +384,7 @@ async def _run(args: argparse.Namespace, store: CoordinationStore | None) -> int
             authorizer = AclAuthorizer(zk)
             await authorizer.start()
             try:
-                if args.add:
-                    await add_acls(authorizer, args)
-                elif args.remove:
-                    await remove_acls(authorizer, args)
-                else:
-                    list_acls(authorizer, args)
+                await _apply(ZkAcls(authorizer), args)
             finally:
                 await authorizer.close()
     except CoordinationError as exc:

@@ -49,6 +49,7 @@ from odradek.cli.common import (
     parse_args,
     run,
 )
+from odradek.cli.configs_users import alter_users_with_admin, describe_users_with_admin, parse_scram_input
 from odradek.errors import InvalidConfigError
 from odradek.metadata.config_entities import (
     DEFAULT_ENTITY,
@@ -232,12 +233,9 @@ def _configs_to_delete(args: argparse.Namespace) -> list[str]:
 
 def scram_credential(mechanism_name: str, text: str) -> str:
     """``[iterations=N,]password=P`` hashed into the stored form (``preProcessScramCredentials``)."""
-    m = re.fullmatch(r"(?:iterations=([0-9]*),)?password=(.*)", text, re.S)
-    if m is None:
-        raise CommandError(f"Invalid credential property {mechanism_name}={text}")
-    iterations = int(m[1]) if m[1] else DEFAULT_ITERATIONS
+    password, iterations = parse_scram_input(mechanism_name, text)
     try:
-        return generate_credential(mechanism_name, m[2], iterations).to_string()
+        return generate_credential(mechanism_name, password, iterations).to_string()
     except ValueError as exc:
         raise CommandError(str(exc)) from None
 
@@ -322,11 +320,21 @@ async def _with_brokers(args: argparse.Namespace) -> int:
     from odradek.cli.configs_admin import alter_with_admin, describe_with_admin
 
     types, names = check_args(args)
+    if types[0] == "users" and names and names[0]:  # a named user ("" is --entity-default)
+        if args.alter:
+            await alter_users_with_admin(
+                args.bootstrap_server, names[0], _configs_to_add(args), _configs_to_delete(args)
+            )
+        else:
+            await describe_users_with_admin(args.bootstrap_server, names[0])
+        return 0
+    if types[0] == "users" and not args.alter:
+        await describe_users_with_admin(args.bootstrap_server, None)
+        return 0
     if types[0] not in ("topics", "brokers"):
         raise CommandError(
-            f"{PROG} --bootstrap-server: {types[0]} configs need a broker that serves AlterUserScramCredentials, "
-            "DescribeUserScramCredentials and the client quota APIs, which odradek's brokers do not serve yet; "
-            "use --zookeeper for SCRAM credentials"
+            f"{PROG} --bootstrap-server: {types[0]} configs beyond SCRAM credentials need the client quota APIs, "
+            "which odradek's brokers do not serve"
         )
     if args.alter:
         await alter_with_admin(

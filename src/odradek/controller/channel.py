@@ -350,10 +350,11 @@ class ControllerChannelManager:
         """Queue LeaderAndIsr for ``broker_id``; False if the broker has no queue (not live)."""
         brokers = dict(self.brokers)
         listener = self.listener
+        epoch = self._epoch(broker_id)
         return self._enqueue(
             broker_id,
             ApiKey.LEADER_AND_ISR,
-            lambda v: leader_and_isr.encode(request, v, brokers, listener),
+            lambda v: leader_and_isr.encode(request, v, brokers, listener, epoch),
             callback,
             {str(topic_id): topic for topic, topic_id in request.topic_ids.items()},
         )
@@ -363,15 +364,23 @@ class ControllerChannelManager:
     ) -> bool:
         """Queue UpdateMetadata for ``broker_id``; False if the broker has no queue."""
         listener = self.listener
+        epoch = self._epoch(broker_id)
         return self._enqueue(
-            broker_id, ApiKey.UPDATE_METADATA, lambda v: update_metadata.encode(request, v, listener), callback
+            broker_id, ApiKey.UPDATE_METADATA, lambda v: update_metadata.encode(request, v, listener, epoch), callback
         )
 
     async def send_stop_replica(
         self, broker_id: int, request: StopReplicaRequest, callback: ResponseCallback | None = None
     ) -> bool:
         """Queue StopReplica for ``broker_id``; False if the broker has no queue."""
-        return self._enqueue(broker_id, ApiKey.STOP_REPLICA, lambda v: stop_replica.encode(request, v), callback)
+        epoch = self._epoch(broker_id)
+        return self._enqueue(broker_id, ApiKey.STOP_REPLICA, lambda v: stop_replica.encode(request, v, epoch), callback)
+
+    def _epoch(self, broker_id: int) -> int:
+        """The broker epoch of ``broker_id``'s registration as last read (KIP-380), sent in its
+        requests so a broker that registered again refuses what was meant for its previous life."""
+        info = self.brokers.get(broker_id)
+        return info.epoch if info is not None else -1
 
 
 class LocalControllerChannel(ControllerChannelManager):

@@ -147,8 +147,8 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         match event:
             case Startup() | ControllerChange() | Reelect():
                 await self._elect()
-            case ControlledShutdown(broker_id, future):
-                await self._on_controlled_shutdown(broker_id, future)
+            case ControlledShutdown(broker_id, future, broker_epoch):
+                await self._on_controlled_shutdown(broker_id, future, broker_epoch)
             case ReplicaLeaderElection(partitions, unclean, future):
                 await self._on_elect_leaders(partitions, unclean, future)
             case ApiPartitionReassignment(targets, future):
@@ -245,7 +245,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         new = {
             i
             for i, b in brokers.items()
-            if i not in old or (old[i].timestamp, old[i].endpoints) != (b.timestamp, b.endpoints)
+            if i not in old or (old[i].timestamp, old[i].endpoints, old[i].epoch) != (b.timestamp, b.endpoints, b.epoch)
         }
         for broker_id in dead:
             self.channel.remove_broker(broker_id)

@@ -124,10 +124,12 @@ class LeaderAndIsrResponseReceived:
 
 @dataclass(frozen=True)
 class ControlledShutdown:
-    """ControlledShutdown of ``broker_id``; ``future`` gets (error, partitions it still leads)."""
+    """ControlledShutdown of ``broker_id``; ``future`` gets (error, partitions it still leads).
+    ``broker_epoch``: the one the broker sent (v2+, KIP-380), -1 when not sent."""
 
     broker_id: int
     future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]] = field(compare=False)
+    broker_epoch: int = -1
 
 
 @dataclass(frozen=True)

@@ -164,17 +164,20 @@ class ControllerOperations(ControllerCore):
                     log.warning("controller %d: preferred election of %s-%d: %s", self.broker_id, *tp, error.name)
         await self.zk.delete_preferred_replica_election()
 
-    async def controlled_shutdown(self, broker_id: int) -> tuple[ErrorCode, list[TopicPartition]]:
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int = -1
+    ) -> tuple[ErrorCode, list[TopicPartition]]:
         """ControlledShutdown for ``broker_id`` through the event queue: (error, partitions the
         broker still leads). NOT_CONTROLLER when this broker is not (or no longer) the
-        controller, BROKER_NOT_AVAILABLE when ``broker_id`` is not registered. Call from the
-        broker's loop (the ControlledShutdown API)."""
+        controller, BROKER_NOT_AVAILABLE when ``broker_id`` is not registered, STALE_BROKER_EPOCH
+        when ``broker_epoch`` (-1: not sent) is older than the registration's (KIP-380). Call
+        from the broker's loop (the ControlledShutdown API)."""
         future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]] = asyncio.get_running_loop().create_future()
-        self.put(ControlledShutdown(broker_id, future))
+        self.put(ControlledShutdown(broker_id, future, broker_epoch))
         return await future
 
     async def _on_controlled_shutdown(
-        self, broker_id: int, future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]]
+        self, broker_id: int, future: asyncio.Future[tuple[ErrorCode, list[TopicPartition]]], broker_epoch: int = -1
     ) -> None:
         """Kafka's ``doControlledShutdown``, leader side: every partition with more than one
         replica that ``broker_id`` leads gets the first live ISR replica not shutting down as
@@ -189,6 +192,9 @@ class ControllerOperations(ControllerCore):
                 return
             if broker_id not in self.ctx.live_brokers:
                 result = (ErrorCode.broker_not_available, [])
+                return
+            if broker_epoch != -1 and broker_epoch < self.ctx.live_brokers[broker_id].epoch:
+                result = (ErrorCode.stale_broker_epoch, [])
                 return
             self.ctx.shutting_down.add(broker_id)
             changed: dict[TopicPartition, PartitionState] = {}

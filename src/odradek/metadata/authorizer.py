@@ -52,16 +52,18 @@ from odradek.metadata.store import CoordinationStore
 from odradek.security.acl import (
     ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG,
     SUPER_USERS_CONFIG,
+    WILDCARD_HOST,
+    WILDCARD_RESOURCE,
     AccessControlEntry,
     AclBinding,
     AclBindingFilter,
     AclOperation,
+    AclPermissionType,
     PatternType,
     ResourcePattern,
     ResourcePatternFilter,
     ResourceType,
     authorize,
-    matching_acls,
     parse_super_users,
     validate_acl_binding,
 )
@@ -93,6 +95,8 @@ AUTHORIZER_CLASS_NAME_CONFIG = "authorizer.class.name"
 ACL_AUTHORIZER_CLASS = "kafka.security.authorizer.AclAuthorizer"
 SIMPLE_ACL_AUTHORIZER_CLASS = "kafka.security.auth.SimpleAclAuthorizer"
 MAX_UPDATE_RETRIES = 10
+DECISION_CACHE_SIZE = 10_000
+"""Authorization answers remembered between ACL changes; the memory is emptied when it is full."""
 
 
 def is_acl_authorizer(class_name: str | None) -> bool:
@@ -158,6 +162,11 @@ class AclAuthorizer:
         self.allow_everyone_if_no_acl_found = allow == "true"
         self._versioned: dict[ResourcePattern, VersionedAcls] = {}
         self._entries: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
+        self._by_name: dict[tuple[ResourceType, PatternType], dict[str, frozenset[AccessControlEntry]]] = {}
+        self._decisions: dict[tuple[KafkaPrincipal, str, AclOperation, ResourceType, str], bool] = {}
+        """Answers given since the cache last changed (emptied by every change)."""
+        """The same entries by (type, pattern type) then name: what :meth:`authorize` looks up, with
+        plain string keys (no pattern object built per question)."""
         self._lock = asyncio.Lock()
         extra = {} if clock_ms is None else {"clock_ms": clock_ms}
         self._listeners = [
@@ -206,12 +215,15 @@ class AclAuthorizer:
             self._update_cache(pattern, versioned)
 
     def _update_cache(self, pattern: ResourcePattern, versioned: VersionedAcls) -> None:
+        self._decisions.clear()
         if versioned.acls:
             self._versioned[pattern] = versioned
             self._entries[pattern] = versioned.acls
+            self._by_name.setdefault((pattern.resource_type, pattern.pattern_type), {})[pattern.name] = versioned.acls
         else:
             self._versioned.pop(pattern, None)
             self._entries.pop(pattern, None)
+            self._by_name.get((pattern.resource_type, pattern.pattern_type), {}).pop(pattern.name, None)
 
     # --- authorization ---------------------------------------------------------------------------
 
@@ -227,18 +239,25 @@ class AclAuthorizer:
     ) -> bool:
         """Whether ``principal`` connected from ``host`` may do ``operation`` on the literal resource.
 
-        A refusal is logged at INFO on ``kafka.authorizer.logger`` (DEBUG without ``log_if_denied``)."""
-        resource = ResourcePattern(resource_type, name, PatternType.LITERAL)
-        allowed = authorize(
-            principal,
-            host,
-            operation,
-            resource,
-            matching_acls(self._entries, resource_type, name),
-            self.super_users,
-            self.allow_everyone_if_no_acl_found,
-        )
+        A refusal is logged at INFO on ``kafka.authorizer.logger`` (DEBUG without ``log_if_denied``).
+        Decisions are remembered until the next ACL change (at most :data:`DECISION_CACHE_SIZE`)."""
+        key = (principal, host, operation, resource_type, name)
+        allowed = self._decisions.get(key)
+        if allowed is None:
+            allowed = authorize(
+                principal,
+                host,
+                operation,
+                ResourcePattern(resource_type, name, PatternType.LITERAL),
+                self._matching(resource_type, name),
+                self.super_users,
+                self.allow_everyone_if_no_acl_found,
+            )
+            if len(self._decisions) >= DECISION_CACHE_SIZE:
+                self._decisions.clear()
+            self._decisions[key] = allowed
         if not allowed:
+            resource = ResourcePattern(resource_type, name, PatternType.LITERAL)
             audit.log(
                 logging.INFO if log_if_denied else logging.DEBUG,
                 "Principal = %s is Denied Operation = %s from host = %s on resource = %s",
@@ -249,12 +268,62 @@ class AclAuthorizer:
             )
         return allowed
 
+    def _matching(self, resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
+        """:func:`odradek.security.acl.matching_acls` from the by-name index: the entries on the
+        literal ``*``, on ``name`` and on every prefix of it."""
+        found: list[AccessControlEntry] = []
+        literal = self._by_name.get((resource_type, PatternType.LITERAL))
+        if literal:
+            found.extend(literal.get(WILDCARD_RESOURCE, ()))
+            if name != WILDCARD_RESOURCE:
+                found.extend(literal.get(name, ()))
+        prefixed = self._by_name.get((resource_type, PatternType.PREFIXED))
+        if prefixed:
+            for length in range(1 if name else 0, len(name) + 1):
+                entries = prefixed.get(name[:length])
+                if entries:
+                    found.extend(entries)
+        return found
+
     def authorize_actions(self, principal: KafkaPrincipal, host: str, actions: Iterable[Action]) -> list[bool]:
         """:meth:`authorize` for each action, in order (Kafka's ``authorize(context, actions)``)."""
         return [
             self.authorize(principal, host, a.operation, a.resource_type, a.name, log_if_denied=a.log_if_denied)
             for a in actions
         ]
+
+    def authorize_by_resource_type(
+        self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether ``principal`` may do ``operation`` on at least one resource of ``resource_type``
+        (Kafka's ``Authorizer.authorizeByResourceType``; InitProducerId without a transactional id
+        asks it for WRITE on topics): a super user, or (as Kafka checks a made-up name first) a
+        type with no ACL under ``allow.everyone.if.no.acl.found``; never with a DENY on the
+        literal ``*``; else some ALLOW pattern no DENY covers (the same literal name, or a
+        prefixed DENY that is a prefix of it)."""
+        if self.authorize(principal, host, operation, resource_type, "hardcode", log_if_denied=False):
+            return True
+        allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        deny: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        for pattern, entries in self._entries.items():
+            if pattern.resource_type != resource_type or pattern.pattern_type not in allow:
+                continue
+            for entry in entries:
+                if entry.operation not in (operation, AclOperation.ALL):
+                    continue
+                if entry.host not in (WILDCARD_HOST, host) or entry.principal not in (str(principal), "User:*"):
+                    continue
+                target = allow if entry.permission_type == AclPermissionType.ALLOW else deny
+                target[pattern.pattern_type].add(pattern.name)
+        if WILDCARD_RESOURCE in deny[PatternType.LITERAL]:
+            return False
+
+        def denied(name: str) -> bool:
+            return any(name.startswith(prefix) for prefix in deny[PatternType.PREFIXED])
+
+        if any(n not in deny[PatternType.LITERAL] and not denied(n) for n in allow[PatternType.LITERAL]):
+            return True
+        return any(not denied(n) for n in allow[PatternType.PREFIXED])
 
     # --- CreateAcls / DeleteAcls / DescribeAcls -----------------------------------------------------
 

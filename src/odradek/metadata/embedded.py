@@ -79,6 +79,7 @@ class _Node:
     mtime: int
     ephemeral_owner: int
     children: set[str] = field(default_factory=set)
+    czxid: int = 0
 
     def copy(self) -> _Node:
         return _Node(
@@ -89,6 +90,7 @@ class _Node:
             self.mtime,
             self.ephemeral_owner,
             set(self.children),
+            self.czxid,
         )
 
     def stat(self) -> ZnodeStat:
@@ -100,6 +102,7 @@ class _Node:
             ephemeral_owner=self.ephemeral_owner,
             num_children=len(self.children),
             data_length=len(self.data),
+            czxid=self.czxid,
         )
 
 
@@ -147,6 +150,8 @@ class EmbeddedStore:
         self._child_watches: dict[str, list[_Watch]] = {}
         self._sessions: dict[int, EmbeddedSession] = {}
         self._session_ids = itertools.count(1)
+        self._zxids = itertools.count(time.time_ns() // 1000)
+        """Creation zxids (``czxid``): increasing within a store and across its restarts."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock_file: IO[bytes] | None = None
         self._snapshot: Path | None = None
@@ -267,7 +272,7 @@ class EmbeddedStore:
         self._save(change, path)
         now = _now_ms()
         owner_id = owner if op.ephemeral else 0
-        self._nodes[path] = _Node(bytes(op.data), 0, 0, now, now, owner_id)
+        self._nodes[path] = _Node(bytes(op.data), 0, 0, now, now, owner_id, czxid=next(self._zxids))
         parent.children.add(path.rsplit("/", 1)[1])
         parent.cversion += 1
         change.events.update({("data", path): None, ("children", path): None, ("children", parent_name): None})

@@ -30,6 +30,7 @@ Topic ids are ``uuid.UUID`` in Python and Kafka's 22-character base64 form in th
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -139,8 +140,8 @@ class KafkaZkClient:
 
     # -- brokers --------------------------------------------------------------------------------------
 
-    async def register_broker(self, info: BrokerInfo) -> None:
-        """Create the ephemeral ``/brokers/ids/<id>``.
+    async def register_broker(self, info: BrokerInfo) -> int:
+        """Create the ephemeral ``/brokers/ids/<id>``; the broker epoch (the znode's czxid, KIP-380).
 
         If it exists and belongs to this session (a retried registration), it is left alone;
         otherwise raises :class:`BrokerIdAlreadyRegisteredError`.
@@ -151,19 +152,22 @@ class KafkaZkClient:
         except NodeExistsError:
             stat = await self.store.exists(path)
             if stat is not None and stat.ephemeral_owner == self.store.session_id:
-                return
+                return stat.czxid
             raise BrokerIdAlreadyRegisteredError(
                 f"broker id {info.id} already registered: {path} exists and belongs to another "
                 "live broker; give each broker a unique broker.id",
                 path,
             ) from None
+        stat = await self.store.exists(path)
+        return stat.czxid if stat is not None else -1
 
     async def get_broker(self, broker_id: int) -> BrokerInfo | None:
+        """The registration with its broker epoch (``epoch``: the znode's czxid)."""
         try:
-            data, _ = await self.store.get(BrokerIdZNode.path(broker_id))
+            data, stat = await self.store.get(BrokerIdZNode.path(broker_id))
         except NoNodeError:
             return None
-        return BrokerIdZNode.decode(broker_id, data)
+        return dataclasses.replace(BrokerIdZNode.decode(broker_id, data), epoch=stat.czxid)
 
     async def get_all_broker_ids(self) -> list[int]:
         """Registered broker ids, ascending; children that are not integers are skipped."""

@@ -107,6 +107,10 @@ class ZnodeStat:
     """Session id that owns this ephemeral node; 0 for a persistent node."""
     num_children: int
     data_length: int
+    czxid: int = 0
+    """The zxid of the transaction that created the node (Kafka's broker epoch is the czxid of the
+    broker's ``/brokers/ids/<id>`` registration). The embedded store numbers creations from a
+    counter started at its open time in microseconds, so a later creation has a larger one."""
 
 
 @dataclass(frozen=True, slots=True)

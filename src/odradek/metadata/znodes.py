@@ -183,6 +183,9 @@ class BrokerInfo:
     jmx_port: int = -1
     timestamp: int = field(default_factory=now_ms)
     version: int = 4
+    epoch: int = field(default=-1, compare=False)
+    """Kafka's broker epoch (KIP-380): the czxid of the registration znode, read with it; -1 when
+    not known. Not part of the JSON."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "endpoints", tuple(self.endpoints))

@@ -97,6 +97,7 @@ def _stat(s: Any) -> ZnodeStat:
         ephemeral_owner=s.ephemeralOwner,
         num_children=s.numChildren,
         data_length=s.dataLength,
+        czxid=s.czxid,
     )
 
 

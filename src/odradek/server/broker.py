@@ -42,6 +42,7 @@ from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.runtime import LeadershipListener
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.errors import ErrorCode, KafkaError, StaleControllerEpochError
+from odradek.metadata.authorizer import AclAuthorizer
 from odradek.metadata.config_entities import ZkConfigManager
 from odradek.metadata.config_znodes import ConfigType
 from odradek.metadata.embedded import EmbeddedStore
@@ -53,7 +54,7 @@ from odradek.replication.partition import Partition, PartitionState
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
-from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components
+from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components, start_authorizer
 from odradek.server.config import Endpoint, KafkaConfig
 from odradek.server.listener_security import ListenerSecurity, listener_securities
 from odradek.server.listeners import bind_listeners, controller_listener, registration
@@ -85,7 +86,7 @@ class Broker:
         self._external_store = store
         self.store: CoordinationStore | None = store
         self._embedded: EmbeddedStore | None = None
-        self.metadata_cache = MetadataCache()
+        self.metadata_cache = MetadataCache(config.inter_broker_listener_name)
         self.admin = AdminManager(self)
         self.handler = RequestHandler(self)
         self.socket_server = SocketServer(
@@ -113,6 +114,8 @@ class Broker:
         self._user_configs: ZkConfigManager | None = None
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self._highest_controller_epoch = 0
+        self.broker_epoch = -1  # its registration's czxid (KIP-380): older ones are STALE_BROKER_EPOCH
+        self.authorizer: AclAuthorizer | None = None  # with authorizer.class.name, before the listeners
         self._tasks: list[asyncio.Task[None]] = []
         self._watches: list[WatchHandle] = []
         self.started = False
@@ -166,6 +169,7 @@ class Broker:
         await zk.create_top_level_paths()
         self.cluster_id = await zk.get_or_create_cluster_id()
         check_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
+        self.authorizer = await start_authorizer(self.config, store)
         self._components = components = build_components(
             self.config,
             zk,
@@ -224,7 +228,7 @@ class Broker:
 
     async def _register(self) -> None:
         """``/brokers/ids/<id>`` (see :func:`~odradek.server.listeners.registration`)."""
-        await self.zk.register_broker(registration(self.config, self.endpoints))
+        self.broker_epoch = await self.zk.register_broker(registration(self.config, self.endpoints))
 
     async def _on_session_event(self, state: SessionState) -> None:
         """After a session expiry our ephemeral znodes are gone: register again and rejoin the
@@ -375,7 +379,9 @@ class Broker:
                         security=self.inter_broker_security,
                     ) as conn:
                         version = conn.version_for(controlled_shutdown.API_KEY, 1)
-                        response = await conn.send(controlled_shutdown.encode(self.broker_id, version))
+                        response = await conn.send(
+                            controlled_shutdown.encode(self.broker_id, version, self.broker_epoch)
+                        )
                     error, still_led = controlled_shutdown.decode_response(response)
                     remaining = len(still_led)
                     if error == ErrorCode.none and remaining == 0:
@@ -402,6 +408,9 @@ class Broker:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(stop(), SHUTDOWN_STEP_TIMEOUT_S)
         await self.socket_server.stop()
+        if self.authorizer is not None:
+            with contextlib.suppress(Exception):
+                await self.authorizer.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -25,10 +25,13 @@ from odradek.coordinator.transaction.config import TransactionCoordinatorConfig
 from odradek.coordinator.transaction.coordinator import TransactionCoordinatorDeps
 from odradek.coordinator.transaction.markers import MarkerWriter
 from odradek.coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC
+from odradek.metadata.authorizer import AclAuthorizer, is_acl_authorizer
 from odradek.metadata.kafka_zk_client import KafkaZkClient
+from odradek.metadata.store import CoordinationStore
 from odradek.replication.fetcher import FetcherConfig
 from odradek.replication.partition import IsrWriter
 from odradek.replication.replica_manager import ReplicaManager
+from odradek.security.acl import ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG, SUPER_USERS_CONFIG
 from odradek.server.config import KafkaConfig
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
@@ -111,3 +114,20 @@ def build_components(
         )
     )
     return BrokerComponents(zk, producer_ids, replica_manager, group_coordinator, transaction_coordinator)
+
+
+async def start_authorizer(config: KafkaConfig, store: CoordinationStore) -> AclAuthorizer | None:
+    """Kafka's AclAuthorizer, loaded from the store and following its change folders, when
+    ``authorizer.class.name`` names it; None when the key is blank (no authorization). The class
+    name was checked when the configuration was read."""
+    if not is_acl_authorizer(config["authorizer.class.name"]):
+        return None
+    authorizer = AclAuthorizer(
+        store,
+        {
+            SUPER_USERS_CONFIG: str(config["super.users"] or ""),
+            ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG: "true" if config["allow.everyone.if.no.acl.found"] else "false",
+        },
+    )
+    await authorizer.start()
+    return authorizer

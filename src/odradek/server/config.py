@@ -22,6 +22,7 @@ from typing import Any
 from odradek.configdef import ConfigDef, at_least, between, one_of
 from odradek.configdef import parse_properties as parse_properties
 from odradek.errors import InvalidConfigError
+from odradek.metadata.authorizer import is_acl_authorizer
 from odradek.security.listener_config import LISTENER_PREFIX, listener_config
 from odradek.security.tls import SSL_CONFIG
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, gzip_level, metadata_version
@@ -464,6 +465,28 @@ BROKER_CONFIGS = (
         "How often partitions forget expired producer ids and producers whose batches retention removed.",
         at_least(1),
     )
+    # --- authorization
+    .define(
+        "authorizer.class.name",
+        "string",
+        "",
+        "Authorizer of every request: `kafka.security.authorizer.AclAuthorizer` (ACLs in ZooKeeper under "
+        "/kafka-acl, see docs/security.md; Kafka's pre-3.0 `kafka.security.auth.SimpleAclAuthorizer` is "
+        "an alias). Empty: no authorization, and the controller's requests are served only on the "
+        "inter-broker listener. Any other class is refused at start-up.",
+    )
+    .define(
+        "super.users",
+        "string",
+        "",
+        "Principals the authorizer allows everything, separated by `;` (`User:admin;User:broker`).",
+    )
+    .define(
+        "allow.everyone.if.no.acl.found",
+        "boolean",
+        False,
+        "With the authorizer: a resource with no ACL at all is allowed to everyone when true.",
+    )
     # --- housekeeping
     .define("background.threads", "int", 10, "Accepted for compatibility.")
     .define("request.timeout.ms", "int", 30000, "Timeout of requests the broker sends.", between(1, 2**31 - 1))
@@ -538,6 +561,10 @@ class KafkaConfig:
             self.listener_security_protocol(endpoint.listener)
         self.inter_broker_listener_name = self._inter_broker_listener()
         self.control_plane_listener_name = self._control_plane_listener()
+        try:
+            is_acl_authorizer(self.values["authorizer.class.name"])
+        except ValueError as exc:
+            raise InvalidConfigError(f"Invalid value for configuration authorizer.class.name: {exc}") from None
 
     def listener_security_protocol(self, listener: str) -> str:
         """The security protocol of ``listener``; InvalidConfigError (Kafka's message) when the

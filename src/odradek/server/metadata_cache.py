@@ -45,7 +45,9 @@ class TopicMetadata:
 
 
 class MetadataCache:
-    def __init__(self) -> None:
+    def __init__(self, inter_broker_listener: str | None = None) -> None:
+        self.inter_broker_listener = inter_broker_listener
+        """The listener :meth:`broker_address` answers for (None: each broker's first)."""
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self.controller_id: int = -1
@@ -128,6 +130,10 @@ class MetadataCache:
         return -1 if state is None else int(state.leader)
 
     def broker_address(self, broker_id: int) -> tuple[str, int] | None:
-        """(host, port) of a live broker's first listener; None if it is not live."""
+        """(host, port) of a live broker's inter-broker listener (its first listener when that is
+        not known); None if it is not live. What the transaction markers are sent to."""
         info = self.brokers.get(broker_id)
-        return None if info is None else (info.host, info.port)
+        if info is None:
+            return None
+        by_listener = info.endpoint_map().get(self.inter_broker_listener or "")
+        return by_listener if by_listener is not None else (info.host, info.port)

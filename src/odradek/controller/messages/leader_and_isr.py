@@ -34,7 +34,13 @@ MAX_VERSION = VERSIONS[API_KEY].stop - 1
 """v7: what Kafka 3.9's ZooKeeper controller sends, and the highest this broker answers."""
 
 
-def encode(request: LeaderAndIsrRequest, version: int, brokers: Mapping[int, BrokerInfo], listener: str) -> Any:
+def encode(
+    request: LeaderAndIsrRequest,
+    version: int,
+    brokers: Mapping[int, BrokerInfo],
+    listener: str,
+    broker_epoch: int = -1,
+) -> Any:
     """The wire request at ``version``; ``brokers`` gives the leaders' ``listener`` endpoints."""
     cls = request_class(API_KEY, version)
     state_cls = nested(cls, "LeaderAndIsrPartitionState")
@@ -82,7 +88,7 @@ def encode(request: LeaderAndIsrRequest, version: int, brokers: Mapping[int, Bro
         controller_id=request.controller_id,
         is_k_raft_controller=False,
         controller_epoch=request.controller_epoch,
-        broker_epoch=-1,
+        broker_epoch=broker_epoch,
         type=0,
         live_leaders=tuple(live_leaders),
         **layout,

@@ -42,7 +42,7 @@ MAX_VERSION = VERSIONS[API_KEY].stop - 1
 EPOCH_DURING_DELETE = -2
 
 
-def encode(request: StopReplicaRequest, version: int) -> Any:
+def encode(request: StopReplicaRequest, version: int, broker_epoch: int = -1) -> Any:
     """The wire request at ``version``."""
     cls = request_class(API_KEY, version)
     grouped = by_topic(dict.fromkeys(request.partitions))
@@ -84,7 +84,7 @@ def encode(request: StopReplicaRequest, version: int) -> Any:
         controller_id=request.controller_id,
         is_k_raft_controller=False,
         controller_epoch=request.controller_epoch,
-        broker_epoch=-1,
+        broker_epoch=broker_epoch,
         delete_partitions=request.delete_partitions,
         **fields,
     )

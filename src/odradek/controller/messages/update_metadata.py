@@ -76,7 +76,7 @@ def _live_broker(cls: type, info: BrokerInfo, version: int, listener: str) -> An
     )
 
 
-def encode(request: UpdateMetadataRequest, version: int, listener: str) -> Any:
+def encode(request: UpdateMetadataRequest, version: int, listener: str, broker_epoch: int = -1) -> Any:
     """The wire request at ``version``; ``listener`` names the v0 host/port of each broker."""
     cls = request_class(API_KEY, version)
     state_cls = nested(cls, "UpdateMetadataPartitionState")
@@ -120,7 +120,7 @@ def encode(request: UpdateMetadataRequest, version: int, listener: str) -> Any:
         is_k_raft_controller=False,
         type=0,
         controller_epoch=request.controller_epoch,
-        broker_epoch=-1,
+        broker_epoch=broker_epoch,
         **layout,
         live_brokers=tuple(_live_broker(cls, b, version, listener) for b in brokers),
     )

@@ -9,7 +9,8 @@ Advertised versions are one Kafka release: every served API's maximum is Kafka 3
 maxima). Minima are Kafka 3.9's too, except where the protocol library has no codec for the
 oldest versions: there they are Kafka 4.0's (KIP-896 removed Produce v0-2, Fetch v0-3,
 ListOffsets v0, CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0,
-OffsetForLeaderEpoch v0-1, WriteTxnMarkers v0 and AlterReplicaLogDirs v0). A unit test holds
+DescribeAcls v0, CreateAcls v0, DeleteAcls v0, OffsetForLeaderEpoch v0-1, WriteTxnMarkers v0 and
+AlterReplicaLogDirs v0). A unit test holds
 the registry to this table.
 """
 
@@ -24,19 +25,24 @@ from odradek.server.apis import (
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -112,6 +118,11 @@ _MODULES: list[ModuleType] = [
     offset_delete,
     sasl_handshake,
     sasl_authenticate,
+    describe_acls,
+    create_acls,
+    delete_acls,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 ]
 
 API_HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in _MODULES}
@@ -152,6 +163,9 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DESCRIBE_ACLS: (0, 3),
+    ApiKey.CREATE_ACLS: (0, 3),
+    ApiKey.DELETE_ACLS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.ELECT_LEADERS: (0, 2),
@@ -160,6 +174,8 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
@@ -175,6 +191,9 @@ KAFKA_4_0_MINIMA: dict[int, int] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: 2,
     ApiKey.WRITE_TXN_MARKERS: 1,
     ApiKey.DESCRIBE_CONFIGS: 1,
+    ApiKey.DESCRIBE_ACLS: 1,
+    ApiKey.CREATE_ACLS: 1,
+    ApiKey.DELETE_ACLS: 1,
     ApiKey.ALTER_REPLICA_LOG_DIRS: 1,
     ApiKey.DESCRIBE_LOG_DIRS: 1,
 }

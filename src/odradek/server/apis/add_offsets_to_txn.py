@@ -11,8 +11,10 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.txn_support import for_version
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
@@ -22,6 +24,12 @@ MAX_VERSION = 4
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.response(
+            throttle_time=datetime.timedelta(0), error_code=ErrorCode.transactional_id_authorization_failed
+        )
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return ctx.response(throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed)
     txn = ctx.broker.transaction_coordinator
     error = await txn.add_offsets(req.transactional_id, int(req.producer_id), int(req.producer_epoch), req.group_id)
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=for_version(error, ctx.api_version, 2))

@@ -16,6 +16,7 @@ from typing import Any
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.txn_support import for_version
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster, filter_authorized
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
@@ -24,21 +25,46 @@ MAX_VERSION = 5
 
 
 async def _one(ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: Any, verify: bool) -> Any:
-    partitions = [(str(t.name), int(p)) for t in topics for p in t.partitions]
-    txn = ctx.broker.transaction_coordinator
-    error = await txn.add_partitions(txn_id, pid, epoch, partitions, verify_only=verify)
-    error = for_version(error, ctx.api_version, 2)
+    refused = _refused_topics(ctx, txn_id, topics)
+    if refused is None:
+        partitions = [(str(t.name), int(p)) for t in topics for p in t.partitions]
+        txn = ctx.broker.transaction_coordinator
+        error = await txn.add_partitions(txn_id, pid, epoch, partitions, verify_only=verify)
+        error = for_version(error, ctx.api_version, 2)
     return tuple(
         ctx.make(
             "AddPartitionsToTxnTopicResult",
             name=t.name,
             results_by_partition=tuple(
-                ctx.make("AddPartitionsToTxnPartitionResult", partition_index=int(p), partition_error_code=error)
+                ctx.make(
+                    "AddPartitionsToTxnPartitionResult",
+                    partition_index=int(p),
+                    partition_error_code=error
+                    if refused is None
+                    else refused.get(t.name, ErrorCode.operation_not_attempted),
+                )
                 for p in t.partitions
             ),
         )
         for t in topics
     )
+
+
+def _refused_topics(ctx: RequestContext, txn_id: str, topics: Any) -> dict[str, ErrorCode] | None:
+    """Kafka's checks before anything is added: WRITE on the transactional id (else every
+    partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (TOPIC_AUTHORIZATION_FAILED)
+    and the topic known (UNKNOWN_TOPIC_OR_PARTITION); the other topics of a refused request are
+    answered OPERATION_NOT_ATTEMPTED. None: nothing refused."""
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+        return {t.name: ErrorCode.transactional_id_authorization_failed for t in topics}
+    writable = filter_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, topics, lambda t: t.name)
+    cache = ctx.broker.metadata_cache
+    refused = {
+        t.name: ErrorCode.topic_authorization_failed if t.name not in writable else ErrorCode.unknown_topic_or_partition
+        for t in topics
+        if t.name not in writable or cache.topic(t.name) is None
+    }
+    return refused or None
 
 
 async def handle(ctx: RequestContext) -> Any:
@@ -53,6 +79,13 @@ async def handle(ctx: RequestContext) -> Any:
             False,
         )
         return ctx.response(throttle_time=datetime.timedelta(0), results_by_topic_v3_and_below=results)
+    verify_only = all(bool(t.verify_only) for t in req.transactions)
+    if not verify_only and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return ctx.response(
+            throttle_time=datetime.timedelta(0),
+            error_code=ErrorCode.cluster_authorization_failed,
+            results_by_transaction=(),
+        )
     by_txn = []
     for t in req.transactions:
         topics = await _one(

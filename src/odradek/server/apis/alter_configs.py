@@ -28,6 +28,7 @@ from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTo
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
 from odradek.server.apis.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, topic_exists
+from odradek.server.auth_helper import AclOperation, config_refusal
 from odradek.server.dynamic_config import set_broker_overrides
 from odradek.server.request import RequestContext
 
@@ -81,8 +82,12 @@ async def answer_resources(
     responses = []
     for resource in ctx.request.resources:
         error, message = ErrorCode.none, None
+        refusal = config_refusal(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
         try:
-            await alter(ctx, resource, validate_only)
+            if refusal is not None:
+                error = refusal
+            else:
+                await alter(ctx, resource, validate_only)
         except KafkaError as exc:
             error, message = exc.error_code, str(exc) or None
         except Exception as exc:

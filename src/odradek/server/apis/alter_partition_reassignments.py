@@ -16,6 +16,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -32,6 +33,13 @@ async def handle(ctx: RequestContext) -> Any:
         for p in t.partitions
     }
     results = None
+    if not authorize_cluster(ctx, AclOperation.ALTER):
+        return ctx.response(
+            throttle_time=datetime.timedelta(0),
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=CLUSTER_AUTHORIZATION_MESSAGE,
+            responses=(),
+        )
     if controller is not None and controller.active:
         results = await controller.alter_partition_reassignments(targets)
     if results is None:

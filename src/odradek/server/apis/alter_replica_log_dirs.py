@@ -17,6 +17,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -30,13 +31,16 @@ log = logging.getLogger(__name__)
 async def handle(ctx: RequestContext) -> Any:
     mover = ctx.broker.replica_manager.alter_log_dirs
     by_topic: dict[str, list[Any]] = {}
+    allowed = authorize_cluster(ctx, AclOperation.ALTER)
     for directory in ctx.request.dirs:
         for topic in directory.topics:
             for index in topic.partitions:
                 tp = TopicPartition(topic.name, int(index))
                 try:
-                    mover.alter(tp, directory.path)
-                    error = ErrorCode.none
+                    error = ErrorCode.cluster_authorization_failed
+                    if allowed:
+                        mover.alter(tp, directory.path)
+                        error = ErrorCode.none
                 except KafkaError as exc:
                     error = exc.error_code
                 except Exception:

@@ -26,6 +26,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.CREATE_PARTITIONS
@@ -65,13 +66,16 @@ async def handle(ctx: RequestContext) -> Any:
     timeout_ms = int(req.timeout.total_seconds() * 1000)
     validate_only = bool(req.validate_only)
     counts = Counter(t.name for t in req.topics)
-    unique = [t for t in req.topics if counts[t.name] == 1]
+    alterable = filter_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, req.topics, lambda t: t.name)
+    unique = [t for t in req.topics if counts[t.name] == 1 and t.name in alterable]
     outcomes = iter(await asyncio.gather(*(_grow(ctx, t, validate_only, timeout_ms) for t in unique)))
     results = []
     for t in req.topics:
         message: str | None
         if counts[t.name] > 1:
             error, message = ErrorCode.invalid_request, "Duplicate topic in request."
+        elif t.name not in alterable:
+            error, message = ErrorCode.topic_authorization_failed, "The topic authorization is failed."
         else:
             error, message = next(outcomes)
         results.append(ctx.make("CreatePartitionsTopicResult", name=t.name, error_code=error, error_message=message))

@@ -33,6 +33,7 @@ from typing import Any
 from odradek.errors import ErrorCode, InvalidConfigError, KafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.describe_configs import ConfigEntry, topic_config_entries
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.CREATE_TOPICS
@@ -110,11 +111,17 @@ async def handle(ctx: RequestContext) -> Any:
     validate_only = bool(req.validate_only)
     counts = Counter(t.name for t in req.topics)
     duplicates = {name for name, n in counts.items() if n > 1}
-    pending = [_create(ctx, t, validate_only, timeout_ms) for t in req.topics if t.name not in duplicates]
-    created = iter(await asyncio.gather(*pending))
+    if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False):
+        creatable = {t.name for t in req.topics}
+    else:
+        creatable = filter_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, req.topics, lambda t: t.name)
+    wanted = [t for t in req.topics if t.name not in duplicates and t.name in creatable]
+    created = iter(await asyncio.gather(*(_create(ctx, t, validate_only, timeout_ms) for t in wanted)))
     results: list[_Result] = []
     for t in req.topics:
-        if t.name in duplicates:
+        if t.name not in creatable and t.name not in duplicates:
+            results.append(_Result(t.name, ErrorCode.topic_authorization_failed, "Authorization failed."))
+        elif t.name in duplicates:
             results.append(
                 _Result(
                     t.name,
@@ -125,6 +132,9 @@ async def handle(ctx: RequestContext) -> Any:
         else:
             results.append(next(created))
     with_configs = ctx.has("CreatableTopicConfigs")  # v5+
+    config_readable = filter_authorized(
+        ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, results, lambda r: r.name, log_if_denied=False
+    )
     topics = tuple(
         ctx.make(
             "CreatableTopicResult",
@@ -132,7 +142,7 @@ async def handle(ctx: RequestContext) -> Any:
             topic_id=r.topic_id,
             error_code=r.error,
             error_message=r.message,
-            topic_config_error_code=0,
+            topic_config_error_code=0 if r.name in config_readable else ErrorCode.topic_authorization_failed,
             num_partitions=r.num_partitions,
             replication_factor=r.replication_factor,
             configs=tuple(
@@ -146,7 +156,7 @@ async def handle(ctx: RequestContext) -> Any:
                 )
                 for c in r.configs
             )
-            if with_configs
+            if with_configs and r.name in config_readable
             else (),
         )
         for r in results

@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DELETE_GROUPS
@@ -20,7 +22,10 @@ MAX_VERSION = 2
 
 async def handle(ctx: RequestContext) -> Any:
     names = list(dict.fromkeys(ctx.request.groups_names))
-    results = await ctx.broker.group_coordinator.delete_groups(names)
+    deletable = filter_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    results: dict[str, ErrorCode] = dict.fromkeys(names, ErrorCode.group_authorization_failed)
+    if deletable:
+        results.update(await ctx.broker.group_coordinator.delete_groups([g for g in names if g in deletable]))
     return ctx.response(
         throttle_time=datetime.timedelta(0),
         results=tuple(ctx.make("DeletableGroupResult", group_id=g, error_code=results[g]) for g in names),

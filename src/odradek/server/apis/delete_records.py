@@ -21,6 +21,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -49,17 +50,21 @@ def delete_records(ctx: RequestContext, tp: TopicPartition, offset: int) -> int:
 
 async def handle(ctx: RequestContext) -> Any:
     topics = []
+    deletable = filter_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, ctx.request.topics, lambda t: t.name)
     for topic in ctx.request.topics:
         partitions = []
         for p in topic.partitions:
             error, low_watermark = ErrorCode.none, -1
-            try:
-                low_watermark = delete_records(ctx, TopicPartition(topic.name, p.partition_index), p.offset)
-            except KafkaError as exc:
-                error = exc.error_code
-            except Exception:
-                log.exception("DeleteRecords of %s-%d failed", topic.name, p.partition_index)
-                error = ErrorCode.unknown_server_error
+            if topic.name not in deletable:
+                error = ErrorCode.topic_authorization_failed
+            else:
+                try:
+                    low_watermark = delete_records(ctx, TopicPartition(topic.name, p.partition_index), p.offset)
+                except KafkaError as exc:
+                    error = exc.error_code
+                except Exception:
+                    log.exception("DeleteRecords of %s-%d failed", topic.name, p.partition_index)
+                    error = ErrorCode.unknown_server_error
             partitions.append(
                 ctx.make(
                     "DeleteRecordsPartitionResult",

@@ -24,6 +24,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DELETE_TOPICS
@@ -87,6 +88,22 @@ async def handle(ctx: RequestContext) -> Any:
     for i, (name, topic_id, error, _message) in enumerate(entries):
         if error is None and counts[name] > 1:
             entries[i] = (name, topic_id, ErrorCode.invalid_request, "Duplicate topic in request.")
+    deletable = filter_authorized(
+        ctx, AclOperation.DELETE, ResourceType.TOPIC, (n for n, _, e, _ in entries if e is None and n is not None)
+    )
+    by_id = ctx.api_version >= 6 and any(t.name is None for t in req.topics)
+    described = (
+        filter_authorized(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (n for n, _, _, _ in entries if n), log_if_denied=False
+        )
+        if by_id
+        else set()
+    )
+    for i, (name, topic_id, error, _message) in enumerate(entries):
+        if error is None and name is not None and name not in deletable:
+            # a topic named by id alone keeps its name from a principal that may not describe it
+            hidden = topic_id != ZERO_UUID and name not in described
+            entries[i] = (None if hidden else name, topic_id, ErrorCode.topic_authorization_failed, None)
     to_delete = [name for name, _, error, _ in entries if error is None and name is not None]
     outcomes = dict(zip(to_delete, await asyncio.gather(*(_delete(ctx, n, timeout_ms) for n in to_delete))))
     responses = []

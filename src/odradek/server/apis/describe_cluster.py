@@ -14,6 +14,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import CLUSTER_NAME, ResourceType, operations_field
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
@@ -21,7 +22,6 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 
 ENDPOINT_BROKERS = 1
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 async def handle(ctx: RequestContext) -> Any:
@@ -45,5 +45,7 @@ async def handle(ctx: RequestContext) -> Any:
         cluster_id=ctx.broker.cluster_id,
         controller_id=cache.controller_id,
         brokers=brokers,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=operations_field(
+            ctx, bool(ctx.request.include_cluster_authorized_operations), ResourceType.CLUSTER, CLUSTER_NAME
+        ),
     )

@@ -49,6 +49,7 @@ from odradek.configdef import ConfigDef, ConfigKey
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
+from odradek.server.auth_helper import AclOperation, config_refusal
 from odradek.server.config import BROKER_CONFIGS
 from odradek.server.request import RequestContext
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
@@ -345,9 +346,13 @@ async def handle(ctx: RequestContext) -> Any:
     for resource in ctx.request.resources:
         error, message = ErrorCode.none, None
         configs: tuple[Any, ...] = ()
+        refusal = config_refusal(ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
         try:
-            entries = await _describe(ctx, resource)
-            configs = tuple(_entry(ctx, e, include_synonyms) for e in entries)
+            if refusal is not None:
+                error = refusal
+            else:
+                entries = await _describe(ctx, resource)
+                configs = tuple(_entry(ctx, e, include_synonyms) for e in entries)
         except KafkaError as exc:
             error, message = exc.error_code, str(exc) or None
         except Exception as exc:

@@ -12,7 +12,15 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    authorized_operations,
+    has_authorizer,
+)
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
@@ -24,13 +32,25 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 """READ (3), DELETE (6), DESCRIBE (8): Kafka's AclOperation codes as a bit field."""
 
 
+def _operations(ctx: RequestContext, group_id: str, include: bool) -> int:
+    """The group's ``authorized_operations`` field: every group operation without an authorizer."""
+    if not include:
+        return AUTHORIZED_OPERATIONS_OMITTED
+    if not has_authorizer(ctx):
+        return GROUP_OPERATIONS
+    return authorized_operations(ctx, ResourceType.GROUP, group_id)
+
+
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     coordinator = ctx.broker.group_coordinator
     include_ops = bool(getattr(req, "include_authorized_operations", False))
     groups = []
     for group_id in req.groups:
-        error, message, summary = coordinator.describe_group(group_id, ctx.api_version)
+        if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            error, message, summary = coordinator.describe_group(group_id, ctx.api_version)
+        else:
+            error, message, summary = ErrorCode.group_authorization_failed, None, None
         members = ()
         if summary is not None:
             members = tuple(
@@ -55,7 +75,7 @@ async def handle(ctx: RequestContext) -> Any:
                 protocol_type=summary.protocol_type if summary else "",
                 protocol_data=summary.protocol if summary else "",
                 members=members,
-                authorized_operations=GROUP_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations=_operations(ctx, group_id, summary is not None and include_ops),
             )
         )
     return ctx.response(throttle_time=datetime.timedelta(0), groups=tuple(groups))

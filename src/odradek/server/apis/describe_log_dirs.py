@@ -20,6 +20,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -37,6 +38,10 @@ def _space(directory: Path) -> tuple[int, int] | None:
 
 
 async def handle(ctx: RequestContext) -> Any:
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return ctx.response(
+            throttle_time=datetime.timedelta(0), error_code=ErrorCode.cluster_authorization_failed, results=()
+        )
     wanted = (
         None
         if ctx.request.topics is None

@@ -16,6 +16,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -46,12 +47,16 @@ def active_producers(ctx: RequestContext, tp: TopicPartition) -> list[Any]:
 
 async def handle(ctx: RequestContext) -> Any:
     topics = []
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, ctx.request.topics, lambda t: t.name)
     for topic in ctx.request.topics:
         partitions = []
         for index in topic.partition_indexes:
             error, message, producers = ErrorCode.none, None, []
             try:
-                producers = active_producers(ctx, TopicPartition(topic.name, index))
+                if topic.name in readable:
+                    producers = active_producers(ctx, TopicPartition(topic.name, index))
+                else:
+                    error = ErrorCode.topic_authorization_failed
             except KafkaError as exc:
                 error, message = exc.error_code, str(exc) or None
             except Exception:

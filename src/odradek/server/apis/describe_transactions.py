@@ -14,7 +14,9 @@ import datetime
 from typing import Any
 
 from odradek.coordinator.transaction.coordinator import STATE_NAMES
+from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
@@ -28,7 +30,10 @@ async def handle(ctx: RequestContext) -> Any:
     txn = ctx.broker.transaction_coordinator
     states = []
     for txn_id in ctx.request.transactional_ids:
-        error, meta = txn.describe(txn_id)
+        if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            error, meta = txn.describe(txn_id)
+        else:
+            error, meta = ErrorCode.transactional_id_authorization_failed, None
         topics: dict[str, list[int]] = {}
         for topic, partition in sorted(meta.partitions if meta is not None else ()):
             topics.setdefault(topic, []).append(partition)

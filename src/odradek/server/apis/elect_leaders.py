@@ -15,6 +15,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -33,7 +34,11 @@ async def handle(ctx: RequestContext) -> Any:
         else {TopicPartition(t.topic, int(p)) for t in req.topic_partitions for p in t.partitions}
     )
     results = None
-    if controller is not None and controller.active:
+    top = ErrorCode.none
+    if not authorize_cluster(ctx, AclOperation.ALTER):
+        top = ErrorCode.cluster_authorization_failed
+        results = dict.fromkeys(partitions or (), top)
+    elif controller is not None and controller.active:
         results = await controller.elect_leaders(partitions, unclean=getattr(req, "election_type", 0) == UNCLEAN)
     if results is None:
         return ctx.response(
@@ -51,7 +56,7 @@ async def handle(ctx: RequestContext) -> Any:
         )
     return ctx.response(
         throttle_time=datetime.timedelta(0),
-        error_code=ErrorCode.none,
+        error_code=top,
         replica_election_results=tuple(
             ctx.make("ReplicaElectionResult", topic=t, partition_result=tuple(ps)) for t, ps in by_topic.items()
         ),

@@ -10,8 +10,10 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.txn_support import for_version
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.END_TXN
@@ -21,6 +23,10 @@ MAX_VERSION = 4
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.response(
+            throttle_time=datetime.timedelta(0), error_code=ErrorCode.transactional_id_authorization_failed
+        )
     error = await ctx.broker.transaction_coordinator.end_txn(
         req.transactional_id, int(req.producer_id), int(req.producer_epoch), bool(req.committed)
     )

@@ -31,6 +31,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.fetch_response import FetchedPartition, NodeEndpoint, encode_fetch_response
 from odradek.replication.replica_manager import FetchRequestPartition
 from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, hinted_brokers
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
 from odradek.server.metadata_cache import ZERO_UUID
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
@@ -55,11 +56,17 @@ async def handle(ctx: RequestContext) -> list[Any]:
     keys: dict[str, Any] = {}  # topic name -> how the response names it (name, or id from v13)
     unknown: list[tuple[Any, list[FetchedPartition]]] = []
     requests: list[FetchRequestPartition] = []
+    replica_id = _replica_id(req, version)
+    readable = _readable(ctx, replica_id, req.topics, names if by_id else None)
+    denied: list[tuple[Any, list[FetchedPartition]]] = []
     for t in req.topics:
         topic_id = (t.topic_id or ZERO_UUID) if by_id else None  # kio reads the zero id as None
         name = names.get(topic_id) if topic_id is not None else t.topic
         if name is None:
             unknown.append((topic_id, [_unknown_topic_id(p.partition) for p in t.partitions]))
+            continue
+        if name not in readable:
+            denied.append((topic_id if by_id else name, [_denied(p.partition) for p in t.partitions]))
             continue
         keys[name] = topic_id if by_id else name
         requests.extend(
@@ -75,11 +82,11 @@ async def handle(ctx: RequestContext) -> list[Any]:
     max_wait_ms = int(req.max_wait.total_seconds() * 1000)
     results = await ctx.broker.replica_manager.fetch_messages(
         requests,
-        max_wait_ms=max_wait_ms if not unknown else 0,
+        max_wait_ms=0 if unknown or (denied and not requests) else max_wait_ms,
         min_bytes=req.min_bytes,
         max_bytes=getattr(req, "max_bytes", 2**31 - 1),
         isolation_level=getattr(req, "isolation_level", 0),
-        replica_id=_replica_id(req, version),
+        replica_id=replica_id,
     )
     by_topic: dict[Any, list[FetchedPartition]] = {}
     for r in results:
@@ -98,7 +105,7 @@ async def handle(ctx: RequestContext) -> list[Any]:
                 else None,
             )
         )
-    topics = list(by_topic.items()) + unknown
+    topics = list(by_topic.items()) + denied + unknown
     return encode_fetch_response(
         version, ctx.header.correlation_id, topics, node_endpoints=_node_endpoints(ctx, by_topic.values())
     )
@@ -108,6 +115,20 @@ def _node_endpoints(ctx: RequestContext, answered: Any) -> list[NodeEndpoint]:
     """The hinted leaders' addresses (v16+ ``node_endpoints``); empty when nothing was hinted."""
     leaders = (p.current_leader[0] for parts in answered for p in parts if p.current_leader)
     return [NodeEndpoint(b.id, b.host, b.port, b.rack) for b in hinted_brokers(ctx, leaders)]
+
+
+def _readable(ctx: RequestContext, replica_id: int, topics: Any, names: Any) -> set[str]:
+    """The topics this fetch may read: every one for a follower with CLUSTER_ACTION, none for a
+    follower without it, else those the consumer may READ (Kafka's ``handleFetchRequest``)."""
+    requested = [names.get(t.topic_id or ZERO_UUID) if names is not None else t.topic for t in topics]
+    present = [n for n in requested if n is not None]
+    if replica_id >= 0:
+        return set(present) if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION) else set()
+    return filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, present)
+
+
+def _denied(partition: int) -> FetchedPartition:
+    return FetchedPartition(partition, int(ErrorCode.topic_authorization_failed), -1, -1, -1, b"")
 
 
 def _unknown_topic_id(partition: int) -> FetchedPartition:

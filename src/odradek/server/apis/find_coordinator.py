@@ -18,6 +18,8 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.security.acl import authorization_error
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.FIND_COORDINATOR
@@ -26,9 +28,12 @@ MAX_VERSION = 6
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+_RESOURCES = {GROUP_KEY: ResourceType.GROUP, TRANSACTION_KEY: ResourceType.TRANSACTIONAL_ID}
 
 
 async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
+    if key_type in _RESOURCES and not authorize(ctx, AclOperation.DESCRIBE, _RESOURCES[key_type], key):
+        return authorization_error(_RESOURCES[key_type]), -1, "", -1
     if key_type == GROUP_KEY:
         error, node_id = await ctx.broker.group_coordinator.find_coordinator(key)
     elif key_type == TRANSACTION_KEY:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.HEARTBEAT
@@ -20,6 +22,8 @@ MAX_VERSION = 4
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return ctx.response(throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed)
     error = ctx.broker.group_coordinator.heartbeat(
         req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id
     )

@@ -13,6 +13,13 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    authorize_by_resource_type,
+    authorize_cluster,
+)
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
@@ -20,8 +27,21 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
+def _refused(ctx: RequestContext, error: ErrorCode) -> Any:
+    return ctx.response(throttle_time=datetime.timedelta(0), error_code=error, producer_id=-1, producer_epoch=-1)
+
+
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
+    if req.transactional_id is not None and not authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id
+    ):
+        return _refused(ctx, ErrorCode.transactional_id_authorization_failed)
+    if req.transactional_id is None and not (
+        authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE)
+        or authorize_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        return _refused(ctx, ErrorCode.cluster_authorization_failed)
     if req.transactional_id is not None:
         timeout_ms = int(req.transaction_timeout.total_seconds() * 1000)
         error, pid, epoch = await ctx.broker.transaction_coordinator.init_producer_id(

@@ -17,7 +17,9 @@ import datetime
 from typing import Any
 
 from odradek.coordinator.group.member import JoinRequest
+from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.JOIN_GROUP
@@ -41,6 +43,18 @@ def millis(value: datetime.timedelta | int) -> int:
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     version = ctx.api_version
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return ctx.response(
+            throttle_time=datetime.timedelta(0),
+            error_code=ErrorCode.group_authorization_failed,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if version >= 7 else "",
+            leader="",
+            skip_assignment=False,
+            member_id="",
+            members=(),
+        )
     session_ms = millis(req.session_timeout)
     rebalance = getattr(req, "rebalance_timeout", None)
     result = await ctx.broker.group_coordinator.join_group(

@@ -5,7 +5,8 @@ message becomes :class:`odradek.controller.requests.LeaderAndIsrRequest` and goe
 ``Broker.handle_leader_and_isr``, which answers an error code per partition. A
 ``controller_epoch`` older than the highest this broker has seen is refused as a whole:
 STALE_CONTROLLER_EPOCH at the top and for every partition, nothing applied (Kafka's
-``LeaderAndIsrRequest.getErrorResponse``).
+``LeaderAndIsrRequest.getErrorResponse``); so are CLUSTER_AUTHORIZATION_FAILED and
+STALE_BROKER_EPOCH (:mod:`odradek.server.apis.controller_request`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from odradek.controller.messages import leader_and_isr as message
 from odradek.errors import ErrorCode, StaleControllerEpochError
+from odradek.server.apis.controller_request import refusal
 from odradek.server.request import RequestContext
 
 API_KEY = message.API_KEY
@@ -23,6 +25,10 @@ MAX_VERSION = message.MAX_VERSION
 
 async def handle(ctx: RequestContext) -> Any:
     request = message.decode(ctx.request, ctx.api_version)
+    refused = refusal(ctx)
+    if refused is not None:
+        denied = dict.fromkeys(request.partition_states, refused)
+        return message.encode_response(ctx.api_version, refused, denied, request.topic_ids)
     try:
         errors = await ctx.broker.handle_leader_and_isr(request)
     except StaleControllerEpochError:

@@ -14,6 +14,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.LEAVE_GROUP
@@ -27,6 +28,10 @@ async def handle(ctx: RequestContext) -> Any:
         leaving = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in req.members]
     else:
         leaving = [(req.member_id, None, None)]
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return ctx.response(
+            throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed, members=()
+        )
     error, member_errors = ctx.broker.group_coordinator.leave_group(req.group_id, leaving)
     if ctx.api_version < 3:
         if error is ErrorCode.none:

@@ -12,6 +12,7 @@ import datetime
 from typing import Any
 
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.LIST_GROUPS
@@ -24,6 +25,11 @@ async def handle(ctx: RequestContext) -> Any:
     error, overviews = ctx.broker.group_coordinator.list_groups(
         getattr(req, "states_filter", ()) or (), getattr(req, "types_filter", ()) or ()
     )
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):
+        visible = filter_authorized(
+            ctx, AclOperation.DESCRIBE, ResourceType.GROUP, overviews, lambda g: g.group_id, log_if_denied=False
+        )
+        overviews = [g for g in overviews if g.group_id in visible]
     groups = tuple(
         ctx.make(
             "ListedGroup",

@@ -14,6 +14,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -27,17 +28,21 @@ async def handle(ctx: RequestContext) -> Any:
     rm = ctx.broker.replica_manager
     isolation = getattr(req, "isolation_level", 0)
     topics = []
+    described = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, req.topics, lambda t: t.name)
     for topic in req.topics:
         partitions = []
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
             error = ErrorCode.none
             offset, timestamp, epoch = -1, -1, -1
-            try:
-                offset, timestamp = rm.fetch_offset_for_timestamp(tp, p.timestamp, isolation)
-                epoch = rm.get_partition(tp).leader_epoch if offset >= 0 else -1
-            except KafkaError as exc:
-                error = exc.error_code
+            if topic.name not in described:
+                error = ErrorCode.topic_authorization_failed
+            else:
+                try:
+                    offset, timestamp = rm.fetch_offset_for_timestamp(tp, p.timestamp, isolation)
+                    epoch = rm.get_partition(tp).leader_epoch if offset >= 0 else -1
+                except KafkaError as exc:
+                    error = exc.error_code
             partitions.append(
                 ctx.make(
                     "ListOffsetsPartitionResponse",

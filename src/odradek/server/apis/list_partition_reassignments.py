@@ -13,6 +13,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -23,6 +24,13 @@ MAX_VERSION = 0
 
 async def handle(ctx: RequestContext) -> Any:
     controller = ctx.broker.controller
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return ctx.response(
+            throttle_time=datetime.timedelta(0),
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=CLUSTER_AUTHORIZATION_MESSAGE,
+            topics=(),
+        )
     topics = ctx.request.topics
     wanted = None if topics is None else {TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes}
     moves = controller.list_partition_reassignments(wanted) if controller is not None else None

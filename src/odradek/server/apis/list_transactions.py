@@ -14,6 +14,7 @@ from typing import Any
 
 from odradek.coordinator.transaction.coordinator import STATE_NAMES
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
@@ -28,6 +29,14 @@ async def handle(ctx: RequestContext) -> Any:
     duration = int(getattr(req, "duration_filter", -1))
     producer_ids = {int(p) for p in req.producer_id_filters or ()}
     error, found = ctx.broker.transaction_coordinator.list(wanted, producer_ids, duration)
+    visible = filter_authorized(
+        ctx,
+        AclOperation.DESCRIBE,
+        ResourceType.TRANSACTIONAL_ID,
+        found,
+        lambda m: m.transactional_id,
+        log_if_denied=False,
+    )
     states = tuple(
         ctx.make(
             "TransactionState",
@@ -36,6 +45,7 @@ async def handle(ctx: RequestContext) -> Any:
             transaction_state=STATE_NAMES[m.state],
         )
         for m in found
+        if m.transactional_id in visible
     )
     return ctx.response(
         throttle_time=datetime.timedelta(0), error_code=error, unknown_state_filters=unknown, transaction_states=states

@@ -25,14 +25,20 @@ from typing import Any
 from odradek.errors import ErrorCode
 from odradek.metadata.znodes import BrokerInfo
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import (
+    CLUSTER_NAME,
+    AclOperation,
+    ResourceType,
+    filter_authorized,
+    may_auto_create,
+    operations_field,
+)
 from odradek.server.metadata_cache import TopicMetadata
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
 MAX_VERSION = 12
-
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def _partitions(ctx: RequestContext, meta: TopicMetadata) -> tuple[Any, ...]:
@@ -67,7 +73,12 @@ def _topic(ctx: RequestContext, name: str | None, error: ErrorCode, meta: TopicM
         topic_id=meta.topic_id if meta else uuid.UUID(int=0),
         is_internal=meta.is_internal if meta else False,
         partitions=_partitions(ctx, meta) if meta else (),
-        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        topic_authorized_operations=operations_field(
+            ctx,
+            meta is not None and bool(getattr(ctx.request, "include_topic_authorized_operations", False)),
+            ResourceType.TOPIC,
+            name or "",
+        ),
     )
 
 
@@ -93,6 +104,9 @@ async def handle(ctx: RequestContext) -> Any:
         explicit = True
     allow_auto = getattr(req, "allow_auto_topic_creation", True)
     topics = []
+    described = filter_authorized(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (n for _, n in wanted if n is not None), log_if_denied=explicit
+    )
     for topic_id, name in wanted:
         if name is None:
             unknown_id = ctx.api_version >= 12 and topic_id not in (None, uuid.UUID(int=0))
@@ -100,6 +114,10 @@ async def handle(ctx: RequestContext) -> Any:
             topics.append(_topic(ctx, None if ctx.api_version >= 12 else "", error, None))
             continue
         meta = cache.topic(name)
+        if name not in described or (meta is None and explicit and allow_auto and not may_auto_create(ctx, name)):
+            if explicit:  # "every topic" leaves out what the principal may not describe
+                topics.append(_topic(ctx, name, ErrorCode.topic_authorization_failed, None))
+            continue
         if meta is None and explicit:
             error = await broker.admin.maybe_auto_create(name, allow_auto)
             meta = cache.topic(name)
@@ -125,5 +143,7 @@ async def handle(ctx: RequestContext) -> Any:
         cluster_id=broker.cluster_id,
         controller_id=cache.controller_id,
         topics=tuple(topics),
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=operations_field(
+            ctx, bool(getattr(req, "include_cluster_authorized_operations", False)), ResourceType.CLUSTER, CLUSTER_NAME
+        ),
     )

@@ -29,6 +29,7 @@ from odradek.errors import ErrorCode
 from odradek.protocol import legacy_messages as legacy
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.join_group import millis
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
@@ -62,12 +63,18 @@ async def handle(ctx: RequestContext) -> Any:
     max_metadata = int(broker.config["offset.metadata.max.bytes"])
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    group_allowed = authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id)
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, req.topics, lambda t: t.name)
     for topic in req.topics:
         meta = broker.metadata_cache.topic(topic.name)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
-            if meta is None or tp.partition not in meta.partitions:
+            if not group_allowed:
+                errors[tp] = ErrorCode.group_authorization_failed
+            elif topic.name not in readable:
+                errors[tp] = ErrorCode.topic_authorization_failed
+            elif meta is None or tp.partition not in meta.partitions:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
             elif version == 0 and len(metadata.encode("utf-8")) > max_metadata:
                 errors[tp] = ErrorCode.offset_metadata_too_large

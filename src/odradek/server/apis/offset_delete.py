@@ -13,6 +13,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
@@ -26,16 +27,21 @@ async def handle(ctx: RequestContext) -> Any:
     cache = ctx.broker.metadata_cache
     errors: dict[TopicPartition, ErrorCode] = {}
     wanted: list[TopicPartition] = []
+    throttle = datetime.timedelta(0)
+    if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, req.group_id):
+        return ctx.response(error_code=ErrorCode.group_authorization_failed, throttle_time=throttle, topics=())
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, req.topics, lambda t: t.name)
     for topic in req.topics:
         meta = cache.topic(topic.name)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            if meta is None or tp.partition not in meta.partitions:
+            if topic.name not in readable:
+                errors[tp] = ErrorCode.topic_authorization_failed
+            elif meta is None or tp.partition not in meta.partitions:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
             else:
                 wanted.append(tp)
     group_error, results = await ctx.broker.group_coordinator.delete_offsets(req.group_id, wanted)
-    throttle = datetime.timedelta(0)
     if group_error is not ErrorCode.none:
         return ctx.response(error_code=group_error, throttle_time=throttle, topics=())
     errors.update(results)

@@ -24,6 +24,7 @@ from odradek.coordinator.group.manager import OffsetFetchEntry
 from odradek.errors import ErrorCode
 from odradek.protocol import legacy_messages as legacy
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
@@ -62,7 +63,28 @@ async def _from_zookeeper(ctx: RequestContext, group_id: str, partitions: list[T
 def _fetch(
     ctx: RequestContext, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool
 ) -> tuple[ErrorCode, Entries]:
-    return ctx.broker.group_coordinator.fetch_offsets(group_id, require_stable, partitions)
+    """Kafka's checks: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED); requested
+    partitions of a topic not authorized for DESCRIBE answer TOPIC_AUTHORIZATION_FAILED, and
+    "every partition" (null topics) leaves such topics out."""
+    if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, {}
+    coordinator = ctx.broker.group_coordinator
+    if partitions is None:
+        error, entries = coordinator.fetch_offsets(group_id, require_stable, None)
+        visible = filter_authorized(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, entries, lambda tp: tp.topic, log_if_denied=False
+        )
+        return error, {tp: e for tp, e in entries.items() if tp.topic in visible}
+    allowed = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, partitions, lambda tp: tp.topic)
+    if len(allowed) == len({tp.topic for tp in partitions}):
+        return coordinator.fetch_offsets(group_id, require_stable, partitions)
+    error, entries = ErrorCode.none, {}
+    if allowed:
+        error, entries = coordinator.fetch_offsets(
+            group_id, require_stable, [tp for tp in partitions if tp.topic in allowed]
+        )
+    denied = OffsetFetchEntry(error=ErrorCode.topic_authorization_failed)
+    return error, {tp: entries.get(tp, denied) if tp.topic in allowed else denied for tp in partitions}
 
 
 def _topics(ctx: RequestContext, entries: Entries, topic_name: str, partition_name: str) -> tuple[Any, ...]:
@@ -94,7 +116,15 @@ async def handle(ctx: RequestContext) -> Any:
     version = ctx.api_version
     throttle = datetime.timedelta(0)
     if version == 0:
-        entries = await _from_zookeeper(ctx, req.group_id, _requested(req.topics) or [])
+        wanted = _requested(req.topics) or []
+        if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, req.group_id):
+            allowed = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted, lambda tp: tp.topic)
+            entries = await _from_zookeeper(ctx, req.group_id, [tp for tp in wanted if tp.topic in allowed])
+            refusal = ErrorCode.topic_authorization_failed
+        else:
+            entries, refusal = {}, ErrorCode.group_authorization_failed
+        for tp in wanted:
+            entries.setdefault(tp, OffsetFetchEntry(error=refusal))
         return legacy.OffsetFetchResponseV0(
             topics=tuple(
                 legacy.OffsetFetchResponseTopicV0(

@@ -17,6 +17,7 @@ from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -28,16 +29,25 @@ MAX_VERSION = 4
 async def handle(ctx: RequestContext) -> Any:
     replica_manager = ctx.broker.replica_manager
     topics = []
+    if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION, log_if_denied=False):
+        described = {t.topic for t in ctx.request.topics}
+    else:  # consumers check for truncation with DESCRIBE (KIP-320)
+        described = filter_authorized(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, ctx.request.topics, lambda t: t.topic
+        )
     for topic in ctx.request.topics:
         partitions = []
         for p in topic.partitions:
             error, epoch, end_offset = ErrorCode.none, -1, -1
-            try:
-                epoch, end_offset = replica_manager.last_offset_for_leader_epoch(
-                    TopicPartition(topic.topic, p.partition), p.current_leader_epoch, p.leader_epoch
-                )
-            except KafkaError as exc:
-                error = exc.error_code
+            if topic.topic not in described:
+                error = ErrorCode.topic_authorization_failed
+            else:
+                try:
+                    epoch, end_offset = replica_manager.last_offset_for_leader_epoch(
+                        TopicPartition(topic.topic, p.partition), p.current_leader_epoch, p.leader_epoch
+                    )
+                except KafkaError as exc:
+                    error = exc.error_code
             partitions.append(
                 ctx.make(
                     "EpochEndOffset", error_code=error, partition=p.partition, leader_epoch=epoch, end_offset=end_offset

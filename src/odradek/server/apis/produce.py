@@ -33,12 +33,21 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError, RecordValidationError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, node_endpoints
+from odradek.server.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    filter_authorized,
+    has_authorizer,
+    may_auto_create,
+)
 from odradek.server.metadata_cache import INTERNAL_TOPICS
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
@@ -119,17 +128,55 @@ async def _wait_for_isr(ctx: RequestContext, answers: dict[str, list[_Answer]], 
             answer.error = error
 
 
+_TRANSACTIONAL_FLAG = 0x10
+_ATTRIBUTES = struct.Struct(">h")
+
+
+def _has_transactional_records(req: Any) -> bool:
+    """Whether some record batch of the request has the transactional attribute (byte 21 of a
+    v2 batch header; each batch's length at byte 8)."""
+    for topic_data in req.topic_data:
+        for pdata in topic_data.partition_data:
+            records = pdata.records
+            position = 0
+            while records is not None and position + 23 <= len(records):
+                if _ATTRIBUTES.unpack_from(records, position + 21)[0] & _TRANSACTIONAL_FLAG:
+                    return True
+                position += 12 + int.from_bytes(records[position + 8 : position + 12], "big", signed=True)
+    return False
+
+
+def _refusals(ctx: RequestContext, req: Any) -> dict[str, ErrorCode]:
+    """Kafka's ``handleProduceRequest`` checks, before anything is appended: transactional
+    records need WRITE on the request's transactional id (else every partition
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE (TOPIC_AUTHORIZATION_FAILED)."""
+    names = [t.name for t in req.topic_data]
+    if not has_authorizer(ctx):
+        return {}
+    if _has_transactional_records(req) and not (
+        req.transactional_id is not None
+        and authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)
+    ):
+        return dict.fromkeys(names, ErrorCode.transactional_id_authorization_failed)
+    writable = filter_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
+    return {n: ErrorCode.topic_authorization_failed for n in names if n not in writable}
+
+
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     broker = ctx.broker
     acks = req.acks
     with_record_errors = ctx.has("BatchIndexAndErrorMessage")  # v8+
     answers: dict[str, list[_Answer]] = {}
+    refused = _refusals(ctx, req)
     for topic_data in req.topic_data:
         name = topic_data.name
-        if broker.metadata_cache.topic(name) is None and acks in (0, 1, -1):
-            await broker.admin.maybe_auto_create(name, True)
         parts = answers.setdefault(name, [])
+        if name in refused:
+            parts.extend(_Answer(p.index, refused[name]) for p in topic_data.partition_data)
+            continue
+        if broker.metadata_cache.topic(name) is None and acks in (0, 1, -1) and may_auto_create(ctx, name):
+            await broker.admin.maybe_auto_create(name, True)
         for pdata in topic_data.partition_data:
             parts.append(await _append(ctx, name, pdata, acks))
     if acks == 0:

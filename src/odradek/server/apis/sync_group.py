@@ -16,6 +16,7 @@ from typing import Any
 from odradek.coordinator.group.member import SyncGroupResult
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.SYNC_GROUP
@@ -27,7 +28,9 @@ async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     protocol_type = getattr(req, "protocol_type", None)
     protocol_name = getattr(req, "protocol_name", None)
-    if ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        result = SyncGroupResult(ErrorCode.group_authorization_failed)
+    elif ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):
         result = SyncGroupResult(ErrorCode.inconsistent_group_protocol)
     else:
         result = await ctx.broker.group_coordinator.sync_group(

@@ -18,6 +18,7 @@ from typing import Any
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -32,12 +33,23 @@ async def handle(ctx: RequestContext) -> Any:
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     limit = int(ctx.broker.config["offset.metadata.max.bytes"])
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        refused: ErrorCode | None = ErrorCode.transactional_id_authorization_failed
+    elif not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        refused = ErrorCode.group_authorization_failed
+    else:
+        refused = None
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, req.topics, lambda t: t.name)
     for topic in req.topics:
         known = ctx.broker.metadata_cache.topic(topic.name) is not None
         for p in topic.partitions:
             tp = TopicPartition(topic.name, int(p.partition_index))
             metadata = p.committed_metadata or ""
-            if not known:
+            if refused is not None:
+                errors[tp] = refused
+            elif topic.name not in readable:
+                errors[tp] = ErrorCode.topic_authorization_failed
+            elif not known:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
             elif len(metadata.encode()) > limit:
                 errors[tp] = ErrorCode.offset_metadata_too_large

@@ -4,7 +4,8 @@ v0..v8 (Kafka 3.9; the layouts are :mod:`odradek.controller.messages.update_meta
 brokers become registrations, partition states fill the cache; partitions sent with leader -2
 (Kafka's ``LeaderDuringDelete``) belong to deleted topics, which the cache drops. Answers NONE,
 or STALE_CONTROLLER_EPOCH (nothing applied) when the ``controller_epoch`` is older than the
-highest this broker has seen, as Kafka's ``ReplicaManager.maybeUpdateMetadataCache``.
+highest this broker has seen, as Kafka's ``ReplicaManager.maybeUpdateMetadataCache``;
+CLUSTER_AUTHORIZATION_FAILED or STALE_BROKER_EPOCH likewise (:mod:`odradek.server.apis.controller_request`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from odradek.controller.messages import update_metadata as message
 from odradek.errors import ErrorCode, StaleControllerEpochError
+from odradek.server.apis.controller_request import refusal
 from odradek.server.request import RequestContext
 
 API_KEY = message.API_KEY
@@ -21,6 +23,9 @@ MAX_VERSION = message.MAX_VERSION
 
 
 async def handle(ctx: RequestContext) -> Any:
+    refused = refusal(ctx)
+    if refused is not None:
+        return message.encode_response(ctx.api_version, refused)
     try:
         await ctx.broker.handle_update_metadata(message.decode(ctx.request, ctx.api_version))
     except StaleControllerEpochError:

@@ -28,6 +28,7 @@ from typing import Any
 from odradek.client import write_txn_markers as message
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record, build_batch
+from odradek.server.auth_helper import authorize_cluster_action
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
@@ -75,6 +76,11 @@ async def write_marker(
 
 async def handle(ctx: RequestContext) -> Any:
     results = []
+    if not authorize_cluster_action(ctx):
+        denied = ErrorCode.cluster_authorization_failed
+        for marker in message.decode(ctx.request):
+            results.append((marker.producer_id, [(tp, denied) for tp in marker.partitions]))
+        return message.encode_response(ctx.api_version, results)
     for marker in message.decode(ctx.request):
         commit = marker.commit
         errors = []

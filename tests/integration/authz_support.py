@@ -1,0 +1,115 @@
+"""Helpers of the authorization tests: brokers with two PLAINTEXT listeners (EXTERNAL for the
+clients, first so Metadata advertises it; INTERNAL for the controller), ACLs seeded in the
+broker's embedded store before it starts and granted on its running authorizer.
+
+Every connection is ``User:ANONYMOUS`` on PLAINTEXT, so the tests' ACLs name that principal; the
+broker's own controller requests come as ANONYMOUS too, hence the seeded CLUSTER_ACTION.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from typing import Any
+
+from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS, AclAuthorizer
+from odradek.metadata.embedded import EmbeddedStore
+from odradek.security.acl import (
+    CLUSTER_NAME,
+    AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from odradek.server.runner import BrokerRunner
+
+ANONYMOUS = "User:ANONYMOUS"
+TWO_LISTENERS = {
+    "listeners": "EXTERNAL://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+    "listener.security.protocol.map": "EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT",
+    "inter.broker.listener.name": "INTERNAL",
+}
+WITH_AUTHORIZER = {
+    **TWO_LISTENERS,
+    "authorizer.class.name": ACL_AUTHORIZER_CLASS,
+    "auto.create.topics.enable": "false",
+}
+
+
+def acl(
+    resource_type: ResourceType,
+    name: str,
+    operation: AclOperation,
+    *,
+    deny: bool = False,
+    prefixed: bool = False,
+    principal: str = ANONYMOUS,
+    host: str = "*",
+) -> AclBinding:
+    pattern = ResourcePattern(resource_type, name, PatternType.PREFIXED if prefixed else PatternType.LITERAL)
+    permission = AclPermissionType.DENY if deny else AclPermissionType.ALLOW
+    return AclBinding(pattern, AccessControlEntry(principal, host, operation, permission))
+
+
+def cluster_acl(operation: AclOperation, **kwargs: Any) -> AclBinding:
+    return acl(ResourceType.CLUSTER, CLUSTER_NAME, operation, **kwargs)
+
+
+CLUSTER_ACTION = cluster_acl(AclOperation.CLUSTER_ACTION)
+"""The broker's own controller requests (PLAINTEXT: ANONYMOUS) need it."""
+
+
+def seed_acls(data_dir: str, bindings: list[AclBinding]) -> None:
+    """Write ``bindings`` into the embedded store a broker on ``data_dir`` will open."""
+
+    async def seed() -> None:
+        store = EmbeddedStore(os.path.join(data_dir, "metadata"))
+        authorizer = AclAuthorizer(store.session())
+        await authorizer.start()
+        results = await authorizer.create_acls(bindings)
+        assert all(r.error_code == 0 for r in results), results
+        await authorizer.close()
+        await store.close()
+
+    os.makedirs(data_dir, exist_ok=True)
+    asyncio.run(seed())
+
+
+def start_with_acls(
+    factory: Callable[..., BrokerRunner], data_dir: str, bindings: list[AclBinding], **overrides: str
+) -> BrokerRunner:
+    seed_acls(data_dir, [CLUSTER_ACTION, *bindings])
+    return factory(data_dir, {**WITH_AUTHORIZER, **overrides})
+
+
+def grant(runner: BrokerRunner, *bindings: AclBinding) -> None:
+    """Add ACLs through the running broker's authorizer (effective at once on this broker)."""
+    authorizer = runner.broker.authorizer if runner.broker else None
+    assert authorizer is not None
+    results = runner.call(lambda: authorizer.create_acls(list(bindings)))
+    assert all(r.error_code == 0 for r in results), results
+
+
+def revoke(runner: BrokerRunner, *bindings: AclBinding) -> None:
+    authorizer = runner.broker.authorizer if runner.broker else None
+    assert authorizer is not None
+    filters = [
+        AclBindingFilter(
+            b.pattern.to_filter(),
+            AccessControlEntryFilter(b.entry.principal, b.entry.host, b.entry.operation, b.entry.permission_type),
+        )
+        for b in bindings
+    ]
+    runner.call(lambda: authorizer.delete_acls(filters))
+
+
+def endpoint(runner: BrokerRunner, listener: str) -> tuple[str, int]:
+    assert runner.broker is not None
+    found = next(e for e in runner.broker.endpoints if e.listener == listener)
+    return found.host, found.port
