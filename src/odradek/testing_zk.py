@@ -13,6 +13,11 @@ Fixtures: ``zookeeper_server`` (session scope: one JVM for the whole test run) a
 znodes). If ZooKeeper or Java is missing the fixtures fail, never skip, with a message saying to
 run ``make test``, which installs them.
 
+``ZooKeeperServer(sasl_users={"broker": "secret"})`` also authenticates clients with SASL
+DIGEST-MD5 against those users (a JAAS ``Server`` section with ``user_<name>="<password>"`` and
+``authProvider.1=...SASLAuthenticationProvider``): an authenticated session's identity is
+``sasl:<name>``; unauthenticated clients may still connect (``world:anyone``).
+
 The server's log (``zookeeper.log`` in the data dir) is quoted in start-up errors.
 """
 
@@ -25,7 +30,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -62,9 +67,12 @@ def four_letter_word(port: int, word: str, timeout_s: float = 2.0) -> str:
 class ZooKeeperServer:
     """A standalone ZooKeeper on 127.0.0.1 (see the module docstring). Not thread-safe."""
 
-    def __init__(self, start_timeout_s: float = 20.0, tick_time_ms: int = 500) -> None:
+    def __init__(
+        self, start_timeout_s: float = 20.0, tick_time_ms: int = 500, sasl_users: Mapping[str, str] | None = None
+    ) -> None:
         self.start_timeout_s = start_timeout_s
         self.tick_time_ms = tick_time_ms
+        self.sasl_users = dict(sasl_users or {})
         self.port = 0
         self.base_dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -110,11 +118,25 @@ class ZooKeeperServer:
                     "admin.enableServer=false",
                     "4lw.commands.whitelist=ruok,srvr,stat,mntr",
                     "forceSync=no",
+                    *(
+                        ["authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"]
+                        * bool(self.sasl_users)
+                    ),
                     "",
                 ]
             )
         )
         return config
+
+    def _sasl_options(self) -> list[str]:
+        """The JVM options of SASL DIGEST-MD5 server authentication (none without ``sasl_users``)."""
+        if not self.sasl_users:
+            return []
+        assert self.base_dir is not None
+        users = " ".join(f'user_{name}="{password}"' for name, password in self.sasl_users.items())
+        jaas = self.base_dir / "jaas.conf"
+        jaas.write_text(f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required {users};\n}};\n")
+        return [f"-Djava.security.auth.login.config={jaas}"]
 
     def start(self) -> None:
         java = self.check_installed()
@@ -141,6 +163,7 @@ class ZooKeeperServer:
         command = [
             java,
             *JVM_OPTIONS,
+            *self._sasl_options(),
             "-Dzookeeper.admin.enableServer=false",
             "-cp",
             os.pathsep.join(classpath),

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from typing import Any, NoReturn
 
 from odradek.client.security import ClientSecurity, read_properties_file
-from odradek.errors import KafkaError
+from odradek.errors import InvalidConfigError, KafkaError
 from odradek.metadata.store import CoordinationStore
 
 __all__ = [
@@ -146,14 +146,29 @@ async def coordination_store(
     connect: str, injected: CoordinationStore | None = None, *, timeout_ms: int = 30000
 ) -> AsyncIterator[CoordinationStore]:
     """A ZooKeeper session on ``connect`` (``host:port[,...][/chroot]``), closed on exit; or
-    ``injected`` as is (a test's in-memory store, not closed)."""
+    ``injected`` as is (a test's in-memory store, not closed).
+
+    As Kafka's tools: with a JAAS file in ``KAFKA_OPTS`` (``-Djava.security.auth.login.config``)
+    whose ``Client`` section logs in, the session authenticates with SASL DIGEST-MD5 and creates
+    znodes with Kafka's secure ACLs."""
     if injected is not None:
         yield injected
         return
     from odradek.metadata.zookeeper import ZooKeeperStore
+    from odradek.security.zookeeper_auth import zookeeper_sasl_credentials
 
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its retries would flood stderr; we report once
-    store = ZooKeeperStore(connect, session_timeout_ms=timeout_ms, connection_timeout_ms=timeout_ms)
+    try:
+        sasl = zookeeper_sasl_credentials(None)
+    except InvalidConfigError as e:
+        raise CommandError(str(e)) from None
+    store = ZooKeeperStore(
+        connect,
+        session_timeout_ms=timeout_ms,
+        connection_timeout_ms=timeout_ms,
+        sasl=sasl,
+        secure_acls=sasl is not None,
+    )
     await store.start()
     try:
         yield store

@@ -11,6 +11,7 @@ over the embedded store and over a real ZooKeeper ensemble::
     +-- BadVersionError               BADVERSION: a conditional set/delete/check lost the race
     +-- NotEmptyError                 NOTEMPTY: delete of a node with children, not recursive
     +-- NoChildrenForEphemeralsError  NOCHILDRENFOREPHEMERALS
+    +-- NoAuthError                   NOAUTH: the znode's ACLs refuse the session (zookeeper.set.acl)
     +-- StoreUnavailableError         ZooKeeper unreachable, session lost or closed
     +-- CorruptStoreError             the embedded store's snapshot file cannot be read
     +-- ZNodeDecodeError              a znode's bytes do not have the documented format
@@ -30,6 +31,7 @@ __all__ = [
     "ControllerMovedError",
     "CoordinationError",
     "CorruptStoreError",
+    "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoNodeError",
     "NodeExistsError",
@@ -75,6 +77,14 @@ class NotEmptyError(CoordinationError):
     @classmethod
     def at(cls, path: str) -> NotEmptyError:
         return cls(f"Node {path} has children; delete them first or use recursive=True", path)
+
+
+class NoAuthError(CoordinationError):
+    """ZooKeeper's NOAUTH: the znode's ACLs do not let this session do that (only over ZooKeeper)."""
+
+    @classmethod
+    def at(cls, path: str) -> NoAuthError:
+        return cls(f"Not authorized by the ACLs of {path}", path)
 
 
 class NoChildrenForEphemeralsError(CoordinationError):

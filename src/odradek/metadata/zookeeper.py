@@ -19,6 +19,11 @@ connection drops; on reconnection every watch is re-armed and its callback calle
 Session events (``watch_session``): SUSPENDED on connection loss, CONNECTED when the same session
 resumes, EXPIRED once kazoo has replaced an expired session with a new one (re-register ephemerals).
 
+Security: with ``sasl`` the session logs in with SASL DIGEST-MD5 (ZooKeeper then knows it as
+``sasl:<username>``); with ``secure_acls`` (Kafka's ``zookeeper.set.acl``) every znode this store
+creates, the chroot and the parents of ``makepath`` included, gets Kafka's default ACLs for its
+path (:func:`odradek.security.zookeeper_auth.default_acls`), each parent its own.
+
 Threading: call everything from the event loop that ran ``start()``; kazoo's threads only
 schedule work onto that loop.
 """
@@ -34,9 +39,11 @@ from kazoo import exceptions as kz
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+from kazoo.security import ACL, Id
 
 from odradek.metadata.errors import (
     BadVersionError,
+    NoAuthError,
     NoChildrenForEphemeralsError,
     NodeExistsError,
     NoNodeError,
@@ -59,6 +66,7 @@ from odradek.metadata.store import (
     join_path,
     validate_path,
 )
+from odradek.security.zookeeper_auth import ZkAcl, ZkSaslCredentials, default_acls
 
 __all__ = ["ZooKeeperStore", "parse_connect_string"]
 
@@ -197,8 +205,13 @@ class ZooKeeperStore(CoordinationStore):
         session_timeout_ms: int = 18000,
         connection_timeout_ms: int | None = None,
         request_timeout_ms: int | None = None,
+        *,
+        sasl: ZkSaslCredentials | None = None,
+        secure_acls: bool = False,
     ) -> None:
         self.connect = connect
+        self.sasl = sasl
+        self.secure_acls = secure_acls
         self.hosts, self.chroot = parse_connect_string(connect)
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
@@ -222,7 +235,14 @@ class ZooKeeperStore(CoordinationStore):
     # -- connection ----------------------------------------------------------------------------------
 
     def _new_client(self, hosts: str) -> KazooClient:
-        return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000.0)
+        sasl = self.sasl
+        options = (
+            None if sasl is None else {"mechanism": "DIGEST-MD5", "username": sasl.username, "password": sasl.password}
+        )
+        return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000.0, sasl_options=options)
+
+    def _acls(self, path: str) -> list[ACL]:
+        return [ACL(a.perms, Id(a.scheme, a.id)) for a in default_acls(self.secure_acls, path)]
 
     async def start(self) -> None:
         """Connect (creating the chroot if missing). Raises StoreUnavailableError if unreachable."""
@@ -239,7 +259,7 @@ class ZooKeeperStore(CoordinationStore):
                 bootstrap = self._new_client(self.hosts)
                 try:
                     bootstrap.start(timeout=timeout_s)
-                    bootstrap.ensure_path(self.chroot)
+                    bootstrap.ensure_path(self.chroot, acl=self._acls(""))
                 finally:
                     bootstrap.stop()
                     bootstrap.close()
@@ -346,6 +366,8 @@ class ZooKeeperStore(CoordinationStore):
             return NotEmptyError.at(path)
         if isinstance(e, kz.NoChildrenForEphemeralsError):
             return NoChildrenForEphemeralsError.at(path)
+        if isinstance(e, kz.NoAuthError):
+            return NoAuthError.at(path)
         if isinstance(e, kz.ConnectionLoss | kz.SessionExpiredError | kz.ConnectionClosedError):
             return StoreUnavailableError(f"ZooKeeper at {self.connect}: {what} {path} failed: {type(e).__name__}", path)
         return e
@@ -393,9 +415,31 @@ class ZooKeeperStore(CoordinationStore):
     ) -> str:
         client = self._client_or_raise()
         validate_path(path)
-        result = client.create_async(path, bytes(data), ephemeral=ephemeral, sequence=sequential, makepath=makepath)
+        if makepath and self.secure_acls:
+            await self._ensure_parents(client, path)
+            makepath = False
+        acl = self._acls(path)
+        result = client.create_async(
+            path, bytes(data), acl=acl, ephemeral=ephemeral, sequence=sequential, makepath=makepath
+        )
         created: str = await self._wait(result, "create", path)
         return created
+
+    async def _ensure_parents(self, client: KazooClient, path: str) -> None:
+        """Create the missing parents of ``path``, each with its own path's ACLs."""
+        parts = path.strip("/").split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            parent = "/" + "/".join(parts[:depth])
+            try:
+                await self._wait(client.create_async(parent, b"", acl=self._acls(parent)), "create", parent)
+            except NodeExistsError:
+                pass
+
+    async def get_acls(self, path: str) -> list[ZkAcl]:
+        """The ACLs of a znode, as ZooKeeper stores them (``auth`` resolved to the creator's ids)."""
+        client = self._client_or_raise()
+        acls, _stat = await self._wait(client.get_acls_async(validate_path(path)), "get_acls", path)
+        return [ZkAcl(a.perms, a.id.scheme, a.id.id) for a in acls]
 
     async def get(self, path: str) -> tuple[bytes, ZnodeStat]:
         client = self._client_or_raise()
@@ -460,7 +504,9 @@ class ZooKeeperStore(CoordinationStore):
         for op in ops:
             validate_path(op.path)
             if isinstance(op, CreateOp):
-                transaction.create(op.path, bytes(op.data), ephemeral=op.ephemeral, sequence=op.sequential)
+                transaction.create(
+                    op.path, bytes(op.data), acl=self._acls(op.path), ephemeral=op.ephemeral, sequence=op.sequential
+                )
             elif isinstance(op, SetDataOp):
                 transaction.set_data(op.path, bytes(op.data), op.version)
             elif isinstance(op, DeleteOp):

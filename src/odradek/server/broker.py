@@ -257,6 +257,8 @@ class Broker:
                 connect,
                 session_timeout_ms=self.config["zookeeper.session.timeout.ms"],
                 connection_timeout_ms=timeout,
+                sasl=self.config.zookeeper_sasl,
+                secure_acls=self.config["zookeeper.set.acl"],
             )
             await zk_store.start()
             self.store = zk_store

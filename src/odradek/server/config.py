@@ -25,6 +25,7 @@ from odradek.errors import InvalidConfigError
 from odradek.metadata.authorizer import is_acl_authorizer
 from odradek.security.listener_config import LISTENER_PREFIX, listener_config
 from odradek.security.tls import SSL_CONFIG
+from odradek.security.zookeeper_auth import ZkSaslCredentials, zookeeper_sasl_credentials
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, gzip_level, metadata_version
 
 HOUR_MS = 3600 * 1000
@@ -153,6 +154,21 @@ BROKER_CONFIGS = (
         "int",
         None,
         "How long to wait for a ZooKeeper connection at start; defaults to the session timeout.",
+    )
+    .define(
+        "zookeeper.set.acl",
+        "boolean",
+        False,
+        "Create znodes with ACLs: the creator (the broker's SASL identity) may do everything, the world "
+        "only read, and not even read /config/users, /config/brokers and /delegation_tokens. Needs a "
+        "SASL login to ZooKeeper (a JAAS Client section).",
+    )
+    .define(
+        "zookeeper.jaas.config.file",
+        "string",
+        None,
+        "A JAAS file whose Client section (DigestLoginModule username/password) logs the broker in to "
+        "ZooKeeper with SASL DIGEST-MD5; unset: -Djava.security.auth.login.config in KAFKA_OPTS, as Kafka.",
     )
     # --- log directories and storage defaults
     .define("log.dirs", "list", None, "Directories holding partition logs (the first also holds metadata).")
@@ -683,6 +699,19 @@ class KafkaConfig:
     def zookeeper_connect(self) -> str | None:
         value = self.values["zookeeper.connect"]
         return str(value) if value else None
+
+    @property
+    def zookeeper_sasl(self) -> ZkSaslCredentials | None:
+        """The broker's SASL login to ZooKeeper (``zookeeper.jaas.config.file``, else ``KAFKA_OPTS``'s
+        JAAS file). Raises InvalidConfigError for a bad file, or ``zookeeper.set.acl=true`` without
+        a login (Kafka refuses to start then too)."""
+        credentials = zookeeper_sasl_credentials(self.values["zookeeper.jaas.config.file"])
+        if credentials is None and self.values["zookeeper.set.acl"] and self.zookeeper_connect:
+            raise InvalidConfigError(
+                "zookeeper.set.acl is true, but the broker has no SASL login to ZooKeeper: no JAAS file "
+                "(zookeeper.jaas.config.file or -Djava.security.auth.login.config in KAFKA_OPTS) with a Client section"
+            )
+        return credentials
 
     @property
     def log_roll_ms(self) -> int:
