@@ -34,6 +34,9 @@ from odradek.protocol.codec import api_schema, decode_request, parse_request_hea
 from odradek.server.apis import API_HANDLERS
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "data" / "client_frames"
+SASL_CORPUS = CORPUS.with_name("client_frames_sasl")
+"""The same clients' frames over authenticated SASL_PLAINTEXT connections (``tools/record_sasl_traffic.py``):
+SaslHandshake and SaslAuthenticate (PLAIN, SCRAM-SHA-256/512) first on each connection."""
 MAX_REQUEST_BYTES = 104857600
 SKIPPED_WHEN_VALID = {19, 20, 37, 21, 42, 33, 44, 4, 5, 6, 7, 43, 30, 31, 51}
 """API keys whose valid requests change cluster state (create/delete topics, partitions, records,
@@ -221,11 +224,18 @@ async def _worker(
 
 
 async def run_fuzz(
-    port: int, frames: int, seed: int, workers: int = 8, timeout: float = 0.5, connect: Connect | None = None
+    port: int,
+    frames: int,
+    seed: int,
+    workers: int = 8,
+    timeout: float = 0.5,
+    connect: Connect | None = None,
+    corpus: list[bytes] | None = None,
 ) -> FuzzStats:
     """Send ``frames`` mutated frames to the broker on ``port`` from ``workers`` connections, each
-    opened by ``connect`` when given (an authenticated connection), else a plain TCP one."""
-    corpus = load_corpus()
+    opened by ``connect`` when given (an authenticated connection), else a plain TCP one; mutated
+    from ``corpus`` (default: :data:`CORPUS`)."""
+    corpus = load_corpus() if corpus is None else corpus
     mutator = Mutator(corpus, seed)
     stats = FuzzStats()
     budget = [frames]

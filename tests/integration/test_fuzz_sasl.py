@@ -11,8 +11,10 @@ a twentieth of its frames per run (each frame before authentication costs a conn
 - **during authentication**: a valid SaslHandshake v1 for PLAIN, then a mutated token frame. A
   frame that decodes as SaslAuthenticate v0-v2 is answered (success or Kafka's error); any other
   frame closes the connection unanswered;
-- **after authentication**: the recorded client corpus, mutated, on authenticated connections
-  (the fuzzer's own oracle applies unchanged).
+- **after authentication**: the recorded client corpus and the one recorded over authenticated
+  SASL_PLAINTEXT connections (``tests/data/client_frames_sasl``, with the clients' SaslHandshake
+  and SaslAuthenticate frames), mutated, on authenticated connections (the fuzzer's own oracle
+  applies unchanged: SASL frames after authentication are answered with Kafka's errors).
 
 Afterwards the broker is alive, its log holds no traceback, its RSS stayed bounded, and a
 client still authenticates and round-trips records.
@@ -38,7 +40,7 @@ from odradek.protocol.codec import api_schema, decode_request, encode_request, p
 from odradek.protocol.messages import build
 from odradek.security.sasl.scram import ScramSaslClient
 
-from .fuzz_support import Mutator, run_fuzz
+from .fuzz_support import SASL_CORPUS, Mutator, load_corpus, run_fuzz
 from .process_support import BrokerProcess, free_port
 
 FRAMES = int(os.environ.get("ODRADEK_FUZZ_FRAMES", "100000")) // 20
@@ -174,7 +176,12 @@ def test_mutated_traffic_after_authentication(broker: BrokerProcess) -> None:
     sampler = threading.Thread(target=_sample_rss, args=(broker, stop, peak), daemon=True)
     sampler.start()
     try:
-        stats = asyncio.run(run_fuzz(broker.port, FRAMES, SEED, workers=8, connect=lambda: _authenticated(broker.port)))
+        sasl_corpus = load_corpus(SASL_CORPUS)
+        assert any(peek_api(f[4:])[0] == ApiKey.SASL_AUTHENTICATE for f in sasl_corpus)
+        corpus = load_corpus() + sasl_corpus
+        stats = asyncio.run(
+            run_fuzz(broker.port, FRAMES, SEED, workers=8, connect=lambda: _authenticated(broker.port), corpus=corpus)
+        )
     finally:
         stop.set()
         sampler.join()

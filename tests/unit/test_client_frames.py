@@ -132,3 +132,23 @@ def test_selection_dedupes_keeps_every_version_and_caps_size() -> None:
     assert 900 < sum(4 + len(f) for f in kept) <= 1000
     huge = tool.RecordedConnection("c", 1, [frame(3, 12, 1, b"y" * 5000), frame(3, 12, 2, b"z")])
     assert tool.select_frames([huge], 1000) == huge.frames[:1]  # one of each version, whatever its size
+
+
+SASL_CORPUS = ROOT / "tests" / "data" / "client_frames_sasl"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_sasl_corpus_holds_the_authentication_and_decodes(client: str) -> None:
+    """tests/data/client_frames_sasl (tools/record_sasl_traffic.py): whole frames that decode, with
+    SaslHandshake v1 and SaslAuthenticate among them."""
+    frames = read_records(SASL_CORPUS / f"{client}.bin")
+    apis = [struct.unpack_from(">hh", frame, 4) for frame in frames]
+    assert {17, 36} <= {key for key, _ in apis}
+    for frame, (api_key, version) in zip(frames, apis, strict=True):
+        assert struct.unpack_from(">i", frame, 0)[0] == len(frame) - 4
+        if not served(api_key, version):
+            continue
+        schema = api_schema(api_key, version)
+        body = memoryview(frame)[4:]
+        header = parse_request_header(body, schema.flexible)
+        assert isinstance(decode_request(schema, body, header.size), schema.request_type)
