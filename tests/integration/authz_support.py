@@ -13,8 +13,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from odradek.client.connection import KafkaConnection
+from odradek.controller.messages import update_metadata
+from odradek.controller.requests import UpdateMetadataRequest
 from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS, AclAuthorizer
 from odradek.metadata.embedded import EmbeddedStore
+from odradek.protocol.inter_broker_messages import request_class
+from odradek.protocol.messages import nested
 from odradek.security.acl import (
     CLUSTER_NAME,
     AccessControlEntry,
@@ -113,3 +118,29 @@ def endpoint(runner: BrokerRunner, listener: str) -> tuple[str, int]:
     assert runner.broker is not None
     found = next(e for e in runner.broker.endpoints if e.listener == listener)
     return found.host, found.port
+
+
+def leader_and_isr_replay(conn: KafkaConnection, topic: str) -> Any:
+    """A LeaderAndIsr from a made-up controller with a far newer epoch making broker 7 the leader
+    of ``topic``'s partition 0 (what a client replaying the controller's request would send)."""
+    version = conn.version_for(4, max_version=7)
+    cls = request_class(4, version)
+    state = nested(cls, "LeaderAndIsrPartitionState")(
+        partition_index=0,
+        controller_epoch=1000,
+        leader=7,
+        leader_epoch=1000,
+        isr=(7,),
+        partition_epoch=1000,
+        replicas=(7, 0),
+        adding_replicas=(),
+        removing_replicas=(),
+    )
+    topic_state = nested(cls, "LeaderAndIsrTopicState")(topic_name=topic, topic_id=None, partition_states=(state,))
+    return cls(controller_id=7, controller_epoch=1000, type=0, topic_states=(topic_state,), live_leaders=())
+
+
+def update_metadata_replay(conn: KafkaConnection, topic: str) -> Any:
+    """An UpdateMetadata deleting ``topic`` and every live broker from the metadata cache."""
+    version = conn.version_for(6, max_version=8)
+    return update_metadata.encode(UpdateMetadataRequest(7, 1000, [], {}, {}, {topic}), version, "INTERNAL")

@@ -20,40 +20,28 @@ from odradek.client.connection import KafkaConnection
 from odradek.controller.messages import controlled_shutdown, update_metadata
 from odradek.controller.requests import UpdateMetadataRequest
 from odradek.errors import ErrorCode
-from odradek.protocol.inter_broker_messages import request_class
-from odradek.protocol.messages import nested
 from odradek.server.runner import BrokerRunner
 
-from .authz_support import CLUSTER_ACTION, TWO_LISTENERS, endpoint, revoke, start_with_acls
+from .authz_support import (
+    CLUSTER_ACTION,
+    TWO_LISTENERS,
+    endpoint,
+    leader_and_isr_replay,
+    revoke,
+    start_with_acls,
+    update_metadata_replay,
+)
 
 TOPIC = "precious"
 RECORDS = 20
 
 
 def _leader_and_isr(conn: KafkaConnection) -> Any:
-    """A LeaderAndIsr from a made-up controller with a far newer epoch making broker 7 leader."""
-    version = conn.version_for(4, max_version=7)
-    cls = request_class(4, version)
-    state = nested(cls, "LeaderAndIsrPartitionState")(
-        partition_index=0,
-        controller_epoch=1000,
-        leader=7,
-        leader_epoch=1000,
-        isr=(7,),
-        partition_epoch=1000,
-        replicas=(7, 0),
-        adding_replicas=(),
-        removing_replicas=(),
-    )
-    topic = nested(cls, "LeaderAndIsrTopicState")(topic_name=TOPIC, topic_id=None, partition_states=(state,))
-    return cls(controller_id=7, controller_epoch=1000, type=0, topic_states=(topic,), live_leaders=())
+    return leader_and_isr_replay(conn, TOPIC)
 
 
 def _update_metadata(conn: KafkaConnection) -> Any:
-    """An UpdateMetadata deleting the topic and every live broker from the metadata cache."""
-    version = conn.version_for(6, max_version=8)
-    request = UpdateMetadataRequest(7, 1000, [], {}, {}, {TOPIC})
-    return update_metadata.encode(request, version, "INTERNAL")
+    return update_metadata_replay(conn, TOPIC)
 
 
 async def _send(address: tuple[str, int], build: Callable[[KafkaConnection], Any]) -> Any:
