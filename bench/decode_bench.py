@@ -134,10 +134,12 @@ def request_path(repeats: int, number: int) -> dict[str, dict[str, float]]:
 
     from odradek.server import request_handler
     from odradek.server.runner import BrokerRunner
+    from odradek.server.session import PLAINTEXT_SESSION
 
     class _Conn:
         peer = "127.0.0.1:1"
         connection_id = "bench"
+        session = PLAINTEXT_SESSION
 
     frames = {
         "produce v9 1x1 100B acks=1": produce_frame(9, 1, 1, 100, acks=1),
