@@ -25,11 +25,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 # Debian packages the real-component tests use. Installed once per machine when missing.
 $(SYSSTAMP): | $(BIN)/python
-	@if ! command -v kcat >/dev/null || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! command -v java >/dev/null; then \
-		echo "installing Debian packages: kcat zookeeper default-jre-headless"; \
+	@if ! command -v kcat >/dev/null || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! command -v java >/dev/null \
+		|| ! command -v prometheus >/dev/null; then \
+		echo "installing Debian packages: kcat zookeeper default-jre-headless prometheus"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat zookeeper default-jre-headless >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat zookeeper default-jre-headless prometheus >/dev/null; \
 	fi
 	touch $@
 

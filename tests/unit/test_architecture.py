@@ -24,6 +24,7 @@ LAYER = {
     "spark": 6,
     "testing": 6,
     "testing_zk": 2,
+    "metrics": 4.5,
 }
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import api_schema, decode_response, encode_request
-from odradek.server.request_channel import CloseConnection, SendResponse
+from odradek.server.request_channel import CloseConnection, RequestTimes, SendResponse
 from odradek.server.request_handler import RequestHandler
 from odradek.server.session import PLAINTEXT_SESSION
 
@@ -28,6 +28,7 @@ class Connection:
     peer = "127.0.0.1:5555"
     connection_id = "conn-test"
     session = PLAINTEXT_SESSION
+    times = RequestTimes()
 
 
 def _imports(path: pathlib.Path) -> set[str]:

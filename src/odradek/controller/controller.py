@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from odradek.controller.channel import ControllerChannelManager
@@ -156,7 +157,10 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             case _ if not self.active:
                 return
             case BrokerChange():
+                started = time.perf_counter()
                 await self._on_brokers_changed()
+                self.broker_change_times_ms.append((time.perf_counter() - started) * 1000)
+                self.broker_changes += 1
             case TopicChange():
                 await self._on_topics_changed(None)
             case PartitionModifications(topic):

@@ -18,6 +18,7 @@ Runs on the broker's event loop; everything but :meth:`put` runs on the controll
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import logging
 from collections.abc import Callable
@@ -65,6 +66,11 @@ class ControllerCore:
         self.reassignments: dict[TopicPartition, Reassignment] = {}
         self.active = False
         self.active_controller_id: int | None = None
+        self.broker_change_times_ms: collections.deque[float] = collections.deque(maxlen=1024)
+        """How long the last broker changes took to handle (Kafka's ``LeaderElectionRateAndTimeMs``)."""
+        self.broker_changes = 0
+        self.unclean_leader_elections = 0
+        """Leaders elected from outside the ISR (Kafka's ``UncleanLeaderElectionsPerSec``)."""
         self._queue: asyncio.Queue[ControllerEvent] = asyncio.Queue()
         self._idle = asyncio.Event()
 
@@ -179,6 +185,7 @@ class ControllerCore:
             if elected is None:
                 return (-1, state.isr) if state.leader != -1 else None  # offline: keep the last ISR, as Kafka
             if elected not in state.isr:
+                self.unclean_leader_elections += 1
                 log.warning(
                     "controller %d: unclean leader election for %s-%d: broker %d was not in the ISR %s; "
                     "records acknowledged by the old ISR may be lost",

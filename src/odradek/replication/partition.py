@@ -93,6 +93,10 @@ IsrWriter = Callable[[TopicPartition, PartitionState], Awaitable[int | None]]
 ``state.zk_version``; returns the new version, or None when the znode changed meanwhile."""
 
 
+ISR_SHRINKS, ISR_EXPANDS, FOLLOWER_BYTES_IN = range(3)
+"""Indexes of :attr:`Partition.counters`."""
+
+
 @dataclass
 class FollowerState:
     """The leader's view of one follower (Kafka's ``Replica``)."""
@@ -114,6 +118,14 @@ class Partition:
     replica_lag_time_max_ms: int = 30000
     isr_writer: IsrWriter | None = None
     on_isr_change: Callable[[TopicPartition], None] | None = None
+    counters: list[int] | None = None
+    """Counters shared by the replica manager's partitions, indexed by :data:`ISR_SHRINKS`,
+    :data:`ISR_EXPANDS` (ISR changes this leader made: Kafka's ``IsrShrinksPerSec`` /
+    ``IsrExpandsPerSec``) and :data:`FOLLOWER_BYTES_IN` (bytes appended as a follower: Kafka's
+    ``ReplicationBytesInPerSec``)."""
+    follower_lag: int = 0
+    """As a follower: the leader's high watermark in its last fetch response minus this log's end
+    offset (Kafka's fetcher lag, whose maximum is ``ReplicaFetcherManager`` ``MaxLag``)."""
     followers: dict[int, FollowerState] = field(default_factory=dict)
     leader_epoch_start_offset: int = 0
     _waiters: list[asyncio.Future[None]] = field(default_factory=list)
@@ -244,6 +256,8 @@ class Partition:
                 if header.base_offset >= self.log.log_end_offset:
                     self.epoch_cache.assign(latest, header.base_offset)
         info = self.log.append_as_follower(records)
+        if self.counters is not None:
+            self.counters[FOLLOWER_BYTES_IN] += info.valid_bytes
         self.record_appended(records, -1)
         return info
 
@@ -324,6 +338,7 @@ class Partition:
         self.producer_state.remove_expired(now_ms, expiration_ms, keep=self.txn_state.ongoing)
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        self.follower_lag = max(0, leader_high_watermark - self.log.log_end_offset)
         new_hw = min(leader_high_watermark, self.log.log_end_offset)
         if new_hw > self.log.high_watermark:
             self.log.high_watermark = new_hw
@@ -420,6 +435,8 @@ class Partition:
         old = self.state.isr
         self.state = replace(proposed, zk_version=version)
         log.info("%s-%d: ISR %s -> %s (%s)", tp.topic, tp.partition, old, new_isr, reason)
+        if self.counters is not None:
+            self.counters[ISR_SHRINKS if len(new_isr) < len(old) else ISR_EXPANDS] += 1
         if self.on_isr_change is not None:
             self.on_isr_change(tp)
         self.maybe_increment_high_watermark()

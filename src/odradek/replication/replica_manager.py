@@ -153,6 +153,9 @@ class ReplicaManager:
         self.isr_writer = isr_writer
         self.isr_changed: set[TopicPartition] = set()
         """Partitions whose ISR this broker changed since the last ``/isr_change_notification``."""
+        self.counters = [0, 0, 0]
+        """Shared by every partition: ISR shrinks and expansions, bytes appended as a follower
+        (indexes in :mod:`odradek.replication.partition`)."""
         self.fetcher_manager = ReplicaFetcherManager(
             broker_id,
             self.partitions.get,
@@ -198,6 +201,7 @@ class ReplicaManager:
                 replica_lag_time_max_ms=self.replica_lag_time_max_ms,
                 isr_writer=self.isr_writer,
                 on_isr_change=self.isr_changed.add,
+                counters=self.counters,
             )
             self.partitions[tp] = partition
         if state.leader == self.broker_id:
@@ -428,19 +432,23 @@ class ReplicaManager:
         max_bytes: int,
         isolation_level: int = 0,
         replica_id: int = -1,
+        on_delay: Callable[[], None] | None = None,
     ) -> list[FetchPartitionResult]:
         """Read every requested partition; if fewer than ``min_bytes`` are available and no
         partition errored, wait up to ``max_wait_ms`` for appends and read again.
 
         ``max_bytes`` bounds the whole response, each request's ``partition_max_bytes`` its
         partition; the first partition with data returns at least one whole batch even if it
-        is larger than both (KIP-74), so a consumer can always make progress.
+        is larger than both (KIP-74), so a consumer can always make progress. ``on_delay`` is
+        called once if the fetch starts waiting (it enters Kafka's fetch purgatory).
         """
         results = self._read_all(requests, max_bytes, isolation_level, replica_id)
         if max_wait_ms <= 0 or self._satisfied(results, min_bytes):
             return results
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000.0
+        if on_delay is not None:
+            on_delay()
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:

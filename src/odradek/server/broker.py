@@ -54,6 +54,7 @@ from odradek.replication.partition import Partition, PartitionState
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
+from odradek.server.broker_metrics import BrokerMetrics
 from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components, start_authorizer
 from odradek.server.config import Endpoint, KafkaConfig
 from odradek.server.listener_security import ListenerSecurity, listener_securities
@@ -99,6 +100,8 @@ class Broker:
             max_connections_per_ip_overrides=config["max.connections.per.ip.overrides"] or "",
             connections_max_idle_ms=config["connections.max.idle.ms"],
         )
+        self.metrics = BrokerMetrics(self)
+        self.topic_stats = self.metrics.topic_stats  # None without metrics.listener: nothing counted
         self.log_manager: LogManager | None = None
         """Built and loaded first at start-up (shut down by :meth:`shutdown` even if start-up
         failed later)."""
@@ -210,6 +213,7 @@ class Broker:
         await components.transaction_coordinator.startup()
         self.started = True
         self.serving.set()
+        await self.metrics.start()
         log.info(
             "broker %d started in %.0f ms, listening on %s (cluster %s)",
             self.broker_id,
@@ -401,6 +405,7 @@ class Broker:
 
     async def shutdown(self) -> None:
         log.info("broker %d shutting down", self.broker_id)
+        self.metrics.stopping = True  # /health/ready answers 503 from now on
         if self.started:
             with contextlib.suppress(Exception):
                 await self.controlled_shutdown()
@@ -410,6 +415,7 @@ class Broker:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(stop(), SHUTDOWN_STEP_TIMEOUT_S)
         await self.socket_server.stop()
+        await self.metrics.stop()
         if self.authorizer is not None:
             with contextlib.suppress(Exception):
                 await self.authorizer.close()

@@ -308,6 +308,14 @@ BROKER_CONFIGS = (
         at_least(1),
     )
     .define(
+        "metrics.listener",
+        "string",
+        None,
+        "http://HOST:PORT of the broker's metrics listener: /metrics in Prometheus text format (names as "
+        "the Prometheus JMX exporter renders Kafka's MBeans), /health/live and /health/ready. Port 0 picks "
+        "a free port. Unset: no listener, and no request or topic counting.",
+    )
+    .define(
         "max.connections",
         "int",
         2147483647,

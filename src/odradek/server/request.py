@@ -9,11 +9,13 @@ handler serves every version.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from odradek.protocol.codec import ApiSchema, RequestHeader
 from odradek.protocol.messages import build, nested
+from odradek.server.request_channel import RequestTimes
 from odradek.server.session import PLAINTEXT_SESSION, Session
 
 if TYPE_CHECKING:
@@ -30,6 +32,19 @@ class RequestContext:
     connection_id: str
     session: Session = PLAINTEXT_SESSION
     """Who sent the request (principal, listener); filled in by the socket layer."""
+    times: RequestTimes | None = None
+    """The connection's record of this request for the request metrics (None in tests)."""
+
+    def mark_delayed(self) -> None:
+        """The request enters a delayed operation (acks=all wait, Fetch long poll): the rest of
+        its handling counts as Kafka's remote time."""
+        if self.times is not None:
+            self.times.delayed_at = time.perf_counter()
+
+    def mark_from_follower(self) -> None:
+        """A Fetch from a replica (counted as ``FetchFollower``)."""
+        if self.times is not None:
+            self.times.from_follower = True
 
     @property
     def api_version(self) -> int:

@@ -33,6 +33,8 @@ __all__ = [
     "FramePart",
     "NoOpResponse",
     "RequestHandlerProtocol",
+    "RequestObserver",
+    "RequestTimes",
     "Response",
     "SendResponse",
     "SendfileResponse",
@@ -72,6 +74,42 @@ NO_RESPONSE: Final = NoOpResponse()
 Response = SendResponse | SendfileResponse | NoOpResponse
 
 
+class RequestTimes:
+    """What the handler tells the connection about the request in flight, for the request
+    metrics and the request log: one per connection, reused for each of its requests (they are
+    handled one at a time). ``delayed_at`` is the ``time.perf_counter()`` at which the request
+    entered a delayed operation (acks=all, a long-polling Fetch), 0.0 if it did not."""
+
+    __slots__ = ("api_key", "api_version", "correlation_id", "delayed_at", "from_follower")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.api_key = -1
+        self.api_version = -1
+        self.correlation_id = -1
+        self.delayed_at = 0.0
+        self.from_follower = False
+
+
+class RequestObserver(Protocol):
+    """Told about each completed request (the broker's request metrics and request log). Times
+    are ``time.perf_counter()`` seconds: the whole frame arrived, the worker picked it up, the
+    handler returned, writing started, the response was sent."""
+
+    def completed(
+        self,
+        times: RequestTimes,
+        connection: ConnectionInfo,
+        arrived: float,
+        dequeued: float,
+        handled: float,
+        send_started: float,
+        sent: float,
+    ) -> None: ...
+
+
 class ConnectionInfo(Protocol):
     """The connection a request came on, as the handler sees it."""
 
@@ -88,6 +126,11 @@ class ConnectionInfo(Protocol):
     @property
     def session(self) -> Session | None:
         """Who is on the other end (set before any request but ApiVersions reaches the handler)."""
+        ...
+
+    @property
+    def times(self) -> RequestTimes:
+        """The request in flight's :class:`RequestTimes` (the handler fills it in)."""
         ...
 
 

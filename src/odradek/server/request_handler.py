@@ -73,6 +73,10 @@ class RequestHandler:
             api_key, api_version, correlation_id = peek_api(frame)
         except InvalidRequestError as exc:
             raise CloseConnection(str(exc)) from None
+        times = connection.times
+        times.api_key = api_key
+        times.api_version = api_version
+        times.correlation_id = correlation_id
         module = API_HANDLERS.get(api_key)
         if module is None:
             raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")
@@ -92,7 +96,9 @@ class RequestHandler:
         if api_key not in SERVED_DURING_STARTUP and not self.broker.serving.is_set():
             await self.broker.serving.wait()
         session = connection.session
-        ctx = RequestContext(self.broker, header, schema, request, connection.peer, connection.connection_id)
+        ctx = RequestContext(
+            self.broker, header, schema, request, connection.peer, connection.connection_id, times=times
+        )
         if session is not None:
             ctx.session = session
         response = await module.handle(ctx)

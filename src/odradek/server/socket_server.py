@@ -52,9 +52,8 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
-import ctypes
+import collections
 import fcntl
-import functools
 import gc
 import itertools
 import logging
@@ -77,11 +76,14 @@ from odradek.server.request_channel import (
     CloseConnection,
     FramePart,
     RequestHandlerProtocol,
+    RequestObserver,
+    RequestTimes,
     SendfileResponse,
     SendResponse,
 )
 from odradek.server.sasl_authenticator import SaslServerAuthenticator, SaslStep
 from odradek.server.session import Session
+from odradek.server.socket_support import AckAtOnce, release_free_memory
 
 log = logging.getLogger(__name__)
 
@@ -98,64 +100,6 @@ TRIM_AFTER_FREED_BYTES = 16 * 1024 * 1024
 TRIM_DELAY_S = 0.5
 
 
-@functools.cache
-def _malloc_trim() -> object | None:
-    try:
-        return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return None
-
-
-def release_free_memory() -> None:
-    """Give the heap's free pages back to the OS (glibc's ``malloc_trim``; a no-op elsewhere).
-
-    Buffers of closed connections are freed into malloc's arenas, which keep them mapped; after
-    thousands of connections close the broker's RSS would stay at its high-water mark without this.
-    Takes a few milliseconds; called at most once per ``TRIM_DELAY_S`` after a burst of closes.
-    """
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)  # type: ignore[operator]
-
-
-class AckAtOnce(asyncio.BufferedProtocol):
-    """Between a TLS connection's socket transport and asyncio's TLS protocol: acknowledges every
-    read at once (``TCP_QUICKACK``, which the kernel clears again), then hands the bytes on.
-
-    A client that keeps Nagle's algorithm on (librdkafka's default) sends a request's TLS records
-    in several segments and holds each small one back until the previous one is acknowledged;
-    with the kernel's delayed acknowledgement every such request would wait up to 40 ms.
-    PLAINTEXT requests arrive in one write and need none of this."""
-
-    __slots__ = ("inner", "sock")
-
-    def __init__(self, inner: asyncio.BaseProtocol, sock: socket.socket) -> None:
-        self.inner = cast(asyncio.BufferedProtocol, inner)
-        self.sock = sock
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return cast(memoryview, self.inner.get_buffer(sizehint))
-
-    def buffer_updated(self, nbytes: int) -> None:
-        try:
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
-        except OSError:
-            pass
-        self.inner.buffer_updated(nbytes)
-
-    def eof_received(self) -> bool | None:
-        return self.inner.eof_received()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.inner.connection_lost(exc)
-
-    def pause_writing(self) -> None:
-        self.inner.pause_writing()
-
-    def resume_writing(self) -> None:
-        self.inner.resume_writing()
-
-
 class KafkaServerConnection(asyncio.BufferedProtocol):
     """One client connection as the broker serves it (the client side is
     :class:`odradek.client.connection.KafkaConnection`); its settings live on the
@@ -169,6 +113,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         "_waiter",
         "_worker",
         "_writable",
+        "arrivals",
         "authenticator",
         "busy",
         "connection_id",
@@ -180,6 +125,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         "security",
         "server",
         "session",
+        "times",
         "transport",
     )
 
@@ -204,6 +150,10 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self._reading_paused = False
         self._closed = False
         self._lost = False
+        self.times = RequestTimes()
+        """The request in flight, as the handler describes it (see :class:`RequestObserver`)."""
+        self.arrivals: collections.deque[float] = collections.deque()
+        """When each queued frame was complete (kept only while a request observer is set)."""
 
     # --- asyncio.Protocol ----------------------------------------------------------------------
 
@@ -236,6 +186,8 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self.transport.set_write_buffer_limits(high=4 * 1024 * 1024)
         self.server.connections.add(self)
         security = self.security
+        accepted = self.server.accepted
+        accepted[security.listener_name] = accepted.get(security.listener_name, 0) + 1
         if security.uses_sasl:
             self.authenticator = SaslServerAuthenticator(security, self.ip)
             if security.max_receive_size < self.frames.max_frame_bytes:
@@ -308,6 +260,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             return
         self.last_active = time.monotonic()
         frames = self.frames
+        before = frames.frame_count
         try:
             frames.buffer_updated(nbytes)
         except FrameError as exc:
@@ -317,6 +270,9 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         count = frames.frame_count
         if not count:
             return
+        if count > before and self.server.request_observer is not None:
+            now = time.perf_counter()
+            self.arrivals.extend(now for _ in range(count - before))
         if self._worker is None:
             self._worker = asyncio.get_running_loop().create_task(self._work(), name=self.connection_id)
         elif self._waiter is not None and not self._waiter.done():
@@ -345,6 +301,8 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         if self.ip:
             self.server.quotas.remove(self.ip)
             self.ip = ""
+            closed = self.server.closed
+            closed[self.security.listener_name] = closed.get(self.security.listener_name, 0) + 1
         freed = self.frames.release()
         if self._worker is not None and not self._worker.done() and self._worker is not asyncio.current_task():
             self._worker.cancel()
@@ -367,6 +325,11 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             if self._reading_paused and frames.frame_count < self.server.queued_max_requests // 2 and self.transport:
                 self.transport.resume_reading()
                 self._reading_paused = False
+            observer = self.server.request_observer
+            if observer is not None:
+                dequeued = time.perf_counter()
+                arrived = self.arrivals.popleft() if self.arrivals else dequeued
+                self.times.reset()
             self.busy = True
             try:
                 if self.authenticator is not None and self._sasl_frame(frame):
@@ -376,6 +339,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                     if not step.forward:
                         continue
                 response = await self.handler.handle(frame, self)
+                handled = time.perf_counter()
             except CloseConnection as exc:
                 log.warning("closing connection from %s: %s", self.peer, exc)
                 self.close()
@@ -390,12 +354,15 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                 del frame
                 self.busy = False
             if self.transport is not None and not self._closed:
+                send_started = time.perf_counter()
                 try:
                     if isinstance(response, SendResponse):
                         self.transport.write(response.frame)
                     elif isinstance(response, SendfileResponse):
                         await self._write_parts(response.parts)
                     else:  # NO_RESPONSE
+                        if observer is not None:
+                            observer.completed(self.times, self, arrived, dequeued, handled, handled, handled)
                         continue
                 except asyncio.CancelledError:
                     raise
@@ -406,6 +373,8 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                 self.last_active = time.monotonic()
                 if self._writable is not None and not self._writable.done():
                     await self._writable
+                if observer is not None:
+                    observer.completed(self.times, self, arrived, dequeued, handled, send_started, time.perf_counter())
 
     def _sasl_frame(self, frame: bytes | bytearray) -> bool:
         """Whether an authenticated connection's frame goes to the authenticator (a KIP-368
@@ -524,6 +493,13 @@ class SocketServer:
         self.connections_max_idle_ms = connections_max_idle_ms
         self.scratch = new_scratch()
         self.servers: list[asyncio.Server] = []
+        self.request_observer: RequestObserver | None = None
+        """Told about every completed request (request metrics, ``kafka.request.logger``); None
+        skips the timing altogether."""
+        self.accepted: dict[str, int] = {}
+        """Listener name -> connections accepted (not counting those refused by a limit)."""
+        self.closed: dict[str, int] = {}
+        """Listener name -> accepted connections since closed."""
         self._sweeper: asyncio.Task[None] | None = None
         self._closed_since_trim = 0
         self._freed_since_trim = 0

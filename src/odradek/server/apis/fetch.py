@@ -80,6 +80,8 @@ async def handle(ctx: RequestContext) -> list[Any]:
             for p in t.partitions
         )
     max_wait_ms = int(req.max_wait.total_seconds() * 1000)
+    if replica_id >= 0:
+        ctx.mark_from_follower()
     results = await ctx.broker.replica_manager.fetch_messages(
         requests,
         max_wait_ms=0 if unknown or (denied and not requests) else max_wait_ms,
@@ -87,7 +89,12 @@ async def handle(ctx: RequestContext) -> list[Any]:
         max_bytes=getattr(req, "max_bytes", 2**31 - 1),
         isolation_level=getattr(req, "isolation_level", 0),
         replica_id=replica_id,
+        on_delay=ctx.mark_delayed,
     )
+    stats = ctx.broker.topic_stats
+    if stats is not None:
+        for r in results:
+            stats.fetched(r.topic_partition.topic, r.records_size, r.error_code != ErrorCode.none, replica_id >= 0)
     by_topic: dict[Any, list[FetchedPartition]] = {}
     for r in results:
         by_topic.setdefault(keys[r.topic_partition.topic], []).append(

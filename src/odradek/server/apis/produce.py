@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError, RecordValidationError
+from odradek.metrics.broker_topic import BrokerTopicStats
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, node_endpoints
 from odradek.server.auth_helper import (
@@ -81,6 +82,10 @@ class _Answer:
     record_errors: list[tuple[int, str | None]] = field(default_factory=list)
     required_offset: int = -1
     """acks=all: the high watermark this partition waits for (last appended offset + 1)."""
+    records_count: int = 0
+    valid_bytes: int = 0
+    rejected_bytes: int = 0
+    """The batch's size when it was refused as too large (Kafka's BytesRejectedPerSec)."""
 
 
 async def _append(ctx: RequestContext, name: str, pdata: Any, acks: int) -> _Answer:
@@ -96,6 +101,7 @@ async def _append(ctx: RequestContext, name: str, pdata: Any, acks: int) -> _Ans
         try:
             info = await ctx.broker.replica_manager.append_produced_records(tp, pdata.records, acks)
             answer.base_offset = info.first_offset
+            answer.records_count, answer.valid_bytes = info.records_count, info.valid_bytes
             answer.log_start = info.log_start_offset
             if info.log_append_time >= 0:
                 answer.append_time = _EPOCH + datetime.timedelta(milliseconds=info.log_append_time)
@@ -107,6 +113,8 @@ async def _append(ctx: RequestContext, name: str, pdata: Any, acks: int) -> _Ans
             answer.log_start = _log_start_offset(ctx, tp)
         except KafkaError as exc:
             answer.error, answer.message = exc.error_code, str(exc) or None
+            if exc.error_code == ErrorCode.message_too_large:
+                answer.rejected_bytes = len(pdata.records)
             if acks == 0:
                 log.warning("acks=0 produce to %s-%d from %s failed: %s", name, pdata.index, ctx.client_host, exc)
     return answer
@@ -179,9 +187,13 @@ async def handle(ctx: RequestContext) -> Any:
             await broker.admin.maybe_auto_create(name, True)
         for pdata in topic_data.partition_data:
             parts.append(await _append(ctx, name, pdata, acks))
+    stats = broker.topic_stats
+    if stats is not None:
+        _count(stats, answers)
     if acks == 0:
         return None
     if acks == -1:
+        ctx.mark_delayed()
         await _wait_for_isr(ctx, answers, int(req.timeout.total_seconds() * 1000))
     with_hints = ctx.has("LeaderIdAndEpoch")  # v10+ (KIP-951)
     leaders: list[int] = []
@@ -209,6 +221,17 @@ async def handle(ctx: RequestContext) -> Any:
         topics.append(ctx.make("TopicProduceResponse", name=name, partition_responses=partitions))
     extra = {"node_endpoints": node_endpoints(ctx, "NodeEndpoint", leaders)} if leaders else {}
     return ctx.response(responses=tuple(topics), throttle_time=datetime.timedelta(0), **extra)
+
+
+def _count(stats: BrokerTopicStats, answers: dict[str, list[_Answer]]) -> None:
+    """Kafka's BrokerTopicMetrics of the append: records and bytes in per appended partition, a
+    failure per refused one (its batch's bytes as rejected when it was too large)."""
+    for name, parts in answers.items():
+        for answer in parts:
+            if answer.error == ErrorCode.none:
+                stats.produced(name, answer.records_count, answer.valid_bytes)
+            else:
+                stats.produce_failed(name, answer.rejected_bytes)
 
 
 def _leader_hint(ctx: RequestContext, name: str, answer: _Answer, leaders: list[int]) -> dict[str, Any]:

@@ -1,0 +1,61 @@
+"""Helpers that build ``prometheus_client`` metric families the way the JMX exporter renders
+Kafka's MBeans (``lowercaseOutputName: true`` in ``example_configs/kafka-2_0_0.yml``):
+
+- a Yammer ``Meter``'s ``Count`` (names ending ``PerSec``) becomes a counter
+  ``kafka_<domain>_<type>_<name without PerSec>_total``;
+- a ``Gauge``'s ``Value`` becomes a gauge ``kafka_<domain>_<type>_<name>``;
+- a ``Histogram``/``Timer`` becomes gauges ``kafka_<domain>_<type>_<name>{quantile="0.50"}`` ..
+  ``{quantile="0.999"}`` plus ``kafka_<domain>_<type>_<name>_count`` (the exporter emits no
+  ``_sum``; ``_count`` is rendered untyped so its name stays exactly ``..._count``).
+
+Label names keep Kafka's case (``networkProcessor``, ``clientId``); metric names are lower case.
+Pure functions over plain values: safe from any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
+
+__all__ = ["Quantiles", "counter", "gauge", "histogram"]
+
+
+class Quantiles(Protocol):
+    """A histogram's state: (quantile label, value) pairs and the samples ever recorded
+    (:class:`~odradek.metrics.reservoir.Reservoir`)."""
+
+    @property
+    def count(self) -> int: ...
+
+    def quantiles(self) -> list[tuple[str, float]]: ...
+
+
+def counter(name: str, doc: str, samples: Iterable[tuple[Mapping[str, str], float]]) -> CounterMetricFamily:
+    """A counter family ``name`` (without ``_total``; the exposition adds it) whose samples may
+    carry different label sets (Kafka's all-topics MBean has no ``topic`` key)."""
+    family = CounterMetricFamily(name, doc)
+    for labels, value in samples:
+        family.add_sample(name + "_total", dict(labels), value)
+    return family
+
+
+def gauge(name: str, doc: str, samples: Iterable[tuple[Mapping[str, str], float]]) -> GaugeMetricFamily:
+    """A gauge family whose samples may carry different label sets."""
+    family = GaugeMetricFamily(name, doc)
+    for labels, value in samples:
+        family.add_sample(name, dict(labels), value)
+    return family
+
+
+def histogram(name: str, doc: str, series: Iterable[tuple[Mapping[str, str], Quantiles]]) -> list[Metric]:
+    """A Kafka histogram as the exporter renders it: the quantile gauges ``name`` and the
+    untyped ``name_count``; one entry of ``series`` per label set."""
+    quantiles = GaugeMetricFamily(name, doc)
+    counts = UnknownMetricFamily(name + "_count", doc + " (samples recorded)")
+    for labels, reservoir in series:
+        for label, value in reservoir.quantiles():
+            quantiles.add_sample(name, {**labels, "quantile": label}, value)
+        counts.add_sample(name + "_count", dict(labels), float(reservoir.count))
+    return [quantiles, counts]
