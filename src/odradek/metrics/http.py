@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import generate_latest
 
 __all__ = [
     "MAX_HEAD_BYTES",
@@ -60,6 +60,10 @@ _REASONS = {
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The classic Prometheus text format (every name here is a legacy-valid name, so
+``generate_latest``'s output is that format whatever version prometheus_client labels it)."""
 
 Readiness = Callable[[], Awaitable[str | None]]
 """Returns None when the broker is ready, else the reason it is not."""
@@ -233,7 +237,7 @@ class MetricsHttpServer:
         text = "text/plain; charset=utf-8"
         if request.path == "/metrics":
             self.scrapes += 1
-            return _response(200, generate_latest(self.registry), CONTENT_TYPE_LATEST, head_only)
+            return _response(200, generate_latest(self.registry), CONTENT_TYPE, head_only)
         if request.path == "/health/live":
             return _response(200, b"live\n", text, head_only)
         if request.path == "/health/ready":
