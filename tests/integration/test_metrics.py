@@ -38,7 +38,8 @@ def test_counters_move_with_real_clients(
 ) -> None:
     runner = odradek_broker_factory(overrides={"metrics.listener": "http://127.0.0.1:0", "num.partitions": "1"})
     assert runner.broker.metrics.bound is not None
-    url = "http://%s:%d" % runner.broker.metrics.bound
+    host, port = runner.broker.metrics.bound
+    url = f"http://{host}:{port}"
     caplog.set_level(logging.DEBUG, logger="kafka.request.logger")
     producer = Producer({"bootstrap.servers": runner.bootstrap_servers, "acks": "all", "linger.ms": 5})
     for i in range(50):
@@ -82,7 +83,6 @@ def test_counters_move_with_real_clients(
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(urllib.request.Request(url + "/metrics", method="POST", data=b"x"), timeout=5)
     assert err.value.code == 405
-    host, port = runner.broker.metrics.bound
     with socket.create_connection((host, port), timeout=5) as s:  # an oversized head: 431, and closed
         s.sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n")
         answer = s.recv(100)

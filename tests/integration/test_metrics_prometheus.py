@@ -108,7 +108,7 @@ def test_prometheus_sees_under_replicated_partitions_after_a_broker_stops(
         lambda: len(prometheus.query('up{job="odradek"} == 1')) == 3, timeout_s=30, message="3 targets up"
     )
     cluster.wait_until(
-        lambda: _value(prometheus.query("sum(kafka_log_log_size{topic=%r}) >= 0" % TOPIC)) >= 0,
+        lambda: _value(prometheus.query(f'sum(kafka_log_log_size{{topic="{TOPIC}"}}) >= 0')) >= 0,
         timeout_s=20,
         message="the topic's logs scraped",
     )
