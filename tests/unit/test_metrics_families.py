@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -138,3 +138,60 @@ def test_every_issue_meter_name_is_exported() -> None:
         "totalfetchrequests",
     ):
         assert f"kafka_server_brokertopicmetrics_{meter}" in names
+
+
+def test_generate_text_matches_prometheus_clients_exposition() -> None:
+    from types import SimpleNamespace
+
+    from odradek.metrics.collectors import LogCollector
+    from odradek.metrics.exposition import generate_text
+    from odradek.metrics.families import gauge
+    from odradek.storage import TopicPartition
+
+    logs = [
+        SimpleNamespace(
+            topic_partition=TopicPartition("orders", p),
+            size_in_bytes=1000 + p,
+            num_segments=1,
+            log_start_offset=0,
+            log_end_offset=p,
+        )
+        for p in range(3)
+    ]
+    log_collector = LogCollector(cast(Any, SimpleNamespace(all_logs=lambda: logs)))
+
+    class Odd:
+        def collect(self) -> Any:
+            yield gauge("odd", 'help with "quotes"\nand a newline \\ ', [({"g": 'a"b\\c\nd'}, 1.5)])
+            yield gauge("inf", "infinite", [({}, float("inf")), ({"x": "-"}, float("-inf"))])
+
+    metrics = RequestMetrics(reservoir_size=4)
+    metrics.record(ApiKey.PRODUCE, 9, False, (0.1, 0.2, 0.0, 0.0, 0.3, 0.6))
+    stats = BrokerTopicStats()
+    stats.produced("orders", 2, 20)
+    collectors = (log_collector, Odd(), metrics, stats)
+    ours = _samples_of(generate_text(_registry(*collectors)).decode())
+    theirs = _samples_of(generate_latest(_registry(*collectors)).decode())
+    assert ours == theirs
+    assert ours[("kafka_log_log_size", frozenset({("topic", "orders"), ("partition", "2")}))] == 1002
+    assert ours[("odd", frozenset({("g", 'a"b\\c\nd')}))] == 1.5
+    text = generate_text(_registry(*collectors)).decode()
+    assert "# TYPE kafka_server_brokertopicmetrics_messagesin_total counter" in text
+    assert "# TYPE kafka_network_requestmetrics_totaltimems_count untyped" in text
+    # a second scrape reuses the cached label text and gives the same answer
+    assert generate_text(_registry(*collectors)).decode() == text
+
+
+def _registry(*collectors: Any) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    for c in collectors:
+        registry.register(c)
+    return registry
+
+
+def _samples_of(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }

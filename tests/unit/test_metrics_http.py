@@ -58,7 +58,7 @@ def _exchange(request: bytes, eof: bool = True, ready: str | None = None, **kw: 
 def test_metrics_are_served_in_text_format() -> None:
     status, body, writer = _exchange(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n")
     assert status == 200 and writer.closed
-    assert b'kafka_server_brokertopicmetrics_messagesin_total{topic="orders"} 3.0' in body
+    assert b'kafka_server_brokertopicmetrics_messagesin_total{topic="orders"} 3\n' in body
     assert b"Content-Type: text/plain; version=0.0.4" in writer.data
 
 

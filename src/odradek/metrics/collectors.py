@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Protocol
 from prometheus_client.core import Metric
 
 from odradek.metadata.store import SessionState
-from odradek.metrics.families import counter, gauge, histogram
+from odradek.metrics.families import LabelCache, RenderedGauge, counter, gauge, histogram
 from odradek.metrics.reservoir import KAFKA_QUANTILES, quantile_of_sorted
 from odradek.replication.partition import FOLLOWER_BYTES_IN, ISR_EXPANDS, ISR_SHRINKS
 from odradek.storage import TopicPartition
@@ -123,26 +123,35 @@ class ReplicaManagerCollector:
 
 
 class LogCollector:
+    """Per-partition gauges; label sets are rendered once per partition and reused (see
+    :class:`~odradek.metrics.families.RenderedGauge`)."""
+
     def __init__(self, log_manager: LogManager) -> None:
         self.log_manager = log_manager
+        self.labels = LabelCache()
 
     def describe(self) -> list[Metric]:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        rows: list[tuple[dict[str, str], tuple[int, int, int, int]]] = []
-        for log_ in self.log_manager.all_logs():
+        size: list[tuple[dict[str, str], str, float]] = []
+        segments: list[tuple[dict[str, str], str, float]] = []
+        start: list[tuple[dict[str, str], str, float]] = []
+        end: list[tuple[dict[str, str], str, float]] = []
+        cache = self.labels
+        logs = self.log_manager.all_logs()
+        for log_ in logs:
             tp = log_.topic_partition
-            labels = {"topic": tp.topic, "partition": str(tp.partition)}
-            rows.append((labels, (log_.size_in_bytes, log_.num_segments, log_.log_start_offset, log_.log_end_offset)))
-        docs = (
-            ("size", "Bytes of the partition's log on this broker"),
-            ("numlogsegments", "Segments of the partition's log"),
-            ("logstartoffset", "The log start offset"),
-            ("logendoffset", "The log end offset"),
-        )
-        for index, (name, doc) in enumerate(docs):
-            yield gauge("kafka_log_log_" + name, doc, ((labels, values[index]) for labels, values in rows))
+            labels, text = cache.get(tp)
+            size.append((labels, text, log_.size_in_bytes))
+            segments.append((labels, text, log_.num_segments))
+            start.append((labels, text, log_.log_start_offset))
+            end.append((labels, text, log_.log_end_offset))
+        cache.trim(len(logs))
+        yield RenderedGauge("kafka_log_log_size", "Bytes of the partition's log on this broker", size)
+        yield RenderedGauge("kafka_log_log_numlogsegments", "Segments of the partition's log", segments)
+        yield RenderedGauge("kafka_log_log_logstartoffset", "The log start offset", start)
+        yield RenderedGauge("kafka_log_log_logendoffset", "The log end offset", end)
 
 
 class ControllerCollector:

@@ -18,8 +18,11 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
+from prometheus_client.samples import Sample
 
-__all__ = ["Quantiles", "counter", "gauge", "histogram"]
+from odradek.storage import TopicPartition
+
+__all__ = ["LabelCache", "Quantiles", "RenderedGauge", "counter", "gauge", "histogram", "label_text"]
 
 
 class Quantiles(Protocol):
@@ -59,3 +62,50 @@ def histogram(name: str, doc: str, series: Iterable[tuple[Mapping[str, str], Qua
             quantiles.add_sample(name, {**labels, "quantile": label}, value)
         counts.add_sample(name + "_count", dict(labels), float(reservoir.count))
     return [quantiles, counts]
+
+
+def label_text(labels: Mapping[str, str]) -> str:
+    """``{name="value",...}`` of the text format, values escaped (backslash, quote, newline)."""
+    parts = []
+    for k, v in labels.items():
+        if "\\" in v or '"' in v or "\n" in v:
+            v = v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+        parts.append(f'{k}="{v}"')
+    return "{" + ",".join(parts) + "}"
+
+
+class LabelCache:
+    """``{topic, partition}`` label sets and their rendered text per partition, kept between
+    scrapes; cleared when it holds more than twice the partitions of the last scrape (deleted ones)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[TopicPartition, tuple[dict[str, str], str]] = {}
+
+    def get(self, tp: TopicPartition) -> tuple[dict[str, str], str]:
+        found = self._entries.get(tp)
+        if found is None:
+            made = {"topic": tp.topic, "partition": str(tp.partition)}
+            found = self._entries[tp] = (made, label_text(made))
+        return found
+
+    def trim(self, live: int) -> None:
+        if len(self._entries) > 2 * live + 64:
+            self._entries.clear()
+
+
+class RenderedGauge(Metric):
+    """A gauge family of many labelled samples kept as rows (label set, its rendered text, value):
+    :func:`odradek.metrics.exposition.generate_text` writes them without a Sample object each;
+    ``samples`` builds the Sample objects for any other reader (``generate_latest``)."""
+
+    def __init__(self, name: str, doc: str, rows: list[tuple[dict[str, str], str, float]]) -> None:
+        super().__init__(name, doc, "gauge")
+        self.rows = rows
+
+    @property  # type: ignore[override]
+    def samples(self) -> list[Sample]:
+        return [Sample(self.name, labels, value) for labels, _text, value in self.rows]
+
+    @samples.setter
+    def samples(self, _value: list[Sample]) -> None:
+        """Metric.__init__ sets an empty list; the rows are the samples."""

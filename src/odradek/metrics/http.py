@@ -33,7 +33,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import generate_latest
+
+from odradek.metrics.exposition import generate_text
 
 __all__ = [
     "MAX_HEAD_BYTES",
@@ -62,8 +63,7 @@ _REASONS = {
 }
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-"""The classic Prometheus text format (every name here is a legacy-valid name, so
-``generate_latest``'s output is that format whatever version prometheus_client labels it)."""
+"""The classic Prometheus text format (:mod:`odradek.metrics.exposition`)."""
 
 Readiness = Callable[[], Awaitable[str | None]]
 """Returns None when the broker is ready, else the reason it is not."""
@@ -237,7 +237,7 @@ class MetricsHttpServer:
         text = "text/plain; charset=utf-8"
         if request.path == "/metrics":
             self.scrapes += 1
-            return _response(200, generate_latest(self.registry), CONTENT_TYPE, head_only)
+            return _response(200, generate_text(self.registry), CONTENT_TYPE, head_only)
         if request.path == "/health/live":
             return _response(200, b"live\n", text, head_only)
         if request.path == "/health/ready":
