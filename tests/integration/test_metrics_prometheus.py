@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.cli.cluster import ClusterBroker, LocalCluster, free_port
@@ -23,6 +24,7 @@ from odradek.testing_zk import ZooKeeperServer
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(120)]
 
 TOPIC = "watched"
+LAGGED = "lagged"
 _BOUND = re.compile(r"serves metrics on (http://[\d.]+:\d+)/metrics")
 
 
@@ -114,6 +116,26 @@ def test_prometheus_sees_under_replicated_partitions_after_a_broker_stops(
     )
     assert _value(prometheus.query("sum(kafka_controller_kafkacontroller_activecontrollercount)")) == 1
     assert _value(prometheus.query("sum(kafka_server_replicamanager_underreplicatedpartitions)")) == 0
+
+    # consumer lag: a group's committed offsets on partitions spread over the brokers (one replica
+    # each), counted once across the cluster by the group's coordinator
+    admin.create_topics([NewTopic(LAGGED, 3, 1)])[LAGGED].result(30)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5})
+    for p in range(3):
+        for _ in range(10):
+            producer.produce(LAGGED, b"v", partition=p)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "lagging"})
+    consumer.commit(offsets=[TopicPartition(LAGGED, p, 4) for p in range(3)], asynchronous=False)
+    consumer.close()
+    cluster.wait_until(
+        lambda: (
+            _value(prometheus.query('sum(kafka_consumergroup_lag{consumergroup="lagging"})')) == 18
+            and _value(prometheus.query('count(kafka_consumergroup_lag{consumergroup="lagging"})')) == 3
+        ),
+        timeout_s=20,
+        message="the group's lag (3 partitions x 6 records) in Prometheus, once",
+    )
 
     stopped = max(cluster.alive_ids())
     cluster.stop(stopped)

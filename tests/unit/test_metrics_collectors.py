@@ -131,10 +131,15 @@ def test_consumer_lag_for_the_groups_coordinated_here() -> None:
     ]
     coordinator = SimpleNamespace(manager=SimpleNamespace(current_groups=lambda: groups))
     rm = SimpleNamespace(partitions={TopicPartition("t", 0): _partition(True, 1, 1, hw=100)})
-    v = _values(ConsumerLagCollector(cast(Any, coordinator), cast(Any, rm)))
+    collector = ConsumerLagCollector(cast(Any, coordinator), cast(Any, rm))
+    assert collector.missing() == {TopicPartition("t", 1)}
+    v = _values(collector)
     assert v[_k("kafka_consumergroup_lag", consumergroup="g1", topic="t", partition="0")] == 10
     assert _k("kafka_consumergroup_lag", consumergroup="g1", topic="t", partition="1") not in v
     assert v[_k("kafka_consumergroup_current_offset", consumergroup="g1", topic="t", partition="1")] == 5
+    collector.remote_high_watermarks[TopicPartition("t", 1)] = 8  # asked of the leader before the scrape
+    v = _values(collector)
+    assert v[_k("kafka_consumergroup_lag", consumergroup="g1", topic="t", partition="1")] == 3
 
 
 @dataclass
@@ -194,7 +199,8 @@ def test_request_log_splits_the_stages(caplog: pytest.LogCaptureFixture) -> None
     times.delayed_at = 10.004  # acks=all: waited from 10.004 to 10.010
     with caplog.at_level(logging.DEBUG, logger="kafka.request.logger"):
         observer.completed(times, conn, 10.000, 10.001, 10.010, 10.011, 10.015)
-    stages = [r.snapshot()[0] for r in metrics.stages["Produce"]]
+    (series,) = metrics.stage_series()["Produce"]
+    stages = list(series.reservoir.window()[0])
     assert stages == pytest.approx([1.0, 3.0, 6.0, 1.0, 4.0, 15.0])
     assert metrics.requests == {("Produce", 9): 1}
     (record,) = [r for r in caplog.records if r.name == "kafka.request.logger"]
@@ -212,5 +218,6 @@ def test_request_log_without_a_delay_and_frames_that_never_reached_a_handler() -
     assert metrics.requests == {}
     conn.times.api_key, conn.times.api_version = ApiKey.METADATA, 12
     observer.completed(conn.times, conn, 1.000, 1.002, 1.005, 1.005, 1.006)
-    stages = [r.snapshot()[0] for r in metrics.stages["Metadata"]]
+    (series,) = metrics.stage_series()["Metadata"]
+    stages = list(series.reservoir.window()[0])
     assert stages == pytest.approx([2.0, 3.0, 0.0, 0.0, 1.0, 6.0])

@@ -19,8 +19,8 @@ exporter renders Kafka's MBeans:
   ``odradek_coordinator_transaction_transactionalids`` (Kafka has no MBean for it);
 - :class:`ConsumerLagCollector`: kafka_exporter's ``kafka_consumergroup_lag{consumergroup,topic,
   partition}`` and ``kafka_consumergroup_current_offset``, only for the groups this broker
-  coordinates (so a scrape of every broker counts each group once), and only for partitions whose
-  high watermark this broker knows (it hosts a replica);
+  coordinates (so a scrape of every broker counts each group once); high watermarks of partitions
+  without a replica here are asked of their leaders before each scrape;
 - :class:`CleanerCollector`: ``kafka_log_logcleaner_{max_dirty_percent,time_since_last_run_ms}``
   and ``kafka_log_logcleanermanager_uncleanable_partitions_count`` from any object with those
   three properties (:class:`CleanerStats`);
@@ -271,9 +271,20 @@ class CoordinatorCollector:
 
 
 class ConsumerLagCollector:
+    """kafka_exporter's lag for the groups coordinated here. A partition's high watermark comes
+    from its replica on this broker, else from ``remote_high_watermarks`` (filled before a scrape
+    by the broker with ListOffsets to the partitions' leaders, see :meth:`missing`); a partition
+    known in neither has a ``current_offset`` but no ``lag``."""
+
     def __init__(self, groups: GroupCoordinator, replica_manager: ReplicaManager) -> None:
         self.groups = groups
         self.rm = replica_manager
+        self.remote_high_watermarks: dict[TopicPartition, int] = {}
+
+    def missing(self) -> set[TopicPartition]:
+        """Partitions with committed offsets of local groups and no replica on this broker."""
+        partitions = self.rm.partitions
+        return {tp for group in self.groups.manager.current_groups() for tp in group.offsets if tp not in partitions}
 
     def describe(self) -> list[Metric]:
         return []
@@ -282,14 +293,16 @@ class ConsumerLagCollector:
         lag: list[tuple[dict[str, str], float]] = []
         current: list[tuple[dict[str, str], float]] = []
         partitions = self.rm.partitions
+        remote = self.remote_high_watermarks
         for group in self.groups.manager.current_groups():
             for tp, commit in sorted(group.offsets.items()):
                 labels = {"consumergroup": group.group_id, "topic": tp.topic, "partition": str(tp.partition)}
                 offset = commit.value.offset
                 current.append((labels, offset))
                 partition = partitions.get(tp)
-                if partition is not None:
-                    lag.append((labels, max(0, partition.high_watermark - offset)))
+                high_watermark = partition.high_watermark if partition is not None else remote.get(tp)
+                if high_watermark is not None:
+                    lag.append((labels, max(0, high_watermark - offset)))
         yield gauge("kafka_consumergroup_current_offset", "Committed offset of a group in a partition", current)
         yield gauge("kafka_consumergroup_lag", "High watermark minus the group's committed offset", lag)
 

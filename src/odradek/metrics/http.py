@@ -151,12 +151,18 @@ class MetricsHttpServer:
         registry: CollectorRegistry,
         readiness: Readiness,
         *,
+        prepare: Callable[[], Awaitable[None]] | None = None,
+        prepare_timeout_s: float = 2.0,
         head_timeout_s: float = 5.0,
         write_timeout_s: float = 10.0,
         max_connections: int = 64,
     ) -> None:
         self.registry = registry
         self.readiness = readiness
+        self.prepare = prepare
+        """Awaited before each scrape (at most ``prepare_timeout_s``; a failure is logged and the
+        scrape answers with what the collectors have)."""
+        self.prepare_timeout_s = prepare_timeout_s
         self.head_timeout_s = head_timeout_s
         self.write_timeout_s = write_timeout_s
         self.max_connections = max_connections
@@ -237,6 +243,11 @@ class MetricsHttpServer:
         text = "text/plain; charset=utf-8"
         if request.path == "/metrics":
             self.scrapes += 1
+            if self.prepare is not None:
+                try:
+                    await asyncio.wait_for(self.prepare(), self.prepare_timeout_s)
+                except Exception as exc:
+                    log.warning("metrics listener: preparing a scrape failed: %s", exc or type(exc).__name__)
             return _response(200, generate_text(self.registry), CONTENT_TYPE, head_only)
         if request.path == "/health/live":
             return _response(200, b"live\n", text, head_only)

@@ -24,9 +24,9 @@ handler; see :mod:`odradek.server.socket_server`):
   write buffer to drain, and for ``sendfile`` of Fetch's file ranges);
 - ``totaltimems``: the whole frame has arrived -> the response is sent.
 
-Recording (:meth:`RequestMetrics.record`) is a few dict lookups, integer adds and six reservoir
-stores per request (no locks, no prometheus_client objects); the collector reads them at scrape
-time. Not thread-safe: record and collect on the broker's event loop.
+Recording (:meth:`RequestMetrics.record`) is a dict lookup, one reservoir store of the request's
+stage tuple and an integer add (no locks, no prometheus_client objects); the collector reads them
+at scrape time. Not thread-safe: record and collect on the broker's event loop.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from prometheus_client.core import Metric
 
 from odradek.metrics.families import counter, histogram
-from odradek.metrics.reservoir import Reservoir
+from odradek.metrics.reservoir import Reservoir, quantiles_of_sorted
 from odradek.protocol.api_keys import ApiKey
 
 __all__ = ["API_NAMES", "STAGES", "RequestMetrics", "api_name"]
@@ -62,6 +62,9 @@ _STAGE_DOCS = {
 
 FETCH_CONSUMER = "FetchConsumer"
 FETCH_FOLLOWER = "FetchFollower"
+_FETCH = int(ApiKey.FETCH)
+_FETCH_CONSUMER_KEY = -1
+_FETCH_FOLLOWER_KEY = -2
 
 
 def api_name(key: ApiKey) -> str:
@@ -72,22 +75,57 @@ def api_name(key: ApiKey) -> str:
 API_NAMES: dict[int, str] = {int(k): api_name(k) for k in ApiKey}
 
 
+class _Series:
+    """One ``request`` label's samples: a reservoir of stage-time tuples and counts per version."""
+
+    __slots__ = ("name", "reservoir", "versions")
+
+    def __init__(self, name: str, size: int) -> None:
+        self.name = name
+        self.reservoir = Reservoir(size)
+        self.versions: dict[int, int] = {}
+
+
+class _Stage:
+    """One stage's quantiles over one or more series (Fetch is FetchConsumer and FetchFollower)."""
+
+    def __init__(self, series: list[_Series], index: int) -> None:
+        self.series = series
+        self.index = index
+
+    @property
+    def count(self) -> int:
+        return sum(s.reservoir.count for s in self.series)
+
+    def quantiles(self) -> list[tuple[str, float]]:
+        if len(self.series) == 1:
+            return quantiles_of_sorted(self.series[0].reservoir.column(self.index))
+        merged = sorted(v for s in self.series for v in s.reservoir.column(self.index))
+        return quantiles_of_sorted(merged)
+
+
 class RequestMetrics:
     """Request counts and stage reservoirs per API (see the module docstring); also a
-    ``prometheus_client`` collector."""
+    ``prometheus_client`` collector.
+
+    A request is recorded once, under its API (a Fetch under ``FetchConsumer`` or
+    ``FetchFollower``): one dict lookup, one reservoir store of the stage tuple, one integer add.
+    ``Fetch`` is the union of the two fetch series, computed at scrape time."""
 
     def __init__(self, reservoir_size: int = 1024) -> None:
-        self.requests: dict[tuple[str, int], int] = {}
-        """(API name, version) -> requests completed."""
-        self.stages: dict[str, tuple[Reservoir, ...]] = {}
-        """API name -> one reservoir per stage of :data:`STAGES`."""
+        self._series: dict[int, _Series] = {}
+        """API key (a Fetch: ``-1`` consumer, ``-2`` follower) -> its series."""
         self._size = reservoir_size
 
-    def _reservoirs(self, name: str) -> tuple[Reservoir, ...]:
-        found = self.stages.get(name)
-        if found is None:
-            found = self.stages[name] = tuple(Reservoir(self._size) for _ in STAGES)
-        return found
+    def _new(self, key: int) -> _Series:
+        if key == _FETCH_CONSUMER_KEY:
+            name = FETCH_CONSUMER
+        elif key == _FETCH_FOLLOWER_KEY:
+            name = FETCH_FOLLOWER
+        else:
+            name = API_NAMES.get(key) or str(key)
+        series = self._series[key] = _Series(name, self._size)
+        return series
 
     def record(
         self,
@@ -98,17 +136,33 @@ class RequestMetrics:
     ) -> None:
         """One completed request; ``times_ms`` in the order of :data:`STAGES`. An API key Kafka
         does not define is counted under its number."""
-        name = API_NAMES.get(api_key) or str(api_key)
-        self._record(name, api_version, times_ms)
-        if api_key == ApiKey.FETCH:
-            self._record(FETCH_FOLLOWER if from_follower else FETCH_CONSUMER, api_version, times_ms)
+        if api_key == _FETCH:
+            api_key = _FETCH_FOLLOWER_KEY if from_follower else _FETCH_CONSUMER_KEY
+        series = self._series.get(api_key)
+        if series is None:
+            series = self._new(api_key)
+        series.reservoir.update(times_ms)
+        versions = series.versions
+        versions[api_version] = versions.get(api_version, 0) + 1
 
-    def _record(self, name: str, api_version: int, times_ms: tuple[float, ...]) -> None:
-        key = (name, api_version)
-        requests = self.requests
-        requests[key] = requests.get(key, 0) + 1
-        for reservoir, value in zip(self._reservoirs(name), times_ms):
-            reservoir.update(value)
+    @property
+    def requests(self) -> dict[tuple[str, int], int]:
+        """(request label, version) -> requests completed, ``Fetch`` included."""
+        out: dict[tuple[str, int], int] = {}
+        for series in self._series.values():
+            for version, n in series.versions.items():
+                out[(series.name, version)] = n
+                if series.name in (FETCH_CONSUMER, FETCH_FOLLOWER):
+                    out[("Fetch", version)] = out.get(("Fetch", version), 0) + n
+        return out
+
+    def stage_series(self) -> dict[str, list[_Series]]:
+        """Request label -> the series its quantiles are computed from."""
+        by_name = {s.name: [s] for s in self._series.values()}
+        fetches = [s for s in self._series.values() if s.name in (FETCH_CONSUMER, FETCH_FOLLOWER)]
+        if fetches:
+            by_name["Fetch"] = fetches
+        return by_name
 
     def describe(self) -> list[Metric]:
         return []
@@ -119,9 +173,10 @@ class RequestMetrics:
             "Requests completed, per API and version (RequestsPerSec)",
             (({"request": name, "version": str(version)}, n) for (name, version), n in sorted(self.requests.items())),
         )
+        series = sorted(self.stage_series().items())
         for index, stage in enumerate(STAGES):
             yield from histogram(
                 f"kafka_network_requestmetrics_{stage}",
                 _STAGE_DOCS[stage],
-                (({"request": name}, reservoirs[index]) for name, reservoirs in sorted(self.stages.items())),
+                (({"request": name}, _Stage(members, index)) for name, members in series),
             )

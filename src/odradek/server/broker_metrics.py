@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
+from odradek.client.admin import AdminClient
 from odradek.errors import InvalidConfigError
 from odradek.metadata.store import WatchHandle
 from odradek.metadata.znodes import BrokerIdZNode
@@ -48,6 +49,7 @@ from odradek.metrics.collectors import (
 from odradek.metrics.http import MetricsHttpServer, parse_listener
 from odradek.metrics.loop_probe import EventLoopProbe
 from odradek.metrics.request_metrics import RequestMetrics
+from odradek.replication.replica_manager import LATEST_TIMESTAMP
 from odradek.server.request_log import REQUEST_LOGGER, RequestLog
 
 if TYPE_CHECKING:
@@ -84,6 +86,8 @@ class BrokerMetrics:
         self.stopping = False
         self._cleaner: CleanerCollector | None = None
         self._watch: WatchHandle | None = None
+        self._lag: ConsumerLagCollector | None = None
+        self._admin: AdminClient | None = None
         if enabled or REQUEST_LOGGER.isEnabledFor(logging.DEBUG):
             broker.socket_server.request_observer = RequestLog(self.request_metrics)
 
@@ -92,6 +96,7 @@ class BrokerMetrics:
         components = broker.components
         server = broker.socket_server
         assert broker.log_manager is not None and self.topic_stats is not None and self.request_metrics is not None
+        self._lag = ConsumerLagCollector(components.group_coordinator, components.replica_manager)
 
         def connection_counts() -> dict[str, tuple[int, int, int]]:
             counts = {name: [0, n, server.closed.get(name, 0)] for name, n in server.accepted.items()}
@@ -109,7 +114,7 @@ class BrokerMetrics:
             LogCollector(broker.log_manager),
             ControllerCollector(lambda: broker.controller),
             CoordinatorCollector(components.group_coordinator, components.transaction_coordinator),
-            ConsumerLagCollector(components.group_coordinator, components.replica_manager),
+            self._lag,
         ):
             self.registry.register(collector)
 
@@ -128,7 +133,7 @@ class BrokerMetrics:
         if self.broker.store is not None:
             self._watch = self.broker.store.watch_session(self.session.on_session_event)
         self.probe.start()
-        self.http = MetricsHttpServer(self.registry, self.readiness)
+        self.http = MetricsHttpServer(self.registry, self.readiness, prepare=self.refresh_remote_high_watermarks)
         self.bound = await self.http.start(*self.address)
         log.info("broker %d serves metrics on http://%s:%d/metrics", self.broker.broker_id, *self.bound)
 
@@ -141,6 +146,37 @@ class BrokerMetrics:
         if self.http is not None:
             await self.http.stop()
             self.http = None
+        if self._admin is not None:
+            await self._admin.close()
+            self._admin = None
+
+    async def refresh_remote_high_watermarks(self) -> None:
+        """Before a scrape: the high watermarks (ListOffsets LATEST, read_uncommitted) of the
+        partitions local groups committed to that have no replica here, asked of their leaders
+        over the inter-broker listener. Partitions that fail keep their last known value."""
+        lag = self._lag
+        if lag is None:
+            return
+        missing = lag.missing()
+        for gone in set(lag.remote_high_watermarks) - missing:
+            del lag.remote_high_watermarks[gone]
+        if not missing:
+            return
+        if self._admin is None:
+            broker = self.broker
+            listener = broker.config.inter_broker_listener_name
+            endpoint = next((e for e in broker.endpoints if e.listener == listener), broker.endpoints[0])
+            self._admin = AdminClient(
+                f"{endpoint.host}:{endpoint.port}",
+                client_id=f"broker-{broker.broker_id}-metrics",
+                request_timeout_ms=2000,
+                retries=1,
+                security=broker.inter_broker_security,
+            )
+        answers = await self._admin.list_offsets(dict.fromkeys(missing, LATEST_TIMESTAMP))
+        for tp, result in answers.items():
+            if result.error is None and result.offset >= 0:
+                lag.remote_high_watermarks[tp] = result.offset
 
     async def readiness(self) -> str | None:
         """None when ready, else why not (see the module docstring)."""

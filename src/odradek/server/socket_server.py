@@ -272,7 +272,10 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             return
         if count > before and self.server.request_observer is not None:
             now = time.perf_counter()
-            self.arrivals.extend(now for _ in range(count - before))
+            if count - before == 1:
+                self.arrivals.append(now)
+            else:
+                self.arrivals.extend([now] * (count - before))
         if self._worker is None:
             self._worker = asyncio.get_running_loop().create_task(self._work(), name=self.connection_id)
         elif self._waiter is not None and not self._waiter.done():
