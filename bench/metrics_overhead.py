@@ -1,22 +1,24 @@
 """What the metrics cost: produce throughput with and without ``metrics.listener``, and the time
 of one scrape of a broker hosting 3,000 partitions.
 
-1. ``produce``: a broker process (embedded metadata store, one topic of ``--partitions``
-   partitions) with ``metrics.listener`` unset (nothing counted, no request timing) and set
-   (BrokerTopicMetrics, RequestMetrics stage reservoirs, the listener, the event loop probe),
-   alternately, ``--reps`` times each. Each run produces ``--messages`` records of
-   ``--record-size`` bytes through confluent-kafka (acks=1) in two shapes: ``batched``
-   (``linger.ms`` 5: few large requests) and ``small_requests`` (``linger.ms`` 0, at most
-   ``--small-batch`` records per request: many small requests, where per-request counting weighs
-   most). Figures: records per second (client side, first send to last delivery report) and the
-   broker's CPU microseconds per record, median of the runs; ``overhead_pct`` compares medians
-   (positive = slower with metrics). The machine is shared: compare the spread of the runs too.
+1. ``produce``: two broker processes at once (embedded metadata store, one topic of
+   ``--partitions`` partitions), one with ``metrics.listener`` unset (nothing counted, no request
+   timing), one with it set (BrokerTopicMetrics, RequestMetrics, the listener, the event loop
+   probe). A kept-open confluent-kafka producer per broker (acks=1) sends bursts of records of
+   ``--record-size`` bytes (``--messages``, ten times that for ``batched``), alternating between
+   the brokers for ``--rounds`` pairs (the order flips each round), in two shapes: ``batched`` (``linger.ms`` 5:
+   few large requests) and ``small_requests`` (``linger.ms`` 0, at most ``--small-batch`` records
+   per request: many small requests, where per-request counting weighs most). Figures per shape:
+   medians of records per second (client side, first send to last delivery report) and of broker
+   CPU microseconds per record; ``throughput_overhead_pct`` and ``cpu_overhead_pct`` are the
+   medians of the pairs' ratios (positive = costlier with metrics), which cancels most of a shared
+   machine's drift; the ratios are listed too.
 2. ``scrape``: a broker with ``metrics.listener`` and one topic of ``--scrape-partitions``
    partitions (a record in each), scraped ``--scrapes`` times: the wall time of one
    ``GET /metrics`` (the event loop produces the text in one go, so this is also how long the
    loop is held), the response's size and sample count. The target is < 200 ms.
 
-    python bench/metrics_overhead.py [--messages 200000] [--reps 3] [--scrape-partitions 3000]
+    python bench/metrics_overhead.py [--messages 50000] [--rounds 9] [--scrape-partitions 3000]
 """
 
 from __future__ import annotations
@@ -34,57 +36,90 @@ from confluent_kafka import Producer
 from common import OdradekBroker, create_topic, free_port, log, machine_info, median, percentiles
 
 
-def produce(bootstrap: str, topic: str, messages: int, record_size: int, linger_ms: int, batch: int) -> float:
-    """Records per second acknowledged (acks=1)."""
-    errors: list[str] = []
+class Load:
+    """A producer (acks=1) kept connected to one broker; :meth:`burst` sends ``messages`` records."""
 
-    def on_delivery(err: Any, _msg: Any) -> None:
+    def __init__(self, broker: OdradekBroker, topic: str, record_size: int, linger_ms: int, batch: int) -> None:
+        self.broker = broker
+        self.topic = topic
+        self.errors: list[str] = []
+        conf: dict[str, Any] = {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "acks": 1,
+            "linger.ms": linger_ms,
+            "enable.idempotence": False,
+            "on_delivery": self._on_delivery,
+        }
+        if batch:
+            conf["batch.num.messages"] = batch
+        self.producer = Producer(conf)
+        self.payload = os.urandom(record_size)
+        self.producer.produce(topic, self.payload)  # connect and learn the metadata first
+        self.producer.flush(30)
+
+    def _on_delivery(self, err: Any, _msg: Any) -> None:
         if err is not None:
-            errors.append(str(err))
+            self.errors.append(str(err))
 
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "acks": 1,
-        "linger.ms": linger_ms,
-        "on_delivery": on_delivery,
-        "enable.idempotence": False,
-    }
-    if batch:
-        conf["batch.num.messages"] = batch
-    producer = Producer(conf)
-    payload = os.urandom(record_size)
-    producer.produce(topic, payload)  # connect and learn the metadata first
-    producer.flush(30)
-    t0 = time.perf_counter()
-    for i in range(messages):
-        while True:
-            try:
-                producer.produce(topic, payload)
-                break
-            except BufferError:
-                producer.poll(0.001)
-        if i % 1000 == 0:
-            producer.poll(0)
-    left = producer.flush(120)
-    elapsed = time.perf_counter() - t0
-    if left or errors:
-        raise RuntimeError(f"{left} records unacknowledged, errors: {errors[:3]}")
-    return messages / elapsed
+    def burst(self, messages: int) -> tuple[float, float]:
+        """(records per second, broker CPU microseconds per record)."""
+        producer = self.producer
+        cpu0 = self.broker.cpu_seconds()
+        t0 = time.perf_counter()
+        for i in range(messages):
+            while True:
+                try:
+                    producer.produce(self.topic, self.payload)
+                    break
+                except BufferError:
+                    producer.poll(0.001)
+            if i % 1000 == 0:
+                producer.poll(0)
+        left = producer.flush(120)
+        elapsed = time.perf_counter() - t0
+        if left or self.errors:
+            raise RuntimeError(f"{left} records unacknowledged, errors: {self.errors[:3]}")
+        return messages / elapsed, (self.broker.cpu_seconds() - cpu0) / messages * 1e6
 
 
-def produce_run(metrics: bool, args: argparse.Namespace) -> dict[str, float]:
-    overrides = {"num.partitions": str(args.partitions)}
-    if metrics:
-        overrides["metrics.listener"] = f"http://127.0.0.1:{free_port()}"
-    out: dict[str, float] = {}
-    with OdradekBroker(overrides=overrides) as broker:
-        create_topic(broker.bootstrap_servers, "load", args.partitions)
-        for shape, linger, batch in (("batched", 5, 0), ("small_requests", 0, args.small_batch)):
-            cpu0 = broker.cpu_seconds()
-            rate = produce(broker.bootstrap_servers, "load", args.messages, args.record_size, linger, batch)
-            cpu = broker.cpu_seconds() - cpu0
-            out[f"{shape}_records_per_s"] = rate
-            out[f"{shape}_broker_cpu_us_per_record"] = cpu / (args.messages + 1) * 1e6
+def produce_paired(args: argparse.Namespace) -> dict[str, Any]:
+    """Both brokers run at once; bursts alternate between them (the order flips every round), so
+    each pair of bursts sees about the same machine; the overhead is the median of the pairs'
+    ratios."""
+    port = free_port()
+    plain = OdradekBroker(overrides={"num.partitions": str(args.partitions)})
+    metered = OdradekBroker(
+        overrides={"num.partitions": str(args.partitions), "metrics.listener": f"http://127.0.0.1:{port}"}
+    )
+    out: dict[str, Any] = {}
+    with plain, metered:
+        for broker in (plain, metered):
+            create_topic(broker.bootstrap_servers, "load", args.partitions)
+        for shape, linger, batch, messages in (
+            ("batched", 5, 0, args.messages * 10),
+            ("small_requests", 0, args.small_batch, args.messages),
+        ):
+            loads = {
+                "without_metrics": Load(plain, "load", args.record_size, linger, batch),
+                "with_metrics": Load(metered, "load", args.record_size, linger, batch),
+            }
+            runs: dict[str, list[tuple[float, float]]] = {name: [] for name in loads}
+            for rnd in range(args.rounds):
+                order = list(loads) if rnd % 2 == 0 else list(reversed(loads))
+                for name in order:
+                    runs[name].append(loads[name].burst(messages))
+            log(f"{shape}: {args.rounds} rounds done")
+            rate_ratio = [w[0] / p[0] for w, p in zip(runs["with_metrics"], runs["without_metrics"])]
+            pairs = zip(runs["with_metrics"], runs["without_metrics"])
+            cpu_ratio = [w[1] / p[1] for w, p in pairs if p[1] > 0 and w[1] > 0] or [float("nan")]  # CPU in 10 ms ticks
+            out[shape] = {
+                "records_per_s": {name: round(median([r[0] for r in rs])) for name, rs in runs.items()},
+                "broker_cpu_us_per_record": {name: round(median([r[1] for r in rs]), 2) for name, rs in runs.items()},
+                "throughput_overhead_pct": round((1 - median(rate_ratio)) * 100, 2),
+                "cpu_overhead_pct": round((median(cpu_ratio) - 1) * 100, 2),
+                "pair_ratios_throughput": [round(r, 3) for r in rate_ratio],
+                "pair_ratios_cpu": [round(r, 3) for r in cpu_ratio],
+            }
     return out
 
 
@@ -120,41 +155,23 @@ def scrape(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--messages", type=int, default=50_000, help="records per burst")
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--small-batch", type=int, default=10)
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--scrape-partitions", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=9, help="pairs of bursts per shape")
+    parser.add_argument("--scrape-partitions", type=int, default=3000, help="0 skips the scrape part")
     parser.add_argument("--scrapes", type=int, default=20)
     parser.add_argument("--skip-produce", action="store_true")
     args = parser.parse_args(argv)
-    result: dict[str, Any] = {"machine": machine_info(), "args": vars(args)}
+    result: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "load_average": os.getloadavg()}
     if not args.skip_produce:
-        runs: dict[str, list[dict[str, float]]] = {"without_metrics": [], "with_metrics": []}
-        for rep in range(args.reps):
-            for metrics in (False, True) if rep % 2 == 0 else (True, False):
-                name = "with_metrics" if metrics else "without_metrics"
-                log(f"produce run {rep + 1}/{args.reps} {name}")
-                runs[name].append(produce_run(metrics, args))
-        summary: dict[str, Any] = {}
-        for key in runs["without_metrics"][0]:
-            base = median([r[key] for r in runs["without_metrics"]])
-            with_ = median([r[key] for r in runs["with_metrics"]])
-            summary[key] = {
-                "without_metrics": round(base, 2),
-                "with_metrics": round(with_, 2),
-                "spread_without": [round(r[key], 2) for r in runs["without_metrics"]],
-                "spread_with": [round(r[key], 2) for r in runs["with_metrics"]],
-            }
-            if key.endswith("records_per_s"):
-                summary[key]["overhead_pct"] = round((base - with_) / base * 100, 2)
-            else:
-                summary[key]["overhead_pct"] = round((with_ - base) / base * 100, 2)
-        result["produce"] = summary
+        result["produce"] = produce_paired(args)
         result["produce_target_pct"] = 3
-    log(f"scrape of {args.scrape_partitions} partitions")
-    result["scrape"] = scrape(args)
+    if args.scrape_partitions > 0:
+        log(f"scrape of {args.scrape_partitions} partitions")
+        result["scrape"] = scrape(args)
+    result["load_average_after"] = os.getloadavg()
     json.dump(result, sys.stdout, indent=2)
     print()
     return 0

@@ -134,24 +134,19 @@ class LogCollector:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        size: list[tuple[dict[str, str], str, float]] = []
-        segments: list[tuple[dict[str, str], str, float]] = []
-        start: list[tuple[dict[str, str], str, float]] = []
-        end: list[tuple[dict[str, str], str, float]] = []
         cache = self.labels
         logs = self.log_manager.all_logs()
+        rows = []
         for log_ in logs:
-            tp = log_.topic_partition
-            labels, text = cache.get(tp)
-            size.append((labels, text, log_.size_in_bytes))
-            segments.append((labels, text, log_.num_segments))
-            start.append((labels, text, log_.log_start_offset))
-            end.append((labels, text, log_.log_end_offset))
+            labels, text = cache.get(log_.topic_partition)
+            rows.append(
+                (labels, text, log_.size_in_bytes, log_.num_segments, log_.log_start_offset, log_.log_end_offset)
+            )
         cache.trim(len(logs))
-        yield RenderedGauge("kafka_log_log_size", "Bytes of the partition's log on this broker", size)
-        yield RenderedGauge("kafka_log_log_numlogsegments", "Segments of the partition's log", segments)
-        yield RenderedGauge("kafka_log_log_logstartoffset", "The log start offset", start)
-        yield RenderedGauge("kafka_log_log_logendoffset", "The log end offset", end)
+        yield RenderedGauge("kafka_log_log_size", "Bytes of the partition's log on this broker", rows, 2)
+        yield RenderedGauge("kafka_log_log_numlogsegments", "Segments of the partition's log", rows, 3)
+        yield RenderedGauge("kafka_log_log_logstartoffset", "The log start offset", rows, 4)
+        yield RenderedGauge("kafka_log_log_logendoffset", "The log end offset", rows, 5)
 
 
 class ControllerCollector:

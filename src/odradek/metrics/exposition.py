@@ -51,8 +51,7 @@ def generate_text(registry: CollectorRegistry) -> bytes:
         doc = metric.documentation.replace("\\", "\\\\").replace("\n", "\\n")
         append(f"# HELP {name} {doc}\n# TYPE {name} {_TYPES.get(metric.type, metric.type)}\n")
         if isinstance(metric, RenderedGauge):
-            sample_name = metric.name
-            out.extend([f"{sample_name}{text} {_value(value)}\n" for _labels, text, value in metric.rows])
+            out.extend(metric.lines())
             continue
         for sample in metric.samples:
             if sample.labels:

@@ -15,7 +15,7 @@ Pure functions over plain values: safe from any thread.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 from prometheus_client.samples import Sample
@@ -94,17 +94,26 @@ class LabelCache:
 
 
 class RenderedGauge(Metric):
-    """A gauge family of many labelled samples kept as rows (label set, its rendered text, value):
-    :func:`odradek.metrics.exposition.generate_text` writes them without a Sample object each;
-    ``samples`` builds the Sample objects for any other reader (``generate_latest``)."""
+    """A gauge family of many labelled integer samples kept as rows shared by several families:
+    ``rows[i] = (label set, its rendered text, value_0, value_1, ...)`` and this family's value
+    is item ``column`` of each row. :func:`odradek.metrics.exposition.generate_text` writes them
+    without a Sample object each; ``samples`` builds the Sample objects for any other reader
+    (``generate_latest``)."""
 
-    def __init__(self, name: str, doc: str, rows: list[tuple[dict[str, str], str, float]]) -> None:
+    def __init__(self, name: str, doc: str, rows: list[tuple[Any, ...]], column: int) -> None:
         super().__init__(name, doc, "gauge")
         self.rows = rows
+        self.column = column
+
+    def lines(self) -> list[str]:
+        """The family's sample lines of the text format."""
+        name = self.name
+        column = self.column
+        return [f"{name}{row[1]} {int(row[column])}\n" for row in self.rows]
 
     @property  # type: ignore[override]
     def samples(self) -> list[Sample]:
-        return [Sample(self.name, labels, value) for labels, _text, value in self.rows]
+        return [Sample(self.name, row[0], float(row[self.column])) for row in self.rows]
 
     @samples.setter
     def samples(self, _value: list[Sample]) -> None:
