@@ -597,4 +597,6 @@ class Broker:
         if request.delete_partitions:
             for topic in {tp.topic for tp in request.partitions}:
                 self.topic_overrides.pop(topic, None)
+                if self.topic_stats is not None and not any(t.topic == topic for t in self.replica_manager.partitions):
+                    self.topic_stats.remove_topic(topic)  # no replica of it left here: Kafka drops its metrics
         return errors
