@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -10,6 +11,7 @@ from typing import Any, cast
 import pytest
 
 from odradek.errors import InvalidConfigError
+from odradek.metrics.exposition import generate_text
 from odradek.server.broker_metrics import BrokerMetrics
 
 
@@ -77,3 +79,19 @@ def test_without_a_listener_nothing_is_counted_and_a_bad_listener_is_refused() -
     assert counted.topic_stats is not None and counted.address == ("127.0.0.1", 0)
     with pytest.raises(InvalidConfigError):
         BrokerMetrics(cast(Any, _broker(Store(owner=7), "tcp://127.0.0.1:9404")))
+
+
+@dataclass
+class Cleaner:
+    max_dirty_percent: float
+    time_since_last_run_ms: float = 10.0
+    uncleanable_partitions_count: int = 0
+
+
+def test_a_registered_cleaner_is_exported_and_a_second_one_replaces_it() -> None:
+    metrics = BrokerMetrics(cast(Any, _broker(Store(owner=7), "http://127.0.0.1:0")))
+    metrics.register_cleaner(Cleaner(12.5))
+    metrics.register_cleaner(Cleaner(40.0))
+    text = generate_text(metrics.registry).decode()
+    assert "kafka_log_logcleaner_max_dirty_percent 40.0\n" in text
+    assert text.count("# TYPE kafka_log_logcleaner_max_dirty_percent gauge") == 1
