@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, cast
@@ -221,3 +222,22 @@ def test_request_log_without_a_delay_and_frames_that_never_reached_a_handler() -
     (series,) = metrics.stage_series()["Metadata"]
     stages = list(series.reservoir.window()[0])
     assert stages == pytest.approx([2.0, 3.0, 0.0, 0.0, 1.0, 6.0])
+
+
+def test_loop_probe_closes_windows_on_a_running_loop() -> None:
+    async def run() -> EventLoopProbe:
+        probe = EventLoopProbe(interval_s=0.005, window_s=0.03)
+        probe.busy = -1.0  # not a value a window can give
+        probe.start()
+        deadline = time.monotonic() + 5
+        while probe.busy < 0 and time.monotonic() < deadline:
+            end = time.monotonic() + 0.01
+            while time.monotonic() < end:  # hold the loop: the probe's wake-up is late
+                pass
+            await asyncio.sleep(0)
+        await probe.stop()
+        return probe
+
+    probe = asyncio.run(run())
+    assert 0.0 <= probe.busy <= 1.0
+    assert probe.lag_s > 0.0

@@ -261,3 +261,25 @@ def test_a_fetcher_left_without_partitions_is_stopped_with_its_connection(tmp_pa
         return fetcher._task.done(), conn.closed, dict(rm.fetcher_manager.fetchers)
 
     assert _run(tmp_path, body, recorded=False) == (True, True, {})
+
+
+def test_a_fetch_reports_when_it_starts_waiting(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> tuple[int, int]:
+        _leader(rm, [1])
+        rm.append_records(TP, batch(2), required_acks=1)
+        delays: list[int] = []
+        request = [FetchRequestPartition(TP, 0, 1 << 20)]
+        await rm.fetch_messages(
+            request, max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, on_delay=lambda: delays.append(1)
+        )
+        answered_at_once = len(delays)
+        await rm.fetch_messages(
+            [FetchRequestPartition(TP, 2, 1 << 20)],
+            max_wait_ms=20,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            on_delay=lambda: delays.append(2),
+        )
+        return answered_at_once, len(delays)
+
+    assert _run(tmp_path, body) == (0, 1)  # data at once: no delay; nothing new: one delay, then the timeout
