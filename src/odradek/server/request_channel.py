@@ -11,6 +11,10 @@ each whole request frame and itself as a :class:`ConnectionInfo`, and gets back 
   the connection sends with ``sendfile`` (Fetch, :mod:`odradek.protocol.fetch_response`);
 - :data:`NO_RESPONSE` (:class:`NoOpResponse`): nothing is sent (Produce with acks=0).
 
+The connection also carries a :class:`RequestTimes` the handler fills in (API key, version,
+when the request entered a delayed operation) and reports each completed request to the socket
+server's :class:`RequestObserver`, if any (the request metrics and ``kafka.request.logger``).
+
 A handler that wants the connection closed (a frame that does not parse, an unknown API key, an
 unsupported version) raises :class:`CloseConnection` (Kafka's ``CloseConnectionResponse``).
 

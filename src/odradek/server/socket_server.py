@@ -46,6 +46,13 @@ the broker's ``RequestHandler``), which answers with a
 :data:`~odradek.server.request_channel.Response`: a frame written as it is, a Fetch frame whose
 file ranges go out with ``sendfile``, or nothing; this module does not import the handler's.
 
+With a :class:`~odradek.server.request_channel.RequestObserver` set (the broker's request metrics
+and request log), each request is timed on its way: when its frame was complete, when the worker
+took it, when the handler returned, when writing started and when the bytes were in the socket
+(after a full write buffer drained); the handler fills in the connection's
+:class:`~odradek.server.request_channel.RequestTimes` (API, version, when a delayed operation
+began). Without one, nothing is timed. Each listener's accepted and closed connections are counted.
+
 Runs on the broker's event loop.
 """
 
