@@ -64,8 +64,24 @@ def main(argv: list[str] | None = None) -> int:
         help="override one config key (repeatable)",
     )
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--logger",
+        action="append",
+        default=[],
+        metavar="NAME=LEVEL",
+        help="one logger's level, e.g. kafka.request.logger=DEBUG (repeatable; log4j's log4j.logger.NAME)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    for item in args.logger:
+        name, sep, level = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError(f"expected NAME=LEVEL, not {item!r}")
+            logging.getLogger(name.strip()).setLevel(level.strip().upper())
+        except ValueError as exc:
+            print(f"odradek broker: --logger: {exc}", file=sys.stderr)
+            return 2
     try:
         config = load_config(args.config_opt or args.config, args.override)
     except InvalidConfigError as exc:
