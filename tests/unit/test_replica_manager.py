@@ -283,3 +283,16 @@ def test_a_fetch_reports_when_it_starts_waiting(tmp_path: Path) -> None:
         return answered_at_once, len(delays)
 
     assert _run(tmp_path, body) == (0, 1)  # data at once: no delay; nothing new: one delay, then the timeout
+
+
+def test_appends_of_the_coordinators_are_reported(tmp_path: Path) -> None:
+    payload = batch(3)
+
+    async def body(rm: ReplicaManager) -> list[tuple[str, int, int]]:
+        _leader(rm, [1])
+        told: list[tuple[str, int, int]] = []
+        rm.on_append = lambda topic, records, nbytes: told.append((topic, records, nbytes))
+        rm.append_records(TP, payload, required_acks=1, origin="coordinator")
+        return told
+
+    assert _run(tmp_path, body) == [(TP.topic, 3, len(payload))]

@@ -5,14 +5,16 @@ JMX exporter as ``kafka_server_brokertopicmetrics_<name>_total``, once without a
 (all topics) and once per topic, as Kafka registers them:
 
 =========================  ===================================================================
-``messagesin``             records appended to leaders from producers (an idempotent retry
-                           already in the log counts 0)
+``messagesin``             records appended to leaders: from producers (an idempotent retry
+                           already in the log counts 0), and by the coordinators (offsets,
+                           group and transaction state, transaction markers), as in Kafka
 ``bytesin``                bytes of those record batches
 ``bytesout``               record bytes of Fetch responses to consumers (not to followers)
 ``bytesrejected``          bytes of batches refused as too large (MESSAGE_TOO_LARGE)
 ``failedproducerequests``  partitions of Produce requests answered with an error
 ``failedfetchrequests``    partitions of Fetch requests answered with an error
-``totalproducerequests``   partitions of Produce requests (Kafka counts per topic-partition)
+``totalproducerequests``   partitions of Produce requests and coordinator appends (Kafka counts
+                           per topic-partition append)
 ``totalfetchrequests``     partitions of Fetch requests (consumers and followers)
 =========================  ===================================================================
 

@@ -171,6 +171,9 @@ class ReplicaManager:
         self.offline_partitions: set[TopicPartition] = set()
         """Partitions whose log dir failed on this broker: KAFKA_STORAGE_ERROR until it restarts."""
         self.on_log_dir_failure: Callable[[Path], None] | None = None
+        self.on_append: Callable[[str, int, int], None] | None = None
+        """Told (topic, records, bytes) of every :meth:`append_records` (the coordinators' internal
+        topics, transaction markers), which Kafka's BrokerTopicMetrics count like produced ones."""
         """The broker's hook: a log dir went offline (it tells the controller)."""
         log_manager.on_dir_failure = self._on_dir_failure
 
@@ -323,6 +326,8 @@ class ReplicaManager:
             partition.record_appended(records, info.first_offset)
             partition.wake_follower_waiters()
         partition.maybe_increment_high_watermark()
+        if self.on_append is not None:
+            self.on_append(tp.topic, info.records_count, info.valid_bytes)
         return info
 
     async def append_produced_records(

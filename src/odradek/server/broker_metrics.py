@@ -97,6 +97,7 @@ class BrokerMetrics:
         server = broker.socket_server
         assert broker.log_manager is not None and self.topic_stats is not None and self.request_metrics is not None
         self._lag = ConsumerLagCollector(components.group_coordinator, components.replica_manager)
+        components.replica_manager.on_append = self.topic_stats.produced
 
         def connection_counts() -> dict[str, tuple[int, int, int]]:
             counts = {name: [0, n, server.closed.get(name, 0)] for name, n in server.accepted.items()}
