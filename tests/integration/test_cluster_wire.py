@@ -178,6 +178,88 @@ def test_a_follower_refusing_produce_and_fetch_names_the_leader(cluster: LocalCl
         assert [(n.node_id, n.port) for n in endpoints] == [(leader, leader_port)]
 
 
+def _partition_requests(topic: str, topic_id: uuid.UUID, partition: int) -> dict[str, Callable[[KafkaConnection], Any]]:
+    """One request per partition API, each naming ``topic``'s ``partition`` only."""
+
+    def produce(conn: KafkaConnection) -> Any:
+        rb = conn.builder(0, 11, 11)
+        part = rb.make("PartitionProduceData", index=partition, records=build_batch([Record(b"k", b"v")]))
+        data = (rb.make("TopicProduceData", name=topic, partition_data=(part,)),)
+        return rb(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=5), topic_data=data)
+
+    def fetch(conn: KafkaConnection) -> Any:
+        rb = conn.builder(1, 16, 16)
+        part = rb.make("FetchPartition", partition=partition, fetch_offset=0, partition_max_bytes=1024)
+        topics = (rb.make("FetchTopic", topic_id=topic_id, partitions=(part,)),)
+        return rb(max_wait=datetime.timedelta(0), min_bytes=0, topics=topics, forgotten_topics_data=())
+
+    def list_offsets(conn: KafkaConnection) -> Any:
+        rb = conn.builder(2, 9, 9)
+        part = rb.make("ListOffsetsPartition", partition_index=partition, timestamp=-1)
+        return rb(
+            replica_id=-1, isolation_level=0, topics=(rb.make("ListOffsetsTopic", name=topic, partitions=(part,)),)
+        )
+
+    def offset_for_leader_epoch(conn: KafkaConnection) -> Any:
+        rb = conn.builder(23, 4, 4)
+        part = rb.make("OffsetForLeaderPartition", partition=partition, leader_epoch=0)
+        return rb(replica_id=-1, topics=(rb.make("OffsetForLeaderTopic", topic=topic, partitions=(part,)),))
+
+    def delete_records(conn: KafkaConnection) -> Any:
+        rb = conn.builder(21, 2, 2)
+        part = rb.make("DeleteRecordsPartition", partition_index=partition, offset=-1)
+        topics = (rb.make("DeleteRecordsTopic", name=topic, partitions=(part,)),)
+        return rb(topics=topics, timeout=datetime.timedelta(seconds=5))
+
+    def describe_producers(conn: KafkaConnection) -> Any:
+        rb = conn.builder(61, 0, 0)
+        return rb(topics=(rb.make("TopicRequest", name=topic, partition_indexes=(partition,)),))
+
+    return {
+        "Produce": produce,
+        "Fetch": fetch,
+        "ListOffsets": list_offsets,
+        "OffsetForLeaderEpoch": offset_for_leader_epoch,
+        "DeleteRecords": delete_records,
+        "DescribeProducers": describe_producers,
+    }
+
+
+def _partition_error(response: Any) -> int:
+    """The error code of the one partition a :func:`_partition_requests` answer holds."""
+    (topic,) = getattr(response, "responses", None) or response.topics
+    (part,) = getattr(topic, "partition_responses", None) or topic.partitions
+    return int(part.error_code)
+
+
+def test_partition_apis_on_a_broker_that_is_not_a_replica_answer_not_leader_or_follower(
+    cluster: LocalCluster,
+) -> None:
+    """Kafka's ``getPartitionOrError``: a partition that exists but is not hosted here is
+    NOT_LEADER_OR_FOLLOWER (clients refresh metadata and go to the leader); one that does not exist
+    is UNKNOWN_TOPIC_OR_PARTITION."""
+    result = _topics(cluster, "--create", "--topic", "solo", "--replica-assignment", "1")
+    assert result.returncode == 0, result.stderr
+    cluster.wait_until(lambda: _metadata(cluster.broker(2).bootstrap_servers, "solo")[2], timeout_s=10)
+    topic_id = uuid.UUID(
+        bytes=base64.urlsafe_b64decode(
+            json.loads(cluster.read_znode("/brokers/topics/solo") or b"{}")["topic_id"] + "=="
+        )
+    )
+    answers = {
+        (name, partition): _partition_error(asyncio.run(_send(cluster.broker(2).bootstrap_servers, build)))
+        for partition in (0, 1)
+        for name, build in _partition_requests("solo", topic_id, partition).items()
+    }
+    assert answers == {
+        **{(name, 0): ErrorCode.not_leader_or_follower for name, _ in answers},
+        **{(name, 1): ErrorCode.unknown_topic_or_partition for name, _ in answers},
+    }
+    # the leader itself serves them
+    leader = cluster.broker(1).bootstrap_servers
+    assert _partition_error(asyncio.run(_send(leader, _partition_requests("solo", topic_id, 0)["ListOffsets"]))) == 0
+
+
 def test_leader_and_isr_with_an_older_controller_epoch_is_refused(cluster: LocalCluster) -> None:
     epoch = _controller_epoch(cluster)
     _, _, view = _metadata(cluster.broker(2).bootstrap_servers)
