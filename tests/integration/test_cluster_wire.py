@@ -12,7 +12,6 @@ import base64
 import datetime
 import json
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +28,8 @@ from odradek.protocol.messages import nested
 from odradek.protocol.records import Record, build_batch
 from odradek.testing_zk import ZooKeeperServer
 
+from .cli_support import odradek
+
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(120)]
 
 TOPIC = "r3"
@@ -43,8 +44,7 @@ def cluster(
 
 
 def _topics(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "odradek.cli.main", "topics", "--bootstrap-server", cluster.bootstrap_servers]
-    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=60)
+    return odradek("topics", "--bootstrap-server", cluster.bootstrap_servers, *args)
 
 
 async def _send(address: str, build: Callable[[KafkaConnection], Any]) -> Any:

@@ -64,6 +64,9 @@ class ControllerCore:
         self.ctx = ControllerContext()
         self.reassignments: dict[TopicPartition, Reassignment] = {}
         self.active = False
+        self.initialized = False
+        """Active and done with the failover (context, reassignments and deletions loaded): what the
+        controller answers from its state before that would be incomplete."""
         self.active_controller_id: int | None = None
         self._queue: asyncio.Queue[ControllerEvent] = asyncio.Queue()
         self._idle = asyncio.Event()
