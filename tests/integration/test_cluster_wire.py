@@ -3,6 +3,8 @@
 One cluster for the module (the tests run in order and build on each other): topic creation with
 replication factor 3, the same Metadata from every broker, produce to every leader, fencing of an
 older controller epoch, topic deletion through StopReplica, and controller failover after kill -9.
+The brokers listen on ``localhost`` and advertise it as it is, so the controller's connections,
+the replica fetchers and the clients all reach brokers by that name.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ PartitionView = tuple[int, tuple[int, ...], tuple[int, ...]]
 def cluster(
     odradek_cluster_module: Callable[..., LocalCluster], zookeeper_server: ZooKeeperServer
 ) -> Iterator[LocalCluster]:
-    yield odradek_cluster_module(3, zookeeper_connect=zookeeper_server.chroot_connect())
+    overrides = {"listeners": "PLAINTEXT://localhost:{port}"}
+    yield odradek_cluster_module(3, overrides=overrides, zookeeper_connect=zookeeper_server.chroot_connect())
 
 
 def _topics(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
@@ -108,6 +111,10 @@ def test_every_broker_answers_the_same_metadata_within_a_second(cluster: LocalCl
         assert sorted(replicas) == [1, 2, 3]
         assert leader in (1, 2, 3) and leader == replicas[0]
         assert sorted(isr) == [1, 2, 3]
+    for broker_id, broker in cluster.brokers.items():
+        registration = json.loads(cluster.read_znode(f"/brokers/ids/{broker_id}") or b"{}")
+        assert registration["endpoints"] == [f"PLAINTEXT://localhost:{broker.port}"]
+        assert (registration["host"], registration["port"]) == ("localhost", broker.port)
 
 
 def test_each_leader_accepts_a_produce_with_acks_1(cluster: LocalCluster) -> None:
