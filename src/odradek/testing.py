@@ -16,10 +16,17 @@ odradek gets the fixtures:
   ``odradek_cluster_module`` is the same factory module-scoped, for a test module that shares
   one cluster. The cluster has ``bootstrap_servers``, ``kill9(id)``, ``sigstop(id)``,
   ``sigcont(id)``, ``restart(id)``, ``read_znode(path)`` and ``wait_until(condition, timeout_s)``.
+- ``zookeeper_server``: one Apache ZooKeeper (:class:`odradek.testing_zk.ZooKeeperServer`) for the
+  whole test session; ``zookeeper_connect``: a ``127.0.0.1:<port>/test-<hex>`` connect string on it
+  with a chroot unique to the test, so tests never see each other's znodes. If ZooKeeper or Java is
+  missing they fail, never skip, with a message saying to run ``make test``, which installs them.
 
 The first two yield :class:`odradek.server.runner.BrokerRunner` (a broker on its own thread and event loop;
 see that module). Test brokers start with :data:`TEST_DEFAULTS`: a free port, no initial
 rebalance delay, and internal topics with replication factor 1 and 5 partitions.
+
+Only this module imports pytest: :mod:`odradek.cli.cluster` and :mod:`odradek.testing_zk` run
+after a plain install.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import pytest
 
 from odradek.cli.cluster import LocalCluster
 from odradek.server.runner import TEST_DEFAULTS, BrokerRunner
+from odradek.testing_zk import ZooKeeperNotInstalled, ZooKeeperServer
 
 __all__ = [
     "CLUSTER_DEFAULTS",
@@ -41,6 +49,8 @@ __all__ = [
     "odradek_broker_factory",
     "odradek_cluster",
     "odradek_cluster_module",
+    "zookeeper_connect",
+    "zookeeper_server",
 ]
 
 CLUSTER_DEFAULTS = {
@@ -117,3 +127,20 @@ def odradek_cluster(tmp_path: Any) -> Iterator[Callable[..., LocalCluster]]:
 def odradek_cluster_module(tmp_path_factory: Any) -> Iterator[Callable[..., LocalCluster]]:
     """The same factory, module-scoped: a test module starts its cluster once and shares it."""
     yield from _cluster_factory(tmp_path_factory.mktemp("cluster"))
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server() -> Iterator[ZooKeeperServer]:
+    """One Apache ZooKeeper for the test session (fails, never skips, if not installed)."""
+    try:
+        ZooKeeperServer.check_installed()
+    except ZooKeeperNotInstalled as e:
+        pytest.fail(str(e), pytrace=False)
+    with ZooKeeperServer() as server:
+        yield server
+
+
+@pytest.fixture
+def zookeeper_connect(zookeeper_server: ZooKeeperServer) -> str:
+    """A connect string with a chroot unique to this test: ``127.0.0.1:<port>/test-<hex>``."""
+    return zookeeper_server.chroot_connect()

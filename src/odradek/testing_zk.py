@@ -1,4 +1,4 @@
-"""A throwaway Apache ZooKeeper server for tests: :class:`ZooKeeperServer` and pytest fixtures.
+"""A throwaway Apache ZooKeeper server for tests and ``odradek cluster``: :class:`ZooKeeperServer`.
 
 ``with ZooKeeperServer() as zk: ...`` starts Debian's Apache ZooKeeper 3.8 (the ``zookeeper``
 package: ``/usr/share/java/zookeeper.jar``, whose manifest carries its class path) as a
@@ -8,10 +8,10 @@ server disabled and the ``ruok``/``srvr``/``stat`` four-letter words allowed. It
 JVM, waits for it and removes the data dir. ``restart()`` stops and starts it on the same port
 and data dir (sessions survive a restart shorter than their timeout, as in ZooKeeper).
 
-Fixtures: ``zookeeper_server`` (session scope: one JVM for the whole test run) and
-``zookeeper_connect`` (a ``host:port/<unique chroot>`` per test, so tests never see each other's
-znodes). If ZooKeeper or Java is missing the fixtures fail, never skip, with a message saying to
-run ``make test``, which installs them.
+This module needs nothing beyond the standard library (``odradek cluster`` runs it after a plain
+install); the pytest fixtures built on it (``zookeeper_server``, ``zookeeper_connect``) live in
+:mod:`odradek.testing`. If ZooKeeper or Java is missing, :meth:`ZooKeeperServer.check_installed`
+raises :class:`ZooKeeperNotInstalled` saying to run ``make test``, which installs them.
 
 ``ZooKeeperServer(sasl_users={"broker": "secret"})`` also authenticates clients with SASL
 DIGEST-MD5 against those users (a JAAS ``Server`` section with ``user_<name>="<password>"`` and
@@ -30,13 +30,11 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-import pytest
-
-__all__ = ["ZooKeeperNotInstalled", "ZooKeeperServer", "zookeeper_connect", "zookeeper_server"]
+__all__ = ["ZooKeeperNotInstalled", "ZooKeeperServer", "four_letter_word"]
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
@@ -241,20 +239,3 @@ class ZooKeeperServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-@pytest.fixture(scope="session")
-def zookeeper_server() -> Iterator[ZooKeeperServer]:
-    """One Apache ZooKeeper for the test session (fails, never skips, if not installed)."""
-    try:
-        ZooKeeperServer.check_installed()
-    except ZooKeeperNotInstalled as e:
-        pytest.fail(str(e), pytrace=False)
-    with ZooKeeperServer() as server:
-        yield server
-
-
-@pytest.fixture
-def zookeeper_connect(zookeeper_server: ZooKeeperServer) -> str:
-    """A connect string with a chroot unique to this test: ``127.0.0.1:<port>/test-<hex>``."""
-    return zookeeper_server.chroot_connect()

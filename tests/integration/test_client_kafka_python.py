@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
@@ -73,3 +79,55 @@ def test_compression_gzip_and_lz4(odradek_broker: BrokerRunner) -> None:
         got = [m.value for m in consumer]
         consumer.close()
         assert got == values
+
+
+def test_an_advertised_localhost_is_answered_unchanged_and_served_on_both_loopback_addresses(
+    odradek_broker_factory: Callable[..., BrokerRunner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clients key brokers by host:port (KafkaJS's pool, kafka-python's cluster metadata): the seed
+    ``localhost:PORT`` must come back as ``localhost:PORT``, not as a second broker at 127.0.0.1.
+    ``localhost`` resolves to ::1 first here, as where /etc/hosts lists both (this machine's lists
+    127.0.0.1 only, so the resolver is given ::1 for it in this process): the broker listens on
+    both addresses, one port, and a client following the advertised name over ::1 is served."""
+    real_getaddrinfo = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0) -> Any:
+        found = real_getaddrinfo(host, port, family, type, proto, flags)
+        if host == "localhost" and family in (0, socket.AF_INET6) and all(f != socket.AF_INET6 for f, *_ in found):
+            found = real_getaddrinfo("::1", port, socket.AF_INET6, type, proto, flags) + found
+        return found
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    broker = odradek_broker_factory(overrides={"listeners": "PLAINTEXT://localhost:0"})
+    port = broker.port
+    assert broker.bootstrap_servers == f"localhost:{port}"
+    assert broker.broker is not None
+    bound = sorted(
+        (sock.family, sock.getsockname()[:2])
+        for server in broker.broker.socket_server.servers
+        for sock in server.sockets
+    )
+    assert bound == [(socket.AF_INET, ("127.0.0.1", port)), (socket.AF_INET6, ("::1", port))]
+
+    async def peers() -> set[str]:
+        assert broker.broker is not None
+        return {c.peer.rsplit(":", 1)[0] for c in broker.broker.socket_server.connections}
+
+    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")  # then the advertised localhost, ::1 first
+    sent = producer.send("advertised", b"v").get(timeout=10)
+    assert broker.call(peers) >= {"::1"}  # the only client so far came in on 127.0.0.1
+    producer.close()
+    for seed in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"):
+        admin = KafkaAdminClient(bootstrap_servers=seed)
+        brokers = admin.describe_cluster()["brokers"]
+        admin.close()
+        assert [(b["host"], b["port"]) for b in brokers] == [("localhost", port)], seed
+    librdkafka = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).list_topics(timeout=10)
+    assert [(b.host, b.port) for b in librdkafka.brokers.values()] == [("localhost", port)]
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=f"localhost:{port}", auto_offset_reset="earliest", consumer_timeout_ms=10000
+    )
+    consumer.assign([TopicPartition("advertised", sent.partition)])
+    assert next(consumer).value == b"v"
+    consumer.close()

@@ -3,6 +3,8 @@
 One cluster for the module (the tests run in order and build on each other): topic creation with
 replication factor 3, the same Metadata from every broker, produce to every leader, fencing of an
 older controller epoch, topic deletion through StopReplica, and controller failover after kill -9.
+The brokers listen on ``localhost`` and advertise it as it is, so the controller's connections,
+the replica fetchers and the clients all reach brokers by that name.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import base64
 import datetime
 import json
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +30,8 @@ from odradek.protocol.messages import nested
 from odradek.protocol.records import Record, build_batch
 from odradek.testing_zk import ZooKeeperServer
 
+from .cli_support import odradek
+
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(120)]
 
 TOPIC = "r3"
@@ -39,12 +42,12 @@ PartitionView = tuple[int, tuple[int, ...], tuple[int, ...]]
 def cluster(
     odradek_cluster_module: Callable[..., LocalCluster], zookeeper_server: ZooKeeperServer
 ) -> Iterator[LocalCluster]:
-    yield odradek_cluster_module(3, zookeeper_connect=zookeeper_server.chroot_connect())
+    overrides = {"listeners": "PLAINTEXT://localhost:{port}"}
+    yield odradek_cluster_module(3, overrides=overrides, zookeeper_connect=zookeeper_server.chroot_connect())
 
 
 def _topics(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "odradek.cli.main", "topics", "--bootstrap-server", cluster.bootstrap_servers]
-    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=60)
+    return odradek("topics", "--bootstrap-server", cluster.bootstrap_servers, *args)
 
 
 async def _send(address: str, build: Callable[[KafkaConnection], Any]) -> Any:
@@ -108,6 +111,10 @@ def test_every_broker_answers_the_same_metadata_within_a_second(cluster: LocalCl
         assert sorted(replicas) == [1, 2, 3]
         assert leader in (1, 2, 3) and leader == replicas[0]
         assert sorted(isr) == [1, 2, 3]
+    for broker_id, broker in cluster.brokers.items():
+        registration = json.loads(cluster.read_znode(f"/brokers/ids/{broker_id}") or b"{}")
+        assert registration["endpoints"] == [f"PLAINTEXT://localhost:{broker.port}"]
+        assert (registration["host"], registration["port"]) == ("localhost", broker.port)
 
 
 def test_each_leader_accepts_a_produce_with_acks_1(cluster: LocalCluster) -> None:
@@ -176,6 +183,88 @@ def test_a_follower_refusing_produce_and_fetch_names_the_leader(cluster: LocalCl
         assert error_code == ErrorCode.not_leader_or_follower
         assert (hint.leader_id, hint.leader_epoch) == (leader, state["leader_epoch"])
         assert [(n.node_id, n.port) for n in endpoints] == [(leader, leader_port)]
+
+
+def _partition_requests(topic: str, topic_id: uuid.UUID, partition: int) -> dict[str, Callable[[KafkaConnection], Any]]:
+    """One request per partition API, each naming ``topic``'s ``partition`` only."""
+
+    def produce(conn: KafkaConnection) -> Any:
+        rb = conn.builder(0, 11, 11)
+        part = rb.make("PartitionProduceData", index=partition, records=build_batch([Record(b"k", b"v")]))
+        data = (rb.make("TopicProduceData", name=topic, partition_data=(part,)),)
+        return rb(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=5), topic_data=data)
+
+    def fetch(conn: KafkaConnection) -> Any:
+        rb = conn.builder(1, 16, 16)
+        part = rb.make("FetchPartition", partition=partition, fetch_offset=0, partition_max_bytes=1024)
+        topics = (rb.make("FetchTopic", topic_id=topic_id, partitions=(part,)),)
+        return rb(max_wait=datetime.timedelta(0), min_bytes=0, topics=topics, forgotten_topics_data=())
+
+    def list_offsets(conn: KafkaConnection) -> Any:
+        rb = conn.builder(2, 9, 9)
+        part = rb.make("ListOffsetsPartition", partition_index=partition, timestamp=-1)
+        return rb(
+            replica_id=-1, isolation_level=0, topics=(rb.make("ListOffsetsTopic", name=topic, partitions=(part,)),)
+        )
+
+    def offset_for_leader_epoch(conn: KafkaConnection) -> Any:
+        rb = conn.builder(23, 4, 4)
+        part = rb.make("OffsetForLeaderPartition", partition=partition, leader_epoch=0)
+        return rb(replica_id=-1, topics=(rb.make("OffsetForLeaderTopic", topic=topic, partitions=(part,)),))
+
+    def delete_records(conn: KafkaConnection) -> Any:
+        rb = conn.builder(21, 2, 2)
+        part = rb.make("DeleteRecordsPartition", partition_index=partition, offset=-1)
+        topics = (rb.make("DeleteRecordsTopic", name=topic, partitions=(part,)),)
+        return rb(topics=topics, timeout=datetime.timedelta(seconds=5))
+
+    def describe_producers(conn: KafkaConnection) -> Any:
+        rb = conn.builder(61, 0, 0)
+        return rb(topics=(rb.make("TopicRequest", name=topic, partition_indexes=(partition,)),))
+
+    return {
+        "Produce": produce,
+        "Fetch": fetch,
+        "ListOffsets": list_offsets,
+        "OffsetForLeaderEpoch": offset_for_leader_epoch,
+        "DeleteRecords": delete_records,
+        "DescribeProducers": describe_producers,
+    }
+
+
+def _partition_error(response: Any) -> int:
+    """The error code of the one partition a :func:`_partition_requests` answer holds."""
+    (topic,) = getattr(response, "responses", None) or response.topics
+    (part,) = getattr(topic, "partition_responses", None) or topic.partitions
+    return int(part.error_code)
+
+
+def test_partition_apis_on_a_broker_that_is_not_a_replica_answer_not_leader_or_follower(
+    cluster: LocalCluster,
+) -> None:
+    """Kafka's ``getPartitionOrError``: a partition that exists but is not hosted here is
+    NOT_LEADER_OR_FOLLOWER (clients refresh metadata and go to the leader); one that does not exist
+    is UNKNOWN_TOPIC_OR_PARTITION."""
+    result = _topics(cluster, "--create", "--topic", "solo", "--replica-assignment", "1")
+    assert result.returncode == 0, result.stderr
+    cluster.wait_until(lambda: _metadata(cluster.broker(2).bootstrap_servers, "solo")[2], timeout_s=10)
+    topic_id = uuid.UUID(
+        bytes=base64.urlsafe_b64decode(
+            json.loads(cluster.read_znode("/brokers/topics/solo") or b"{}")["topic_id"] + "=="
+        )
+    )
+    answers = {
+        (name, partition): _partition_error(asyncio.run(_send(cluster.broker(2).bootstrap_servers, build)))
+        for partition in (0, 1)
+        for name, build in _partition_requests("solo", topic_id, partition).items()
+    }
+    assert answers == {
+        **{(name, 0): ErrorCode.not_leader_or_follower for name, _ in answers},
+        **{(name, 1): ErrorCode.unknown_topic_or_partition for name, _ in answers},
+    }
+    # the leader itself serves them
+    leader = cluster.broker(1).bootstrap_servers
+    assert _partition_error(asyncio.run(_send(leader, _partition_requests("solo", topic_id, 0)["ListOffsets"]))) == 0
 
 
 def test_leader_and_isr_with_an_older_controller_epoch_is_refused(cluster: LocalCluster) -> None:

@@ -19,6 +19,8 @@ from odradek.cli.dump_log import main as dump_log_main
 from odradek.protocol.records import validate_batches
 from odradek.replication.replica_manager import IO_THREAD_MIN_BYTES
 
+from .cli_support import odradek
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -201,19 +203,20 @@ def test_flipped_byte_in_tail_is_truncated_at_startup(tmp_path: Path) -> None:
     assert dump_log_main(["--files", seg[:-4] + ".index", "--verify-index-only"]) == 0
 
 
+def _broker_process(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "odradek.cli.main", *argv], capture_output=True, text=True, timeout=30)
+
+
 def test_bad_config_exits_with_one_line(tmp_path: Path) -> None:
-    for args, needle in (
-        (["--override", "no.such.key=1"], "no.such.key"),
-        (["--override", "num.partitions=abc"], "num.partitions"),
-        (["--override", "listeners=nonsense"], "listener"),
-        ([str(tmp_path / "missing.properties")], "missing.properties"),
+    """The first case as a process (nothing else, a log line included, reaches stderr); the others
+    in-process, as the entry point runs them."""
+    for run, args, needle in (
+        (_broker_process, ["--override", "no.such.key=1"], "no.such.key"),
+        (odradek, ["--override", "num.partitions=abc"], "num.partitions"),
+        (odradek, ["--override", "listeners=nonsense"], "listener"),
+        (odradek, [str(tmp_path / "missing.properties")], "missing.properties"),
     ):
-        result = subprocess.run(
-            [sys.executable, "-m", "odradek.cli.main", "broker", *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = run("broker", *args)
         assert result.returncode == 1, (args, result.stderr)
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and needle in lines[0], (args, result.stderr)

@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +26,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from odradek.cli.cluster import LocalCluster
 from odradek.client.cluster import Cluster
 from odradek.testing_zk import ZooKeeperServer
+
+from .cli_support import odradek
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -108,23 +109,17 @@ def _offline_replicas(cluster: LocalCluster) -> dict[int, list[int]]:
 
 
 def _log_dirs(cluster: LocalCluster, broker_id: int) -> dict[str, str | None]:
-    out = subprocess.run(
-        [sys.executable, "-m", "odradek.cli.main", "log-dirs", "--bootstrap-server", cluster.bootstrap_servers,
-         "--describe", "--broker-list", str(broker_id)],
-        capture_output=True, text=True, timeout=30, check=True,
-    )  # fmt: skip
+    out = odradek(
+        "log-dirs", "--bootstrap-server", cluster.bootstrap_servers, "--describe", "--broker-list", str(broker_id)
+    )
+    assert out.returncode == 0, out.stderr
     document = json.loads(out.stdout.strip().splitlines()[-1])
     return {d["logDir"]: d["error"] for d in document["brokers"][0]["logDirs"]}
 
 
 def _reassign(cluster: LocalCluster, path: Path, action: str) -> subprocess.CompletedProcess[str]:
     argv = ["reassign-partitions", "--bootstrap-server", cluster.bootstrap_servers, action]
-    return subprocess.run(
-        [sys.executable, "-m", "odradek.cli.main", *argv, "--reassignment-json-file", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return odradek(*argv, "--reassignment-json-file", str(path))
 
 
 def _plan(path: Path, partition: int, replicas: list[int], dirs: list[str]) -> Path:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +21,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.cli.cluster import LocalCluster
 from odradek.testing_zk import ZooKeeperServer
+
+from .cli_support import odradek
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -34,8 +35,7 @@ def cluster(
 
 
 def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "odradek.cli.main", "reassign-partitions", "--bootstrap-server"]
-    return subprocess.run([*argv, cluster.bootstrap_servers, *args], capture_output=True, text=True, timeout=60)
+    return odradek("reassign-partitions", "--bootstrap-server", cluster.bootstrap_servers, *args)
 
 
 def _create(cluster: LocalCluster, topic: str, assignment: list[list[int]]) -> None:
@@ -305,8 +305,7 @@ def test_a_throttled_move_is_bounded_and_the_throttles_are_cleared(cluster: Loca
 
 
 def test_log_dirs_describe_every_broker(cluster: LocalCluster) -> None:
-    argv = [sys.executable, "-m", "odradek.cli.main", "log-dirs", "--bootstrap-server", cluster.bootstrap_servers]
-    result = subprocess.run([*argv, "--describe", "--topic-list", "seed"], capture_output=True, text=True, timeout=60)
+    result = odradek("log-dirs", "--bootstrap-server", cluster.bootstrap_servers, "--describe", "--topic-list", "seed")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:2] == [

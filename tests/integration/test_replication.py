@@ -22,6 +22,8 @@ from odradek.client.connection import KafkaConnection
 from odradek.errors import ErrorCode
 from odradek.testing_zk import ZooKeeperServer
 
+from .cli_support import odradek
+
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(180)]
 
 TOPIC = "replicated"
@@ -369,24 +371,11 @@ def test_preferred_leader_election_restores_the_first_replicas(cluster: LocalClu
 
 
 def test_leader_election_command(cluster: LocalCluster) -> None:
-    import subprocess
-    import sys
-
-    argv = [sys.executable, "-m", "odradek.cli.main", "leader-election", "--bootstrap-server"]
-    result = subprocess.run(
-        [*argv, cluster.bootstrap_servers, "--election-type", "preferred", "--topic", TOPIC, "--partition", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    argv = ["leader-election", "--bootstrap-server", cluster.bootstrap_servers, "--election-type", "preferred"]
+    result = odradek(*argv, "--topic", TOPIC, "--partition", "0")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"Valid replica already elected for partitions {TOPIC}-0"
-    result = subprocess.run(
-        [*argv, cluster.bootstrap_servers, "--election-type", "preferred", "--topic", "nope", "--partition", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = odradek(*argv, "--topic", "nope", "--partition", "0")
     assert result.returncode == 1
     assert (
         "Error completing leader election (PREFERRED) for partition: nope-0: UNKNOWN_TOPIC_OR_PARTITION"

@@ -10,8 +10,6 @@ import base64
 import json
 import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -32,6 +30,7 @@ from odradek.security.principal import KafkaPrincipal
 from odradek.security.sasl import SaslAuthenticationError
 from odradek.security.sasl.scram import ScramSaslClient, ScramSaslServer
 
+from .cli_support import odradek
 from .process_support import BrokerProcess
 from .zk_support import eventually, run
 
@@ -40,12 +39,6 @@ pytestmark = pytest.mark.zookeeper
 CREDENTIAL = re.compile(
     r"salt=([A-Za-z0-9+/=]+),stored_key=([A-Za-z0-9+/=]+),server_key=([A-Za-z0-9+/=]+),iterations=(\d+)"
 )
-
-
-def odradek(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "odradek.cli.main", *argv], capture_output=True, text=True, timeout=90, input=stdin
-    )
 
 
 def scram_login(cache: CredentialCache, mechanism: str, user: str, password: str) -> bool:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,6 +32,7 @@ from odradek.testing import LocalCluster
 from odradek.testing_zk import ZooKeeperServer
 
 from .authz_support import leader_and_isr_replay, update_metadata_replay
+from .cli_support import odradek
 from .security_support import write_certificates
 
 pytestmark = pytest.mark.zookeeper
@@ -43,10 +42,8 @@ BROKER_JAAS = (
 )
 
 
-def odradek(*argv: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "odradek.cli.main", *argv], capture_output=True, text=True, timeout=90
-    )
+def run_odradek(*argv: str) -> None:
+    result = odradek(*argv)
     assert result.returncode == 0, result.stderr
 
 
@@ -67,15 +64,15 @@ def cluster(
         ("alice", "SCRAM-SHA-256", "alice-secret"),
         ("mallory", "SCRAM-SHA-256", "mallory-secret"),
     ):
-        odradek(
+        run_odradek(
             "configs", "--zookeeper", connect, "--alter", "--entity-type", "users", "--entity-name", user,
             "--add-config", f"{mechanism}=[password={password}]",
         )  # fmt: skip
     acls = ("acls", "--authorizer-properties", f"zookeeper.connect={connect}", "--add")
     acls += ("--allow-principal", "User:alice")
     prefixed = ("--topic", "secure-", "--group", "secure-", "--resource-pattern-type", "prefixed")
-    odradek(*acls, "--operation", "All", *prefixed)
-    odradek(*acls, "--operation", "Create", "--cluster")
+    run_odradek(*acls, "--operation", "All", *prefixed)
+    run_odradek(*acls, "--operation", "Create", "--cluster")
     overrides = {
         "listeners": "SASL_SSL://127.0.0.1:{port}",
         "inter.broker.listener.name": "SASL_SSL",

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +18,7 @@ from odradek.client.connection import KafkaConnection
 from odradek.errors import ErrorCode
 from odradek.protocol.records import Record, build_batch
 
+from .cli_support import odradek
 from .process_support import BrokerProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -149,23 +148,8 @@ def _end(broker: BrokerProcess, isolation: str) -> int:
 
 
 def test_commit_and_abort_decide_what_read_committed_sees(broker: BrokerProcess) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "odradek.cli.main",
-            "topics",
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--create",
-            "--topic",
-            TOPIC,
-            "--partitions",
-            "1",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    created = odradek("topics", "--bootstrap-server", broker.bootstrap_servers, "--create", "--topic", TOPIC)
+    assert created.returncode == 0, created.stderr
     producer = TxnProducer(broker)
     producer.produce([b"c1", b"c2"])
     assert _read(broker, "read_committed") == []  # the open transaction holds the LSO at offset 0
@@ -179,20 +163,9 @@ def test_commit_and_abort_decide_what_read_committed_sees(broker: BrokerProcess)
     assert _read(broker, "read_committed") == [b"c1", b"c2", b"c3"]
     assert _read(broker, "read_uncommitted") == [b"c1", b"c2", b"a1", b"a2", b"a3", b"c3"]
     # the abort is in the segment's .txnindex: producer, first offset 3, marker at offset 6
-    dumped = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "odradek.cli.main",
-            "dump-log",
-            "--files",
-            str(broker.data_dir / f"{TOPIC}-0" / "00000000000000000000.txnindex"),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    assert f"producerId: {producer.producer_id} firstOffset: 3 lastOffset: 6" in dumped
+    dumped = odradek("dump-log", "--files", str(broker.data_dir / f"{TOPIC}-0" / "00000000000000000000.txnindex"))
+    assert dumped.returncode == 0, dumped.stderr
+    assert f"producerId: {producer.producer_id} firstOffset: 3 lastOffset: 6" in dumped.stdout
 
 
 def test_an_open_transaction_survives_kill_9(broker: BrokerProcess) -> None:
@@ -250,8 +223,7 @@ def test_find_hanging_and_abort(broker: BrokerProcess) -> None:
     ``transactions find-hanging`` lists it and ``transactions abort`` ends it."""
 
     def cli(*args: str, expect: int = 0) -> list[list[str]]:
-        argv = [sys.executable, "-m", "odradek.cli.main", "transactions", "--bootstrap-server"]
-        done = subprocess.run([*argv, broker.bootstrap_servers, *args], capture_output=True, text=True, timeout=60)
+        done = odradek("transactions", "--bootstrap-server", broker.bootstrap_servers, *args)
         assert done.returncode == expect, done.stderr
         return [line.split() for line in (done.stdout if expect == 0 else done.stderr).splitlines()]
 

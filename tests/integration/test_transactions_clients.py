@@ -5,6 +5,7 @@ read_committed and read_uncommitted consumers see."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from .cli_support import odradek
 from .process_support import BrokerProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -170,8 +172,6 @@ def test_aiokafka_transactions(broker: BrokerProcess) -> None:
 
 
 def test_transactions_list_and_describe(broker: BrokerProcess) -> None:
-    import subprocess
-    import sys
 
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "described"})
     producer.init_transactions(30)
@@ -180,8 +180,7 @@ def test_transactions_list_and_describe(broker: BrokerProcess) -> None:
     assert producer.flush(10) == 0
 
     def cli(*args: str) -> list[list[str]]:
-        argv = [sys.executable, "-m", "odradek.cli.main", "transactions", "--bootstrap-server"]
-        done = subprocess.run([*argv, broker.bootstrap_servers, *args], capture_output=True, text=True, timeout=60)
+        done = odradek("transactions", "--bootstrap-server", broker.bootstrap_servers, *args)
         assert done.returncode == 0, done.stderr
         return [line.split() for line in done.stdout.splitlines()]
 
@@ -211,18 +210,12 @@ def test_transactions_list_and_describe(broker: BrokerProcess) -> None:
         time.sleep(0.1)
     _header, committed = cli("describe-producers", "--topic", "desc", "--partition", "0")
     assert committed[0] == producing[0] and committed[5] == "None" and int(committed[2]) >= 0
-    argv = [sys.executable, "-m", "odradek.cli.main", "transactions", "--bootstrap-server", broker.bootstrap_servers]
-    missing = subprocess.run(
-        [*argv, "describe-producers", "--topic", "desc", "--partition", "9", "--broker-id", row[0]],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    argv = ["transactions", "--bootstrap-server", broker.bootstrap_servers]
+    missing = odradek(*argv, "describe-producers", "--topic", "desc", "--partition", "9", "--broker-id", row[0])
     assert missing.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
 
 
 def test_an_idle_transactional_id_expires(tmp_path_factory: pytest.TempPathFactory) -> None:
-    import subprocess
-    import sys
-
     overrides = {
         "transaction.state.log.num.partitions": "2",
         "transactional.id.expiration.ms": "1500",
@@ -237,9 +230,8 @@ def test_an_idle_transactional_id_expires(tmp_path_factory: pytest.TempPathFacto
         producer.commit_transaction(30)
 
         def describe() -> subprocess.CompletedProcess[str]:
-            argv = [sys.executable, "-m", "odradek.cli.main", "transactions", "--bootstrap-server"]
             args = ["describe", "--transactional-id", "short-lived"]
-            return subprocess.run([*argv, short.bootstrap_servers, *args], capture_output=True, text=True, timeout=60)
+            return odradek("transactions", "--bootstrap-server", short.bootstrap_servers, *args)
 
         assert describe().returncode == 0
         deadline = time.monotonic() + 20

@@ -39,6 +39,8 @@ from odradek.testing_zk import ZooKeeperServer
 from odradek.zkclients.consumer_connector import ConsumerConfig, ZookeeperConsumerConnector
 from odradek.zkclients.producer import Producer as ZkProducer
 
+from .cli_support import odradek
+
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(300)]
 
 TOPIC = "zk-group"
@@ -254,17 +256,13 @@ def test_zookeeper_offsets_are_read_by_offset_fetch_v0_and_the_tool(cluster: Loc
             return {int(p.partition_index): int(p.committed_offset) for t in answer.topics for p in t.partitions}
 
     assert asyncio.run(fetch()) == expected
-    out = subprocess.run(
-        [sys.executable, "-m", "odradek.cli.main", "consumer-groups", "--zookeeper", cluster.zookeeper_connect,
-         "--describe", "--group", GROUP],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+    out = odradek("consumer-groups", "--zookeeper", cluster.zookeeper_connect, "--describe", "--group", GROUP)
+    assert out.returncode == 0, out.stderr
     rows = [line.split() for line in out.stdout.splitlines()[1:]]
     assert {int(r[2]): int(r[3]) for r in rows if r[1] == TOPIC} == expected
     argv = ["consumer-groups", "--zookeeper", cluster.zookeeper_connect, "--list"]
-    listed = subprocess.run(
-        [sys.executable, "-m", "odradek.cli.main", *argv], capture_output=True, text=True, timeout=60, check=True
-    )
+    listed = odradek(*argv)
+    assert listed.returncode == 0, listed.stderr
     assert GROUP in listed.stdout.split()
 
 
@@ -428,9 +426,7 @@ def test_a_whitelist_consumer_follows_new_topics_and_its_offsets_can_be_reset(cl
 
     def groups(*args: str) -> subprocess.CompletedProcess[str]:
         argv = ["consumer-groups", "--zookeeper", cluster.zookeeper_connect, "--group", "zk-wl", *args]
-        return subprocess.run(
-            [sys.executable, "-m", "odradek.cli.main", *argv], capture_output=True, text=True, timeout=60
-        )
+        return odradek(*argv)
 
     config = ConsumerConfig("zk-wl", cluster.zookeeper_connect, auto_offset_reset="smallest")
     config.rebalance_backoff_ms = 300

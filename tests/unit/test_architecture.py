@@ -64,3 +64,16 @@ def test_only_metadata_zookeeper_imports_kazoo() -> None:
         if "import kazoo" in p.read_text() or "from kazoo" in p.read_text()
     ]
     assert all(o.startswith("metadata/") or o == "testing_zk.py" for o in offenders), offenders
+
+
+def test_only_the_pytest_plugin_imports_pytest() -> None:
+    """``odradek cluster`` (and its ZooKeeper helper) must run after a plain install, without pytest."""
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(n == "pytest" or n.startswith("pytest.") or n.startswith("_pytest") for n in names):
+                offenders.append(str(path.relative_to(SRC)))
+    assert sorted(set(offenders)) == ["testing.py"]

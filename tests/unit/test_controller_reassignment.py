@@ -134,3 +134,29 @@ def test_reassign_partitions_znode_starts_a_move_and_is_emptied_at_the_end() -> 
         assert (await cluster.state("t", 0)).leader == 2
 
     scenario(check)
+
+
+def test_a_new_controller_lists_reassignments_only_once_it_resumed_them() -> None:
+    """ListPartitionReassignments reaching a controller still in its failover is NOT_CONTROLLER
+    (None), never an empty list that a ``--verify`` would read as every move completed."""
+
+    async def check(cluster: ControllerCluster) -> None:
+        old = cluster.active
+        assert await old.alter_partition_reassignments({T0: [3, 4]}) == {T0: (ErrorCode.none, None)}
+        await cluster.leader_writes_isr(T0, [1, 2, 3])
+        seen: list[object] = []
+        for controller in cluster.controllers.values():
+            if controller is not old:
+                resume = controller._resume_reassignments
+
+                async def spy(resume: Callable[[], Awaitable[None]] = resume, c: object = controller) -> None:
+                    seen.append(c.list_partition_reassignments(None))  # type: ignore[attr-defined]
+                    await resume()
+
+                controller._resume_reassignments = spy  # type: ignore[method-assign]
+        await cluster.kill(old.broker_id)
+        assert seen == [None]
+        moves = cluster.active.list_partition_reassignments(None)
+        assert moves is not None and moves[T0].target == [3, 4]
+
+    scenario(check)

@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 
-from odradek.errors import ErrorCode, NotEnoughReplicasError, UnknownTopicOrPartitionError
+from odradek.errors import (
+    ErrorCode,
+    KafkaStorageError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
+)
 from odradek.replication.partition import PartitionState
 from odradek.replication.replica_manager import FetchRequestPartition, ReplicaManager
 from odradek.storage import LogManager, TopicPartition
@@ -244,6 +250,29 @@ def test_stop_replica_stops_fetching_and_deletes_the_log_when_asked(tmp_path: Pa
     calls, exists = _run(tmp_path, body)
     assert calls == [("add", TP, 2), ("remove", TP, None)]
     assert not exists
+
+
+def test_a_partition_not_hosted_here_is_not_leader_or_follower_if_it_exists_else_unknown(tmp_path: Path) -> None:
+    """Kafka's ``getPartitionOrException``: what every partition API answers for a partition this
+    broker does not host."""
+    elsewhere, failed, missing = TopicPartition("t", 1), TopicPartition("t", 2), TopicPartition("gone", 0)
+    known = {TP, elsewhere, failed}
+
+    async def body(rm: ReplicaManager) -> list[type[Exception]]:
+        rm.partition_exists = known.__contains__
+        rm.become_leader_or_follower(TP, PartitionState(1, 1, [1, 2], [1, 2], 1, 0))
+        rm.offline_partitions.add(failed)
+        raised: list[type[Exception]] = []
+        for tp in (elsewhere, failed, missing):
+            for lookup in (rm.get_partition, rm.leader_partition):
+                with pytest.raises(Exception) as info:
+                    lookup(tp)
+                raised.append(info.type)
+        assert rm.get_partition(TP) is rm.leader_partition(TP)
+        return raised
+
+    raised = _run(tmp_path, body)
+    assert raised == [NotLeaderOrFollowerError] * 2 + [KafkaStorageError] * 2 + [UnknownTopicOrPartitionError] * 2
 
 
 @pytest.mark.parametrize("change", ["become leader", "stop replica"])

@@ -171,7 +171,7 @@ class LocalCluster:
     def start(self, timeout_s: float = 60.0) -> LocalCluster:
         """Start ZooKeeper (if needed) and every broker; returns once all listen."""
         if self._zookeeper_connect is None:
-            from odradek.testing_zk import ZooKeeperServer  # Debian's package; needs pytest importable
+            from odradek.testing_zk import ZooKeeperServer  # Debian's package; standard library only
 
             self.zookeeper = ZooKeeperServer()
             self.zookeeper.start()

@@ -105,7 +105,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             except (TimeoutError, asyncio.CancelledError):
                 self._task.cancel()
             self._task = None
-        self.active = False
+        self.active = self.initialized = False
         self.channel.shutdown()
 
     def _queue_on(self, event: ControllerEvent) -> Callable[[str], Awaitable[None]]:
@@ -196,7 +196,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         elected = await self.zk.try_elect_controller(self.broker_id)
         if elected is not None:
             self.ctx.epoch, self.ctx.epoch_zk_version = elected
-            self.active = True
+            self.active, self.initialized = True, False
             self.active_controller_id = self.broker_id
             log.info("broker %d is the controller (controller_epoch %d)", self.broker_id, self.ctx.epoch)
             await self._on_controller_failover()
@@ -205,7 +205,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
 
     def _resign(self) -> None:
         log.info("broker %d is no longer the controller", self.broker_id)
-        self.active = False
+        self.active = self.initialized = False
         for handle in [*self._watches[1:], *self._topic_watches.values()]:
             handle.cancel()
         del self._watches[1:]
@@ -237,6 +237,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         await self._resume_reassignments()
         await self._on_preferred_replica_election_znode()
         await self._on_log_dir_event_notification()
+        self.initialized = True
 
     async def _refresh_brokers(self) -> tuple[set[int], set[int]]:
         """Read ``/brokers/ids``; returns (new, dead) broker ids and keeps the channel's queues in

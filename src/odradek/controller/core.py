@@ -65,6 +65,9 @@ class ControllerCore:
         self.ctx = ControllerContext()
         self.reassignments: dict[TopicPartition, Reassignment] = {}
         self.active = False
+        self.initialized = False
+        """Active and done with the failover (context, reassignments and deletions loaded): what the
+        controller answers from its state before that would be incomplete."""
         self.active_controller_id: int | None = None
         self.broker_change_times_ms: collections.deque[float] = collections.deque(maxlen=1024)
         """How long the last broker changes took to handle (Kafka's ``LeaderElectionRateAndTimeMs``)."""

@@ -64,8 +64,10 @@ class ControllerReassignment(ControllerCore):
     def list_partition_reassignments(
         self, partitions: set[TopicPartition] | None
     ) -> dict[TopicPartition, Reassignment] | None:
-        """The reassignments in progress (of ``partitions``, or all); None when not the controller."""
-        if not self.active:
+        """The reassignments in progress (of ``partitions``, or all); None when not the controller,
+        or not yet done with its failover (it has not loaded the reassignments to resume: Kafka
+        answers only after the failover, its event queue being one)."""
+        if not self.initialized:
             return None
         return {tp: r for tp, r in self.reassignments.items() if partitions is None or tp in partitions}
 

@@ -32,6 +32,7 @@ from odradek.errors import (
     KafkaError,
     KafkaStorageError,
     NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
@@ -129,7 +130,10 @@ class FetchPartitionResult:
 
 
 class ReplicaManager:
-    """Partitions hosted by one broker. ``log_config_for(topic)`` gives a topic's LogConfig."""
+    """Partitions hosted by one broker. ``log_config_for(topic)`` gives a topic's LogConfig;
+    ``partition_exists(tp)`` whether the cluster's metadata (the broker's metadata cache) has the
+    partition, which decides how a request for a partition not hosted here is answered
+    (:meth:`get_partition`)."""
 
     def __init__(
         self,
@@ -143,8 +147,10 @@ class ReplicaManager:
         endpoint_for: Callable[[int], tuple[str, int] | None] = lambda _broker_id: None,
         fetcher_config: FetcherConfig | None = None,
         producer_id_expiration_ms: int = 86400000,
+        partition_exists: Callable[[TopicPartition], bool] = lambda _tp: False,
     ) -> None:
         self.broker_id = broker_id
+        self.partition_exists = partition_exists
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.log_manager = log_manager
         self.log_config_for = log_config_for
@@ -289,12 +295,20 @@ class ReplicaManager:
                 partition.log.update_config(config)
 
     def get_partition(self, tp: TopicPartition) -> Partition:
+        """The hosted partition ``tp``, else the error every partition API answers (Kafka's
+        ``getPartitionOrException``): KAFKA_STORAGE_ERROR when its log dir failed here,
+        NOT_LEADER_OR_FOLLOWER when the partition exists but this broker is not one of its replicas
+        (the client refreshes its metadata and goes to the leader), UNKNOWN_TOPIC_OR_PARTITION only
+        when the partition does not exist at all."""
         partition = self.partitions.get(tp)
-        if partition is None and tp in self.offline_partitions:
-            raise KafkaStorageError(f"{tp.topic}-{tp.partition} is offline on this broker: its log dir failed")
-        if partition is None:
-            raise UnknownTopicOrPartitionError(f"this broker hosts no partition {tp.topic}-{tp.partition}")
-        return partition
+        if partition is not None:
+            return partition
+        name = f"{tp.topic}-{tp.partition}"
+        if tp in self.offline_partitions:
+            raise KafkaStorageError(f"{name} is offline on this broker: its log dir failed")
+        if self.partition_exists(tp):
+            raise NotLeaderOrFollowerError(f"broker {self.broker_id} is not a replica of {name}")
+        raise UnknownTopicOrPartitionError(f"this broker hosts no partition {name}")
 
     def leader_partition(self, tp: TopicPartition) -> Partition:
         partition = self.get_partition(tp)

@@ -96,6 +96,7 @@ def build_components(
         isr_writer=isr_writer,
         endpoint_for=endpoint_for,
         fetcher_config=fetcher_config(config),
+        partition_exists=lambda tp: metadata_cache.partition_state(tp) is not None,
     )
     producer_ids = ProducerIdManager(broker_id, zk)
 

@@ -38,15 +38,17 @@ BROKER_CONFIGS = (
         "listeners",
         "list",
         ["PLAINTEXT://127.0.0.1:9092"],
-        "Where the broker listens: NAME://host:port, comma-separated. Port 0 picks a free port. "
-        "`localhost` binds 127.0.0.1.",
+        "Where the broker listens: NAME://host:port, comma-separated. Port 0 picks a free port. A host "
+        "name is listened on at every address it resolves to (`localhost`: 127.0.0.1 and ::1 where the "
+        "resolver lists both), on one port; an empty host on every local address.",
     )
     .define(
         "advertised.listeners",
         "list",
         None,
-        "What clients are told to connect to; defaults to `listeners`. A wildcard or `localhost` host is "
-        "advertised as 127.0.0.1, never as a name a client may resolve to ::1.",
+        "What clients are told to connect to; defaults to `listeners`. The host is advertised exactly as "
+        "written (`localhost` stays `localhost`), except that a wildcard host (empty, 0.0.0.0, ::) is "
+        "advertised as 127.0.0.1.",
     )
     .define(
         "listener.security.protocol.map",

@@ -533,21 +533,15 @@ class SocketServer:
         self._closed_since_trim = self._freed_since_trim = 0
         release_free_memory()
 
-    async def start(self, host: str, port: int, security: ListenerSecurity = PLAINTEXT_LISTENER) -> tuple[str, int]:
-        """Listen on ``host:port`` for one listener; the bound (host, port)."""
+    async def start(self, sockets: Sequence[socket.socket], security: ListenerSecurity = PLAINTEXT_LISTENER) -> None:
+        """Serve one listener on its bound, not yet listening ``sockets`` (one per address of the
+        listener's host, all on one port); this server owns and closes them."""
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(
-            lambda: KafkaServerConnection(self, security),
-            host=host or None,
-            port=port,
-            reuse_address=True,
-            backlog=1024,
-        )
-        self.servers.append(server)
+        for sock in sockets:
+            server = await loop.create_server(lambda: KafkaServerConnection(self, security), sock=sock, backlog=1024)
+            self.servers.append(server)
         if self._sweeper is None:
             self._sweeper = loop.create_task(self._sweep_idle(), name="idle-connection-sweeper")
-        sockname = server.sockets[0].getsockname()
-        return sockname[0], sockname[1]
 
     async def _sweep_idle(self) -> None:
         idle_s = self.connections_max_idle_ms / 1000
