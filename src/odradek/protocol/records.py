@@ -228,13 +228,14 @@ def batch_crc(buf: Buffer, pos: int, size: int) -> int:
         return crc32c(view[pos + ATTRIBUTES_OFFSET : pos + size])
 
 
-def validate_batches(buf: Buffer) -> list[BatchHeader]:
+def validate_batches(buf: Buffer, *, stored: bool = False) -> list[BatchHeader]:
     """Check every batch of a produce payload; return their headers in order.
 
     Checks, per batch: the header and the declared length fit exactly (no partial batch at the
     end), ``batchLength >= 49``, ``magic == 2``, the CRC-32C, a known codec, ``recordsCount >= 0``,
-    ``lastOffsetDelta >= 0`` and, for a non-empty batch, ``lastOffsetDelta == recordsCount - 1``.
-    Records are never decoded. An empty payload gives ``[]``.
+    ``lastOffsetDelta >= 0`` and, for a non-empty batch, ``lastOffsetDelta == recordsCount - 1``
+    (``>=`` for ``stored`` batches: replication of cleaned segments). Records are never decoded.
+    An empty payload gives ``[]``.
 
     Raises CorruptRecordError (truncated, bad length, CRC mismatch) or InvalidRecordError (magic,
     codec, counts), each naming the batch's byte position.
@@ -272,14 +273,19 @@ def validate_batches(buf: Buffer) -> list[BatchHeader]:
             raise CorruptRecordError(
                 f"CRC mismatch in record batch at position {pos}: stored {h[4]}, computed {computed}"
             )
-        check_header_fields(h, pos)
+        check_header_fields(h, pos, stored=stored)
         out.append(h)
         pos += size
     return out
 
 
-def check_header_fields(h: BatchHeader, pos: int) -> None:
-    """Raise InvalidRecordError for an unknown codec or inconsistent counts (``pos`` for the message)."""
+def check_header_fields(h: BatchHeader, pos: int, *, stored: bool = False) -> None:
+    """Raise InvalidRecordError for an unknown codec or inconsistent counts (``pos`` for the message).
+
+    A producer's batch has ``lastOffsetDelta == recordsCount - 1``; a ``stored`` batch (in a log,
+    or replicated from one) may hold fewer records than its offset span, as the log cleaner
+    leaves them (``recordsCount <= lastOffsetDelta + 1``).
+    """
     if h[5] & COMPRESSION_CODEC_MASK > _MAX_CODEC:
         raise InvalidRecordError(
             f"record batch at position {pos} uses unknown compression codec {h[5] & COMPRESSION_CODEC_MASK}"
@@ -290,7 +296,7 @@ def check_header_fields(h: BatchHeader, pos: int) -> None:
         raise InvalidRecordError(f"record batch at position {pos} has a negative records count {count}")
     if delta < 0:
         raise InvalidRecordError(f"record batch at position {pos} has a negative lastOffsetDelta {delta}")
-    if count > 0 and delta != count - 1:
+    if count > 0 and (delta < count - 1 if stored else delta != count - 1):
         raise InvalidRecordError(
             f"record batch at position {pos} has lastOffsetDelta {delta} inconsistent with {count} records"
         )
@@ -368,7 +374,7 @@ def valid_prefix_length(buf: Buffer) -> tuple[int, str | None]:
         if computed != h[4]:
             return pos, f"CRC mismatch: stored {h[4]}, computed {computed}"
         try:
-            check_header_fields(h, pos)
+            check_header_fields(h, pos, stored=True)
         except InvalidRecordError as exc:
             return pos, str(exc)
         pos += size
