@@ -285,9 +285,16 @@ class _CleanedWriter:
         self.paths = paths
         for p in paths.values():
             p.unlink(missing_ok=True)
-        self._fd = os.open(paths["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._index = OffsetIndex(paths["index"], base, plan.max_index_bytes)
-        self._time_index = TimeIndex(paths["timeindex"], base, plan.max_index_bytes)
+        self._fd = -1
+        self._index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        try:
+            self._fd = os.open(paths["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self._index = OffsetIndex(paths["index"], base, plan.max_index_bytes)
+            self._time_index = TimeIndex(paths["timeindex"], base, plan.max_index_bytes)
+        except BaseException:
+            self.abort()
+            raise
         self._interval = plan.index_interval_bytes
         self._since = 0
         self.position = 0
@@ -297,6 +304,7 @@ class _CleanedWriter:
         self._pending_bytes = 0
 
     def append(self, data: bytes | memoryview, last_offset: int, max_ts: int) -> None:
+        assert self._index is not None and self._time_index is not None
         if max_ts > self._max_ts:
             self._max_ts, self._offset_of_max = max_ts, last_offset
         if self._since > self._interval:
@@ -328,6 +336,7 @@ class _CleanedWriter:
     def finish(self, aborted: list[AbortedTxn], last_modified_ns: int) -> None:
         """Write what is pending, the final time-index entry and the ``.txnindex``; fsync all."""
         self._flush_pending()
+        assert self._index is not None and self._time_index is not None
         if self._max_ts >= 0:
             self._time_index.maybe_append(self._max_ts, self._offset_of_max, skip_full_check=True)
         for idx in (self._index, self._time_index):
@@ -349,7 +358,7 @@ class _CleanedWriter:
             os.close(self._fd)
             self._fd = -1
         for idx in (self._index, self._time_index):
-            if not idx.closed:
+            if idx is not None and not idx.closed:
                 idx.close()
         for p in self.paths.values():
             p.unlink(missing_ok=True)
