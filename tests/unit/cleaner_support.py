@@ -15,9 +15,9 @@ from odradek.storage.txn_index import AbortedTxn
 T0 = 1_700_000_000_000
 
 
-def compacted_log(tmp_path: Path, clock: Clock | None = None, **props: object) -> Log:
+def compacted_log(tmp_path: Path, clock: Clock | None = None, *, topic: str = "compacted", **props: object) -> Log:
     cfg = {"cleanup_policy": "compact", "segment_bytes": 100_000, "min_cleanable_dirty_ratio": 0.01, **props}
-    return Log(tmp_path / "compacted-0", log_config(**cfg), time_ms=clock or Clock(T0))
+    return Log(tmp_path / f"{topic}-0", log_config(**cfg), time_ms=clock or Clock(T0))
 
 
 def append(
