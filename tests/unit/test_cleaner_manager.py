@@ -116,3 +116,47 @@ def test_corrupt_log_becomes_uncleanable_and_others_are_still_cleaned(
     assert len(latest(good)) == 10 and good.size_in_bytes < 20 * 70
     assert cleaner.cleans == 1 and cleaner.last_stats is not None and cleaner.last_stats.records_retained == 10
     assert (tmp_path / CLEANER_OFFSET_CHECKPOINT).read_text() == "0\n1\ngood 0 20\n"
+
+
+def test_truncation_below_the_checkpoint_lowers_it(tmp_path: Path) -> None:
+    log = dirty_log(tmp_path, "t", 3)
+    manager = LogCleanerManager(lambda: [log])
+    manager.update_checkpoint(log.dir.parent, log.topic_partition, 30)
+    log.truncate_to(12)
+    for i in range(30):
+        append(log, [(b"k%d" % (i % 10), b"new")])
+    log.roll()
+    chosen = manager.grab_filthiest_log(T0)
+    assert chosen is not None and chosen.first_dirty_offset == 12
+    assert manager.all_cleaner_checkpoints()[log.topic_partition] == 12
+    assert log.take_truncation_point() is None
+
+
+def test_an_uncleanable_log_is_tried_again_once_reloaded(tmp_path: Path) -> None:
+    log = dirty_log(tmp_path, "t", 2)
+    current = [log]
+    manager = LogCleanerManager(lambda: current)
+    manager.mark_uncleanable(log)
+    assert manager.grab_filthiest_log(T0) is None and manager.uncleanable_partitions_count == 1
+    log.close()
+    current[0] = reloaded = compacted_log(tmp_path, topic="t")
+    reloaded.high_watermark = reloaded.log_end_offset
+    chosen = manager.grab_filthiest_log(T0)
+    assert chosen is not None and chosen.log is reloaded and manager.uncleanable_partitions_count == 0
+
+
+def test_deleting_a_log_drops_its_cleaner_checkpoint(tmp_path: Path) -> None:
+    from tests.unit.storage_support import log_config
+
+    from odradek.storage import LogManager, TopicPartition
+
+    lm = LogManager([tmp_path], log_config(cleanup_policy="compact"))
+    a, b = TopicPartition("a", 0), TopicPartition("b", 0)
+    lm.get_or_create_log(a)
+    lm.get_or_create_log(b)
+    manager = LogCleanerManager(lm.all_logs)
+    manager.update_checkpoint(tmp_path, a, 5)
+    manager.update_checkpoint(tmp_path, b, 7)
+    lm.delete_log(a)
+    assert (tmp_path / CLEANER_OFFSET_CHECKPOINT).read_text() == "0\n1\nb 0 7\n"
+    lm.shutdown()
