@@ -83,6 +83,7 @@ __all__ = [
     "decode_records",
     "iter_all_records",
     "iter_batches",
+    "read_varint",
     "set_log_append_time",
     "stamp_base_offset",
     "timestamp_type_name",
@@ -496,7 +497,9 @@ def build_batch(
     return bytes(out)
 
 
-def _read_varint(data: memoryview, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+def read_varint(data: Buffer, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """The zigzag varint of at most ``max_bytes`` bytes at ``pos`` (before ``end``): ``(value,
+    next position)``. Raises CorruptRecordError when it runs past ``end`` or is too long."""
     z = 0
     shift = 0
     for _ in range(max_bytes):
@@ -512,7 +515,7 @@ def _read_varint(data: memoryview, pos: int, end: int, max_bytes: int) -> tuple[
 
 
 def _read_bytes(data: memoryview, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(data, pos, end, 5)
+    length, pos = read_varint(data, pos, end, 5)
     if length == -1:
         return None, pos
     if length < 0 or pos + length > end:
@@ -557,7 +560,7 @@ def _decode_body(h: BatchHeader, data: memoryview) -> list[DecodedRecord]:
     if h.records_count < 0:
         raise InvalidRecordError(f"negative records count {h.records_count}")
     for index in range(h.records_count):
-        length, pos = _read_varint(data, pos, end, 5)
+        length, pos = read_varint(data, pos, end, 5)
         if length < 0 or pos + length > end:
             raise CorruptRecordError(f"record {index} declares length {length} beyond the batch")
         record_end = pos + length
@@ -565,11 +568,11 @@ def _decode_body(h: BatchHeader, data: memoryview) -> list[DecodedRecord]:
             raise CorruptRecordError(f"record {index} is empty")
         attributes = data[pos]
         pos += 1
-        ts_delta, pos = _read_varint(data, pos, record_end, 10)
-        offset_delta, pos = _read_varint(data, pos, record_end, 5)
+        ts_delta, pos = read_varint(data, pos, record_end, 10)
+        offset_delta, pos = read_varint(data, pos, record_end, 5)
         key, pos = _read_bytes(data, pos, record_end, "key")
         value, pos = _read_bytes(data, pos, record_end, "value")
-        n_headers, pos = _read_varint(data, pos, record_end, 5)
+        n_headers, pos = read_varint(data, pos, record_end, 5)
         if n_headers < 0 or n_headers > record_end - pos:
             raise CorruptRecordError(f"record {index} has an invalid header count {n_headers}")
         headers: list[tuple[str, bytes | None]] = []

@@ -132,8 +132,8 @@ class LogCleaner:
         self._wakeup.set()
 
     async def shutdown(self) -> None:
-        """Stop the tasks, let a swap in progress finish, stop the workers (their ``.cleaned``
-        files are removed at the next load)."""
+        """Stop the tasks (a swap is synchronous on the loop, so none is cut short) and the
+        worker processes (their ``.cleaned`` files are removed at the next load)."""
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
@@ -146,6 +146,10 @@ class LogCleaner:
                 logger.exception("log cleaner task failed while stopping")
         executor, self._executor = self._executor, None
         if executor is not None:
+            # A clean in progress is abandoned: its worker is stopped (its .cleaned files are
+            # removed at the next load) rather than waited for.
+            for process in list(getattr(executor, "_processes", {}).values()):
+                process.terminate()
             await asyncio.get_running_loop().run_in_executor(
                 None, lambda: executor.shutdown(wait=True, cancel_futures=True)
             )
