@@ -193,3 +193,14 @@ def test_io_max_bytes_per_second_throttles_a_clean(tmp_path: Path) -> None:
     start = time.monotonic()
     clean_log(log, now_ms=T0, config=CleanerConfig(max_io_bytes_per_second=rate))
     assert time.monotonic() - start >= 0.5
+
+
+def test_a_map_too_small_for_one_key_makes_the_log_uncleanable(tmp_path: Path) -> None:
+    log = dirty_log(tmp_path, "t", 2)
+    log.close()
+    log = compacted_log(tmp_path, topic="t")
+    log.high_watermark = log.log_end_offset
+    tiny = CleanerConfig(dedupe_buffer_size=97, io_buffer_load_factor=1.0)  # < one entry with its key
+    cleaner = LogCleaner(tiny, lambda: [log], in_process=True, time_ms=lambda: T0)
+    assert not asyncio.run(cleaner.clean_filthiest_log())
+    assert cleaner.uncleanable_partitions_count == 1 and log.num_segments == 2

@@ -193,7 +193,15 @@ class LogCleaner:
             if not plan.segments:
                 return False
             result = await self._in_worker(plan)
-            if apply_result(log, plan, result):
+            if not result.groups:
+                logger.error(
+                    "Log cleaner: the offset map of %d bytes holds none of the dirty keys of %s "
+                    "(log.cleaner.dedupe.buffer.size too small?); marking the partition uncleanable",
+                    plan.map_capacity_bytes,
+                    log.topic_partition,
+                )
+                self.manager.mark_uncleanable(log)
+            elif apply_result(log, plan, result):
                 end = result.stats.end_offset
                 self._record(log, result.stats)
         except (CorruptRecordError, InvalidRecordError) as exc:

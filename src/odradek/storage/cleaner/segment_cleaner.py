@@ -432,6 +432,9 @@ def run_clean(plan: CleanPlan) -> CleanResult:
     stats.map_entries = len(offset_map)
     stats.map_utilization = offset_map.utilization
     stats.end_offset = end
+    if end <= plan.first_dirty_offset:  # nothing mapped (e.g. a map too small for one key): no progress
+        stats.elapsed_s = time.monotonic() - started
+        return CleanResult([], end, stats)
     to_clean = tuple(s for s in plan.segments if s.base_offset < end)
     retain = plan.retain_offsets if plan.retain_offsets is not None else _producer_last_batches(plan.segments)
     groups: list[CleanedGroup] = []
