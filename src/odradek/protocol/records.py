@@ -83,6 +83,8 @@ __all__ = [
     "decode_records",
     "iter_all_records",
     "iter_batches",
+    "put_varint",
+    "read_varint",
     "set_log_append_time",
     "stamp_base_offset",
     "timestamp_type_name",
@@ -228,13 +230,14 @@ def batch_crc(buf: Buffer, pos: int, size: int) -> int:
         return crc32c(view[pos + ATTRIBUTES_OFFSET : pos + size])
 
 
-def validate_batches(buf: Buffer) -> list[BatchHeader]:
+def validate_batches(buf: Buffer, *, stored: bool = False) -> list[BatchHeader]:
     """Check every batch of a produce payload; return their headers in order.
 
     Checks, per batch: the header and the declared length fit exactly (no partial batch at the
     end), ``batchLength >= 49``, ``magic == 2``, the CRC-32C, a known codec, ``recordsCount >= 0``,
-    ``lastOffsetDelta >= 0`` and, for a non-empty batch, ``lastOffsetDelta == recordsCount - 1``.
-    Records are never decoded. An empty payload gives ``[]``.
+    ``lastOffsetDelta >= 0`` and, for a non-empty batch, ``lastOffsetDelta == recordsCount - 1``
+    (``>=`` for ``stored`` batches: replication of cleaned segments). Records are never decoded.
+    An empty payload gives ``[]``.
 
     Raises CorruptRecordError (truncated, bad length, CRC mismatch) or InvalidRecordError (magic,
     codec, counts), each naming the batch's byte position.
@@ -272,14 +275,19 @@ def validate_batches(buf: Buffer) -> list[BatchHeader]:
             raise CorruptRecordError(
                 f"CRC mismatch in record batch at position {pos}: stored {h[4]}, computed {computed}"
             )
-        check_header_fields(h, pos)
+        check_header_fields(h, pos, stored=stored)
         out.append(h)
         pos += size
     return out
 
 
-def check_header_fields(h: BatchHeader, pos: int) -> None:
-    """Raise InvalidRecordError for an unknown codec or inconsistent counts (``pos`` for the message)."""
+def check_header_fields(h: BatchHeader, pos: int, *, stored: bool = False) -> None:
+    """Raise InvalidRecordError for an unknown codec or inconsistent counts (``pos`` for the message).
+
+    A producer's batch has ``lastOffsetDelta == recordsCount - 1``; a ``stored`` batch (in a log,
+    or replicated from one) may hold fewer records than its offset span, as the log cleaner
+    leaves them (``recordsCount <= lastOffsetDelta + 1``).
+    """
     if h[5] & COMPRESSION_CODEC_MASK > _MAX_CODEC:
         raise InvalidRecordError(
             f"record batch at position {pos} uses unknown compression codec {h[5] & COMPRESSION_CODEC_MASK}"
@@ -290,7 +298,7 @@ def check_header_fields(h: BatchHeader, pos: int) -> None:
         raise InvalidRecordError(f"record batch at position {pos} has a negative records count {count}")
     if delta < 0:
         raise InvalidRecordError(f"record batch at position {pos} has a negative lastOffsetDelta {delta}")
-    if count > 0 and delta != count - 1:
+    if count > 0 and (delta < count - 1 if stored else delta != count - 1):
         raise InvalidRecordError(
             f"record batch at position {pos} has lastOffsetDelta {delta} inconsistent with {count} records"
         )
@@ -368,7 +376,7 @@ def valid_prefix_length(buf: Buffer) -> tuple[int, str | None]:
         if computed != h[4]:
             return pos, f"CRC mismatch: stored {h[4]}, computed {computed}"
         try:
-            check_header_fields(h, pos)
+            check_header_fields(h, pos, stored=True)
         except InvalidRecordError as exc:
             return pos, str(exc)
         pos += size
@@ -401,7 +409,8 @@ class DecodedRecord:
     attributes: int = 0
 
 
-def _put_varint(out: bytearray, value: int) -> None:
+def put_varint(out: bytearray, value: int) -> None:
+    """Append ``value`` to ``out`` as a zigzag varint."""
     z = (value << 1) ^ (value >> 63)
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
@@ -413,21 +422,21 @@ def _put_bytes(out: bytearray, data: bytes | None) -> None:
     if data is None:
         out.append(1)  # zigzag(-1)
     else:
-        _put_varint(out, len(data))
+        put_varint(out, len(data))
         out += data
 
 
 def _encode_record(out: bytearray, record: Record, timestamp_delta: int, offset_delta: int) -> None:
     body = bytearray(b"\x00")
-    _put_varint(body, timestamp_delta)
-    _put_varint(body, offset_delta)
+    put_varint(body, timestamp_delta)
+    put_varint(body, offset_delta)
     _put_bytes(body, record.key)
     _put_bytes(body, record.value)
-    _put_varint(body, len(record.headers))
+    put_varint(body, len(record.headers))
     for name, value in record.headers:
         _put_bytes(body, name.encode("utf-8"))
         _put_bytes(body, value)
-    _put_varint(out, len(body))
+    put_varint(out, len(body))
     out += body
 
 
@@ -490,7 +499,9 @@ def build_batch(
     return bytes(out)
 
 
-def _read_varint(data: memoryview, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+def read_varint(data: Buffer, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """The zigzag varint of at most ``max_bytes`` bytes at ``pos`` (before ``end``): ``(value,
+    next position)``. Raises CorruptRecordError when it runs past ``end`` or is too long."""
     z = 0
     shift = 0
     for _ in range(max_bytes):
@@ -506,7 +517,7 @@ def _read_varint(data: memoryview, pos: int, end: int, max_bytes: int) -> tuple[
 
 
 def _read_bytes(data: memoryview, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(data, pos, end, 5)
+    length, pos = read_varint(data, pos, end, 5)
     if length == -1:
         return None, pos
     if length < 0 or pos + length > end:
@@ -551,7 +562,7 @@ def _decode_body(h: BatchHeader, data: memoryview) -> list[DecodedRecord]:
     if h.records_count < 0:
         raise InvalidRecordError(f"negative records count {h.records_count}")
     for index in range(h.records_count):
-        length, pos = _read_varint(data, pos, end, 5)
+        length, pos = read_varint(data, pos, end, 5)
         if length < 0 or pos + length > end:
             raise CorruptRecordError(f"record {index} declares length {length} beyond the batch")
         record_end = pos + length
@@ -559,11 +570,11 @@ def _decode_body(h: BatchHeader, data: memoryview) -> list[DecodedRecord]:
             raise CorruptRecordError(f"record {index} is empty")
         attributes = data[pos]
         pos += 1
-        ts_delta, pos = _read_varint(data, pos, record_end, 10)
-        offset_delta, pos = _read_varint(data, pos, record_end, 5)
+        ts_delta, pos = read_varint(data, pos, record_end, 10)
+        offset_delta, pos = read_varint(data, pos, record_end, 5)
         key, pos = _read_bytes(data, pos, record_end, "key")
         value, pos = _read_bytes(data, pos, record_end, "value")
-        n_headers, pos = _read_varint(data, pos, record_end, 5)
+        n_headers, pos = read_varint(data, pos, record_end, 5)
         if n_headers < 0 or n_headers > record_end - pos:
             raise CorruptRecordError(f"record {index} has an invalid header count {n_headers}")
         headers: list[tuple[str, bytes | None]] = []

@@ -158,7 +158,7 @@ def check_follower_batches(
     batch (InvalidRecordError otherwise); headers, CRCs and sizes are checked as for a leader.
     The payload is written as given (one chunk).
     """
-    headers = validate_batches(records)
+    headers = validate_batches(records, stored=True)
     if not headers:
         return None
     expected = log_end_offset

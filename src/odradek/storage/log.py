@@ -34,7 +34,7 @@ import bisect
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Literal
@@ -48,6 +48,7 @@ from odradek.storage.append import (
     prepare_leader_append,
 )
 from odradek.storage.checkpoint import fsync_dir
+from odradek.storage.cleaner.swap import remove_replaced, swap_in
 from odradek.storage.config import LogConfig
 from odradek.storage.log_loader import load_segments
 from odradek.storage.results import FetchDataInfo, LogAppendInfo
@@ -127,6 +128,7 @@ class Log:
         self._closed = False
         self._append_lock = asyncio.Lock()
         self._write_in_progress = False
+        self._truncation_point: int | None = None
         logger.debug(
             "%s Loaded %d segment(s): start offset %d, end offset %d",
             self._ident,
@@ -523,6 +525,59 @@ class Log:
         self._recovery_point = max(self._recovery_point, self._log_start_offset)
         return len(deletable)
 
+    # --- compaction ---------------------------------------------------------------------------
+
+    def replace_segments(self, base_offset: int, old: Sequence[LogSegment]) -> LogSegment:
+        """Swap in the cleaned segment ``base_offset`` (its ``.cleaned`` files, written by the log
+        cleaner) for ``old``, consecutive segments of this log, not the active one, the first at
+        ``base_offset``; return the new segment. Raises ValueError (changing nothing) otherwise.
+
+        Kafka's crash-safe order (:mod:`odradek.storage.cleaner.swap`): ``.cleaned`` ->
+        ``.swap``; old files -> ``.deleted``; ``.swap`` -> final names; ``.deleted`` removed.
+        Offsets, the log start and end offsets, the high watermark and the recovery point do not
+        change. The old segments are closed: reads already handed out by them fail.
+        """
+        self._check_open()
+        if not old or old[0].base_offset != base_offset:
+            raise ValueError(f"{self._tp}: the cleaned segment {base_offset} does not start the replaced group")
+        try:
+            first = next(i for i, s in enumerate(self._segments) if s is old[0])
+        except StopIteration:
+            raise ValueError(f"{self._tp}: segment {base_offset} is no longer in the log") from None
+        end = first + len(old)
+        if end >= len(self._segments) or any(a is not b for a, b in zip(self._segments[first:end], old, strict=True)):
+            raise ValueError(f"{self._tp}: the replaced segments are not consecutive inactive segments of the log")
+        swap_in(self._dir, base_offset, old)
+        new = LogSegment(
+            self._dir,
+            base_offset,
+            index_interval_bytes=self._config.index_interval_bytes,
+            max_index_size=self._config.segment_index_bytes,
+            time_ms=self._time_ms,
+        )
+        self._segments[first:end] = [new]
+        self._base_offsets[first:end] = [base_offset]
+        remove_replaced(self._dir, old)
+        logger.info(
+            "%s Replaced %d segment(s) from offset %d with the cleaned segment %s (%d bytes)",
+            self._ident,
+            len(old),
+            base_offset,
+            new.log_path.name,
+            new.size,
+        )
+        return new
+
+    def take_truncation_point(self) -> int | None:
+        """The lowest offset this log was truncated to since the last call (None: no truncation);
+        the log cleaner lowers its checkpoint to it (Kafka's ``maybeTruncateCheckpoint``)."""
+        point, self._truncation_point = self._truncation_point, None
+        return point
+
+    def _note_truncation(self, offset: int) -> None:
+        if self._truncation_point is None or offset < self._truncation_point:
+            self._truncation_point = offset
+
     # --- truncation ---------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> bool:
@@ -538,6 +593,7 @@ class Log:
         if offset >= self._log_end_offset:
             return False
         logger.info("%s Truncating to offset %d", self._ident, offset)
+        self._note_truncation(offset)
         if offset < self._base_offsets[0]:
             self.truncate_fully_and_start_at(offset)
             return True
@@ -560,6 +616,7 @@ class Log:
         """Delete every segment and restart the log empty at ``new_offset``."""
         self._check_open()
         logger.info("%s Truncating fully and starting at offset %d", self._ident, new_offset)
+        self._note_truncation(new_offset)
         for seg in self._segments:
             seg.delete()
         self._segments = [self._new_segment(new_offset)]
