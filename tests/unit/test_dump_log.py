@@ -32,7 +32,8 @@ def test_log_batches_are_printed_like_kafka(tmp_path: Path, capsys: pytest.Captu
     first = out[2]
     assert first.startswith(
         "baseOffset: 0 lastOffset: 2 count: 3 baseSequence: -1 lastSequence: -1 producerId: -1 "
-        "producerEpoch: -1 partitionLeaderEpoch: 2 isTransactional: false isControl: false position: 0 "
+        "producerEpoch: -1 partitionLeaderEpoch: 2 isTransactional: false isControl: false "
+        "deleteHorizonMs: OptionalLong.empty position: 0 "
         "CreateTime: 1700000000000 size: "
     )
     assert " magic: 2 compresscodec: none crc: " in first and first.endswith(" isvalid: true")

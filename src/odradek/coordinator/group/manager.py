@@ -12,7 +12,11 @@ runtime's (:mod:`odradek.coordinator.runtime`), which calls :meth:`replay`, :met
 - :meth:`cleanup_group_metadata` writes tombstones for deleted or expired offsets and groups;
 - :meth:`replay` reads a partition when this broker becomes its leader: the last
   record per key wins, a null value deletes; transactional offset commits count only once their
-  COMMIT marker is read. While a partition loads, requests for its groups are answered
+  COMMIT marker is read, and those of a transaction still open at the end of the log stay
+  pending (its marker, written later, completes them). A partition the cleaner compacted loads
+  to the same groups and offsets: gaps between offsets, empty batches (a producer's last batch
+  kept without records) and removed tombstones or markers change nothing the load keeps.
+  While a partition loads, requests for its groups are answered
   COORDINATOR_LOAD_IN_PROGRESS by the coordinator.
 
 A group's partition is :func:`~odradek.coordinator.group.schemas.partition_for` over the topic's
@@ -241,7 +245,8 @@ class GroupMetadataManager:
         for group in groups:
             removed = selector(group)
             removed_total += len(removed)
-            if group.is_(GroupState.EMPTY) and not group.has_offsets():
+            pending_txn = self.txn_offsets.has_group(group.group_id)
+            if group.is_(GroupState.EMPTY) and not group.has_offsets() and not pending_txn:
                 group.transition_to(GroupState.DEAD, self.time_ms())
             records = [Record(encode_offset_commit_key(group.group_id, tp.topic, tp.partition), None) for tp in removed]
             if group.is_(GroupState.DEAD) and self.groups.get(group.group_id) is group:
@@ -327,6 +332,7 @@ class GroupMetadataManager:
     ) -> None:
         """Take the groups :meth:`replay` read over (the partition is owned at ``epoch`` now)."""
         groups = self._build_groups(loaded)
+        self.txn_offsets.restore(loaded.pending_txn)
         for group in groups:
             current = self.add_group(group)
             if current is group:
@@ -379,7 +385,8 @@ class GroupMetadataManager:
     def _build_groups(self, loaded: LoadedPartition) -> list[GroupMetadata]:
         now = self.time_ms()
         out: list[GroupMetadata] = []
-        for group_id in loaded.groups.keys() | loaded.offsets.keys():
+        pending_groups = {group_id for by_key in loaded.pending_txn.values() for group_id, _tp in by_key}
+        for group_id in loaded.groups.keys() | loaded.offsets.keys() | pending_groups:
             value = loaded.groups.get(group_id)
             group = (
                 GroupMetadata.from_record(group_id, value, now)
@@ -388,7 +395,7 @@ class GroupMetadataManager:
             )
             for tp, (offset_value, at) in loaded.offsets.get(group_id, {}).items():
                 group.load_offset(tp, offset_value, at)
-            if value is None and not group.offsets:
+            if value is None and not group.offsets and group_id not in pending_groups:
                 continue
             out.append(group)
         return out
@@ -397,6 +404,7 @@ class GroupMetadataManager:
         """Drop ``partition``'s groups (another broker coordinates them now). Returns the number
         of groups unloaded."""
         count = 0
+        self.txn_offsets.forget(lambda group_id: self.partition_for(group_id) == partition)
         for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
             group = self.groups.pop(group_id)
             on_group_unloaded(group)
