@@ -62,19 +62,13 @@ class TxnOffsetCommits:
             mine[(group.group_id, tp)] = (value, base + i)
         return dict.fromkeys(offsets, ErrorCode.none)
 
-    def restore(
-        self, loaded: Mapping[int, Mapping[tuple[str, TopicPartition], tuple[OffsetAndMetadata | None, int]]]
-    ) -> None:
+    def restore(self, loaded: Mapping[int, Mapping[tuple[str, TopicPartition], tuple[OffsetAndMetadata, int]]]) -> None:
         """Take the offsets of transactions a partition's load found without their marker (still
         open when the log ends) as pending, as Kafka's ``loadGroup`` does with its pending
         transactional offsets; a later COMMIT or ABORT marker decides them."""
         for producer_id, by_key in loaded.items():
-            mine = self.pending.setdefault(producer_id, {})
-            for key, (value, record_offset) in by_key.items():
-                if value is not None:
-                    mine[key] = (value, record_offset)
-            if not mine:
-                del self.pending[producer_id]
+            if by_key:
+                self.pending.setdefault(producer_id, {}).update(by_key)
 
     def forget(self, is_unloaded: Callable[[str], bool]) -> None:
         """Drop the pending offsets of the groups ``is_unloaded`` names (their partition is unloaded)."""
