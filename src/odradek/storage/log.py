@@ -34,7 +34,7 @@ import bisect
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Literal
@@ -48,6 +48,14 @@ from odradek.storage.append import (
     prepare_leader_append,
 )
 from odradek.storage.checkpoint import fsync_dir
+from odradek.storage.cleaner.swap import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    SWAP_SUFFIX,
+    crash_point,
+    remove_suffixed,
+    rename_segment_files,
+)
 from odradek.storage.config import LogConfig
 from odradek.storage.log_loader import load_segments
 from odradek.storage.results import FetchDataInfo, LogAppendInfo
@@ -522,6 +530,60 @@ class Log:
         self._high_watermark = max(self._high_watermark, self._log_start_offset)
         self._recovery_point = max(self._recovery_point, self._log_start_offset)
         return len(deletable)
+
+    # --- compaction ---------------------------------------------------------------------------
+
+    def replace_segments(self, base_offset: int, old: Sequence[LogSegment]) -> LogSegment:
+        """Swap in the cleaned segment ``base_offset`` (its ``.cleaned`` files, written by the log
+        cleaner) for ``old``, consecutive segments of this log, not the active one, the first at
+        ``base_offset``; return the new segment. Raises ValueError (changing nothing) otherwise.
+
+        Kafka's crash-safe order (:mod:`odradek.storage.cleaner.swap`): ``.cleaned`` ->
+        ``.swap``; old files -> ``.deleted``; ``.swap`` -> final names; ``.deleted`` removed.
+        Offsets, the log start and end offsets, the high watermark and the recovery point do not
+        change. The old segments are closed: reads already handed out by them fail.
+        """
+        self._check_open()
+        if not old or old[0].base_offset != base_offset:
+            raise ValueError(f"{self._tp}: the cleaned segment {base_offset} does not start the replaced group")
+        try:
+            first = next(i for i, s in enumerate(self._segments) if s is old[0])
+        except StopIteration:
+            raise ValueError(f"{self._tp}: segment {base_offset} is no longer in the log") from None
+        end = first + len(old)
+        if end >= len(self._segments) or any(a is not b for a, b in zip(self._segments[first:end], old, strict=True)):
+            raise ValueError(f"{self._tp}: the replaced segments are not consecutive inactive segments of the log")
+        rename_segment_files(self._dir, base_offset, CLEANED_SUFFIX, SWAP_SUFFIX)
+        fsync_dir(self._dir)
+        crash_point("swap")
+        for i, seg in enumerate(old):
+            seg.close()
+            rename_segment_files(self._dir, seg.base_offset, "", DELETED_SUFFIX)
+            if i == 0:
+                crash_point("deleting")
+        rename_segment_files(self._dir, base_offset, SWAP_SUFFIX, "")
+        fsync_dir(self._dir)
+        new = LogSegment(
+            self._dir,
+            base_offset,
+            index_interval_bytes=self._config.index_interval_bytes,
+            max_index_size=self._config.segment_index_bytes,
+            time_ms=self._time_ms,
+        )
+        self._segments[first:end] = [new]
+        self._base_offsets[first:end] = [base_offset]
+        crash_point("deleted")
+        for seg in old:
+            remove_suffixed(self._dir, seg.base_offset, DELETED_SUFFIX)
+        logger.info(
+            "%s Replaced %d segment(s) from offset %d with the cleaned segment %s (%d bytes)",
+            self._ident,
+            len(old),
+            base_offset,
+            new.log_path.name,
+            new.size,
+        )
+        return new
 
     # --- truncation ---------------------------------------------------------------------------
 

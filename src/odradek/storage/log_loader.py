@@ -2,8 +2,11 @@
 
 Steps, in order:
 
-1. Leftover ``*.deleted``, ``*.cleaned`` and ``*.swap`` files are removed; index files without
-   their ``.log`` are removed.
+1. Interrupted swaps of the log cleaner are completed (a ``<base>.log.swap`` replaces the
+   segments of its offset range, :func:`odradek.storage.cleaner.swap.recover_swaps`); then
+   leftover ``*.deleted``, ``*.cleaned`` and ``*.swap`` files are removed (a ``.cleaned`` file is
+   an unfinished clean, ``.deleted`` a replaced segment); index files without their ``.log`` are
+   removed.
 2. Every ``<20 digits>.log`` is opened as a segment. A segment whose ``.index`` or ``.timeindex`` is
    missing, or fails the sanity check (:meth:`LogSegment.sanity_check`), gets both rebuilt from a
    CRC-checked scan of its log (which also cuts an invalid tail), even after a clean shutdown.
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from odradek.storage.cleaner.swap import recover_swaps
 from odradek.storage.config import LogConfig
 from odradek.storage.index import CorruptIndexError
 from odradek.storage.segment import (
@@ -119,6 +123,7 @@ def load_segments(
     ``ident`` prefixes every log line (e.g. ``[Log partition=orders-0, dir=/data]``).
     """
     directory = Path(directory)
+    recover_swaps(directory, ident)
     bases = sorted(_remove_leftovers(directory, ident))
     segments: list[LogSegment] = []
     for base in bases:
