@@ -64,7 +64,8 @@ from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
 from odradek.server.socket_server import SocketServer
-from odradek.storage import LogManager, TopicPartition
+from odradek.storage import Log, LogManager, TopicPartition
+from odradek.storage.cleaner import CLEANER_KEYS, CleanerConfig, LogCleaner
 from odradek.storage.config import LogConfig
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,8 @@ class Broker:
         self.log_manager: LogManager | None = None
         """Built and loaded first at start-up (shut down by :meth:`shutdown` even if start-up
         failed later)."""
+        self.log_cleaner: LogCleaner | None = None
+        """Compacts the logs with ``cleanup.policy=compact`` (started with the housekeeping tasks)."""
         self._components: BrokerComponents | None = None
         self.leadership_listeners: list[LeadershipListener] = []
         """Told about every partition this broker starts or stops leading (the coordinators)."""
@@ -275,6 +278,33 @@ class Broker:
         if flush_ms < 2**31:
             self._every(flush_ms, lm.flush_dirty_logs, "flush")
         self._every(self.config["log.flush.offset.checkpoint.interval.ms"], lambda _now: lm.checkpoint(), "checkpoint")
+        cleaner_config = CleanerConfig.from_props({k: self.config[k] for k in CLEANER_KEYS})
+        self.log_cleaner = LogCleaner(
+            cleaner_config,
+            lm.all_logs,
+            last_stable_offset=self._last_stable_offset,
+            retain_offsets=self._producer_last_offsets,
+        )
+        self.log_cleaner.startup()
+
+    def _last_stable_offset(self, log: Log) -> int:
+        """The cleaner's upper bound for ``log``: its partition's LSO (the high watermark without one)."""
+        partition = self.replica_manager.partitions.get(log.topic_partition)
+        return partition.last_stable_offset if partition is not None and partition.log is log else log.high_watermark
+
+    def _producer_last_offsets(self, log: Log) -> set[int] | None:
+        """Last offsets of each active producer's last data batch and last marker: the cleaner keeps
+        those batches (emptied if need be) so producer state survives cleaning."""
+        partition = self.replica_manager.partitions.get(log.topic_partition)
+        if partition is None or partition.log is not log:
+            return None
+        offsets: set[int] = set()
+        for entry in partition.producer_state.producers.values():
+            if entry.batches:
+                offsets.add(entry.batches[-1].last_offset)
+            if entry.last_offset >= 0:
+                offsets.add(entry.last_offset)
+        return offsets
 
     def _start_replication_tasks(self) -> None:
         """ISR shrink every half ``replica.lag.time.max.ms`` (Kafka's isr-expiration task) and ISR
@@ -410,6 +440,12 @@ class Broker:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(stop(), SHUTDOWN_STEP_TIMEOUT_S)
         await self.socket_server.stop()
+        if self.log_cleaner is not None:
+            try:
+                await asyncio.wait_for(self.log_cleaner.shutdown(), SHUTDOWN_STEP_TIMEOUT_S)
+            except Exception:
+                log.warning("broker %d: the log cleaner did not stop cleanly", self.broker_id, exc_info=True)
+            self.log_cleaner = None
         if self.authorizer is not None:
             with contextlib.suppress(Exception):
                 await self.authorizer.close()

@@ -234,12 +234,79 @@ BROKER_CONFIGS = (
     .define("log.local.retention.ms", "long", -2, "Default local.retention.ms (tiered storage).", at_least(-2))
     .define("log.local.retention.bytes", "long", -2, "Default local.retention.bytes (tiered storage).", at_least(-2))
     .define("log.cleanup.policy", "list", ["delete"], "Default cleanup.policy.", one_of("delete", "compact"))
-    .define("log.cleaner.enable", "boolean", True, "Accepted for compatibility; compaction is not run.")
-    .define("log.cleaner.delete.retention.ms", "long", 86400000, "Accepted for compatibility.")
-    .define("log.cleaner.min.compaction.lag.ms", "long", 0, "Accepted for compatibility.")
-    .define("log.cleaner.max.compaction.lag.ms", "long", 2**63 - 1, "Accepted for compatibility.")
-    .define("log.cleaner.min.cleanable.ratio", "double", 0.5, "Accepted for compatibility.")
-    .define("log.cleaner.threads", "int", 1, "Accepted for compatibility.")
+    .define(
+        "log.cleaner.enable",
+        "boolean",
+        True,
+        "Run the log cleaner: logs with cleanup.policy=compact keep the last record of every key "
+        "(cleaned in worker processes).",
+    )
+    .define(
+        "log.cleaner.delete.retention.ms",
+        "long",
+        86400000,
+        "Default delete.retention.ms: how long tombstones and emptied transaction markers stay after their "
+        "batch was first cleaned.",
+        at_least(0),
+    )
+    .define(
+        "log.cleaner.min.compaction.lag.ms",
+        "long",
+        0,
+        "Default min.compaction.lag.ms: a record stays uncompacted at least this long.",
+        at_least(0),
+    )
+    .define(
+        "log.cleaner.max.compaction.lag.ms",
+        "long",
+        2**63 - 1,
+        "Default max.compaction.lag.ms: a dirty segment older than this is cleaned whatever the dirty ratio.",
+        at_least(1),
+    )
+    .define(
+        "log.cleaner.min.cleanable.ratio",
+        "double",
+        0.5,
+        "Default min.cleanable.dirty.ratio: clean a log when its dirty bytes exceed this share of it.",
+        between(0, 1),
+    )
+    .define("log.cleaner.threads", "int", 1, "Cleaner threads (worker processes) cleaning logs at once.", at_least(0))
+    .define(
+        "log.cleaner.dedupe.buffer.size",
+        "long",
+        134217728,
+        "Memory for the cleaners' key maps, shared by the threads (each map: its share times the load factor, "
+        "96 bytes plus the key's length per key).",
+        at_least(0),
+    )
+    .define(
+        "log.cleaner.io.buffer.size",
+        "int",
+        524288,
+        "Accepted as Kafka's; the cleaner reads segments through memory maps.",
+        at_least(0),
+    )
+    .define(
+        "log.cleaner.io.buffer.load.factor",
+        "double",
+        0.9,
+        "Share of each cleaner's dedupe buffer its key map may fill.",
+        between(0, 1),
+    )
+    .define(
+        "log.cleaner.io.max.bytes.per.second",
+        "double",
+        1.7976931348623157e308,
+        "Read and write rate of all cleaners together (bytes per second), divided among the threads.",
+        at_least(0),
+    )
+    .define(
+        "log.cleaner.backoff.ms",
+        "long",
+        15000,
+        "Pause of a cleaner that found no log to clean.",
+        at_least(0),
+    )
     .define("log.preallocate", "boolean", False, "Accepted for compatibility.")
     .define("log.roll.jitter.ms", "long", None, "Accepted for compatibility.")
     .define("log.roll.jitter.hours", "int", 0, "Accepted for compatibility.")

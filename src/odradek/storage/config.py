@@ -108,7 +108,8 @@ TOPIC_CONFIGS = (
         "cleanup.policy",
         "list",
         ["delete"],
-        "delete or compact (compaction is recorded, not run; a compacted topic refuses records without a key).",
+        "delete (retention removes old segments), compact (the log cleaner keeps the last record of every key; "
+        "records without a key are refused), or both.",
         one_of("delete", "compact"),
     )
     .define(
@@ -180,10 +181,35 @@ TOPIC_CONFIGS = (
     .define("min.insync.replicas", "int", 1, "Replicas that must acknowledge an acks=all produce.", at_least(1))
     .define("unclean.leader.election.enable", "boolean", False, "Elect a leader outside the ISR as a last resort.")
     .define("preallocate", "boolean", False, "Accepted for compatibility; segments are not preallocated.")
-    .define("delete.retention.ms", "long", 86400000, "Accepted for compatibility (compaction).", at_least(0))
-    .define("min.compaction.lag.ms", "long", 0, "Accepted for compatibility (compaction).", at_least(0))
-    .define("max.compaction.lag.ms", "long", 2**63 - 1, "Accepted for compatibility (compaction).", at_least(1))
-    .define("min.cleanable.dirty.ratio", "double", 0.5, "Accepted for compatibility (compaction).")
+    .define(
+        "delete.retention.ms",
+        "long",
+        86400000,
+        "Compacted topics: how long a tombstone (and an emptied transaction marker) stays after its batch was first "
+        "cleaned (the delete horizon stored in the batch, KIP-534).",
+        at_least(0),
+    )
+    .define(
+        "min.compaction.lag.ms",
+        "long",
+        0,
+        "Compacted topics: a segment whose largest timestamp is younger than this is not cleaned.",
+        at_least(0),
+    )
+    .define(
+        "max.compaction.lag.ms",
+        "long",
+        2**63 - 1,
+        "Compacted topics: a dirty segment whose first batch is older than this is cleaned whatever the dirty ratio.",
+        at_least(1),
+    )
+    .define(
+        "min.cleanable.dirty.ratio",
+        "double",
+        0.5,
+        "Compacted topics: clean when the dirty (not yet cleaned) bytes exceed this share of the log.",
+        between(0, 1),
+    )
     .define(
         "message.timestamp.difference.max.ms",
         "long",

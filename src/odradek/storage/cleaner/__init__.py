@@ -13,7 +13,17 @@
 """
 
 from odradek.storage.cleaner.clean import clean_log
-from odradek.storage.cleaner.config import CleanerConfig
+from odradek.storage.cleaner.config import CLEANER_KEYS, CleanerConfig
+from odradek.storage.cleaner.log_cleaner import LogCleaner
+from odradek.storage.cleaner.manager import CLEANER_OFFSET_CHECKPOINT, LogCleanerManager
 from odradek.storage.cleaner.segment_cleaner import CleanerStats
 
-__all__ = ["CleanerConfig", "CleanerStats", "clean_log"]
+__all__ = [
+    "CLEANER_KEYS",
+    "CLEANER_OFFSET_CHECKPOINT",
+    "CleanerConfig",
+    "CleanerStats",
+    "LogCleaner",
+    "LogCleanerManager",
+    "clean_log",
+]

@@ -11,7 +11,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CleanerConfig"]
+__all__ = ["CLEANER_KEYS", "CleanerConfig"]
+
+CLEANER_KEYS = (
+    "log.cleaner.enable",
+    "log.cleaner.threads",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size",
+    "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms",
+)
+"""The broker keys :meth:`CleanerConfig.from_props` reads."""
 
 _UNBOUNDED = 1.7976931348623157e308  # Kafka's Double.MaxValue default of io.max.bytes.per.second
 
@@ -45,9 +56,10 @@ class CleanerConfig:
             return default if value is None else value
 
         d = cls()
+        threads = int(get("log.cleaner.threads", d.num_threads))
         return cls(
-            enable_cleaner=bool(get("log.cleaner.enable", d.enable_cleaner)),
-            num_threads=max(1, int(get("log.cleaner.threads", d.num_threads))),
+            enable_cleaner=bool(get("log.cleaner.enable", d.enable_cleaner)) and threads > 0,
+            num_threads=max(threads, 1),
             dedupe_buffer_size=int(get("log.cleaner.dedupe.buffer.size", d.dedupe_buffer_size)),
             io_buffer_size=int(get("log.cleaner.io.buffer.size", d.io_buffer_size)),
             io_buffer_load_factor=float(get("log.cleaner.io.buffer.load.factor", d.io_buffer_load_factor)),
