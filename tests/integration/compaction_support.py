@@ -108,9 +108,13 @@ def last_values(rows: Iterable[Row]) -> dict[bytes | None, bytes | None]:
 
 
 def keys_seen_more_than_once(rows: Iterable[Row]) -> list[bytes | None]:
+    """Keys read more than once, the :data:`ROLL_KEY` aside (its records straddle the active
+    segment, which is never cleaned)."""
     seen: set[bytes | None] = set()
     again: list[bytes | None] = []
     for _offset, key, _value in rows:
+        if key == ROLL_KEY:
+            continue
         if key in seen:
             again.append(key)
         seen.add(key)

@@ -228,13 +228,15 @@ def batch_crc(buf: Buffer, pos: int, size: int) -> int:
         return crc32c(view[pos + ATTRIBUTES_OFFSET : pos + size])
 
 
-def validate_batches(buf: Buffer) -> list[BatchHeader]:
+def validate_batches(buf: Buffer, *, exact_count: bool = True) -> list[BatchHeader]:
     """Check every batch of a produce payload; return their headers in order.
 
     Checks, per batch: the header and the declared length fit exactly (no partial batch at the
     end), ``batchLength >= 49``, ``magic == 2``, the CRC-32C, a known codec, ``recordsCount >= 0``,
-    ``lastOffsetDelta >= 0`` and, for a non-empty batch, ``lastOffsetDelta == recordsCount - 1``.
-    Records are never decoded. An empty payload gives ``[]``.
+    ``lastOffsetDelta >= 0`` and, for a non-empty batch, ``lastOffsetDelta == recordsCount - 1``
+    (``exact_count``: a producer's batch, Kafka's LogValidator) or only ``recordsCount <=
+    lastOffsetDelta + 1`` (stored batches: replication, recovery; the log cleaner removes records
+    from a batch and keeps its offsets). Records are never decoded. An empty payload gives ``[]``.
 
     Raises CorruptRecordError (truncated, bad length, CRC mismatch) or InvalidRecordError (magic,
     codec, counts), each naming the batch's byte position.
@@ -272,14 +274,17 @@ def validate_batches(buf: Buffer) -> list[BatchHeader]:
             raise CorruptRecordError(
                 f"CRC mismatch in record batch at position {pos}: stored {h[4]}, computed {computed}"
             )
-        check_header_fields(h, pos)
+        check_header_fields(h, pos, exact_count=exact_count)
         out.append(h)
         pos += size
     return out
 
 
-def check_header_fields(h: BatchHeader, pos: int) -> None:
-    """Raise InvalidRecordError for an unknown codec or inconsistent counts (``pos`` for the message)."""
+def check_header_fields(h: BatchHeader, pos: int, *, exact_count: bool = False) -> None:
+    """Raise InvalidRecordError for an unknown codec or inconsistent counts (``pos`` for the
+    message). Counts: never more records than offsets; with ``exact_count`` (a producer's batch)
+    a non-empty batch must have one record per offset, while a stored batch may have fewer (a
+    cleaned batch keeps its offsets, Kafka's cleaner does the same)."""
     if h[5] & COMPRESSION_CODEC_MASK > _MAX_CODEC:
         raise InvalidRecordError(
             f"record batch at position {pos} uses unknown compression codec {h[5] & COMPRESSION_CODEC_MASK}"
@@ -290,7 +295,7 @@ def check_header_fields(h: BatchHeader, pos: int) -> None:
         raise InvalidRecordError(f"record batch at position {pos} has a negative records count {count}")
     if delta < 0:
         raise InvalidRecordError(f"record batch at position {pos} has a negative lastOffsetDelta {delta}")
-    if count > 0 and delta != count - 1:
+    if count > delta + 1 or (exact_count and count > 0 and delta != count - 1):
         raise InvalidRecordError(
             f"record batch at position {pos} has lastOffsetDelta {delta} inconsistent with {count} records"
         )
