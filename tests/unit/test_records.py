@@ -306,11 +306,11 @@ def test_a_stored_batch_may_hold_fewer_records_than_offsets() -> None:
     recrc(cleaned)
     with pytest.raises(InvalidRecordError, match="inconsistent"):
         validate_batches(cleaned)
-    assert [h.last_offset_delta for h in validate_batches(cleaned, exact_count=False)] == [7]
+    assert [h.last_offset_delta for h in validate_batches(cleaned, stored=True)] == [7]
     assert valid_prefix_length(cleaned) == (len(cleaned), None)
     overfull = bytearray(build_batch(sample_records(3)))
     struct.pack_into(">i", overfull, LAST_OFFSET_DELTA_OFFSET, 1)
     recrc(overfull)
     with pytest.raises(InvalidRecordError, match="inconsistent"):
-        validate_batches(overfull, exact_count=False)
+        validate_batches(overfull, stored=True)
     assert valid_prefix_length(overfull)[0] == 0

@@ -83,6 +83,7 @@ __all__ = [
     "decode_records",
     "iter_all_records",
     "iter_batches",
+    "read_varint",
     "set_log_append_time",
     "stamp_base_offset",
     "timestamp_type_name",
@@ -228,15 +229,14 @@ def batch_crc(buf: Buffer, pos: int, size: int) -> int:
         return crc32c(view[pos + ATTRIBUTES_OFFSET : pos + size])
 
 
-def validate_batches(buf: Buffer, *, exact_count: bool = True) -> list[BatchHeader]:
+def validate_batches(buf: Buffer, *, stored: bool = False) -> list[BatchHeader]:
     """Check every batch of a produce payload; return their headers in order.
 
     Checks, per batch: the header and the declared length fit exactly (no partial batch at the
     end), ``batchLength >= 49``, ``magic == 2``, the CRC-32C, a known codec, ``recordsCount >= 0``,
     ``lastOffsetDelta >= 0`` and, for a non-empty batch, ``lastOffsetDelta == recordsCount - 1``
-    (``exact_count``: a producer's batch, Kafka's LogValidator) or only ``recordsCount <=
-    lastOffsetDelta + 1`` (stored batches: replication, recovery; the log cleaner removes records
-    from a batch and keeps its offsets). Records are never decoded. An empty payload gives ``[]``.
+    (``>=`` for ``stored`` batches: replication of cleaned segments). Records are never decoded.
+    An empty payload gives ``[]``.
 
     Raises CorruptRecordError (truncated, bad length, CRC mismatch) or InvalidRecordError (magic,
     codec, counts), each naming the batch's byte position.
@@ -274,17 +274,19 @@ def validate_batches(buf: Buffer, *, exact_count: bool = True) -> list[BatchHead
             raise CorruptRecordError(
                 f"CRC mismatch in record batch at position {pos}: stored {h[4]}, computed {computed}"
             )
-        check_header_fields(h, pos, exact_count=exact_count)
+        check_header_fields(h, pos, stored=stored)
         out.append(h)
         pos += size
     return out
 
 
-def check_header_fields(h: BatchHeader, pos: int, *, exact_count: bool = False) -> None:
-    """Raise InvalidRecordError for an unknown codec or inconsistent counts (``pos`` for the
-    message). Counts: never more records than offsets; with ``exact_count`` (a producer's batch)
-    a non-empty batch must have one record per offset, while a stored batch may have fewer (a
-    cleaned batch keeps its offsets, Kafka's cleaner does the same)."""
+def check_header_fields(h: BatchHeader, pos: int, *, stored: bool = False) -> None:
+    """Raise InvalidRecordError for an unknown codec or inconsistent counts (``pos`` for the message).
+
+    A producer's batch has ``lastOffsetDelta == recordsCount - 1``; a ``stored`` batch (in a log,
+    or replicated from one) may hold fewer records than its offset span, as the log cleaner
+    leaves them (``recordsCount <= lastOffsetDelta + 1``).
+    """
     if h[5] & COMPRESSION_CODEC_MASK > _MAX_CODEC:
         raise InvalidRecordError(
             f"record batch at position {pos} uses unknown compression codec {h[5] & COMPRESSION_CODEC_MASK}"
@@ -295,7 +297,7 @@ def check_header_fields(h: BatchHeader, pos: int, *, exact_count: bool = False) 
         raise InvalidRecordError(f"record batch at position {pos} has a negative records count {count}")
     if delta < 0:
         raise InvalidRecordError(f"record batch at position {pos} has a negative lastOffsetDelta {delta}")
-    if count > delta + 1 or (exact_count and count > 0 and delta != count - 1):
+    if count > 0 and (delta < count - 1 if stored else delta != count - 1):
         raise InvalidRecordError(
             f"record batch at position {pos} has lastOffsetDelta {delta} inconsistent with {count} records"
         )
@@ -373,7 +375,7 @@ def valid_prefix_length(buf: Buffer) -> tuple[int, str | None]:
         if computed != h[4]:
             return pos, f"CRC mismatch: stored {h[4]}, computed {computed}"
         try:
-            check_header_fields(h, pos)
+            check_header_fields(h, pos, stored=True)
         except InvalidRecordError as exc:
             return pos, str(exc)
         pos += size
@@ -495,7 +497,9 @@ def build_batch(
     return bytes(out)
 
 
-def _read_varint(data: memoryview, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+def read_varint(data: Buffer, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """The zigzag varint of at most ``max_bytes`` bytes at ``pos`` (before ``end``): ``(value,
+    next position)``. Raises CorruptRecordError when it runs past ``end`` or is too long."""
     z = 0
     shift = 0
     for _ in range(max_bytes):
@@ -511,7 +515,7 @@ def _read_varint(data: memoryview, pos: int, end: int, max_bytes: int) -> tuple[
 
 
 def _read_bytes(data: memoryview, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(data, pos, end, 5)
+    length, pos = read_varint(data, pos, end, 5)
     if length == -1:
         return None, pos
     if length < 0 or pos + length > end:
@@ -556,7 +560,7 @@ def _decode_body(h: BatchHeader, data: memoryview) -> list[DecodedRecord]:
     if h.records_count < 0:
         raise InvalidRecordError(f"negative records count {h.records_count}")
     for index in range(h.records_count):
-        length, pos = _read_varint(data, pos, end, 5)
+        length, pos = read_varint(data, pos, end, 5)
         if length < 0 or pos + length > end:
             raise CorruptRecordError(f"record {index} declares length {length} beyond the batch")
         record_end = pos + length
@@ -564,11 +568,11 @@ def _decode_body(h: BatchHeader, data: memoryview) -> list[DecodedRecord]:
             raise CorruptRecordError(f"record {index} is empty")
         attributes = data[pos]
         pos += 1
-        ts_delta, pos = _read_varint(data, pos, record_end, 10)
-        offset_delta, pos = _read_varint(data, pos, record_end, 5)
+        ts_delta, pos = read_varint(data, pos, record_end, 10)
+        offset_delta, pos = read_varint(data, pos, record_end, 5)
         key, pos = _read_bytes(data, pos, record_end, "key")
         value, pos = _read_bytes(data, pos, record_end, "value")
-        n_headers, pos = _read_varint(data, pos, record_end, 5)
+        n_headers, pos = read_varint(data, pos, record_end, 5)
         if n_headers < 0 or n_headers > record_end - pos:
             raise CorruptRecordError(f"record {index} has an invalid header count {n_headers}")
         headers: list[tuple[str, bytes | None]] = []

@@ -155,12 +155,10 @@ def check_follower_batches(
     """Validate batches that already carry their offsets (replication); None for an empty payload.
 
     The first base offset must be >= ``log_end_offset`` and offsets must increase from batch to
-    batch (InvalidRecordError otherwise); headers, CRCs and sizes are checked as for a leader,
-    except that a batch may hold fewer records than offsets (the leader's cleaner removed some,
-    and gaps between batches are normal on a compacted topic). The payload is written as given
-    (one chunk).
+    batch (InvalidRecordError otherwise); headers, CRCs and sizes are checked as for a leader.
+    The payload is written as given (one chunk).
     """
-    headers = validate_batches(records, exact_count=False)
+    headers = validate_batches(records, stored=True)
     if not headers:
         return None
     expected = log_end_offset

@@ -278,7 +278,7 @@ class CheckedBatches:
                 self.reason = f"CRC mismatch: stored {h.crc}, computed {computed}"
                 return
             try:
-                check_header_fields(h, pos)
+                check_header_fields(h, pos, stored=True)
             except InvalidRecordError as exc:
                 self.reason = str(exc)
                 return

@@ -135,6 +135,7 @@ class Log:
         self._closed = False
         self._append_lock = asyncio.Lock()
         self._write_in_progress = False
+        self._truncation_point: int | None = None
         logger.debug(
             "%s Loaded %d segment(s): start offset %d, end offset %d",
             self._ident,
@@ -585,6 +586,16 @@ class Log:
         )
         return new
 
+    def take_truncation_point(self) -> int | None:
+        """The lowest offset this log was truncated to since the last call (None: no truncation);
+        the log cleaner lowers its checkpoint to it (Kafka's ``maybeTruncateCheckpoint``)."""
+        point, self._truncation_point = self._truncation_point, None
+        return point
+
+    def _note_truncation(self, offset: int) -> None:
+        if self._truncation_point is None or offset < self._truncation_point:
+            self._truncation_point = offset
+
     # --- truncation ---------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> bool:
@@ -600,6 +611,7 @@ class Log:
         if offset >= self._log_end_offset:
             return False
         logger.info("%s Truncating to offset %d", self._ident, offset)
+        self._note_truncation(offset)
         if offset < self._base_offsets[0]:
             self.truncate_fully_and_start_at(offset)
             return True
@@ -622,6 +634,7 @@ class Log:
         """Delete every segment and restart the log empty at ``new_offset``."""
         self._check_open()
         logger.info("%s Truncating fully and starting at offset %d", self._ident, new_offset)
+        self._note_truncation(new_offset)
         for seg in self._segments:
             seg.delete()
         self._segments = [self._new_segment(new_offset)]

@@ -5,6 +5,8 @@ Each entry of ``log.dirs`` holds partition directories ``<topic>-<partition>`` a
 * ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
   ``replication-offset-checkpoint`` (high watermarks): see :mod:`odradek.storage.checkpoint`;
   written atomically by :meth:`LogManager.checkpoint`.
+* ``cleaner-offset-checkpoint``: where each compacted log's dirty section starts, kept by the log
+  cleaner (:mod:`odradek.storage.cleaner.manager`); a deleted log's entry is removed here.
 * ``.kafka_cleanshutdown``: an empty marker written by :meth:`LogManager.shutdown` after every log
   of the directory was flushed and closed, and removed once the directory has been loaded. When
   it is absent at start-up, segments after each log's recovery point are recovered.
@@ -45,6 +47,7 @@ from odradek.storage.checkpoint import (
     OffsetCheckpointFile,
     fsync_dir,
 )
+from odradek.storage.cleaner.manager import CLEANER_OFFSET_CHECKPOINT
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log, wall_clock_ms
 from odradek.storage.log_loader import CLEAN_SHUTDOWN_FILE
@@ -300,8 +303,21 @@ class LogManager:
         except OSError:
             doomed = log.dir
         shutil.rmtree(doomed, ignore_errors=True)
+        self._forget_cleaner_checkpoint(log.dir.parent, tp)
         logger.info("Deleted log for partition %s", tp)
         return True
+
+    @staticmethod
+    def _forget_cleaner_checkpoint(log_dir: Path, tp: TopicPartition) -> None:
+        """Drop ``tp`` from the dir's ``cleaner-offset-checkpoint`` (a topic created again with this
+        name starts dirty)."""
+        checkpoint = OffsetCheckpointFile(log_dir / CLEANER_OFFSET_CHECKPOINT)
+        entries = checkpoint.read()
+        if entries.pop(tp, None) is not None:
+            try:
+                checkpoint.write(entries)
+            except OSError as exc:
+                logger.warning("Cannot update %s after deleting %s: %s", checkpoint.path, tp, exc)
 
     # --- periodic work ------------------------------------------------------------------------
 

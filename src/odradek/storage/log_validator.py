@@ -40,6 +40,7 @@ from odradek.protocol.records import (
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
     Buffer,
+    read_varint,
 )
 from odradek.protocol.records_compression import decompress_bounded
 from odradek.storage.config import LONG_MAX, LogConfig
@@ -154,23 +155,9 @@ def _check_batch(
     )
 
 
-def _varint(data: memoryview, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
-    z = shift = 0
-    for _ in range(max_bytes):
-        if pos >= end:
-            raise CorruptRecordError("varint runs past the end of the record")
-        b = data[pos]
-        pos += 1
-        z |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (z >> 1) ^ -(z & 1), pos
-        shift += 7
-    raise CorruptRecordError(f"varint longer than {max_bytes} bytes")
-
-
 def _skip(data: memoryview, pos: int, end: int, what: str, index: int) -> tuple[int, int]:
     """Skip a varint-length-prefixed field: (its length, -1 for null; position after it)."""
-    size, pos = _varint(data, pos, end, 5)
+    size, pos = read_varint(data, pos, end, 5)
     if size < -1 or pos + max(size, 0) > end:
         raise CorruptRecordError(f"record {index} has an invalid {what} length {size}")
     return size, pos + max(size, 0)
@@ -185,16 +172,16 @@ def _scan(data: memoryview, count: int) -> Iterator[tuple[int, int, int, int, in
     end = data.nbytes
     pos = 0
     for index in range(count):
-        length, pos = _varint(data, pos, end, 5)
+        length, pos = read_varint(data, pos, end, 5)
         record_end = pos + length
         if length <= 0 or record_end > end:
             raise CorruptRecordError(f"record {index} declares length {length} beyond the batch")
         pos += 1  # attributes
-        timestamp_delta, pos = _varint(data, pos, record_end, 10)
-        offset_delta, pos = _varint(data, pos, record_end, 5)
+        timestamp_delta, pos = read_varint(data, pos, record_end, 10)
+        offset_delta, pos = read_varint(data, pos, record_end, 5)
         key_size, pos = _skip(data, pos, record_end, "key", index)
         value_size, pos = _skip(data, pos, record_end, "value", index)
-        headers, pos = _varint(data, pos, record_end, 5)
+        headers, pos = read_varint(data, pos, record_end, 5)
         if headers < 0 or headers > record_end - pos:
             raise CorruptRecordError(f"record {index} has an invalid header count {headers}")
         for _ in range(headers):

@@ -70,8 +70,11 @@ class LogCleaner:
         last_stable_offset: Callable[[Log], int] | None = None,
         retain_offsets: Callable[[Log], Collection[int] | None] | None = None,
         time_ms: Callable[[], int] | None = None,
+        in_process: bool = False,
     ) -> None:
         self.config = config
+        self._in_process = in_process
+        """Clean on the calling thread instead of worker processes (unit tests only: it blocks the loop)."""
         self.manager = LogCleanerManager(logs, last_stable_offset=last_stable_offset)
         self._lso = last_stable_offset or (lambda log: log.high_watermark)
         self._retain = retain_offsets or (lambda log: None)
@@ -117,7 +120,8 @@ class LogCleaner:
         """Start the cleaner tasks (on the running loop); nothing when ``log.cleaner.enable`` is false."""
         if not self.config.enable_cleaner or self._tasks:
             return
-        self._executor = self._new_executor()
+        if not self._in_process:
+            self._executor = self._new_executor()
         loop = asyncio.get_running_loop()
         for i in range(self.config.num_threads):
             self._tasks.append(loop.create_task(self._run(), name=f"kafka-log-cleaner-thread-{i}"))
@@ -128,8 +132,8 @@ class LogCleaner:
         self._wakeup.set()
 
     async def shutdown(self) -> None:
-        """Stop the tasks, let a swap in progress finish, stop the workers (their ``.cleaned``
-        files are removed at the next load)."""
+        """Stop the tasks (a swap is synchronous on the loop, so none is cut short) and the
+        worker processes (their ``.cleaned`` files are removed at the next load)."""
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
@@ -142,6 +146,10 @@ class LogCleaner:
                 logger.exception("log cleaner task failed while stopping")
         executor, self._executor = self._executor, None
         if executor is not None:
+            # A clean in progress is abandoned: its worker is stopped (its .cleaned files are
+            # removed at the next load) rather than waited for.
+            for process in list(getattr(executor, "_processes", {}).values()):
+                process.terminate()
             await asyncio.get_running_loop().run_in_executor(
                 None, lambda: executor.shutdown(wait=True, cancel_futures=True)
             )
@@ -203,6 +211,8 @@ class LogCleaner:
         return end is not None
 
     async def _in_worker(self, plan: CleanPlan) -> CleanResult:
+        if self._in_process:
+            return run_clean(plan)
         loop = asyncio.get_running_loop()
         if self._executor is None:
             self._executor = self._new_executor()

@@ -5,10 +5,12 @@ State, all on the event loop:
 * ``cleaner-offset-checkpoint`` in each log dir (Kafka's ``OffsetCheckpointFile`` format,
   version 0): per partition, the first dirty offset (where the last clean ended). Written after
   each clean; entries of logs no longer in the dir are dropped.
+* truncation: a log truncated (replication) below its checkpoint gets the checkpoint lowered to
+  the truncation offset at the next selection (Kafka's ``maybeTruncateCheckpoint``);
 * in progress: partitions being cleaned (not offered again until done);
 * uncleanable: partitions whose clean failed on their data (a corrupt batch): an error is logged
-  and they are skipped until the log is reloaded or deleted (Kafka's ``uncleanablePartitions``),
-  per log dir.
+  and they are skipped while that log object lives (a log deleted, moved or reloaded is tried
+  again; Kafka's ``uncleanablePartitions``), per log dir.
 
 Selection (:meth:`LogCleanerManager.grab_filthiest_log`): among logs with ``cleanup.policy``
 including ``compact``, not in progress and not uncleanable, compute the cleanable range
@@ -52,7 +54,7 @@ class LogCleanerManager:
         self._logs = logs
         self._lso = last_stable_offset or (lambda log: log.high_watermark)
         self.in_progress: set[TopicPartition] = set()
-        self.uncleanable: dict[Path, set[TopicPartition]] = {}
+        self.uncleanable: dict[Path, dict[TopicPartition, Log]] = {}
         self.dirtiest_ratio = 0.0
         self.max_compaction_delay_ms = 0
 
@@ -85,15 +87,18 @@ class LogCleanerManager:
     # --- selection --------------------------------------------------------------------------
 
     def is_uncleanable(self, log: Log) -> bool:
-        return log.topic_partition in self.uncleanable.get(log.dir.parent, set())
+        return self.uncleanable.get(log.dir.parent, {}).get(log.topic_partition) is log
 
     def mark_uncleanable(self, log: Log) -> None:
-        self.uncleanable.setdefault(log.dir.parent, set()).add(log.topic_partition)
+        self.uncleanable.setdefault(log.dir.parent, {})[log.topic_partition] = log
 
-    def forget(self, tp: TopicPartition) -> None:
-        """A log deleted or reloaded: clean it again when it qualifies."""
+    def maintain_uncleanable(self, logs: list[Log]) -> None:
+        """Forget uncleanable logs that are gone (deleted, moved, reloaded: the new log is tried
+        again), Kafka's ``maintainUncleanablePartitions``."""
+        current = {id(log) for log in logs}
         for parts in self.uncleanable.values():
-            parts.discard(tp)
+            for tp in [tp for tp, log in parts.items() if id(log) not in current or log.closed]:
+                del parts[tp]
 
     @property
     def uncleanable_partitions_count(self) -> int:
@@ -101,14 +106,21 @@ class LogCleanerManager:
 
     def grab_filthiest_log(self, now_ms: int) -> LogToClean | None:
         """The log to clean now (marked in progress), or None."""
+        logs = list(self._logs())
+        self.maintain_uncleanable(logs)
         checkpoints = self.all_cleaner_checkpoints()
         candidates = []
         max_delay = 0
-        for log in self._logs():
+        for log in logs:
             tp = log.topic_partition
             if log.closed or not log.config.compacted or tp in self.in_progress or self.is_uncleanable(log):
                 continue
-            first_dirty, uncleanable, force = cleanable_offsets(log, checkpoints.get(tp), now_ms, self._lso(log))
+            checkpoint = checkpoints.get(tp)
+            cut = log.take_truncation_point()
+            if cut is not None and checkpoint is not None and checkpoint > cut:
+                checkpoint = cut
+                self.update_checkpoint(log.dir.parent, tp, cut)
+            first_dirty, uncleanable, force = cleanable_offsets(log, checkpoint, now_ms, self._lso(log))
             if force:
                 self.update_checkpoint(log.dir.parent, tp, first_dirty)
             delay = max_compaction_delay(log, first_dirty, now_ms)

@@ -37,8 +37,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crc32c import crc32c
+
 from odradek.errors import CorruptRecordError
 from odradek.protocol.records import (
+    ATTRIBUTES_OFFSET,
+    BATCH_HEADER_SIZE,
     CONTROL_FLAG_MASK,
     CURRENT_MAGIC,
     LOG_OVERHEAD,
@@ -155,25 +159,40 @@ class _Throttler:
             time.sleep(ahead)
 
 
-def _batches(mm: mmap.mmap | bytes, size: int, path: str) -> Iterator[tuple[int, BatchHeader]]:
+def _batches(m: _Mapped) -> Iterator[tuple[int, BatchHeader, bytes]]:
+    """``(position, header, batch bytes)`` of each batch; CorruptRecordError at the first batch
+    that is torn, malformed, fails its CRC, or whose offsets are not increasing within the
+    segment's range."""
+    mm, size, path = m.data, m.size, m.path
+    expected, limit = m.ref.base_offset, m.ref.next_base_offset
     pos = 0
     while pos < size:
         if size - pos < LOG_OVERHEAD + MIN_BATCH_LENGTH:
             raise CorruptRecordError(f"{path}: truncated batch at position {pos}")
-        h = BatchHeader.parse(mm[pos : pos + 61])
+        h = BatchHeader.parse(mm[pos : pos + BATCH_HEADER_SIZE])
         bsize = h.batch_length + LOG_OVERHEAD
         if h.batch_length < MIN_BATCH_LENGTH or pos + bsize > size or h.magic != CURRENT_MAGIC:
             raise CorruptRecordError(f"{path}: invalid batch at position {pos} (length {h.batch_length})")
-        yield pos, h
+        batch = mm[pos : pos + bsize]
+        if crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]) != h.crc:
+            raise CorruptRecordError(f"{path}: CRC mismatch in the batch at position {pos}")
+        last = h.base_offset + h.last_offset_delta
+        if h.base_offset < expected or last >= limit:
+            raise CorruptRecordError(
+                f"{path}: the batch at position {pos} has offsets {h.base_offset}-{last} outside [{expected}, {limit})"
+            )
+        expected = last + 1
+        yield pos, h, batch
         pos += bsize
 
 
 class _Mapped:
     """A read-only view of a segment's ``.log`` up to its planned size."""
 
-    def __init__(self, path: str, size: int) -> None:
-        self.path = path
-        self.size = size
+    def __init__(self, ref: SegmentRef) -> None:
+        self.ref = ref
+        self.path = path = ref.log_path
+        self.size = size = ref.size
         self._fd = os.open(path, os.O_RDONLY)
         actual = os.fstat(self._fd).st_size
         if actual < size:
@@ -206,8 +225,8 @@ def _aborted_in(segments: tuple[SegmentRef, ...], start: int, end: int) -> list[
 def _producer_last_batches(segments: tuple[SegmentRef, ...]) -> frozenset[int]:
     last: dict[int, int] = {}
     for seg in segments:
-        with _Mapped(seg.log_path, seg.size) as m:
-            for _, h in _batches(m.data, m.size, m.path):
+        with _Mapped(seg) as m:
+            for _, h, _ in _batches(m):
                 if h.producer_id >= 0:
                     last[h.producer_id] = h.base_offset + h.last_offset_delta
     return frozenset(last.values())
@@ -219,16 +238,14 @@ def build_offset_map(plan: CleanPlan, offset_map: OffsetMap, stats: CleanerStats
     dirty = tuple(s for s in plan.segments if s.next_base_offset > start and s.base_offset < upper)
     txns = CleanedTransactionMetadata(_aborted_in(dirty, start, upper))
     for seg in dirty:
-        with _Mapped(seg.log_path, seg.size) as m:
-            data = m.data
-            for pos, h in _batches(data, m.size, m.path):
+        with _Mapped(seg) as m:
+            for _, h, batch in _batches(m):
                 if h.base_offset >= upper:
                     return
                 last = h.base_offset + h.last_offset_delta
                 if h.attributes & CONTROL_FLAG_MASK:
-                    txns.on_control_batch_read(h, control_type_of(data[pos : pos + h.batch_length + LOG_OVERHEAD], h))
+                    txns.on_control_batch_read(h, control_type_of(batch, h))
                 elif not txns.on_batch_read(h) and last >= start:
-                    batch = data[pos : pos + h.batch_length + LOG_OVERHEAD]
                     stats.map_records_read += h.records_count
                     if map_batch_keys(records_of(batch, h), h, start, offset_map):
                         return
@@ -268,9 +285,16 @@ class _CleanedWriter:
         self.paths = paths
         for p in paths.values():
             p.unlink(missing_ok=True)
-        self._fd = os.open(paths["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._index = OffsetIndex(paths["index"], base, plan.max_index_bytes)
-        self._time_index = TimeIndex(paths["timeindex"], base, plan.max_index_bytes)
+        self._fd = -1
+        self._index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        try:
+            self._fd = os.open(paths["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self._index = OffsetIndex(paths["index"], base, plan.max_index_bytes)
+            self._time_index = TimeIndex(paths["timeindex"], base, plan.max_index_bytes)
+        except BaseException:
+            self.abort()
+            raise
         self._interval = plan.index_interval_bytes
         self._since = 0
         self.position = 0
@@ -280,6 +304,7 @@ class _CleanedWriter:
         self._pending_bytes = 0
 
     def append(self, data: bytes | memoryview, last_offset: int, max_ts: int) -> None:
+        assert self._index is not None and self._time_index is not None
         if max_ts > self._max_ts:
             self._max_ts, self._offset_of_max = max_ts, last_offset
         if self._since > self._interval:
@@ -311,6 +336,7 @@ class _CleanedWriter:
     def finish(self, aborted: list[AbortedTxn], last_modified_ns: int) -> None:
         """Write what is pending, the final time-index entry and the ``.txnindex``; fsync all."""
         self._flush_pending()
+        assert self._index is not None and self._time_index is not None
         if self._max_ts >= 0:
             self._time_index.maybe_append(self._max_ts, self._offset_of_max, skip_full_check=True)
         for idx in (self._index, self._time_index):
@@ -332,7 +358,7 @@ class _CleanedWriter:
             os.close(self._fd)
             self._fd = -1
         for idx in (self._index, self._time_index):
-            if not idx.closed:
+            if idx is not None and not idx.closed:
                 idx.close()
         for p in self.paths.values():
             p.unlink(missing_ok=True)
@@ -357,12 +383,10 @@ def _clean_group(
         last_header: BatchHeader | None = None
         for seg in group:
             last_modified = max(last_modified, os.stat(seg.log_path).st_mtime_ns)
-            with _Mapped(seg.log_path, seg.size) as m:
-                data = m.data
-                for pos, h in _batches(data, m.size, m.path):
+            with _Mapped(seg) as m:
+                for _, h, batch in _batches(m):
                     last = h.base_offset + h.last_offset_delta
                     last_header = h
-                    batch = data[pos : pos + h.batch_length + LOG_OVERHEAD]
                     retain_empty = h.producer_id >= 0 and last in retain
                     if h.attributes & CONTROL_FLAG_MASK:
                         can_discard = txns.on_control_batch_read(h, control_type_of(batch, h))

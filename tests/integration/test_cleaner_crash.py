@@ -1,0 +1,93 @@
+"""The log cleaner under faults, in a real process: SIGKILL at each step of a clean (the cleaner's
+crash-point test hook, ``ODRADEK_CLEANER_CRASH_POINT``), and a full disk (``RLIMIT_FSIZE``: writes
+fail with EFBIG) during a clean. After each, the log loads and reads the same last values."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.unit.cleaner_support import T0, append, compacted_log, latest
+
+from odradek.storage.cleaner import CleanerConfig, clean_log
+from odradek.storage.cleaner.swap import CRASH_POINT_ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CLEAN = """
+import os, resource, signal, sys
+from pathlib import Path
+from odradek.storage.cleaner import CleanerConfig, clean_log
+from tests.unit.cleaner_support import T0, compacted_log
+log = compacted_log(Path(sys.argv[1]))
+if len(sys.argv) > 2:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+try:
+    stats = clean_log(log, now_ms=T0, config=CleanerConfig(), upper_bound_offset=log.log_end_offset)
+except OSError as exc:
+    print("failed", exc.errno)
+    sys.exit(3)
+print("cleaned", stats.records_retained)
+"""
+
+
+def _fill(tmp_path: Path) -> dict[bytes | None, tuple[int, bytes | None]]:
+    log = compacted_log(tmp_path)
+    for i in range(120):
+        append(log, [(b"k%02d" % (i % 17), b"value-%03d" % i), (b"z", b"%d" % i)], timestamp_ms=T0 + i)
+        if i % 20 == 19:
+            log.roll()
+    append(log, [(b"k00", None)])  # a tombstone
+    log.roll()
+    append(log, [(b"active", b"x")])
+    expected = latest(log)
+    log.flush()
+    log.close()
+    return expected
+
+
+def _run(tmp_path: Path, *args: str, crash: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+    if crash is not None:
+        env[CRASH_POINT_ENV] = crash
+    return subprocess.run(
+        [sys.executable, "-c", CLEAN, str(tmp_path), *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _snapshot(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.suffix in (".log", ".txnindex")}
+
+
+@pytest.mark.parametrize("point", ["cleaned", "swap", "deleting", "deleted"])
+def test_kill_at_each_step_of_a_clean_leaves_a_log_with_the_same_last_values(tmp_path: Path, point: str) -> None:
+    expected = _fill(tmp_path)
+    proc = _run(tmp_path, crash=point)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    log = compacted_log(tmp_path)  # no clean shutdown: recovery
+    names = [p.name for p in log.dir.iterdir()]
+    assert not [n for n in names if n.endswith((".cleaned", ".swap", ".deleted"))]
+    assert latest(log) == expected
+    assert log.log_end_offset == 242
+    if point != "cleaned":  # the swap was committed: the log is cleaned
+        assert log.num_segments == 2
+    clean_log(log, now_ms=T0, config=CleanerConfig(), upper_bound_offset=log.log_end_offset)
+    assert latest(log) == expected  # and a clean afterwards completes
+    log.close()
+
+
+def test_a_full_disk_during_a_clean_leaves_the_log_as_it_was(tmp_path: Path) -> None:
+    expected = _fill(tmp_path)
+    before = _snapshot(tmp_path / "compacted-0")
+    proc = _run(tmp_path, "4096")
+    assert proc.returncode == 3 and "failed 27" in proc.stdout, proc.stdout + proc.stderr  # EFBIG
+    assert _snapshot(tmp_path / "compacted-0") == before
+    assert not [p for p in (tmp_path / "compacted-0").iterdir() if p.name.endswith(".cleaned")]
+    log = compacted_log(tmp_path)
+    assert latest(log) == expected
+    log.close()
