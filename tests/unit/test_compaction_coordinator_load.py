@@ -17,8 +17,6 @@ from typing import Any
 
 from odradek.coordinator.group.schemas import (
     OffsetAndMetadata,
-    encode_offset_commit_key,
-    encode_offset_commit_value,
     partition_for,
 )
 from odradek.coordinator.runtime import LocalInternalLog
@@ -32,6 +30,7 @@ from odradek.storage.topic_partition import TopicPartition
 
 from .coordinator_fakes import MemoryOffsetsLog
 from .group_fakes import Harness, assignment_for, settle
+from .test_group_offsets import _txn_offset_batch
 from .test_transaction_coordinator import Harness as TxnHarness
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -98,12 +97,6 @@ def group_state(h: Harness) -> dict[str, Any]:
     return state
 
 
-def _txn_offsets(group: str, offset: int, producer_id: int) -> bytes:
-    value = encode_offset_commit_value(OffsetAndMetadata(offset, "", 1))
-    record = Record(encode_offset_commit_key(group, "t", 0), value)
-    return build_batch([record], producer_id=producer_id, producer_epoch=0, is_transactional=True)
-
-
 def _marker(producer_id: int, commit: bool) -> bytes:
     return build_batch(
         [Record(struct.pack(">hh", 0, 1 if commit else 0), struct.pack(">hi", 0, 0))],
@@ -138,10 +131,10 @@ async def _group_coordinator_loads_a_cleaned_partition(tmp_path: Path) -> None:
     assert await h.coordinator.delete_groups(["simple"]) == {"simple": ErrorCode.none}
     # transactional commits: one committed, one aborted, one still open at the end of the log
     for pid, offset in ((7, 40), (8, 50)):
-        h.log.append(0, _txn_offsets("tx", offset, pid))
+        h.log.append(0, _txn_offset_batch("tx", offset, pid))
     h.log.append(0, _marker(7, commit=True))
     h.log.append(0, _marker(8, commit=False))
-    _, lso = h.log.append(0, _txn_offsets("tx", 60, 9))
+    _, lso = h.log.append(0, _txn_offset_batch("tx", 60, 9))
     await h.coordinator.shutdown()
     assert partition_for("g", 1) == 0
 

@@ -266,12 +266,18 @@ def _txn_offset_batch(group: str, offset: int, producer_id: int = 7) -> bytes:
     return build_batch([record], producer_id=producer_id, producer_epoch=0, is_transactional=True)
 
 
-@run
-async def test_open_transaction_offsets_stay_pending_after_load() -> None:
+async def _loaded_with_an_open_transaction() -> tuple[Harness, int]:
+    """A coordinator that loaded a partition ending with producer 7's transactional commit of
+    offset 30 for group ``tx`` (no marker yet); and that partition."""
     log = MemoryOffsetsLog()
     partition = partition_for("tx", 3)
     log.append(partition, _txn_offset_batch("tx", 30))
-    h = await Harness(log=log).start()
+    return await Harness(log=log).start(), partition
+
+
+@run
+async def test_open_transaction_offsets_stay_pending_after_load() -> None:
+    h, partition = await _loaded_with_an_open_transaction()
     group = h.coordinator.group("tx")
     assert group is not None and group.state is GroupState.EMPTY
     assert h.coordinator.fetch_offsets("tx", False, [T0])[1][T0].offset == -1
@@ -286,9 +292,6 @@ async def test_open_transaction_offsets_stay_pending_after_load() -> None:
 
 @run
 async def test_aborted_open_transaction_after_load_leaves_no_offset() -> None:
-    log = MemoryOffsetsLog()
-    partition = partition_for("tx", 3)
-    log.append(partition, _txn_offset_batch("tx", 30))
-    h = await Harness(log=log).start()
+    h, partition = await _loaded_with_an_open_transaction()
     await h.coordinator.handle_txn_completion(7, {partition}, commit=False)
     assert h.coordinator.fetch_offsets("tx", True, [T0])[1][T0].offset == -1
