@@ -141,6 +141,24 @@ def test_aborted_transaction_records_and_markers_go(tmp_path: Path) -> None:
     assert log.segments[0].txn_index.entries() == []
 
 
+def test_transactions_spanning_segment_groups(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path, segment_bytes=200, delete_retention_ms=0)  # one segment per group
+    aborted = append(log, [(b"a", b"aborted")], producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
+    append(log, [(b"c", b"committed")], producer_id=8, producer_epoch=0, base_sequence=0, transactional=True)
+    log.roll()
+    append(log, [(b"k", b"plain")])
+    log.roll()
+    abort_at = marker(log, 7, commit=False, first_offset=aborted)
+    commit_at = marker(log, 8, commit=True)
+    log.roll()
+    append(log, [(b"z", b"active")])
+    clean_log(log, now_ms=T0, config=CFG, retain_offsets=())
+    assert {r.key: r.value for r in records(log) if r.key in (b"a", b"k", b"c")} == {b"k": b"plain", b"c": b"committed"}
+    kept = {h.base_offset for h in hdrs(log) if h.is_control}
+    assert kept == {abort_at, commit_at}  # both saw their transaction's data in an earlier group
+    assert [t.last_offset for s in log.segments for t in s.txn_index.entries()] == [abort_at]
+
+
 def test_last_batch_of_a_producer_is_kept_empty(tmp_path: Path) -> None:
     log = compacted_log(tmp_path)
     append(log, [(b"a", b"1")], producer_id=5, producer_epoch=2, base_sequence=0)

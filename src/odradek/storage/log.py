@@ -48,14 +48,7 @@ from odradek.storage.append import (
     prepare_leader_append,
 )
 from odradek.storage.checkpoint import fsync_dir
-from odradek.storage.cleaner.swap import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    SWAP_SUFFIX,
-    crash_point,
-    remove_suffixed,
-    rename_segment_files,
-)
+from odradek.storage.cleaner.swap import remove_replaced, swap_in
 from odradek.storage.config import LogConfig
 from odradek.storage.log_loader import load_segments
 from odradek.storage.results import FetchDataInfo, LogAppendInfo
@@ -554,16 +547,7 @@ class Log:
         end = first + len(old)
         if end >= len(self._segments) or any(a is not b for a, b in zip(self._segments[first:end], old, strict=True)):
             raise ValueError(f"{self._tp}: the replaced segments are not consecutive inactive segments of the log")
-        rename_segment_files(self._dir, base_offset, CLEANED_SUFFIX, SWAP_SUFFIX)
-        fsync_dir(self._dir)
-        crash_point("swap")
-        for i, seg in enumerate(old):
-            seg.close()
-            rename_segment_files(self._dir, seg.base_offset, "", DELETED_SUFFIX)
-            if i == 0:
-                crash_point("deleting")
-        rename_segment_files(self._dir, base_offset, SWAP_SUFFIX, "")
-        fsync_dir(self._dir)
+        swap_in(self._dir, base_offset, old)
         new = LogSegment(
             self._dir,
             base_offset,
@@ -573,9 +557,7 @@ class Log:
         )
         self._segments[first:end] = [new]
         self._base_offsets[first:end] = [base_offset]
-        crash_point("deleted")
-        for seg in old:
-            remove_suffixed(self._dir, seg.base_offset, DELETED_SUFFIX)
+        remove_replaced(self._dir, old)
         logger.info(
             "%s Replaced %d segment(s) from offset %d with the cleaned segment %s (%d bytes)",
             self._ident,

@@ -130,6 +130,15 @@ class CleanedTransactionMetadata:
 
     def __post_init__(self) -> None:
         self._pending = deque(sorted(self.aborted, key=lambda t: t.first_offset))
+        self._known: set[AbortedTxn] = set(self.aborted)
+
+    def add_aborted(self, txns: list[AbortedTxn]) -> None:
+        """More ``.txnindex`` entries (the next group of a clean: one metadata spans the groups, so
+        a marker in one group knows the batches of its transaction seen in an earlier one)."""
+        merged = [t for t in txns if t not in self._known]
+        self._known.update(merged)
+        if merged:
+            self._pending = deque(sorted([*self._pending, *merged], key=lambda t: t.first_offset))
 
     def _consume_up_to(self, offset: int) -> None:
         pending = self._pending

@@ -59,6 +59,7 @@ def plan_clean(
         max_index_bytes=lc.segment_index_bytes,
         retain_offsets=frozenset(retain_offsets) if retain_offsets is not None else None,
         io_max_bytes_per_second=config.io_bytes_per_second_per_thread,
+        txn_index_paths=tuple(str(seg.txn_index.path) for seg in segs),
     )
 
 

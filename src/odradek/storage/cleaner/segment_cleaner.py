@@ -77,10 +77,6 @@ class SegmentRef:
     size: int
     next_base_offset: int
 
-    @property
-    def txn_index_path(self) -> str:
-        return self.log_path[: -len(".log")] + ".txnindex"
-
 
 @dataclass(frozen=True, slots=True)
 class CleanPlan:
@@ -101,6 +97,9 @@ class CleanPlan:
     max_index_bytes: int
     retain_offsets: frozenset[int] | None = None
     io_max_bytes_per_second: float = float("inf")
+    txn_index_paths: tuple[str, ...] = ()
+    """The ``.txnindex`` of every segment of the log, the active one included: an aborted
+    transaction's entry sits with its marker, which may come after the cleaned range."""
 
 
 @dataclass(slots=True)
@@ -212,11 +211,12 @@ class _Mapped:
         self.close()
 
 
-def _aborted_in(segments: tuple[SegmentRef, ...], start: int, end: int) -> list[AbortedTxn]:
-    """The ``.txnindex`` entries of ``segments`` overlapping ``[start, end)``."""
+def _aborted_in(plan: CleanPlan, start: int, end: int) -> list[AbortedTxn]:
+    """The ``.txnindex`` entries of the log overlapping ``[start, end)`` (Kafka's
+    ``collectAbortedTransactions``)."""
     out: list[AbortedTxn] = []
-    for seg in segments:
-        for txn in TransactionIndex(Path(seg.txn_index_path)).entries():
+    for path in plan.txn_index_paths:
+        for txn in TransactionIndex(Path(path)).entries():
             if txn.last_offset >= start and txn.first_offset < end:
                 out.append(txn)
     return out
@@ -236,7 +236,7 @@ def build_offset_map(plan: CleanPlan, offset_map: OffsetMap, stats: CleanerStats
     """Step 1 of the module docstring: fill ``offset_map`` from the dirty section."""
     start, upper = plan.first_dirty_offset, plan.upper_bound
     dirty = tuple(s for s in plan.segments if s.next_base_offset > start and s.base_offset < upper)
-    txns = CleanedTransactionMetadata(_aborted_in(dirty, start, upper))
+    txns = CleanedTransactionMetadata(_aborted_in(plan, start, upper))
     for seg in dirty:
         with _Mapped(seg) as m:
             for _, h, batch in _batches(m):
@@ -369,14 +369,16 @@ def _clean_group(
     group: tuple[SegmentRef, ...],
     offset_map: OffsetMap,
     retain: frozenset[int],
+    txns: CleanedTransactionMetadata,
     stats: CleanerStats,
     throttler: _Throttler,
 ) -> CleanedGroup:
-    """Step 3 of the module docstring for one group."""
+    """Step 3 of the module docstring for one group (``txns`` spans the groups of the clean)."""
     base = group[0].base_offset
     writer = _CleanedWriter(plan.directory, base, plan)
     try:
-        txns = CleanedTransactionMetadata(_aborted_in(group, base, group[-1].next_base_offset))
+        txns.add_aborted(_aborted_in(plan, base, group[-1].next_base_offset))
+        txns.cleaned_index = []
         now, retention = plan.now_ms, plan.delete_retention_ms
         last_modified = 0
         last_written = -1
@@ -439,9 +441,10 @@ def run_clean(plan: CleanPlan) -> CleanResult:
     to_clean = tuple(s for s in plan.segments if s.base_offset < end)
     retain = plan.retain_offsets if plan.retain_offsets is not None else _producer_last_batches(plan.segments)
     groups: list[CleanedGroup] = []
+    txns = CleanedTransactionMetadata([])
     try:
         for group in group_segments(to_clean, plan.max_segment_bytes):
-            groups.append(_clean_group(plan, group, offset_map, retain, stats, throttler))
+            groups.append(_clean_group(plan, group, offset_map, retain, txns, stats, throttler))
     except BaseException:
         for g in groups:
             remove_suffixed(plan.directory, g.base_offset, CLEANED_SUFFIX)

@@ -9,7 +9,8 @@ Files of a cleaned segment with base offset ``B`` (``B`` zero-padded to 20 digit
   load the swap is completed (:func:`recover_swaps`).
 * ``.deleted``: an old segment on its way out; removed at load.
 
-Swap order (:func:`swap_in`, called by ``Log.replace_segments`` on the event loop), each step
+Swap order (:func:`swap_in` and :func:`remove_replaced`, called by ``Log.replace_segments`` on
+the event loop), each step
 crash-safe:
 
 1. ``.cleaned`` -> ``.swap`` for the index files, then the ``.log`` last (its ``.swap`` is the
@@ -36,10 +37,15 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odradek.storage.checkpoint import fsync_dir
 from odradek.storage.file_records import FileRecords
+
+if TYPE_CHECKING:
+    from odradek.storage.segment import LogSegment
 
 __all__ = [
     "CLEANED_SUFFIX",
@@ -49,8 +55,10 @@ __all__ = [
     "cleaned_paths",
     "crash_point",
     "recover_swaps",
+    "remove_replaced",
     "remove_suffixed",
     "rename_segment_files",
+    "swap_in",
 ]
 
 CLEANED_SUFFIX = ".cleaned"
@@ -93,6 +101,29 @@ def rename_segment_files(directory: str | os.PathLike[str], base_offset: int, ol
             os.replace(src[kind], dst[kind])
         elif kind == "txnindex":
             dst[kind].unlink(missing_ok=True)
+
+
+def swap_in(directory: Path, base_offset: int, old: Sequence[LogSegment]) -> None:
+    """Steps 1-3 of the swap order (module docstring): the cleaned segment ``base_offset`` takes
+    the place of ``old`` on disk; the old segments are closed. The caller opens the new segment
+    and then calls :func:`remove_replaced`."""
+    rename_segment_files(directory, base_offset, CLEANED_SUFFIX, SWAP_SUFFIX)
+    fsync_dir(directory)
+    crash_point("swap")
+    for i, seg in enumerate(old):
+        seg.close()
+        rename_segment_files(directory, seg.base_offset, "", DELETED_SUFFIX)
+        if i == 0:
+            crash_point("deleting")
+    rename_segment_files(directory, base_offset, SWAP_SUFFIX, "")
+    fsync_dir(directory)
+
+
+def remove_replaced(directory: Path, old: Sequence[LogSegment]) -> None:
+    """Step 4: remove the ``.deleted`` files of the replaced segments."""
+    crash_point("deleted")
+    for seg in old:
+        remove_suffixed(directory, seg.base_offset, DELETED_SUFFIX)
 
 
 def remove_suffixed(directory: str | os.PathLike[str], base_offset: int, suffix: str) -> None:
