@@ -36,7 +36,7 @@ from kafka import KafkaProducer
 from kafka.errors import InvalidRecordError
 
 from odradek.cli.dump_log import main as dump_log
-from odradek.client.connection import KafkaConnection, RequestBuilder
+from odradek.client.connection import RequestBuilder
 from odradek.coordinator.group.schemas import partition_for
 from odradek.errors import ErrorCode
 from odradek.protocol.records import Record, build_batch
@@ -60,6 +60,7 @@ from .compaction_support import (
     roll,
     wait_cleaned,
 )
+from .test_idempotent_retry import _answer, _call, _init_producer_id
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -129,38 +130,23 @@ def _write_transactions(t: Table) -> None:
     t.expected.update({b"tx-%d" % i: b"committed-%d" % i for i in range(10)})
 
 
-async def _idempotent_produce_twice(bootstrap: str) -> tuple[ErrorCode, int, ErrorCode, int]:
+def _idempotent_produce_twice(broker: BrokerRunner) -> list[tuple[ErrorCode, int]]:
     """One idempotent batch sent twice (a retry whose first answer was lost): both answers."""
-    host, port = bootstrap.split(":")
-    async with KafkaConnection(host, int(port)) as conn:
-        init = RequestBuilder(22, 4)
-        answer = await conn.send(
-            init(
-                transactional_id=None,
-                transaction_timeout=datetime.timedelta(seconds=60),
-                producer_id=-1,
-                producer_epoch=-1,
-            )
-        )
-        batch = build_batch(
-            [Record(b"idem-%d" % i, b"once-%d" % i) for i in range(5)],
-            producer_id=int(answer.producer_id),
-            producer_epoch=0,
-            base_sequence=0,
-        )
-        rb = RequestBuilder(0, 9)
-        partition = rb.make("PartitionProduceData", index=0, records=batch)
-        request = rb(
-            transactional_id=None,
-            acks=-1,
-            timeout=datetime.timedelta(seconds=10),
-            topic_data=(rb.make("TopicProduceData", name=TOPIC, partition_data=(partition,)),),
-        )
-        answers = []
-        for _ in range(2):
-            p = (await conn.send(request)).responses[0].partition_responses[0]
-            answers += [ErrorCode(p.error_code), int(p.base_offset)]
-        return answers[0], answers[1], answers[2], answers[3]
+    batch = build_batch(
+        [Record(b"idem-%d" % i, b"once-%d" % i) for i in range(5)],
+        producer_id=asyncio.run(_init_producer_id(broker)),
+        producer_epoch=0,
+        base_sequence=0,
+    )
+    rb = RequestBuilder(0, 9)
+    partition = rb.make("PartitionProduceData", index=0, records=batch)
+    request = rb(
+        transactional_id=None,
+        acks=-1,
+        timeout=datetime.timedelta(seconds=10),
+        topic_data=(rb.make("TopicProduceData", name=TOPIC, partition_data=(partition,)),),
+    )
+    return [_answer(asyncio.run(_call(broker, request))) for _ in range(2)]
 
 
 def _check_reads(t: Table, rows: list[Row], reader: str) -> None:
@@ -192,9 +178,9 @@ def test_clients_read_the_last_value_of_every_key_after_a_clean(table: Table) ->
     produce(t.bootstrap, TOPIC, deleted)  # tombstones
     t.expected.update(deleted)
     _write_transactions(t)
-    first_error, first_base, retry_error, retry_base = asyncio.run(_idempotent_produce_twice(t.bootstrap))
-    assert (first_error, retry_error) == (ErrorCode.none, ErrorCode.none)
-    assert retry_base == first_base  # the retry is answered with the original offset, stored once
+    first, retry = _idempotent_produce_twice(t.broker)
+    assert first[0] == ErrorCode.none
+    assert retry == first  # the retry is answered with the original offset, stored once
     t.expected.update({b"idem-%d" % i: b"once-%d" % i for i in range(5)})
     # a keyless record is refused on a compacted topic
     producer = KafkaProducer(bootstrap_servers=t.bootstrap, retries=0)
