@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from tests.unit.cleaner_support import T0, append, compacted_log, latest
 
 from odradek.storage.cleaner import CleanerConfig, clean_log
@@ -51,12 +50,16 @@ def _fill(tmp_path: Path) -> dict[bytes | None, tuple[int, bytes | None]]:
     return expected
 
 
-def _run(tmp_path: Path, *args: str, crash: str | None = None) -> subprocess.CompletedProcess[str]:
+def _start(tmp_path: Path, *args: str, crash: str | None = None) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
     if crash is not None:
         env[CRASH_POINT_ENV] = crash
-    return subprocess.run(
-        [sys.executable, "-c", CLEAN, str(tmp_path), *args], env=env, capture_output=True, text=True, timeout=120
+    return subprocess.Popen(
+        [sys.executable, "-c", CLEAN, str(tmp_path), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -64,28 +67,34 @@ def _snapshot(d: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.suffix in (".log", ".txnindex")}
 
 
-@pytest.mark.parametrize("point", ["cleaned", "swap", "deleting", "deleted"])
-def test_kill_at_each_step_of_a_clean_leaves_a_log_with_the_same_last_values(tmp_path: Path, point: str) -> None:
-    expected = _fill(tmp_path)
-    proc = _run(tmp_path, crash=point)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
-    log = compacted_log(tmp_path)  # no clean shutdown: recovery
-    names = [p.name for p in log.dir.iterdir()]
-    assert not [n for n in names if n.endswith((".cleaned", ".swap", ".deleted"))]
-    assert latest(log) == expected
-    assert log.log_end_offset == 242
-    if point != "cleaned":  # the swap was committed: the log is cleaned
-        assert log.num_segments == 2
-    clean_log(log, now_ms=T0, config=CleanerConfig(), upper_bound_offset=log.log_end_offset)
-    assert latest(log) == expected  # and a clean afterwards completes
-    log.close()
+POINTS = ("cleaned", "swap", "deleting", "deleted")
+
+
+def test_kill_at_each_step_of_a_clean_leaves_a_log_with_the_same_last_values(tmp_path: Path) -> None:
+    expected = {point: _fill(tmp_path / point) for point in POINTS}
+    procs = {point: _start(tmp_path / point, crash=point) for point in POINTS}  # one process per step
+    for point, proc in procs.items():
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == -signal.SIGKILL, f"{point}: {err}"
+    for point in POINTS:
+        log = compacted_log(tmp_path / point)  # no clean shutdown: recovery
+        names = [p.name for p in log.dir.iterdir()]
+        assert not [n for n in names if n.endswith((".cleaned", ".swap", ".deleted"))], point
+        assert latest(log) == expected[point], point
+        assert log.log_end_offset == 242
+        if point != "cleaned":  # the swap was committed: the log is cleaned
+            assert log.num_segments == 2, point
+        clean_log(log, now_ms=T0, config=CleanerConfig(), upper_bound_offset=log.log_end_offset)
+        assert latest(log) == expected[point]  # and a clean afterwards completes
+        log.close()
 
 
 def test_a_full_disk_during_a_clean_leaves_the_log_as_it_was(tmp_path: Path) -> None:
     expected = _fill(tmp_path)
     before = _snapshot(tmp_path / "compacted-0")
-    proc = _run(tmp_path, "4096")
-    assert proc.returncode == 3 and "failed 27" in proc.stdout, proc.stdout + proc.stderr  # EFBIG
+    proc = _start(tmp_path, "4096")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3 and "failed 27" in out, out + err  # EFBIG
     assert _snapshot(tmp_path / "compacted-0") == before
     assert not [p for p in (tmp_path / "compacted-0").iterdir() if p.name.endswith(".cleaned")]
     log = compacted_log(tmp_path)

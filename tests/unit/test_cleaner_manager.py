@@ -160,3 +160,36 @@ def test_deleting_a_log_drops_its_cleaner_checkpoint(tmp_path: Path) -> None:
     lm.delete_log(a)
     assert (tmp_path / CLEANER_OFFSET_CHECKPOINT).read_text() == "0\n1\nb 0 7\n"
     lm.shutdown()
+
+
+def test_cleaner_config_from_broker_keys() -> None:
+    from odradek.server.config import BROKER_CONFIGS
+
+    defaults = BROKER_CONFIGS.defaults()
+    config = CleanerConfig.from_props(defaults)
+    assert config == CleanerConfig()
+    assert config.map_capacity_bytes == int(134217728 * 0.9)
+    assert config.io_bytes_per_second_per_thread == float("inf")
+    tuned = CleanerConfig.from_props(
+        {
+            **defaults,
+            "log.cleaner.threads": 2,
+            "log.cleaner.dedupe.buffer.size": 1000,
+            "log.cleaner.io.max.bytes.per.second": 10.0,
+        }
+    )
+    assert (tuned.num_threads, tuned.map_capacity_bytes, tuned.io_bytes_per_second_per_thread) == (2, 450, 5.0)
+    assert not CleanerConfig.from_props({"log.cleaner.threads": 0}).enable_cleaner
+
+
+def test_io_max_bytes_per_second_throttles_a_clean(tmp_path: Path) -> None:
+    import time
+
+    from odradek.storage.cleaner import clean_log
+
+    log = dirty_log(tmp_path, "t", 20)
+    size = log.size_in_bytes
+    rate = size / 0.3  # the map pass and the rewrite each read the log once: >= 0.6 s in all
+    start = time.monotonic()
+    clean_log(log, now_ms=T0, config=CleanerConfig(max_io_bytes_per_second=rate))
+    assert time.monotonic() - start >= 0.5

@@ -244,3 +244,18 @@ def test_a_corrupt_segment_fails_the_clean_and_leaves_the_log(tmp_path: Path) ->
         clean_log(log, now_ms=T0, config=CFG)
     assert sorted(p.name for p in path.parent.iterdir()) == before  # no .cleaned left
     assert path.read_bytes() == bytes(data)
+
+
+def test_compact_and_delete_policy_cleans_and_keeps_retention(tmp_path: Path) -> None:
+    clock = Clock(T0)
+    log = compacted_log(tmp_path, clock, cleanup_policy="compact,delete", retention_ms=1000)
+    assert log.config.compacted
+    for i in range(6):
+        append(log, [(b"k%d" % (i % 2), b"v%d" % i)], timestamp_ms=T0 + i)
+        if i == 2:
+            log.roll()
+    log.roll()
+    clean_log(log, now_ms=T0, config=CFG)
+    assert latest(log) == {b"k0": (4, b"v4"), b"k1": (5, b"v5")}
+    assert log.delete_old_segments(now_ms=T0 + 5000) > 0  # retention.ms still applies
+    assert records(log) == []

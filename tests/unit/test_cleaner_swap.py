@@ -53,7 +53,9 @@ def test_a_swap_is_completed_at_load(tmp_path: Path, old_renamed: int) -> None:
     rename_segment_files(log.dir, 0, CLEANED_SUFFIX, SWAP_SUFFIX)
     for base in olds[:old_renamed]:  # a crash while the old segments were being renamed
         rename_segment_files(log.dir, base, "", DELETED_SUFFIX)
+    (log.dir / "00000000000000000030.snapshot").write_bytes(b"producer state")
     reopened = compacted_log(tmp_path)
+    assert (log.dir / "00000000000000000030.snapshot").exists()  # not a segment file
     assert [s.base_offset for s in reopened.segments] == [0, 60]
     assert not any(n.endswith((SWAP_SUFFIX, DELETED_SUFFIX)) for n in _names(reopened.dir))
     assert latest(reopened) == expected and len(records(reopened)) == len(expected)

@@ -83,6 +83,7 @@ __all__ = [
     "decode_records",
     "iter_all_records",
     "iter_batches",
+    "put_varint",
     "read_varint",
     "set_log_append_time",
     "stamp_base_offset",
@@ -408,7 +409,8 @@ class DecodedRecord:
     attributes: int = 0
 
 
-def _put_varint(out: bytearray, value: int) -> None:
+def put_varint(out: bytearray, value: int) -> None:
+    """Append ``value`` to ``out`` as a zigzag varint."""
     z = (value << 1) ^ (value >> 63)
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
@@ -420,21 +422,21 @@ def _put_bytes(out: bytearray, data: bytes | None) -> None:
     if data is None:
         out.append(1)  # zigzag(-1)
     else:
-        _put_varint(out, len(data))
+        put_varint(out, len(data))
         out += data
 
 
 def _encode_record(out: bytearray, record: Record, timestamp_delta: int, offset_delta: int) -> None:
     body = bytearray(b"\x00")
-    _put_varint(body, timestamp_delta)
-    _put_varint(body, offset_delta)
+    put_varint(body, timestamp_delta)
+    put_varint(body, offset_delta)
     _put_bytes(body, record.key)
     _put_bytes(body, record.value)
-    _put_varint(body, len(record.headers))
+    put_varint(body, len(record.headers))
     for name, value in record.headers:
         _put_bytes(body, name.encode("utf-8"))
         _put_bytes(body, value)
-    _put_varint(out, len(body))
+    put_varint(out, len(body))
     out += body
 
 

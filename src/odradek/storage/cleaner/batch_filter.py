@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from crc32c import crc32c
@@ -49,6 +50,7 @@ from odradek.protocol.records import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
     BatchHeader,
+    put_varint,
     read_varint,
 )
 from odradek.protocol.records_compression import compress, decompress
@@ -75,14 +77,6 @@ _CONTROL_KEY = struct.Struct(">hh")
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
     """A varint of up to 10 bytes at ``pos`` (the slow path of the inlined one-byte case)."""
     return read_varint(data, pos, len(data), 10)
-
-
-def _put_varint(out: bytearray, value: int) -> None:
-    z = (value << 1) ^ (value >> 63)
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
 
 
 def records_of(batch: bytes | memoryview, h: BatchHeader) -> bytes:
@@ -176,9 +170,56 @@ class CleanedTransactionMetadata:
         return False
 
 
-# The record loops below inline the one- and two-byte varint cases on purpose, and skip the
-# fields they do not need: a call per field would halve the cleaner's throughput on small
-# records (bench/cleaner.py).
+# The record scan inlines the one- and two-byte varint cases on purpose and skips the
+# timestamp delta (decoded only for records that are rewritten): a call per field would halve
+# the cleaner's throughput on small records (bench/cleaner.py).
+
+
+def _scan_records(data: bytes, count: int) -> Iterator[tuple[int, int, int, int, bytes | None, int]]:
+    """Per record: ``(start, position after timestampDelta, end, offsetDelta, key, position of
+    valueLength)``; start/end bound the record after its length varint. IndexError when the
+    records run past ``data``."""
+    pos = 0
+    for _ in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            z = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (z >> 1) ^ -(z & 1)
+            pos += 2
+        else:
+            length, pos = _varint(data, pos)
+        start = pos
+        pos += length
+        p = start + 1
+        while data[p] >= 0x80:
+            p += 1
+        p += 1
+        after_ts = p
+        b = data[p]
+        if b < 0x80:
+            od = (b >> 1) ^ -(b & 1)
+            p += 1
+        elif data[p + 1] < 0x80:
+            z = (b & 0x7F) | (data[p + 1] << 7)
+            od = (z >> 1) ^ -(z & 1)
+            p += 2
+        else:
+            od, p = _varint(data, p)
+        b = data[p]
+        if b < 0x80:
+            klen = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            klen, p = _varint(data, p)
+        if klen < 0:
+            yield start, after_ts, pos, od, None, p
+        else:
+            yield start, after_ts, pos, od, data[p : p + klen], p + klen
+    if pos != len(data):
+        raise CorruptRecordError(f"{len(data) - pos} bytes after the last of {count} records")
 
 
 def map_batch_keys(data: bytes, h: BatchHeader, start_offset: int, offset_map: OffsetMap) -> bool:
@@ -188,49 +229,15 @@ def map_batch_keys(data: bytes, h: BatchHeader, start_offset: int, offset_map: O
     used = offset_map._used
     capacity = offset_map.capacity_bytes
     base = h.base_offset
-    pos = 0
     latest = offset_map.latest_offset
     full = False
     try:
-        for _ in range(h.records_count):
-            b = data[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                length = (z >> 1) ^ -(z & 1)
-                pos += 2
-            else:
-                length, pos = _varint(data, pos)
-            nxt = pos + length
-            p = pos + 1
-            while data[p] >= 0x80:  # timestampDelta: not needed here
-                p += 1
-            p += 1
-            b = data[p]
-            if b < 0x80:
-                od = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                z = (b & 0x7F) | (data[p + 1] << 7)
-                od = (z >> 1) ^ -(z & 1)
-                p += 2
-            else:
-                od, p = _varint(data, p)
-            b = data[p]
-            if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1)
-                p += 1
-            else:
-                klen, p = _varint(data, p)
-            pos = nxt
+        for _, _, _, od, key, _ in _scan_records(data, h.records_count):
             offset = base + od
-            if klen < 0 or offset < start_offset:
+            if key is None or offset < start_offset:
                 continue
-            key = data[p : p + klen]
             if key not in m:
-                cost = ENTRY_COST_BYTES + klen
+                cost = ENTRY_COST_BYTES + len(key)
                 if used + cost > capacity:
                     full = True
                     break
@@ -338,61 +345,20 @@ def filter_batch(
     deletes_expired = has_horizon and now_ms >= h.base_timestamp
     spans: list[tuple[int, int, int]] = []  # kept records: (start, position after timestampDelta, end)
     keeps_tombstone = False
-    pos = 0
     base = h.base_offset
     try:
-        for _ in range(count):
-            b = data[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                length = (z >> 1) ^ -(z & 1)
-                pos += 2
-            else:
-                length, pos = _varint(data, pos)
-            start = pos
-            nxt = pos + length
-            p = pos + 1
-            while data[p] >= 0x80:  # timestampDelta: decoded below for kept records only
-                p += 1
-            p += 1
-            after_ts = p
-            b = data[p]
-            if b < 0x80:
-                od = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif data[p + 1] < 0x80:
-                z = (b & 0x7F) | (data[p + 1] << 7)
-                od = (z >> 1) ^ -(z & 1)
-                p += 2
-            else:
-                od, p = _varint(data, p)
-            pos = nxt
+        for start, after_ts, nxt, od, key, vpos in _scan_records(data, count):
             offset = base + od
             if not is_control and offset <= latest:
-                b = data[p]
-                if b < 0x80:
-                    klen = (b >> 1) ^ -(b & 1)
-                    p += 1
-                else:
-                    klen, p = _varint(data, p)
-                if klen < 0:
+                if key is None or offset < m.get(key, -1):
                     continue
-                key = data[p : p + klen]
-                p += klen
-                if offset < m.get(key, -1):
-                    continue
-                if data[p] == 1:  # valueLength -1: a tombstone
+                if data[vpos] == 1:  # valueLength -1: a tombstone
                     if deletes_expired:
                         continue
                     keeps_tombstone = True
             spans.append((start, after_ts, nxt))
     except IndexError as exc:
         raise CorruptRecordError(f"records of the batch at offset {base} run past its end") from exc
-    if pos != len(data):
-        raise CorruptRecordError(f"the batch at offset {base} has {len(data) - pos} bytes after its records")
     needs_horizon = not has_horizon and (keeps_tombstone or (is_control and marker_of_empty_txn))
     kept = len(spans)
     if kept == count and not needs_horizon:
@@ -413,13 +379,13 @@ def filter_batch(
         if ts > max_ts:
             max_ts = ts
         if new_base_ts == base_ts:
-            _put_varint(body, end - start)
+            put_varint(body, end - start)
             body += data[start:end]
         else:
             rec = bytearray(data[start : start + 1])
-            _put_varint(rec, ts - new_base_ts)
+            put_varint(rec, ts - new_base_ts)
             rec += data[after_ts:end]
-            _put_varint(body, len(rec))
+            put_varint(body, len(rec))
             body += rec
     codec = attributes & COMPRESSION_CODEC_MASK
     payload = compress(codec, body) if codec else body

@@ -118,12 +118,6 @@ class CleanerStats:
     end_offset: int = -1
     first_dirty_offset: int = -1
 
-    def merge(self, other: CleanerStats) -> None:
-        for name in ("bytes_read", "bytes_written", "records_read", "records_retained", "map_records_read"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.map_bytes_read += other.map_bytes_read
-        self.elapsed_s += other.elapsed_s
-
 
 @dataclass(frozen=True, slots=True)
 class CleanedGroup:

@@ -161,8 +161,9 @@ def recover_swaps(directory: Path, ident: str) -> None:
         logger.info("%s Found log file %s from an interrupted swap; completing it", ident, swap.name)
         for p in directory.iterdir():
             name = p.name
-            if len(name) < 21 or not name[:20].isdigit() or name.endswith(SWAP_SUFFIX) or name[20] != ".":
-                continue
+            kind = name[21:].split(".", 1)[0]
+            if len(name) < 21 or not name[:20].isdigit() or name.endswith(SWAP_SUFFIX) or kind not in _KINDS:
+                continue  # producer snapshots and other files stay
             offset = int(name[:20])
             if base <= offset < end and p.is_file():
                 logger.info("%s Deleting segment file %s replaced by the cleaned segment", ident, name)
