@@ -116,6 +116,9 @@ def _controller_id(cluster: LocalCluster) -> int:
 
 
 def _log_bytes(cluster: LocalCluster, broker_id: int, topic: str) -> bytes:
+    """All segments of the replica, concatenated. Replicas are byte-identical only because this
+    module's topics use ``cleanup.policy=delete``: each replica cleans a compacted topic on its own
+    (docs/replication.md), so compacted replicas are compared by offsets and values instead."""
     directory = Path(cluster.broker(broker_id).data_dir) / f"{topic}-0"
     return b"".join(f.read_bytes() for f in sorted(directory.glob("*.log")))
 

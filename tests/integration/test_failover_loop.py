@@ -142,6 +142,9 @@ def _consume_all(bootstrap: str) -> dict[int, list[int]]:
 
 
 def _log_bytes(cluster: LocalCluster, broker_id: int, partition: int) -> bytes:
+    """All segments of the replica, concatenated. Replicas are byte-identical only because this
+    module's topics use ``cleanup.policy=delete``: each replica cleans a compacted topic on its own
+    (docs/replication.md), so compacted replicas are compared by offsets and values instead."""
     directory = Path(cluster.broker(broker_id).data_dir) / f"{TOPIC}-{partition}"
     return b"".join(f.read_bytes() for f in sorted(directory.glob("*.log")))
 

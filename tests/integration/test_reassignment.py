@@ -80,6 +80,9 @@ def _state(cluster: LocalCluster, topic: str, partition: int) -> tuple[list[int]
 
 
 def _log_bytes(cluster: LocalCluster, broker_id: int, topic: str, partition: int) -> bytes | None:
+    """All segments of the replica, concatenated. Replicas are byte-identical only because this
+    module's topics use ``cleanup.policy=delete``: each replica cleans a compacted topic on its own
+    (docs/replication.md), so compacted replicas are compared by offsets and values instead."""
     directory = Path(cluster.broker(broker_id).data_dir) / f"{topic}-{partition}"
     if not directory.exists():
         return None

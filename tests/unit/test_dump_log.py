@@ -10,6 +10,7 @@ import pytest
 from odradek.cli.dump_log import main
 from odradek.protocol.records import Record, build_batch
 from odradek.storage import Log, LogConfig
+from odradek.storage.cleaner import CleanerConfig, clean_log
 from odradek.storage.dump import dump_files
 
 
@@ -32,7 +33,8 @@ def test_log_batches_are_printed_like_kafka(tmp_path: Path, capsys: pytest.Captu
     first = out[2]
     assert first.startswith(
         "baseOffset: 0 lastOffset: 2 count: 3 baseSequence: -1 lastSequence: -1 producerId: -1 "
-        "producerEpoch: -1 partitionLeaderEpoch: 2 isTransactional: false isControl: false position: 0 "
+        "producerEpoch: -1 partitionLeaderEpoch: 2 isTransactional: false isControl: false "
+        "deleteHorizonMs: OptionalLong.empty position: 0 "
         "CreateTime: 1700000000000 size: "
     )
     assert " magic: 2 compresscodec: none crc: " in first and first.endswith(" isvalid: true")
@@ -116,3 +118,25 @@ def test_usage_errors_and_unknown_files(tmp_path: Path, capsys: pytest.CaptureFi
     assert "Ignoring unknown file" in capsys.readouterr().err
     result = dump_files([tmp_path / "missing.log"])
     assert result.failed and "does not exist" in result.errors[0]
+
+
+def test_a_cleaned_segment_shows_gaps_and_delete_horizons(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = LogConfig.from_props({"cleanup.policy": "compact", "delete.retention.ms": "1000"})
+    log = Log(tmp_path / "table-0", config, time_ms=lambda: 1_700_000_000_000)
+    for i in range(4):
+        log.append_as_leader(build_batch([Record(b"k%d" % k, b"v%d" % i) for k in range(3)]))
+    log.append_as_leader(build_batch([Record(b"k1", None)]))  # a tombstone
+    log.roll()
+    log.high_watermark = log.log_end_offset
+    clean_log(log, now_ms=1_700_000_000_000, config=CleanerConfig())
+    log.close()
+    segment = tmp_path / "table-0" / "00000000000000000000.log"
+    assert main(["--files", str(segment), "--deep-iteration"]) == 0
+    captured = capsys.readouterr()
+    records = [line.split()[2] for line in captured.out.splitlines() if line.startswith("| offset: ")]
+    assert records == ["9", "11", "12"]  # k0 and k2 of the last round, then k1's tombstone
+    horizons = [
+        line.split("deleteHorizonMs: ")[1].split()[0] for line in captured.out.splitlines() if "Horizon" in line
+    ]
+    assert horizons[-1] == "OptionalLong[1700000001000]"  # now + delete.retention.ms, on the tombstone's batch
+    assert f"Non-consecutive offsets in {segment.resolve()}" in captured.err

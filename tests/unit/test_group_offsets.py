@@ -259,3 +259,39 @@ async def test_describe_and_list() -> None:
     assert [g.group_id for g in h.coordinator.list_groups(["stable"])[1]] == ["g"]
     assert [g.group_id for g in h.coordinator.list_groups(["Empty"])[1]] == ["s"]
     assert h.coordinator.list_groups([], ["consumer"])[1] == []
+
+
+def _txn_offset_batch(group: str, offset: int, producer_id: int = 7) -> bytes:
+    record = Record(encode_offset_commit_key(group, "t", 0), encode_offset_commit_value(OffsetAndMetadata(offset)))
+    return build_batch([record], producer_id=producer_id, producer_epoch=0, is_transactional=True)
+
+
+async def _loaded_with_an_open_transaction() -> tuple[Harness, int]:
+    """A coordinator that loaded a partition ending with producer 7's transactional commit of
+    offset 30 for group ``tx`` (no marker yet); and that partition."""
+    log = MemoryOffsetsLog()
+    partition = partition_for("tx", 3)
+    log.append(partition, _txn_offset_batch("tx", 30))
+    return await Harness(log=log).start(), partition
+
+
+@run
+async def test_open_transaction_offsets_stay_pending_after_load() -> None:
+    h, partition = await _loaded_with_an_open_transaction()
+    group = h.coordinator.group("tx")
+    assert group is not None and group.state is GroupState.EMPTY
+    assert h.coordinator.fetch_offsets("tx", False, [T0])[1][T0].offset == -1
+    assert h.coordinator.fetch_offsets("tx", True, [T0])[1][T0].error == ErrorCode.unstable_offset_commit
+    # an Empty group whose only offsets are pending does not go Dead on expiry
+    h.clock.advance(10**9)
+    await h.coordinator.expire_offsets()
+    assert h.coordinator.group("tx") is group
+    await h.coordinator.handle_txn_completion(7, {partition}, commit=True)
+    assert h.coordinator.fetch_offsets("tx", True, [T0])[1][T0].offset == 30
+
+
+@run
+async def test_aborted_open_transaction_after_load_leaves_no_offset() -> None:
+    h, partition = await _loaded_with_an_open_transaction()
+    await h.coordinator.handle_txn_completion(7, {partition}, commit=False)
+    assert h.coordinator.fetch_offsets("tx", True, [T0])[1][T0].offset == -1

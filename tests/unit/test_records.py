@@ -296,3 +296,21 @@ def test_random_bytes_never_leak_python_errors(blob: bytes) -> None:
             pass
     list(iter_batches(blob))
     valid_prefix_length(blob)
+
+
+def test_a_stored_batch_may_hold_fewer_records_than_offsets() -> None:
+    """A batch the cleaner rewrote keeps its offsets with fewer records: a producer may not send
+    one, replication and recovery keep it; more records than offsets is invalid everywhere."""
+    cleaned = bytearray(build_batch(sample_records(2)))
+    struct.pack_into(">i", cleaned, LAST_OFFSET_DELTA_OFFSET, 7)  # 2 records over offsets 0..7
+    recrc(cleaned)
+    with pytest.raises(InvalidRecordError, match="inconsistent"):
+        validate_batches(cleaned)
+    assert [h.last_offset_delta for h in validate_batches(cleaned, stored=True)] == [7]
+    assert valid_prefix_length(cleaned) == (len(cleaned), None)
+    overfull = bytearray(build_batch(sample_records(3)))
+    struct.pack_into(">i", overfull, LAST_OFFSET_DELTA_OFFSET, 1)
+    recrc(overfull)
+    with pytest.raises(InvalidRecordError, match="inconsistent"):
+        validate_batches(overfull, stored=True)
+    assert valid_prefix_length(overfull)[0] == 0

@@ -325,3 +325,22 @@ def test_appends_of_the_coordinators_are_reported(tmp_path: Path) -> None:
         return told
 
     assert _run(tmp_path, body) == [(TP.topic, 3, len(payload))]
+
+
+def test_a_log_loaded_at_start_up_takes_its_topics_config_on_leader_and_isr(tmp_path: Path) -> None:
+    """Logs are loaded before the topics' overrides are known; the first LeaderAndIsr applies
+    them (a compacted topic keeps being cleaned after a restart)."""
+    first = LogManager([tmp_path / "logs"], log_config())
+    first.get_or_create_log(TP, log_config(cleanup_policy="compact"))
+    first.shutdown()
+
+    async def body(rm: ReplicaManager) -> tuple[Any, Any]:
+        rm.log_config_for = lambda _topic: log_config(cleanup_policy="compact", segment_bytes=4096)
+        rm.log_manager.load_logs()
+        before = rm.log_manager.get_or_create_log(TP).config
+        _leader(rm, [1])
+        return before, rm.partitions[TP].log.config
+
+    before, after = _run(tmp_path, body)
+    assert (before.get("cleanup.policy"), before.segment_bytes) == (["delete"], 1024 * 1024 * 1024)
+    assert (after.get("cleanup.policy"), after.segment_bytes) == (["compact"], 4096)

@@ -22,6 +22,7 @@ from odradek.protocol.records import (
     validate_batches,
 )
 from odradek.storage import Log, LogConfig, TopicPartition
+from odradek.storage.cleaner import CleanerConfig, clean_log
 
 from .storage_support import Clock, log_config
 
@@ -284,3 +285,29 @@ def test_update_config_and_closed_log(tmp_path: Path) -> None:
     log.close()
     with pytest.raises(Exception, match="closed"):
         log.append_as_leader(batch(1))
+
+
+def test_a_follower_takes_cleaned_batches_and_recovery_keeps_them(tmp_path: Path) -> None:
+    """A leader's cleaned batches (fewer records than offsets, gaps between them) replicate to a
+    follower as they are, and a recovery after an unclean shutdown keeps them."""
+    compacted = LogConfig.from_props({"cleanup.policy": "compact", "segment.bytes": "2000"})
+    leader = Log(tmp_path / "leader" / "t-0", compacted)
+    for i in range(40):
+        leader.append_as_leader(build_batch([Record(b"k%d" % k, b"v%d" % i) for k in range(4)]))
+    leader.roll()
+    leader.high_watermark = leader.log_end_offset
+    clean_log(leader, now_ms=1_700_000_000_000, config=CleanerConfig())
+    follower = Log(tmp_path / "follower" / "t-0", compacted)
+    counts = []
+    while follower.log_end_offset < leader.log_end_offset:  # the fetches of a follower, one segment each
+        fetched = leader.read(follower.log_end_offset, 10**6).records_bytes()
+        counts += [(h.records_count, h.last_offset_delta + 1) for _, h in iter_batches(fetched)]
+        follower.append_as_follower(fetched)
+    assert any(count < offsets for count, offsets in counts)
+    assert follower.log_end_offset == leader.log_end_offset
+    before = scan_all(follower)
+    follower.close()
+    reopened = Log(tmp_path / "follower" / "t-0", compacted, had_clean_shutdown=False, recovery_point=0)
+    assert scan_all(reopened) == before
+    reopened.close()
+    leader.close()

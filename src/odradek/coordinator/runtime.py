@@ -38,7 +38,8 @@ every task.
 
 The dependencies come in :class:`RuntimeDeps`, built by the broker's start-up: the internal
 topic's partitions on this broker (:class:`InternalTopicLog`, :class:`ReplicaInternalLog` over the
-replica manager), a :class:`MetadataView`, a create-internal-topic callable and the clock. Event
+replica manager; :class:`LocalInternalLog` over plain logs, outside a broker), a
+:class:`MetadataView`, a create-internal-topic callable and the clock. Event
 loop only.
 """
 
@@ -51,10 +52,10 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
 from odradek.protocol.java_hash import key_partition
 from odradek.replication.replica_manager import ReplicaManager
-from odradek.storage.log import wall_clock_ms
+from odradek.storage.log import Log, wall_clock_ms
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "InternalTopic",
     "InternalTopicLog",
     "LeadershipListener",
+    "LocalInternalLog",
     "MetadataView",
     "PartitionLoader",
     "ReplicaInternalLog",
@@ -225,12 +227,59 @@ class ReplicaInternalLog:
         return await self._replica_manager.wait_for_acks(self._tp(partition), last_offset + 1, timeout_ms)
 
     def bounds(self, partition: int) -> tuple[int, int]:
-        log_ = self._replica_manager.get_partition(self._tp(partition)).log
-        return int(log_.log_start_offset), int(log_.log_end_offset)
+        return _log_bounds(self._replica_manager.get_partition(self._tp(partition)).log)
 
     def read(self, partition: int, offset: int, max_bytes: int) -> bytes:
-        log_ = self._replica_manager.get_partition(self._tp(partition)).log
-        return bytes(log_.read(offset, max_bytes, None, True).records_bytes())
+        return _log_read(self._replica_manager.get_partition(self._tp(partition)).log, offset, max_bytes)
+
+
+def _log_bounds(log_: Log) -> tuple[int, int]:
+    return int(log_.log_start_offset), int(log_.log_end_offset)
+
+
+def _log_read(log_: Log, offset: int, max_bytes: int) -> bytes:
+    """Whole batches from the one holding ``offset``; across the gaps a cleaned log has (an
+    offset the cleaner removed reads from the next batch kept, in a later segment if need be)."""
+    return bytes(log_.read(offset, max_bytes, None, True).records_bytes())
+
+
+class LocalInternalLog:
+    """:class:`InternalTopicLog` over plain :class:`~odradek.storage.log.Log` objects, one per
+    partition, with no replication: each is led at ``leader_epoch``, an append is durable at once
+    (the high watermark follows the log end). For a coordinator's load path outside a broker
+    (benchmarks; tests over real, cleaned segments). A partition absent from ``logs`` is not
+    led here."""
+
+    def __init__(self, logs: Mapping[int, Log], leader_epoch: int = 0) -> None:
+        self.logs = dict(logs)
+        self.epoch = leader_epoch
+
+    def _log(self, partition: int) -> Log:
+        log_ = self.logs.get(partition)
+        if log_ is None:
+            raise NotLeaderOrFollowerError(f"partition {partition} is not here")
+        return log_
+
+    def leader_epoch(self, partition: int) -> int | None:
+        return self.epoch if partition in self.logs else None
+
+    def append(self, partition: int, records: bytes) -> AppendResult:
+        try:
+            log_ = self._log(partition)
+            info = log_.append_as_leader(records, self.epoch, origin="coordinator")
+        except KafkaError as exc:
+            return exc.error_code, -1
+        log_.high_watermark = log_.log_end_offset
+        return ErrorCode.none, int(info.last_offset)
+
+    async def wait_durable(self, partition: int, last_offset: int, timeout_ms: int) -> ErrorCode:
+        return ErrorCode.none if partition in self.logs else ErrorCode.not_leader_or_follower
+
+    def bounds(self, partition: int) -> tuple[int, int]:
+        return _log_bounds(self._log(partition))
+
+    def read(self, partition: int, offset: int, max_bytes: int) -> bytes:
+        return _log_read(self._log(partition), offset, max_bytes)
 
 
 # --- the runtime -----------------------------------------------------------------------------------------

@@ -201,7 +201,10 @@ class ReplicaManager:
             dirs = ", ".join(map(str, sorted(offline_dirs)))
             raise KafkaStorageError(f"cannot create the log of {tp.topic}-{tp.partition}: log dirs {dirs} are offline")
         if partition is None:
-            log_ = self.log_manager.get_or_create_log(tp, self.log_config_for(tp.topic))
+            config = self.log_config_for(tp.topic)
+            log_ = self.log_manager.get_or_create_log(tp, config)
+            if log_.config != config:  # loaded at start-up, before the topic's overrides were known
+                log_.update_config(config)
             partition = Partition(
                 tp,
                 self.broker_id,

@@ -86,10 +86,18 @@ def _batch_line(h: BatchHeader, position: int, valid: bool) -> str:
         f"baseSequence: {h.base_sequence} lastSequence: {h.last_sequence} producerId: {h.producer_id} "
         f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
         f"isTransactional: {_bool(h.is_transactional)} isControl: {_bool(h.is_control)} "
+        f"deleteHorizonMs: {_delete_horizon(h)} "
         f"position: {position} {timestamp_type_name(h.timestamp_type)}: {h.max_timestamp} "
         f"size: {h.size_in_bytes} magic: {h.magic} compresscodec: {h.compression_name} "
         f"crc: {h.crc} isvalid: {_bool(valid)}"
     )
+
+
+def _delete_horizon(h: BatchHeader) -> str:
+    """Kafka prints the batch's ``deleteHorizonMs`` (a Java ``OptionalLong``): the base timestamp
+    when attribute bit 0x40 is set (KIP-534, stamped by the cleaner on the first clean of a batch
+    that keeps tombstones or transaction markers), else empty."""
+    return f"OptionalLong[{h.base_timestamp}]" if h.has_delete_horizon_ms else "OptionalLong.empty"
 
 
 def _text(data: bytes) -> str:

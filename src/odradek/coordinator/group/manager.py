@@ -12,7 +12,11 @@ runtime's (:mod:`odradek.coordinator.runtime`), which calls :meth:`replay`, :met
 - :meth:`cleanup_group_metadata` writes tombstones for deleted or expired offsets and groups;
 - :meth:`replay` reads a partition when this broker becomes its leader: the last
   record per key wins, a null value deletes; transactional offset commits count only once their
-  COMMIT marker is read. While a partition loads, requests for its groups are answered
+  COMMIT marker is read, and those of a transaction still open at the end of the log stay
+  pending (its marker, written later, completes them). A partition the cleaner compacted loads
+  to the same groups and offsets: gaps between offsets, empty batches (a producer's last batch
+  kept without records) and removed tombstones or markers change nothing the load keeps.
+  While a partition loads, requests for its groups are answered
   COORDINATOR_LOAD_IN_PROGRESS by the coordinator.
 
 A group's partition is :func:`~odradek.coordinator.group.schemas.partition_for` over the topic's
@@ -84,18 +88,23 @@ class OffsetFetchEntry:
     error: ErrorCode = ErrorCode.none
 
 
+RawOffset = tuple[bytes | None, int]
+"""An offset commit as read at load time: its value's bytes (None: a tombstone) and its record's
+offset in ``__consumer_offsets``. Values are decoded once, for the record that wins its key."""
+
+
 @dataclass
 class LoadedPartition:
     """What replaying one partition found, keyed by group."""
 
     started_ms: int
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
-    offsets: dict[str, dict[TopicPartition, tuple[OffsetAndMetadata | None, int]]] = field(default_factory=dict)
-    pending_txn: dict[int, dict[tuple[str, TopicPartition], tuple[OffsetAndMetadata | None, int]]] = field(
-        default_factory=dict
-    )
+    offsets: dict[str, dict[TopicPartition, RawOffset]] = field(default_factory=dict)
+    pending_txn: dict[int, dict[tuple[str, TopicPartition], RawOffset]] = field(default_factory=dict)
+    keys: dict[bytes, OffsetCommitKey | GroupMetadataKey | None] = field(default_factory=dict)
+    """Decoded record keys by their bytes (None: unreadable); a partition holds few distinct keys."""
 
-    def apply_offset(self, group: str, tp: TopicPartition, value: OffsetAndMetadata | None, at: int) -> None:
+    def apply_offset(self, group: str, tp: TopicPartition, value: bytes | None, at: int) -> None:
         self.offsets.setdefault(group, {})[tp] = (value, at)
 
 
@@ -241,7 +250,8 @@ class GroupMetadataManager:
         for group in groups:
             removed = selector(group)
             removed_total += len(removed)
-            if group.is_(GroupState.EMPTY) and not group.has_offsets():
+            pending_txn = self.txn_offsets.has_group(group.group_id)
+            if group.is_(GroupState.EMPTY) and not group.has_offsets() and not pending_txn:
                 group.transition_to(GroupState.DEAD, self.time_ms())
             records = [Record(encode_offset_commit_key(group.group_id, tp.topic, tp.partition), None) for tp in removed]
             if group.is_(GroupState.DEAD) and self.groups.get(group.group_id) is group:
@@ -327,6 +337,16 @@ class GroupMetadataManager:
     ) -> None:
         """Take the groups :meth:`replay` read over (the partition is owned at ``epoch`` now)."""
         groups = self._build_groups(loaded)
+        self.txn_offsets.restore(
+            {
+                producer_id: {
+                    (group_id, tp): (value, at)
+                    for (group_id, tp), (raw, at) in by_key.items()
+                    if (value := self._offset_value(group_id, tp, raw, at)) is not None
+                }
+                for producer_id, by_key in loaded.pending_txn.items()
+            }
+        )
         for group in groups:
             current = self.add_group(group)
             if current is group:
@@ -362,33 +382,67 @@ class GroupMetadataManager:
         for rec in records:
             if rec.key is None:
                 continue
-            try:
-                key = decode_key(rec.key)
-                if isinstance(key, OffsetCommitKey):
-                    tp = TopicPartition(key.topic, key.partition)
-                    value = None if rec.value is None else decode_offset_commit_value(rec.value)
-                    if header.is_transactional:
-                        loaded.pending_txn.setdefault(header.producer_id, {})[(key.group, tp)] = (value, rec.offset)
-                    else:
-                        loaded.apply_offset(key.group, tp, value, rec.offset)
-                elif isinstance(key, GroupMetadataKey):
-                    loaded.groups[key.group] = None if rec.value is None else decode_group_metadata_value(rec.value)
-            except SchemaError as exc:
-                log.warning("skipping unreadable record at offset %d of __consumer_offsets: %s", rec.offset, exc)
+            key = self._record_key(loaded, rec.key, rec.offset)
+            if isinstance(key, OffsetCommitKey):
+                tp = TopicPartition(key.topic, key.partition)
+                if header.is_transactional:
+                    loaded.pending_txn.setdefault(header.producer_id, {})[(key.group, tp)] = (rec.value, rec.offset)
+                else:
+                    loaded.apply_offset(key.group, tp, rec.value, rec.offset)
+            elif isinstance(key, GroupMetadataKey):
+                try:
+                    metadata = None if rec.value is None else decode_group_metadata_value(rec.value)
+                except SchemaError as exc:
+                    log.warning("skipping unreadable record at offset %d of __consumer_offsets: %s", rec.offset, exc)
+                    continue
+                loaded.groups[key.group] = metadata
+
+    @staticmethod
+    def _record_key(loaded: LoadedPartition, raw: bytes, at: int) -> OffsetCommitKey | GroupMetadataKey | None:
+        try:
+            return loaded.keys[raw]
+        except KeyError:
+            pass
+        try:
+            key: OffsetCommitKey | GroupMetadataKey | None = decode_key(raw)
+        except SchemaError as exc:
+            log.warning("skipping unreadable record at offset %d of __consumer_offsets: %s", at, exc)
+            key = None
+        loaded.keys[raw] = key
+        return key
+
+    @staticmethod
+    def _offset_value(group_id: str, tp: TopicPartition, raw: bytes | None, at: int) -> OffsetAndMetadata | None:
+        """The decoded value of the record at ``at``; None for a tombstone or an unreadable value
+        (logged: the key then loads without an offset)."""
+        if raw is None:
+            return None
+        try:
+            return decode_offset_commit_value(raw)
+        except SchemaError as exc:
+            log.warning(
+                "skipping unreadable offset of group %s for %s at offset %d of __consumer_offsets: %s",
+                group_id,
+                tp,
+                at,
+                exc,
+            )
+            return None
 
     def _build_groups(self, loaded: LoadedPartition) -> list[GroupMetadata]:
         now = self.time_ms()
         out: list[GroupMetadata] = []
-        for group_id in loaded.groups.keys() | loaded.offsets.keys():
+        pending_groups = {group_id for by_key in loaded.pending_txn.values() for group_id, _tp in by_key}
+        for group_id in loaded.groups.keys() | loaded.offsets.keys() | pending_groups:
             value = loaded.groups.get(group_id)
             group = (
                 GroupMetadata.from_record(group_id, value, now)
                 if value is not None
                 else GroupMetadata(group_id, GroupState.EMPTY, now)
             )
-            for tp, (offset_value, at) in loaded.offsets.get(group_id, {}).items():
-                group.load_offset(tp, offset_value, at)
-            if value is None and not group.offsets:
+            for tp, (raw, at) in loaded.offsets.get(group_id, {}).items():
+                group.load_offset(tp, self._offset_value(group_id, tp, raw, at), at)
+            if value is None and not group.offsets and group_id not in pending_groups:
                 continue
             out.append(group)
         return out
@@ -397,6 +451,7 @@ class GroupMetadataManager:
         """Drop ``partition``'s groups (another broker coordinates them now). Returns the number
         of groups unloaded."""
         count = 0
+        self.txn_offsets.forget(lambda group_id: self.partition_for(group_id) == partition)
         for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
             group = self.groups.pop(group_id)
             on_group_unloaded(group)

@@ -7,12 +7,13 @@ group's committed offsets only when the COMMIT marker of that producer is writte
 partition (WriteTxnMarkers calls :meth:`TxnOffsetCommits.complete`); an ABORT drops them. While
 a producer's offsets for a partition are pending, OffsetFetch with ``require_stable`` answers that
 partition UNSTABLE_OFFSET_COMMIT. After a coordinator failover the loader decides them from the
-markers in the log. Event loop only.
+markers in the log; offsets of a transaction the log leaves open are pending again after the load.
+Event loop only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from odradek.coordinator.group.group import CommitRecord, GroupMetadata
@@ -37,6 +38,10 @@ class TxnOffsetCommits:
     def is_pending(self, group_id: str, tp: TopicPartition) -> bool:
         return any((group_id, tp) in by_key for by_key in self.pending.values())
 
+    def has_group(self, group_id: str) -> bool:
+        """Some producer's offsets for ``group_id`` are pending (the group must not go Dead)."""
+        return any(key[0] == group_id for by_key in self.pending.values() for key in by_key)
+
     async def store(
         self,
         group: GroupMetadata,
@@ -56,6 +61,23 @@ class TxnOffsetCommits:
         for i, (tp, value) in enumerate(offsets.items()):
             mine[(group.group_id, tp)] = (value, base + i)
         return dict.fromkeys(offsets, ErrorCode.none)
+
+    def restore(self, loaded: Mapping[int, Mapping[tuple[str, TopicPartition], tuple[OffsetAndMetadata, int]]]) -> None:
+        """Take the offsets of transactions a partition's load found without their marker (still
+        open when the log ends) as pending, as Kafka's ``loadGroup`` does with its pending
+        transactional offsets; a later COMMIT or ABORT marker decides them."""
+        for producer_id, by_key in loaded.items():
+            if by_key:
+                self.pending.setdefault(producer_id, {}).update(by_key)
+
+    def forget(self, is_unloaded: Callable[[str], bool]) -> None:
+        """Drop the pending offsets of the groups ``is_unloaded`` names (their partition is unloaded)."""
+        for producer_id in list(self.pending):
+            mine = self.pending[producer_id]
+            for key in [k for k in mine if is_unloaded(k[0])]:
+                del mine[key]
+            if not mine:
+                del self.pending[producer_id]
 
     def complete(self, producer_id: int, partitions: Iterable[int], commit: bool) -> int:
         """The producer's marker was written on ``partitions`` of ``__consumer_offsets``: its
