@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.storage import LogManager
 from odradek.storage.cleaner import CLEANER_OFFSET_CHECKPOINT
+from odradek.storage.config import LogConfig
 from odradek.testing import BrokerRunner
 
 KEYS = 20
@@ -71,3 +74,31 @@ def test_a_compacted_topic_is_cleaned_by_the_broker(odradek_broker_factory) -> N
         assert table[b"key-%02d" % k] == ((ROUNDS - 1) * KEYS + k, b"round-%d" % (ROUNDS - 1))
     offsets = [o for o, _, _ in records]
     assert offsets == sorted(offsets) and offsets[-1] == end - 1
+
+
+def test_a_restarted_broker_loads_a_compacted_log_with_its_topic_config(odradek_broker_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Logs are opened with their topic's overrides from ``/config/topics`` (Kafka's LogManager
+    start-up), not with the broker defaults until the first LeaderAndIsr: retention must never see a
+    compacted log as a ``delete`` one, not even between loading and leadership."""
+    broker: BrokerRunner = odradek_broker_factory()
+    data_dir = broker.data_dir
+    topic = f"table-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    config = {"cleanup.policy": "compact", "segment.bytes": "4096"}
+    admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(10)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce(topic, key=b"k", value=b"v", partition=0)
+    assert producer.flush(10) == 0
+    broker.stop()
+
+    loaded: list[dict[str, LogConfig]] = []
+    original = LogManager.load_logs
+
+    def spy(self: LogManager, topic_configs: Mapping[str, LogConfig] | None = None) -> None:
+        loaded.append(dict(topic_configs or {}))
+        original(self, topic_configs)
+
+    monkeypatch.setattr(LogManager, "load_logs", spy)
+    odradek_broker_factory(data_dir=data_dir)
+    at_load = loaded[0][topic]
+    assert at_load.compacted and at_load.segment_bytes == 4096

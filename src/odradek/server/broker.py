@@ -68,6 +68,7 @@ from odradek.server.socket_server import SocketServer
 from odradek.storage import Log, LogManager, TopicPartition
 from odradek.storage.cleaner import CLEANER_KEYS, CleanerConfig, LogCleaner
 from odradek.storage.config import LogConfig
+from odradek.storage.topic_partition import parse_topic_partition_dir
 
 log = logging.getLogger(__name__)
 
@@ -168,11 +169,11 @@ class Broker:
         t0 = time.monotonic()
         for d in self.config.log_dirs:
             os.makedirs(d, exist_ok=True)
-        self.log_manager = LogManager(self.config.log_dirs, self.config.default_log_config())
-        self.log_manager.load_logs()
         store = await self._open_store()
         zk = KafkaZkClient(store)
         await zk.create_top_level_paths()
+        self.log_manager = LogManager(self.config.log_dirs, self.config.default_log_config())
+        self.log_manager.load_logs(await self._topic_configs_on_disk(zk))
         self.cluster_id = await zk.get_or_create_cluster_id()
         check_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
         self.authorizer = await start_authorizer(self.config, store)
@@ -224,6 +225,21 @@ class Broker:
             ", ".join(map(str, self.endpoints)),
             self.cluster_id,
         )
+
+    async def _topic_configs_on_disk(self, zk: KafkaZkClient) -> dict[str, LogConfig]:
+        """The ``LogConfig`` of every topic with a partition directory in a log dir, its overrides read
+        from ``/config/topics/<topic>`` (Kafka's ``LogManager`` start-up): a compacted topic is loaded
+        compacted, and retention never runs on a restarted log with the broker's defaults."""
+        topics: set[str] = set()
+        for d in self.config.log_dirs:
+            try:
+                names = [child.name for child in os.scandir(d) if child.is_dir()]
+            except OSError:
+                continue  # the log manager reports the directory and takes it offline
+            topics.update(tp.topic for name in names if (tp := parse_topic_partition_dir(name)) is not None)
+        for topic in topics:
+            self.topic_overrides[topic] = await zk.get_entity_configs("topics", topic)
+        return {topic: self.log_config_for(topic) for topic in topics}
 
     def _local_address(self) -> tuple[str, int] | None:
         """This broker's advertised (host, port) on the inter-broker listener (else its first);
