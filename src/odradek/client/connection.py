@@ -204,10 +204,12 @@ class KafkaConnection:
         Raises KafkaConnectionError (KafkaAuthenticationError when the SASL exchange is refused);
         an invalid ``ssl.*`` setting raises :class:`~odradek.security.tls.SslConfigError`."""
         context = await self.security.ssl_context_async()
+        source = self.security.source_address
+        local_addr = (source, 0) if source else None
         opening = (
-            asyncio.open_connection(self.host, self.port, ssl=context, server_hostname=self.host)
+            asyncio.open_connection(self.host, self.port, ssl=context, server_hostname=self.host, local_addr=local_addr)
             if context is not None
-            else asyncio.open_connection(self.host, self.port)
+            else asyncio.open_connection(self.host, self.port, local_addr=local_addr)
         )
         try:
             self._reader, self._writer = await asyncio.wait_for(opening, self.connect_timeout_ms / 1000)

@@ -1,0 +1,153 @@
+"""Nemeses: the faults a campaign injects, and schedules of them.
+
+A fault is a :class:`Nemesis` with ``inject()`` and ``heal()``; :func:`run_fault` records it in
+the history (:class:`~chaos.history.Fault`, start at injection, end at heal). Faults:
+
+- ``zk-isolate``: one broker cut from ZooKeeper only (clients and brokers still reach it: the
+  zombie leader case when it leads partitions).
+- ``leader-isolate``: the leader of a partition cut from its followers only.
+- ``partition-minority`` / ``partition-majority``: the brokers split in two groups cut from each
+  other (ZooKeeper reachable from both); the named side holds the workload's leader.
+- ``client-leader``: the clients cut from the leader of a partition.
+- ``controller-pause``: the controller (``/controller``) SIGSTOPped past the ZooKeeper session
+  timeout, then SIGCONTed.
+- ``leader-pause``: a partition leader SIGSTOPped past the session timeout.
+- ``kill-leader``: a partition leader killed (SIGKILL) and restarted.
+- ``zk-restart``: ZooKeeper killed (SIGKILL) and restarted on its port and data.
+- ``rolling-restart``: every broker in turn stopped (controlled shutdown) and started, waiting
+  until its partitions' ISRs are full again.
+- ``slow-link``: 100 ms latency and 1 MB/s between the leader and its followers.
+
+Schedules (:data:`SCHEDULES`): one fault kind repeated, or ``mixed`` (seeded random choice).
+Runs on the campaign's main thread.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chaos.cluster import ChaosCluster
+from chaos.history import Fault, History
+
+__all__ = ["KINDS", "SCHEDULES", "Nemesis", "make_nemesis", "run_fault"]
+
+KINDS = (
+    "zk-isolate",
+    "leader-isolate",
+    "partition-minority",
+    "partition-majority",
+    "client-leader",
+    "controller-pause",
+    "leader-pause",
+    "kill-leader",
+    "zk-restart",
+    "rolling-restart",
+    "slow-link",
+)
+SCHEDULES = (*KINDS, "mixed")
+
+
+@dataclass
+class Nemesis:
+    kind: str
+    targets: str
+    inject: Callable[[], None]
+    heal: Callable[[], None]
+    hold_s: float
+    """How long the fault stays before it is healed (0: ``inject`` does the whole fault)."""
+
+
+def _brokers(cluster: ChaosCluster) -> list[int]:
+    return sorted(cluster.brokers)
+
+
+def make_nemesis(kind: str, cluster: ChaosCluster, topic: str, rng: random.Random, hold_s: float) -> Nemesis:
+    """The fault ``kind`` against partition ``rng``-chosen of ``topic`` (leaders read from ZooKeeper)."""
+    partition = rng.randrange(2)
+    leader = cluster.leader(topic, partition) or rng.choice(_brokers(cluster))
+    others = [b for b in _brokers(cluster) if b != leader]
+    session = cluster.session_timeout_s
+    proxy = cluster.proxy
+    if kind == "zk-isolate":
+        return Nemesis(kind, f"b{leader}", lambda: proxy.cut(f"b{leader}", "zk"), proxy.heal, hold_s)
+    if kind == "leader-isolate":
+        return Nemesis(
+            kind,
+            f"b{leader}|{others}",
+            lambda: proxy.partition([f"b{leader}"], [f"b{o}" for o in others]),
+            proxy.heal,
+            hold_s,
+        )
+    if kind in ("partition-minority", "partition-majority"):
+        shuffled = others[:]
+        rng.shuffle(shuffled)
+        small = (len(_brokers(cluster)) - 1) // 2
+        minority = [leader, *shuffled[: small - 1]] if kind == "partition-minority" else shuffled[:small]
+        majority = [b for b in _brokers(cluster) if b not in minority]
+        a, b = [f"b{x}" for x in minority], [f"b{x}" for x in majority]
+        return Nemesis(kind, f"{minority}|{majority}", lambda: proxy.partition(a, b), proxy.heal, hold_s)
+    if kind == "client-leader":
+        return Nemesis(kind, f"client|b{leader}", lambda: proxy.cut("client", f"b{leader}"), proxy.heal, hold_s)
+    if kind == "slow-link":
+
+        def slow() -> None:
+            for o in others:
+                proxy.slow(f"b{leader}", f"b{o}", latency_s=0.1, bandwidth_bps=1_000_000)
+
+        return Nemesis(kind, f"b{leader}~{others}", slow, proxy.heal, hold_s)
+    if kind in ("controller-pause", "leader-pause"):
+        target = (cluster.controller() or leader) if kind == "controller-pause" else leader
+        broker = cluster.brokers[target]
+        return Nemesis(
+            kind,
+            f"b{target}",
+            lambda: broker.signal(signal.SIGSTOP),
+            lambda: broker.signal(signal.SIGCONT),
+            max(hold_s, session + 2.0),
+        )
+    if kind == "kill-leader":
+        return Nemesis(kind, f"b{leader}", lambda: cluster.kill9(leader), lambda: cluster.start_broker(leader), hold_s)
+    if kind == "zk-restart":
+        return Nemesis(kind, "zk", cluster.kill_zookeeper, cluster.restart_zookeeper, min(hold_s, session / 2))
+    if kind == "rolling-restart":
+        return Nemesis(kind, "all", lambda: _rolling_restart(cluster, topic), lambda: None, 0.0)
+    raise ValueError(f"unknown fault {kind!r}; one of {', '.join(KINDS)}")
+
+
+def _rolling_restart(cluster: ChaosCluster, topic: str) -> None:
+    for broker_id in _brokers(cluster):
+        cluster.stop_broker(broker_id)
+        cluster.start_broker(broker_id)
+        cluster.wait_for(lambda: _isr_full(cluster, topic), 60)
+
+
+def _isr_full(cluster: ChaosCluster, topic: str) -> bool:
+    assignment = cluster.read_json(f"/brokers/topics/{topic}")
+    if not assignment:
+        return False
+    for p, replicas in assignment["partitions"].items():
+        state = cluster.partition_state(topic, int(p))
+        if state is None or sorted(state["isr"]) != sorted(replicas):
+            return False
+    return True
+
+
+def run_fault(history: History, nemesis: Nemesis, stopping: Callable[[], bool] = lambda: False) -> Fault:
+    fault = Fault(nemesis.kind, nemesis.targets, history.now())
+    history.faults.append(fault)
+    nemesis.inject()
+    deadline = time.monotonic() + nemesis.hold_s
+    while time.monotonic() < deadline and not stopping():
+        time.sleep(0.1)
+    nemesis.heal()
+    fault.end = history.now()
+    return fault
+
+
+def isr_full(cluster: ChaosCluster, topic: str) -> bool:
+    """Whether every partition of ``topic`` has all its replicas in sync (read from ZooKeeper)."""
+    return _isr_full(cluster, topic)
