@@ -10,6 +10,7 @@ writes: its exit status is 0 when it does. ``--override KEY=VALUE`` sets a broke
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--report-dir", default="chaos-report")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # the campaign's own short ZooKeeper reads
     overrides = {}
     for item in args.override:
         key, sep, value = item.partition("=")

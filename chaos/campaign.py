@@ -6,9 +6,9 @@ is on: the followers are killed so the ISR shrinks to the leader, writes are ack
 leader alone (``min.insync.replicas=1``), the leader is killed, a stale follower comes back and
 is elected outside the ISR, then the old leader returns and truncates to it.
 
-Topics: ``chaos`` (6 partitions, RF 3, ``min.insync.replicas=2``) for the idempotent producers and
-the consumer group; ``chaos-txn`` (3 partitions) for the transactional producer and its
-read_committed group.
+Topics: ``chaos`` (6 partitions, RF 3, ``min.insync.replicas=2``) for the idempotent producers
+and the consumer groups (a Kafka group and seed 004's ZooKeeper group); ``chaos-txn``
+(3 partitions) for the transactional producer and its read_committed group.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import random
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ from chaos.workloads import (
     OffsetMonitor,
     ProducerWorkload,
     TransactionalWorkload,
+    ZkGroupWorkload,
+    ZkOffsetMonitor,
     final_read,
 )
 
@@ -40,6 +42,7 @@ TXN_TOPIC = "chaos-txn"
 PARTITIONS = 6
 TXN_PARTITIONS = 3
 GROUP = "chaos-group"
+ZK_GROUP = "chaos-zk-group"
 
 
 @dataclass
@@ -54,6 +57,7 @@ class CampaignConfig:
     rate: float = 100.0
     """Records per second of each of the two producers."""
     transactions: bool = True
+    zookeeper_group: bool = True
     overrides: dict[str, str] = field(default_factory=dict)
     base_dir: Path = Path("chaos-report")
 
@@ -91,6 +95,12 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
         producers = [ProducerWorkload(history, bootstrap, TOPIC, PARTITIONS, f"p{i}", config.rate) for i in range(2)]
         consumers: list[Any] = [GroupConsumerWorkload(history, bootstrap, [TOPIC], GROUP, f"c{i}") for i in range(2)]
         consumers.append(OffsetMonitor(history, bootstrap, GROUP, TOPIC, PARTITIONS))
+        if config.zookeeper_group:
+            zk_connect = cluster.client_zookeeper_connect
+            consumers += [ZkGroupWorkload(history, zk_connect, TOPIC, ZK_GROUP, f"z{i}") for i in range(2)]
+            consumers.append(
+                ZkOffsetMonitor(history, cluster.zookeeper.connect_string + cluster.chroot, ZK_GROUP, TOPIC, PARTITIONS)
+            )
         if config.transactions:
             producers.append(TransactionalWorkload(history, bootstrap, TXN_TOPIC, TXN_PARTITIONS))  # type: ignore[arg-type]
             consumers.append(GroupConsumerWorkload(history, bootstrap, [TXN_TOPIC], "chaos-txn-group", "tc0"))
@@ -102,7 +112,7 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
         deadline = time.monotonic() + config.minutes * 60
         while time.monotonic() < deadline:
             kind = rng.choice(config.kinds) if config.schedule == "mixed" else config.schedule
-            nemesis = make_nemesis(kind, cluster, TOPIC, rng, config.hold_s)
+            nemesis = make_nemesis(kind, cluster, TOPIC, rng, config.hold_s, history)
             _log(f"fault {kind} {nemesis.targets}")
             run_fault(history, nemesis)
             cluster.wait_for(lambda: isr_full(cluster, TOPIC), 30)
@@ -146,6 +156,7 @@ def _heal_all(cluster: ChaosCluster) -> None:
 
 def unclean_election(config: CampaignConfig) -> CampaignResult:
     """The fixed unclean-election schedule on a 3-broker cluster (see the module docstring)."""
+    config = replace(config, schedule="unclean-election", brokers=3, minutes=0.0, transactions=False)
     history = History()
     overrides = {"unclean.leader.election.enable": "true", **config.overrides}
     cluster = ChaosCluster(3, config.base_dir / "cluster", overrides)

@@ -11,6 +11,7 @@ Addressing (all on this machine's loopback, 127/8):
 - ZooKeeper is node ``zk``; broker ``i``'s ``zookeeper.connect`` is its own proxy port
   ``127.0.0.<10+i>:<zk port i>`` (kazoo cannot bind a source address), so ``b<i> -> zk`` is a
   link of its own.
+- the ZooKeeper consumer group reaches ZooKeeper through ``127.0.0.10:<port>`` (link ``client -> zk``);
 - clients connect from ``127.0.0.1`` (librdkafka cannot bind a source address): they are the node
   ``client``; cutting ``client`` from ``b<i>`` cuts every workload client from that broker.
 
@@ -53,6 +54,10 @@ CHAOS_BROKER_DEFAULTS = {
 """Broker settings of a campaign: the session and lag timeouts the figures are measured against."""
 
 
+CLIENT_ADDRESS = "127.0.0.10"
+"""Where the clients' own ZooKeeper port listens (the ZooKeeper consumer group's link ``client -> zk``)."""
+
+
 def node_address(broker_id: int) -> str:
     """Broker ``broker_id``'s own loopback address."""
     return f"127.0.0.{10 + broker_id}"
@@ -76,6 +81,8 @@ class ChaosCluster:
         self.proxy = FaultProxy(sources={node_address(i): f"b{i}" for i in range(1, brokers + 1)})
         self.brokers: dict[int, ClusterBroker] = {}
         self.advertised: dict[int, tuple[str, int]] = {}
+        self.client_zookeeper_connect = ""
+        """``zookeeper.connect`` of the clients (through the proxy, link ``client -> zk``)."""
 
     @property
     def bootstrap_servers(self) -> str:
@@ -93,6 +100,11 @@ class ChaosCluster:
         self.zookeeper.start()
         self.proxy.start()
         self._create_chroot()
+        client_zk_port = _free_port_on(CLIENT_ADDRESS)
+        self.proxy.add_route(
+            Route((CLIENT_ADDRESS, client_zk_port), ("127.0.0.1", self.zookeeper.port), "zk", "client")
+        )
+        self.client_zookeeper_connect = f"{CLIENT_ADDRESS}:{client_zk_port}{self.chroot}"
         for i in range(1, self.count + 1):
             host = node_address(i)
             real_port = free_port()

@@ -65,8 +65,12 @@ def _brokers(cluster: ChaosCluster) -> list[int]:
     return sorted(cluster.brokers)
 
 
-def make_nemesis(kind: str, cluster: ChaosCluster, topic: str, rng: random.Random, hold_s: float) -> Nemesis:
-    """The fault ``kind`` against partition ``rng``-chosen of ``topic`` (leaders read from ZooKeeper)."""
+def make_nemesis(
+    kind: str, cluster: ChaosCluster, topic: str, rng: random.Random, hold_s: float, history: History | None = None
+) -> Nemesis:
+    """The fault ``kind`` against an ``rng``-chosen partition of ``topic`` (leaders read from
+    ZooKeeper). A rolling restart records each broker's controlled shutdown in ``history`` as a
+    ``controlled-shutdown`` fault of its own."""
     partition = rng.randrange(2)
     leader = cluster.leader(topic, partition) or rng.choice(_brokers(cluster))
     others = [b for b in _brokers(cluster) if b != leader]
@@ -114,14 +118,19 @@ def make_nemesis(kind: str, cluster: ChaosCluster, topic: str, rng: random.Rando
     if kind == "zk-restart":
         return Nemesis(kind, "zk", cluster.kill_zookeeper, cluster.restart_zookeeper, min(hold_s, session / 2))
     if kind == "rolling-restart":
-        return Nemesis(kind, "all", lambda: _rolling_restart(cluster, topic), lambda: None, 0.0)
+        return Nemesis(kind, "all", lambda: _rolling_restart(cluster, topic, history), lambda: None, 0.0)
     raise ValueError(f"unknown fault {kind!r}; one of {', '.join(KINDS)}")
 
 
-def _rolling_restart(cluster: ChaosCluster, topic: str) -> None:
+def _rolling_restart(cluster: ChaosCluster, topic: str, history: History | None) -> None:
     for broker_id in _brokers(cluster):
+        shutdown = Fault("controlled-shutdown", f"b{broker_id}", history.now()) if history is not None else None
+        if history is not None and shutdown is not None:
+            history.faults.append(shutdown)
         cluster.stop_broker(broker_id)
         cluster.start_broker(broker_id)
+        if history is not None and shutdown is not None:
+            shutdown.end = history.now()
         cluster.wait_for(lambda: _isr_full(cluster, topic), 60)
 
 

@@ -13,13 +13,15 @@
   topic is read by a read_committed group consumer.
 - :func:`final_read`: every partition from its beginning to its high watermark, read_committed.
 
-The ZooKeeper-offsets consumer group is not driven by the campaign (see docs/reliability.md).
+- :class:`ZkGroupWorkload` / :class:`ZkOffsetMonitor`: seed 004's ZooKeeper consumer group
+  (offsets in ZooKeeper) and the watch on its committed offsets.
 librdkafka cannot bind a source address, so every client connects from 127.0.0.1 (the proxy's
 ``client`` node).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -37,7 +39,15 @@ from confluent_kafka import (
 
 from chaos.history import Ack, Fail, History, OffsetObservation, Poll, Send, Txn
 
-__all__ = ["GroupConsumerWorkload", "OffsetMonitor", "ProducerWorkload", "TransactionalWorkload", "final_read"]
+__all__ = [
+    "GroupConsumerWorkload",
+    "OffsetMonitor",
+    "ProducerWorkload",
+    "TransactionalWorkload",
+    "ZkGroupWorkload",
+    "ZkOffsetMonitor",
+    "final_read",
+]
 
 
 def _client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
@@ -117,7 +127,8 @@ class ProducerWorkload(_Worker):
         while not self.stopping.is_set():
             if fatal.is_set():
                 history.notes.append(f"{name}: fatal error at {history.now():.3f}; a new producer takes over")
-                producer.flush(5)
+                with contextlib.suppress(KafkaException):
+                    producer.flush(5)
                 producer, name = self._producer()
                 fatal.clear()
                 seq = 0
@@ -135,14 +146,16 @@ class ProducerWorkload(_Worker):
                 seq += 1
                 if exc.args and exc.args[0].fatal():
                     fatal.set()
-            producer.poll(0)
             next_at += interval
-            delay = next_at - time.monotonic()
-            if delay > 0:
-                producer.poll(delay)
-            else:
+            try:
+                producer.poll(max(0.0, next_at - time.monotonic()))
+            except KafkaException as exc:  # librdkafka raises its fatal errors from poll()
+                self.errors.append(str(exc))
+                fatal.set()
+            if next_at < time.monotonic():
                 next_at = time.monotonic()
-        producer.flush(60)
+        with contextlib.suppress(KafkaException):
+            producer.flush(60)
 
 
 class GroupConsumerWorkload(_Worker):
@@ -296,6 +309,91 @@ class TransactionalWorkload(_Worker):
                 elif not error.retriable() or error.fatal():
                     producer = None  # a new instance; the outcome of this one stays unknown
             self.stopping.wait(0.05)
+
+
+class ZkGroupWorkload(_Worker):
+    """A member of a ZooKeeper-coordinated consumer group (seed 004's ``ZookeeperConsumerConnector``,
+    offsets in ZooKeeper, committed every second); each rebalance starts a new session. A member
+    whose rebalance failed for good is closed and replaced by a new one. Its own event loop."""
+
+    def __init__(self, history: History, bootstrap_zk: str, topic: str, group: str, name: str) -> None:
+        super().__init__(f"zk-consumer-{name}")
+        self.history, self.zookeeper_connect, self.topic, self.group, self.consumer_name = (
+            history,
+            bootstrap_zk,
+            topic,
+            group,
+            name,
+        )
+
+    def run(self) -> None:
+        asyncio.run(self._run())
+
+    async def _run(self) -> None:
+        from odradek.zkclients.consumer_connector import ConsumerConfig, ZookeeperConsumerConnector
+
+        generation = 0
+        while not self.stopping.is_set():
+            generation += 1
+            config = ConsumerConfig(
+                self.group,
+                self.zookeeper_connect,
+                auto_offset_reset="smallest",
+                auto_commit_interval_ms=1000,
+                rebalance_backoff_ms=500,
+                rebalance_max_retries=20,
+            )
+            connector = ZookeeperConsumerConnector(config, {self.topic: 1})
+            try:
+                await connector.start()
+                while not self.stopping.is_set():
+                    batch = await connector.poll(200)
+                    records = tuple((r.topic, r.partition, r.offset, (r.value or b"").decode()) for r in batch)
+                    if records:
+                        session = generation * 10_000 + connector.rebalances
+                        self.history.polls.append(Poll(self.consumer_name, session, self.history.now(), records))
+            except Exception as exc:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                await asyncio.sleep(1.0)
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(connector.close(), 10)
+
+
+class ZkOffsetMonitor(_Worker):
+    """Reads the ZooKeeper group's committed offsets (``/consumers/<group>/offsets/<t>/<p>``) every second."""
+
+    def __init__(self, history: History, zookeeper_connect: str, group: str, topic: str, partitions: int) -> None:
+        super().__init__(f"zk-offsets-{group}")
+        self.history, self.zookeeper_connect, self.group, self.topic, self.partitions = (
+            history,
+            zookeeper_connect,
+            group,
+            topic,
+            partitions,
+        )
+
+    def run(self) -> None:
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zookeeper_connect, timeout=5)
+        try:
+            zk.start(10)
+            while not self.stopping.wait(1.0):
+                for p in range(self.partitions):
+                    path = f"/consumers/{self.group}/offsets/{self.topic}/{p}"
+                    try:
+                        data, _ = zk.get(path)
+                    except Exception:
+                        continue
+                    t = self.history.now()
+                    self.history.offsets.append(OffsetObservation(f"zk:{self.group}", self.topic, p, int(data), t))
+        except Exception as exc:
+            self.errors.append(str(exc))
+        finally:
+            with contextlib.suppress(Exception):
+                zk.stop()
+                zk.close()
 
 
 def final_read(history: History, bootstrap: str, topic: str, partitions: int, timeout_s: float = 60.0) -> list[Poll]:
