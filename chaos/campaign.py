@@ -120,12 +120,12 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
         _heal_all(cluster)
         if not cluster.wait_for(lambda: isr_full(cluster, TOPIC), 60):
             history.notes.append("the ISRs were not full 60 s after the last heal")
-        time.sleep(2)
+        time.sleep(1)
         for w in producers:
             w.stop()
         for w in producers:
             w.join(90)
-        time.sleep(3)
+        time.sleep(2)
         for w in consumers:
             w.stop()
         for w in consumers:
@@ -170,18 +170,18 @@ def unclean_election(config: CampaignConfig) -> CampaignResult:
         )
         producer = ProducerWorkload(history, cluster.bootstrap_servers, topic, partitions, "p0", config.rate)
         producer.start()
-        time.sleep(2)
+        time.sleep(1)
         leader = cluster.leader(topic, 0)
         assert leader is not None
         followers = [b for b in cluster.brokers if b != leader]
         run_fault(history, _step("kill-followers", f"{followers}", lambda: _kill_all(cluster, followers)))
         cluster.wait_for(lambda: (cluster.partition_state(topic, 0) or {}).get("isr") == [leader], 30)
-        time.sleep(3)  # acknowledged by the leader alone
+        time.sleep(2)  # acknowledged by the leader alone
         run_fault(history, _step("kill-leader", f"b{leader}", lambda: cluster.kill9(leader)))
         stale = followers[0]
         run_fault(history, _step("start-stale-replica", f"b{stale}", lambda: cluster.start_broker(stale)))
         cluster.wait_for(lambda: cluster.leader(topic, 0) == stale, 60)
-        time.sleep(3)  # the stale leader takes writes at the offsets the old leader had acknowledged
+        time.sleep(2)  # the stale leader takes writes at the offsets the old leader had acknowledged
         run_fault(history, _step("restart-old-leader", f"b{leader}", lambda: cluster.start_broker(leader)))
         cluster.start_broker(followers[1])
         cluster.wait_for(lambda: isr_full(cluster, topic), 60)

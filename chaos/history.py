@@ -119,6 +119,12 @@ class History:
     def now(self) -> float:
         return time.monotonic() - self.start_mono
 
+    def records_polled_by(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for poll in self.polls:
+            counts[poll.consumer] = counts.get(poll.consumer, 0) + len(poll.records)
+        return dict(sorted(counts.items()))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "start_wall": self.start_wall,
@@ -127,6 +133,7 @@ class History:
             "fails": len(self.fails),
             "polls": len(self.polls),
             "records_polled": sum(len(p.records) for p in self.polls),
+            "records_polled_by": self.records_polled_by(),
             "records_final_read": sum(len(p.records) for p in self.final_reads),
             "offset_observations": len(self.offsets),
             "txns": {o: sum(1 for t in self.txns if t.outcome == o) for o in ("committed", "aborted", "unknown")},

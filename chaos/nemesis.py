@@ -13,7 +13,8 @@ the history (:class:`~chaos.history.Fault`, start at injection, end at heal). Fa
   timeout, then SIGCONTed.
 - ``leader-pause``: a partition leader SIGSTOPped past the session timeout.
 - ``kill-leader``: a partition leader killed (SIGKILL) and restarted.
-- ``zk-restart``: ZooKeeper killed (SIGKILL) and restarted on its port and data.
+- ``kill-follower``: a follower of a partition killed (SIGKILL) and restarted.
+- ``zk-restart``: ZooKeeper killed (SIGKILL) and restarted on its port and data after the hold.
 - ``rolling-restart``: every broker in turn stopped (controlled shutdown) and started, waiting
   until its partitions' ISRs are full again.
 - ``slow-link``: 100 ms latency and 1 MB/s between the leader and its followers.
@@ -44,6 +45,7 @@ KINDS = (
     "controller-pause",
     "leader-pause",
     "kill-leader",
+    "kill-follower",
     "zk-restart",
     "rolling-restart",
     "slow-link",
@@ -115,8 +117,13 @@ def make_nemesis(
         )
     if kind == "kill-leader":
         return Nemesis(kind, f"b{leader}", lambda: cluster.kill9(leader), lambda: cluster.start_broker(leader), hold_s)
+    if kind == "kill-follower":
+        follower = rng.choice(others)
+        return Nemesis(
+            kind, f"b{follower}", lambda: cluster.kill9(follower), lambda: cluster.start_broker(follower), hold_s
+        )
     if kind == "zk-restart":
-        return Nemesis(kind, "zk", cluster.kill_zookeeper, cluster.restart_zookeeper, min(hold_s, session / 2))
+        return Nemesis(kind, "zk", cluster.kill_zookeeper, cluster.restart_zookeeper, hold_s)
     if kind == "rolling-restart":
         return Nemesis(kind, "all", lambda: _rolling_restart(cluster, topic, history), lambda: None, 0.0)
     raise ValueError(f"unknown fault {kind!r}; one of {', '.join(KINDS)}")
@@ -124,13 +131,12 @@ def make_nemesis(
 
 def _rolling_restart(cluster: ChaosCluster, topic: str, history: History | None) -> None:
     for broker_id in _brokers(cluster):
-        shutdown = Fault("controlled-shutdown", f"b{broker_id}", history.now()) if history is not None else None
-        if history is not None and shutdown is not None:
+        shutdown = Fault("controlled-shutdown", f"b{broker_id}", history.now() if history else 0.0)
+        if history is not None:
             history.faults.append(shutdown)
         cluster.stop_broker(broker_id)
         cluster.start_broker(broker_id)
-        if history is not None and shutdown is not None:
-            shutdown.end = history.now()
+        shutdown.end = history.now() if history else 0.0
         cluster.wait_for(lambda: _isr_full(cluster, topic), 60)
 
 

@@ -44,6 +44,7 @@ def text_report(result: CampaignResult) -> str:
         f"{s['duration_s']} s in all",
         f"records sent {h['sends']}, acknowledged {h['acks']}, indeterminate {h['fails']}; "
         f"polled {h['records_polled']} in {h['polls']} polls; final read {h['records_final_read']}",
+        f"records polled by consumer {h['records_polled_by']}",
         f"transactions {h['txns']}; committed-offset observations {h['offset_observations']}",
         f"checked: {s['check']['stats']}",
         "",
