@@ -427,6 +427,8 @@ class KafkaConnection:
         except (OSError, RuntimeError) as exc:
             self._pending.pop(correlation_id, None)
             self._fail_pending(f"connection to {self.address} failed: {exc}")
+            if future.done():  # the read loop saw the reset first and failed it; nobody awaits it now
+                future.exception()
             raise KafkaConnectionError(f"cannot send to {self.address}: {exc}") from None
         if not expect_response:
             return None
