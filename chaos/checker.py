@@ -26,6 +26,7 @@ Anomalies (:data:`ANOMALIES`; each reported with examples):
 
 Unavailability (:func:`unavailability`): for each fault, per partition, the time from the
 fault to the first acknowledgement of a record sent after it; the fault's window is the largest.
+Faults that took a leader away also report when ZooKeeper named a new one (``elected_s``).
 """
 
 from __future__ import annotations
@@ -292,7 +293,13 @@ def unavailability(history: History) -> dict[str, Any]:
         window = None if never or not windows else max(windows)
         per_kind[fault.kind].append(window)
         per_fault.append(
-            {"kind": fault.kind, "targets": fault.targets, "start": round(fault.start, 3), "window_s": window}
+            {
+                "kind": fault.kind,
+                "targets": fault.targets,
+                "start": round(fault.start, 3),
+                "window_s": window,
+                "elected_s": fault.elected_s,
+            }
         )
     summary: dict[str, Any] = {}
     for kind, kind_windows in sorted(per_kind.items()):
@@ -303,4 +310,8 @@ def unavailability(history: History) -> dict[str, Any]:
             "max_s": round(max(known), 3) if known else None,
             "never_recovered": sum(1 for w in kind_windows if w is None),
         }
+        elections = [f.elected_s for f in history.faults if f.kind == kind and f.elected_s is not None]
+        if elections:
+            summary[kind]["election_median_s"] = round(statistics.median(elections), 3)
+            summary[kind]["election_max_s"] = round(max(elections), 3)
     return {"per_kind": summary, "per_fault": per_fault}

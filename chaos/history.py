@@ -99,6 +99,8 @@ class Fault:
     targets: str
     start: float
     end: float | None = None
+    elected_s: float | None = None
+    """When the fault took a partition's leader away: seconds until ZooKeeper named another."""
 
 
 @dataclass

@@ -61,6 +61,9 @@ class Nemesis:
     heal: Callable[[], None]
     hold_s: float
     """How long the fault stays before it is healed (0: ``inject`` does the whole fault)."""
+    moved: Callable[[], bool] | None = None
+    """For a fault that takes a partition's leader away: whether ZooKeeper names another leader
+    (polled during the hold; the time it first does is the fault's ``elected_s``)."""
 
 
 def _brokers(cluster: ChaosCluster) -> list[int]:
@@ -78,8 +81,12 @@ def make_nemesis(
     others = [b for b in _brokers(cluster) if b != leader]
     session = cluster.session_timeout_s
     proxy = cluster.proxy
+
+    def moved() -> bool:
+        return cluster.leader(topic, partition) not in (None, leader)
+
     if kind == "zk-isolate":
-        return Nemesis(kind, f"b{leader}", lambda: proxy.cut(f"b{leader}", "zk"), proxy.heal, hold_s)
+        return Nemesis(kind, f"b{leader}", lambda: proxy.cut(f"b{leader}", "zk"), proxy.heal, hold_s, moved)
     if kind == "leader-isolate":
         return Nemesis(
             kind,
@@ -114,9 +121,12 @@ def make_nemesis(
             lambda: broker.signal(signal.SIGSTOP),
             lambda: broker.signal(signal.SIGCONT),
             max(hold_s, session + 2.0),
+            moved if target == leader else None,
         )
     if kind == "kill-leader":
-        return Nemesis(kind, f"b{leader}", lambda: cluster.kill9(leader), lambda: cluster.start_broker(leader), hold_s)
+        return Nemesis(
+            kind, f"b{leader}", lambda: cluster.kill9(leader), lambda: cluster.start_broker(leader), hold_s, moved
+        )
     if kind == "kill-follower":
         follower = rng.choice(others)
         return Nemesis(
@@ -157,6 +167,8 @@ def run_fault(history: History, nemesis: Nemesis, stopping: Callable[[], bool] =
     nemesis.inject()
     deadline = time.monotonic() + nemesis.hold_s
     while time.monotonic() < deadline and not stopping():
+        if nemesis.moved is not None and fault.elected_s is None and nemesis.moved():
+            fault.elected_s = history.now() - fault.start
         time.sleep(0.1)
     nemesis.heal()
     fault.end = history.now()

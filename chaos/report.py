@@ -59,10 +59,17 @@ def text_report(result: CampaignResult) -> str:
         lines.append(
             f"  {kind:20} faults {u['faults']:3}  median {u['median_s']} s  max {u['max_s']} s  "
             f"never recovered {u['never_recovered']}"
+            + (
+                f"  (new leader in ZooKeeper: median {u['election_median_s']} s, max {u['election_max_s']} s)"
+                if "election_max_s" in u
+                else ""
+            )
         )
     lines += ["", "faults:"]
     for f in s["unavailability"]["per_fault"]:
-        lines.append(f"  {f['start']:9.3f} s  {f['kind']:20} {f['targets']:24} window {f['window_s']}")
+        elected = f" (new leader after {f['elected_s']:.3f} s)" if f.get("elected_s") is not None else ""
+        window = "never" if f["window_s"] is None else f"{f['window_s']:.3f} s"
+        lines.append(f"  {f['start']:9.3f} s  {f['kind']:20} {f['targets']:24} window {window}{elected}")
     if h["notes"]:
         lines += ["", "notes:", *(f"  {n}" for n in h["notes"][:50])]
     return "\n".join(lines) + "\n"

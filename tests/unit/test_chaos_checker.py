@@ -3,6 +3,9 @@ clean history; unavailability windows per fault kind."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from chaos.checker import ANOMALIES, check, unavailability
@@ -159,3 +162,31 @@ def test_unavailability_per_fault_kind() -> None:
     assert summary["median_s"] == pytest.approx((6.5 + 0.05) / 2, abs=0.01)
     h.faults.append(Fault("zk-restart", "zk", 25.0))  # nothing sent after 20 s
     assert unavailability(h)["per_kind"]["zk-restart"]["never_recovered"] == 1
+
+
+def test_unavailability_reports_when_a_new_leader_was_named() -> None:
+    h = History()
+    for i in range(100):
+        h.sends.append(Send(f"p0:{i}", T, 0, i * 0.1))
+        h.acks.append(Ack(f"p0:{i}", T, 0, i, max(i * 0.1, 8.0) + 0.05 if i * 0.1 >= 1.0 else i * 0.1 + 0.05))
+    h.faults = [Fault("kill-leader", "b1", 1.0, 3.0, elected_s=6.2)]
+    summary = unavailability(h)["per_kind"]["kill-leader"]
+    assert summary["max_s"] == pytest.approx(7.05, abs=0.01)
+    assert (summary["election_median_s"], summary["election_max_s"]) == (6.2, 6.2)
+
+
+def test_the_report_files(tmp_path: Path) -> None:
+    from chaos.campaign import CampaignConfig, CampaignResult
+    from chaos.report import write_report
+
+    h = _clean()
+    h.faults = [Fault("kill-leader", "b1", 1.0, 3.0, elected_s=2.5), Fault("zk-restart", "zk", 4.0, None)]
+    h.acks.append(Ack("p0:9", T, 0, 2, 3.0))
+    result = CampaignResult(CampaignConfig(minutes=0.1, seed=5, brokers=3), h, check(h), unavailability(h), 12.0)
+    paths = write_report(result, tmp_path)
+    text = paths["text"].read_text()
+    assert text.startswith("odradek fault campaign: ANOMALIES FOUND")
+    assert "lost-write               1" in text and "new leader after 2.500 s" in text
+    report = json.loads(paths["json"].read_text())
+    assert report["check"]["counts"]["lost-write"] == 1 and not report["valid"]
+    assert paths["timeline"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
