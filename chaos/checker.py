@@ -25,7 +25,9 @@ Anomalies (:data:`ANOMALIES`; each reported with examples):
   partitions' log orders (G1c is not checked: the workloads' producers never read).
 
 Unavailability (:func:`unavailability`): for each fault, per partition, the time from the
-fault to the first acknowledgement of a record sent after it; the fault's window is the largest.
+fault to the first acknowledgement of a record sent after it; the fault's window is that of the
+partition it aims at (a leader or follower of it), or the largest over all partitions for faults
+of the whole cluster (``window_all_s`` is always the largest).
 Faults that took a leader away also report when ZooKeeper named a new one (``elected_s``).
 """
 
@@ -268,6 +270,18 @@ def _check_offsets(history: History, result: CheckResult) -> None:
             last[key] = (obs.offset, obs.t)
 
 
+def _window(start: float, partitions: Iterable[list[tuple[float, float]]]) -> float | None:
+    """The largest, over ``partitions`` (each a sorted list of (send t, ack t)), of the time from
+    ``start`` to the first acknowledgement of a record sent after it; None if one never had any."""
+    windows: list[float] = []
+    for entries in partitions:
+        firsts = [ack_t for sent, ack_t in entries if sent >= start]
+        if not firsts:
+            return None
+        windows.append(min(firsts) - start)
+    return max(windows) if windows else None
+
+
 def unavailability(history: History) -> dict[str, Any]:
     """Per fault kind: each fault's window (s) and their median and maximum; a fault after which
     no record sent was ever acknowledged counts as unavailable to the end (``None`` in the list)."""
@@ -282,22 +296,17 @@ def unavailability(history: History) -> dict[str, Any]:
     per_kind: dict[str, list[float | None]] = defaultdict(list)
     per_fault: list[dict[str, Any]] = []
     for fault in history.faults:
-        windows: list[float] = []
-        never = False
-        for entries in acks_by_tp.values():
-            firsts = [ack_t for sent, ack_t in entries if sent >= fault.start]
-            if not firsts:
-                never = True
-                continue
-            windows.append(min(firsts) - fault.start)
-        window = None if never or not windows else max(windows)
+        window_all = _window(fault.start, acks_by_tp.values())
+        window = window_all if fault.partition is None else _window(fault.start, [acks_by_tp.get(fault.partition, [])])
         per_kind[fault.kind].append(window)
         per_fault.append(
             {
                 "kind": fault.kind,
                 "targets": fault.targets,
                 "start": round(fault.start, 3),
+                "partition": None if fault.partition is None else list(fault.partition),
                 "window_s": window,
+                "window_all_s": window_all,
                 "elected_s": fault.elected_s,
             }
         )

@@ -101,6 +101,8 @@ class Fault:
     end: float | None = None
     elected_s: float | None = None
     """When the fault took a partition's leader away: seconds until ZooKeeper named another."""
+    partition: tuple[str, int] | None = None
+    """The partition the fault aims at, None for faults of the whole cluster."""
 
 
 @dataclass

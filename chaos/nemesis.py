@@ -64,10 +64,18 @@ class Nemesis:
     moved: Callable[[], bool] | None = None
     """For a fault that takes a partition's leader away: whether ZooKeeper names another leader
     (polled during the hold; the time it first does is the fault's ``elected_s``)."""
+    partition: tuple[str, int] | None = None
+    """The partition the fault aims at (its window is measured there); None: every partition."""
 
 
 def _brokers(cluster: ChaosCluster) -> list[int]:
     return sorted(cluster.brokers)
+
+
+PARTITION_FAULTS = frozenset(
+    ("zk-isolate", "leader-isolate", "client-leader", "slow-link", "leader-pause", "kill-leader", "kill-follower")
+)
+"""Faults aimed at one partition's leader or follower: their window is measured on that partition."""
 
 
 def make_nemesis(
@@ -78,6 +86,22 @@ def make_nemesis(
     ``controlled-shutdown`` fault of its own."""
     partition = rng.randrange(2)
     leader = cluster.leader(topic, partition) or rng.choice(_brokers(cluster))
+    nemesis = _nemesis(kind, cluster, topic, rng, hold_s, history, partition, leader)
+    if kind in PARTITION_FAULTS or (kind == "controller-pause" and nemesis.moved is not None):
+        nemesis.partition = (topic, partition)
+    return nemesis
+
+
+def _nemesis(
+    kind: str,
+    cluster: ChaosCluster,
+    topic: str,
+    rng: random.Random,
+    hold_s: float,
+    history: History | None,
+    partition: int,
+    leader: int,
+) -> Nemesis:
     others = [b for b in _brokers(cluster) if b != leader]
     session = cluster.session_timeout_s
     proxy = cluster.proxy
@@ -162,7 +186,7 @@ def _isr_full(cluster: ChaosCluster, topic: str) -> bool:
 
 
 def run_fault(history: History, nemesis: Nemesis, stopping: Callable[[], bool] = lambda: False) -> Fault:
-    fault = Fault(nemesis.kind, nemesis.targets, history.now())
+    fault = Fault(nemesis.kind, nemesis.targets, history.now(), partition=nemesis.partition)
     history.faults.append(fault)
     nemesis.inject()
     deadline = time.monotonic() + nemesis.hold_s

@@ -160,6 +160,10 @@ def test_unavailability_per_fault_kind() -> None:
     assert summary["faults"] == 2
     assert summary["max_s"] == pytest.approx(6.5, abs=0.01)
     assert summary["median_s"] == pytest.approx((6.5 + 0.05) / 2, abs=0.01)
+    h.faults.append(Fault("kill-follower", "b3", 10.0, 12.0, partition=(T, 1)))  # aimed at partition 1 only
+    per_fault = unavailability(h)["per_fault"][-1]
+    assert per_fault["window_s"] == pytest.approx(0.05, abs=0.01)
+    assert per_fault["window_all_s"] == pytest.approx(6.5, abs=0.01)
     h.faults.append(Fault("zk-restart", "zk", 25.0))  # nothing sent after 20 s
     assert unavailability(h)["per_kind"]["zk-restart"]["never_recovered"] == 1
 
