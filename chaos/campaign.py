@@ -30,6 +30,7 @@ from chaos.workloads import (
     OffsetMonitor,
     ProducerWorkload,
     TransactionalWorkload,
+    Worker,
     ZkGroupWorkload,
     ZkOffsetMonitor,
     final_read,
@@ -86,14 +87,16 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
     started = time.monotonic()
     _log(f"starting ZooKeeper and {config.brokers} brokers")
     cluster.start()
-    workers: list[Any] = []
+    workers: list[Worker] = []
     try:
         cluster.create_topic(TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
         if config.transactions:
             cluster.create_topic(TXN_TOPIC, TXN_PARTITIONS, 3, {"min.insync.replicas": "2"})
         bootstrap = cluster.bootstrap_servers
-        producers = [ProducerWorkload(history, bootstrap, TOPIC, PARTITIONS, f"p{i}", config.rate) for i in range(2)]
-        consumers: list[Any] = [GroupConsumerWorkload(history, bootstrap, [TOPIC], GROUP, f"c{i}") for i in range(2)]
+        producers: list[Worker] = [
+            ProducerWorkload(history, bootstrap, TOPIC, PARTITIONS, f"p{i}", config.rate) for i in range(2)
+        ]
+        consumers: list[Worker] = [GroupConsumerWorkload(history, bootstrap, [TOPIC], GROUP, f"c{i}") for i in range(2)]
         consumers.append(OffsetMonitor(history, bootstrap, GROUP, TOPIC, PARTITIONS))
         if config.zookeeper_group:
             zk_connect = cluster.client_zookeeper_connect
@@ -102,7 +105,7 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
                 ZkOffsetMonitor(history, cluster.zookeeper.connect_string + cluster.chroot, ZK_GROUP, TOPIC, PARTITIONS)
             )
         if config.transactions:
-            producers.append(TransactionalWorkload(history, bootstrap, TXN_TOPIC, TXN_PARTITIONS))  # type: ignore[arg-type]
+            producers.append(TransactionalWorkload(history, bootstrap, TXN_TOPIC, TXN_PARTITIONS))
             consumers.append(GroupConsumerWorkload(history, bootstrap, [TXN_TOPIC], "chaos-txn-group", "tc0"))
         workers = [*producers, *consumers]
         for w in workers:

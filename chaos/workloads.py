@@ -44,6 +44,7 @@ __all__ = [
     "OffsetMonitor",
     "ProducerWorkload",
     "TransactionalWorkload",
+    "Worker",
     "ZkGroupWorkload",
     "ZkOffsetMonitor",
     "final_read",
@@ -71,7 +72,9 @@ def _records(messages: list[Message]) -> tuple[tuple[str, int, int, str], ...]:
     )
 
 
-class _Worker(threading.Thread):
+class Worker(threading.Thread):
+    """A workload's thread: ``stop()`` asks it to finish; what went wrong is in ``errors``."""
+
     def __init__(self, name: str) -> None:
         super().__init__(name=name, daemon=True)
         self.stopping = threading.Event()
@@ -81,7 +84,7 @@ class _Worker(threading.Thread):
         self.stopping.set()
 
 
-class ProducerWorkload(_Worker):
+class ProducerWorkload(Worker):
     def __init__(
         self, history: History, bootstrap: str, topic: str, partitions: int, name: str, rate: float = 100.0
     ) -> None:
@@ -158,7 +161,7 @@ class ProducerWorkload(_Worker):
             producer.flush(60)
 
 
-class GroupConsumerWorkload(_Worker):
+class GroupConsumerWorkload(Worker):
     def __init__(self, history: History, bootstrap: str, topics: list[str], group: str, name: str) -> None:
         super().__init__(f"consumer-{name}")
         self.history, self.bootstrap, self.topics, self.group, self.consumer_name = (
@@ -208,7 +211,7 @@ class GroupConsumerWorkload(_Worker):
                 consumer.close()
 
 
-class OffsetMonitor(_Worker):
+class OffsetMonitor(Worker):
     def __init__(self, history: History, bootstrap: str, group: str, topic: str, partitions: int) -> None:
         super().__init__(f"offsets-{group}")
         self.history, self.bootstrap, self.group = history, bootstrap, group
@@ -231,7 +234,7 @@ class OffsetMonitor(_Worker):
                 consumer.close()
 
 
-class TransactionalWorkload(_Worker):
+class TransactionalWorkload(Worker):
     """One transaction at a time: a value to each partition, then commit (4 in 5) or abort."""
 
     def __init__(self, history: History, bootstrap: str, topic: str, partitions: int, name: str = "txn") -> None:
@@ -311,7 +314,7 @@ class TransactionalWorkload(_Worker):
             self.stopping.wait(0.05)
 
 
-class ZkGroupWorkload(_Worker):
+class ZkGroupWorkload(Worker):
     """A member of a ZooKeeper-coordinated consumer group (seed 004's ``ZookeeperConsumerConnector``,
     offsets in ZooKeeper, committed every second); each rebalance starts a new session. A member
     whose rebalance failed for good is closed and replaced by a new one. Its own event loop."""
@@ -360,7 +363,7 @@ class ZkGroupWorkload(_Worker):
                     await asyncio.wait_for(connector.close(), 10)
 
 
-class ZkOffsetMonitor(_Worker):
+class ZkOffsetMonitor(Worker):
     """Reads the ZooKeeper group's committed offsets (``/consumers/<group>/offsets/<t>/<p>``) every second."""
 
     def __init__(self, history: History, zookeeper_connect: str, group: str, topic: str, partitions: int) -> None:
