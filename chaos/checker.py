@@ -8,7 +8,8 @@ of transaction markers and aborted records hold nothing a read_committed consume
 Anomalies (:data:`ANOMALIES`; each reported with examples):
 
 - ``lost-write``: acknowledged, never read, although a later offset of its partition was read.
-- ``unseen``: acknowledged, never read, and nothing after its offset was read either.
+- ``unseen``: acknowledged, never read, and nothing after its offset was read either; also a
+  record of a committed transaction that no read returned.
 - ``duplicate``: one value at two or more offsets (reads and acknowledgements together).
 - ``inconsistent-offsets``: one offset of a partition holding two different values.
 - ``reordering``: two values of one producer in one partition whose log order contradicts
@@ -129,6 +130,15 @@ def check(history: History) -> CheckResult:
         else:
             result.add("unseen", example)
 
+    sent = {s.value: s for s in history.sends}
+    for txn in history.txns:  # a committed transaction's records are acknowledged writes too
+        if txn.outcome != "committed":
+            continue
+        for value in txn.values:
+            if value not in read_values and value not in acked:
+                send = sent.get(value)
+                place = [send.topic, send.partition] if send is not None else None
+                result.add("unseen", {"value": value, "txn": txn.txn, "partition": place})
     _check_reordering(at_offset, result)
     _check_polls(history, at_offset, aborted, result)
     _check_transactions(history, result)

@@ -118,6 +118,8 @@ def test_aborted_and_uncommitted_reads_under_read_committed() -> None:
     assert _found(h) == {"aborted-read": 1}
     h.polls = [Poll("c1", 1, 5.0, (log[2],), read_committed=False)]  # read_uncommitted may read it
     assert _found(h) == {}
+    h.final_reads = [Poll("final", 0, 9.0, (log[0],))]  # t:1 of the committed t0 never read
+    assert _found(h) == {"unseen": 1}
 
 
 def test_read_committed_does_not_skip_over_aborted_records() -> None:
