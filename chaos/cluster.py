@@ -218,6 +218,11 @@ class ChaosCluster:
         state = self.read_json(f"/brokers/topics/{topic}/partitions/{partition}/state")
         return state if isinstance(state, dict) else None
 
+    def replicas(self, topic: str, partition: int) -> list[int]:
+        """The partition's assigned replicas (``/brokers/topics/<topic>``); empty if unreadable."""
+        assignment = self.read_json(f"/brokers/topics/{topic}")
+        return [int(r) for r in (assignment or {}).get("partitions", {}).get(str(partition), [])]
+
     def leader(self, topic: str, partition: int) -> int | None:
         state = self.partition_state(topic, partition)
         return None if state is None or state["leader"] < 0 else int(state["leader"])

@@ -13,7 +13,8 @@ the history (:class:`~chaos.history.Fault`, start at injection, end at heal). Fa
   timeout, then SIGCONTed.
 - ``leader-pause``: a partition leader SIGSTOPped past the session timeout.
 - ``kill-leader``: a partition leader killed (SIGKILL) and restarted.
-- ``kill-follower``: a follower of a partition killed (SIGKILL) and restarted.
+- ``kill-follower``: a follower of the partition (one of its replicas, not its leader) killed
+  (SIGKILL) and restarted.
 - ``zk-restart``: ZooKeeper killed (SIGKILL) and restarted on its port and data after the hold.
 - ``rolling-restart``: every broker in turn stopped (controlled shutdown) and started, waiting
   until its partitions' ISRs are full again.
@@ -152,7 +153,7 @@ def _nemesis(
             kind, f"b{leader}", lambda: cluster.kill9(leader), lambda: cluster.start_broker(leader), hold_s, moved
         )
     if kind == "kill-follower":
-        follower = rng.choice(others)
+        follower = rng.choice([r for r in cluster.replicas(topic, partition) if r != leader] or others)
         return Nemesis(
             kind, f"b{follower}", lambda: cluster.kill9(follower), lambda: cluster.start_broker(follower), hold_s
         )
