@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all venv system-packages demo test lint typecheck unit bench fuzz clean
+.PHONY: all venv system-packages demo test lint typecheck unit bench fuzz chaos clean
 
 all: test
 
@@ -40,8 +40,8 @@ demo: venv
 	$(BIN)/odradek demo
 
 lint: venv
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench chaos
+	$(BIN)/ruff format --check src tests bench chaos
 
 typecheck: venv
 	$(BIN)/mypy
@@ -62,5 +62,14 @@ fuzz: venv
 	ODRADEK_FUZZ_FRAMES=$(FUZZ_FRAMES) ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
 		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_client_traffic.py tests/integration/test_fuzz_sasl.py -k mutated
 
+# A fault campaign (chaos/): 5 brokers and ZooKeeper behind the fault-injecting proxy, CHAOS_MINUTES of
+# faults; CHAOS_SEED repeats a schedule. Writes report.txt, report.json and timeline.png to CHAOS_REPORT
+# and fails on any anomaly the checker finds.
+CHAOS_MINUTES ?= 10
+CHAOS_SEED ?= $(shell date +%s)
+CHAOS_REPORT ?= chaos-report
+chaos: venv
+	$(BIN)/python -m chaos --minutes $(CHAOS_MINUTES) --seed $(CHAOS_SEED) --brokers 5 --report-dir $(CHAOS_REPORT)
+
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info demo-output
+	rm -rf $(VENV) build dist src/*.egg-info demo-output chaos-report

@@ -204,6 +204,37 @@ def test_watches_survive_a_server_restart(zookeeper_connect: str) -> None:
         run(scenario)
 
 
+def test_session_survives_a_zookeeper_outage_longer_than_the_default_backoff() -> None:
+    """The fault campaign's zk-restart: ZooKeeper killed and back seven seconds later. The restarted
+    server gives each session its timeout again; a client whose reconnect pauses had doubled up to
+    6.4 s (kazoo's default) came back after it and lost its session (a broker's registration, the
+    controller's znode). Retrying at most every second, the session (2 s) survives."""
+    with ZooKeeperServer() as server:
+        connect = server.chroot_connect("/outage")
+
+        async def scenario() -> None:
+            async with ZooKeeperStore(connect, session_timeout_ms=2000) as s:
+                states: list[SessionState] = []
+
+                async def on_session(state: SessionState) -> None:
+                    states.append(state)
+
+                s.watch_session(on_session)
+                await s.create("/eph", ephemeral=True)
+                process = server._process
+                assert process is not None
+                process.kill()  # kill -9: the session is not closed
+                await asyncio.to_thread(process.wait)
+                await eventually(lambda: SessionState.SUSPENDED in states, 10)
+                await asyncio.sleep(7.0)
+                await asyncio.to_thread(server.restart)
+                await eventually(lambda: SessionState.CONNECTED in states, 10)
+                assert SessionState.EXPIRED not in states
+                assert await s.exists("/eph") is not None  # the same session: its ephemeral survived
+
+        run(scenario)
+
+
 def test_cli_over_zookeeper(zookeeper_connect: str, capsys: pytest.CaptureFixture[str]) -> None:
     async def populate() -> None:
         async with ZooKeeperStore(zookeeper_connect) as s:

@@ -85,3 +85,22 @@ def test_listeners_with_every_security_protocol() -> None:
     assert config.for_listener("EXTERNAL")["ssl.client.auth"] == "required"
     assert config.for_listener("INTERNAL")["scram-sha-512.sasl.jaas.config"] == "m required;"
     assert config.listener_security_protocol("EXTERNAL") == "SSL"
+
+
+def test_broker_source_address_reaches_every_inter_broker_connection() -> None:
+    from odradek.client.security import inter_broker_client_security
+    from odradek.server.listeners import controller_listener
+
+    bound = KafkaConfig({"odradek.broker.source.address": "127.0.0.3"})
+    assert inter_broker_client_security(bound).source_address == "127.0.0.3"
+    assert inter_broker_client_security(KafkaConfig({})).source_address is None
+    plane = KafkaConfig(
+        {
+            "listeners": "PLAINTEXT://:1,CONTROL://:2",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROL:PLAINTEXT",
+            "control.plane.listener.name": "CONTROL",
+            "odradek.broker.source.address": "127.0.0.3",
+        }
+    )
+    name, security = controller_listener(plane, inter_broker_client_security(plane))
+    assert (name, security.source_address) == ("CONTROL", "127.0.0.3")

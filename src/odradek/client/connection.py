@@ -204,10 +204,12 @@ class KafkaConnection:
         Raises KafkaConnectionError (KafkaAuthenticationError when the SASL exchange is refused);
         an invalid ``ssl.*`` setting raises :class:`~odradek.security.tls.SslConfigError`."""
         context = await self.security.ssl_context_async()
+        source = self.security.source_address
+        local_addr = (source, 0) if source else None
         opening = (
-            asyncio.open_connection(self.host, self.port, ssl=context, server_hostname=self.host)
+            asyncio.open_connection(self.host, self.port, ssl=context, server_hostname=self.host, local_addr=local_addr)
             if context is not None
-            else asyncio.open_connection(self.host, self.port)
+            else asyncio.open_connection(self.host, self.port, local_addr=local_addr)
         )
         try:
             self._reader, self._writer = await asyncio.wait_for(opening, self.connect_timeout_ms / 1000)
@@ -425,6 +427,8 @@ class KafkaConnection:
         except (OSError, RuntimeError) as exc:
             self._pending.pop(correlation_id, None)
             self._fail_pending(f"connection to {self.address} failed: {exc}")
+            if future.done():  # the read loop saw the reset first and failed it; nobody awaits it now
+                future.exception()
             raise KafkaConnectionError(f"cannot send to {self.address}: {exc}") from None
         if not expect_response:
             return None

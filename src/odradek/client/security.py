@@ -33,7 +33,7 @@ import asyncio
 import ssl
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from odradek.configdef import parse_properties
@@ -62,6 +62,9 @@ SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
 DEFAULT_SASL_MECHANISM = "GSSAPI"
 """Kafka's default ``sasl.mechanism`` (and ``sasl.mechanism.inter.broker.protocol``); refused here."""
 
+SOURCE_ADDRESS_CONFIG = "odradek.broker.source.address"
+"""odradek's broker key (Kafka has none): the local address of the broker's own outgoing connections."""
+
 _CONTEXTS: dict[tuple[tuple[str, str], ...], ssl.SSLContext] = {}
 _CONTEXTS_LOCK = threading.Lock()
 
@@ -83,6 +86,10 @@ class ClientSecurity:
     sasl_mechanism: str = DEFAULT_SASL_MECHANISM
     sasl_username: str | None = None
     sasl_password: str | None = field(default=None, repr=False)
+    source_address: str | None = None
+    """The local address a connection's socket binds before connecting (port chosen by the OS);
+    None lets the OS pick. A broker's own connections take it from ``odradek.broker.source.address``
+    (:data:`SOURCE_ADDRESS_CONFIG`); a client has none."""
 
     @property
     def uses_ssl(self) -> bool:
@@ -255,7 +262,14 @@ def inter_broker_client_security(config: InterBrokerConfig) -> ClientSecurity:
 
 def inter_broker_security_for(props: Mapping[str, Any], listener: str, protocol: str) -> ClientSecurity:
     """:func:`inter_broker_client_security` from a broker's raw keys, its inter-broker listener
-    name and that listener's security protocol."""
+    name and that listener's security protocol; ``odradek.broker.source.address`` sets
+    :attr:`ClientSecurity.source_address`."""
+    security = _inter_broker_security(props, listener, protocol)
+    source = props.get(SOURCE_ADDRESS_CONFIG)
+    return replace(security, source_address=str(source)) if source else security
+
+
+def _inter_broker_security(props: Mapping[str, Any], listener: str, protocol: str) -> ClientSecurity:
     resolved = listener_config({str(k): v for k, v in props.items() if v is not None}, listener)
     protocol = protocol.upper()
     if protocol not in SECURITY_PROTOCOLS:

@@ -39,6 +39,7 @@ from kazoo import exceptions as kz
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
 from odradek.metadata.errors import (
@@ -196,6 +197,17 @@ class _ZkWatch(WatchHandle):
         return False
 
 
+def reconnect_retry(session_timeout_ms: int) -> KazooRetry:
+    """How a lost connection is retried: for ever, the pause between attempts growing from 0.1 s
+    to at most ``min(1 s, session timeout / 3)`` (plus up to 0.2 s of jitter), as ZooKeeper's Java
+    client pauses under a second between attempts. kazoo's default doubles up to 60 s: after a
+    ZooKeeper outage of ten seconds its next attempt came after the restarted server had already
+    expired the session (which survives a restart only if the client is back within the timeout)."""
+    return KazooRetry(
+        max_tries=-1, delay=0.1, backoff=2, max_jitter=0.2, max_delay=min(1.0, session_timeout_ms / 3000.0)
+    )
+
+
 class ZooKeeperStore(CoordinationStore):
     """One kazoo session with a ZooKeeper ensemble; see the module docstring."""
 
@@ -239,7 +251,12 @@ class ZooKeeperStore(CoordinationStore):
         options = (
             None if sasl is None else {"mechanism": "DIGEST-MD5", "username": sasl.username, "password": sasl.password}
         )
-        return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000.0, sasl_options=options)
+        return KazooClient(
+            hosts=hosts,
+            timeout=self.session_timeout_ms / 1000.0,
+            sasl_options=options,
+            connection_retry=reconnect_retry(self.session_timeout_ms),
+        )
 
     def _acls(self, path: str) -> list[ACL]:
         return [ACL(a.perms, Id(a.scheme, a.id)) for a in default_acls(self.secure_acls, path)]

@@ -72,6 +72,14 @@ BROKER_CONFIGS = (
         "inter.broker.listener.name, not both.",
     )
     .define(
+        "odradek.broker.source.address",
+        "string",
+        None,
+        "odradek's own key (Kafka has none): the local address the broker's outgoing connections bind "
+        "(replica fetchers, the controller's channels, transaction markers, controlled shutdown), e.g. "
+        "127.0.0.3 to give each broker of one machine its own loopback address. Unset: the OS chooses.",
+    )
+    .define(
         "control.plane.listener.name",
         "string",
         None,

@@ -1,0 +1,251 @@
+"""The campaign's cluster: one ZooKeeper and N broker processes whose every connection crosses the
+:class:`~chaos.proxy.FaultProxy`.
+
+Addressing (all on this machine's loopback, 127/8):
+
+- broker ``i`` is node ``b<i>`` with its own address ``127.0.0.<10+i>``. It listens on
+  ``127.0.0.1:<real port>`` and advertises ``127.0.0.<10+i>:<proxy port>`` where the proxy listens,
+  so every client and every other broker reaches it through the proxy. Its own outgoing
+  connections (fetchers, controller channels, transaction markers) bind ``127.0.0.<10+i>``
+  (``odradek.broker.source.address``), which tells the proxy who is calling.
+- ZooKeeper is node ``zk``; broker ``i``'s ``zookeeper.connect`` is its own proxy port
+  ``127.0.0.<10+i>:<zk port i>`` (kazoo cannot bind a source address), so ``b<i> -> zk`` is a
+  link of its own.
+- the ZooKeeper consumer group reaches ZooKeeper through ``127.0.0.10:<port>`` (link ``client -> zk``);
+- clients connect from ``127.0.0.1`` (librdkafka cannot bind a source address): they are the node
+  ``client``; cutting ``client`` from ``b<i>`` cuts every workload client from that broker.
+
+The campaign itself reads ZooKeeper directly (not through the proxy). Drive it from one thread.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from chaos.proxy import FaultProxy, Route
+from odradek.cli.cluster import ClusterBroker, free_port
+
+__all__ = ["ChaosCluster", "node_address"]
+
+CHAOS_BROKER_DEFAULTS = {
+    "zookeeper.session.timeout.ms": "6000",
+    "zookeeper.connection.timeout.ms": "6000",
+    "replica.lag.time.max.ms": "3000",
+    "controller.socket.timeout.ms": "5000",
+    "controlled.shutdown.retry.backoff.ms": "500",
+    "replica.fetch.backoff.ms": "200",
+    "replica.socket.timeout.ms": "5000",
+    "request.timeout.ms": "5000",
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "5",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "transaction.state.log.num.partitions": "5",
+    "default.replication.factor": "3",
+    "min.insync.replicas": "2",
+    "unclean.leader.election.enable": "false",
+    "auto.create.topics.enable": "false",
+}
+"""Broker settings of a campaign: the session and lag timeouts the figures are measured against."""
+
+
+CLIENT_ADDRESS = "127.0.0.10"
+"""Where the clients' own ZooKeeper port listens (the ZooKeeper consumer group's link ``client -> zk``)."""
+
+
+def node_address(broker_id: int) -> str:
+    """Broker ``broker_id``'s own loopback address."""
+    return f"127.0.0.{10 + broker_id}"
+
+
+def _free_port_on(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class ChaosCluster:
+    """ZooKeeper, the proxy and ``brokers`` broker processes under ``base_dir``."""
+
+    def __init__(self, brokers: int, base_dir: Path, overrides: dict[str, str] | None = None) -> None:
+        self.count = brokers
+        self.base_dir = Path(base_dir)
+        self.overrides = {**CHAOS_BROKER_DEFAULTS, **(overrides or {})}
+        self.chroot = "/chaos"
+        self.zookeeper: Any = None
+        self.proxy = FaultProxy(sources={node_address(i): f"b{i}" for i in range(1, brokers + 1)})
+        self.brokers: dict[int, ClusterBroker] = {}
+        self.advertised: dict[int, tuple[str, int]] = {}
+        self.client_zookeeper_connect = ""
+        """``zookeeper.connect`` of the clients (through the proxy, link ``client -> zk``)."""
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{h}:{p}" for h, p in self.advertised.values())
+
+    @property
+    def session_timeout_s(self) -> float:
+        return int(self.overrides["zookeeper.session.timeout.ms"]) / 1000
+
+    def start(self) -> ChaosCluster:
+        from odradek.testing_zk import ZooKeeperServer
+
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.zookeeper = ZooKeeperServer()
+        self.zookeeper.start()
+        self.proxy.start()
+        self._create_chroot()
+        client_zk_port = _free_port_on(CLIENT_ADDRESS)
+        self.proxy.add_route(
+            Route((CLIENT_ADDRESS, client_zk_port), ("127.0.0.1", self.zookeeper.port), "zk", "client")
+        )
+        self.client_zookeeper_connect = f"{CLIENT_ADDRESS}:{client_zk_port}{self.chroot}"
+        for i in range(1, self.count + 1):
+            host = node_address(i)
+            real_port = free_port()
+            proxy_port = _free_port_on(host)
+            zk_port = _free_port_on(host)
+            self.proxy.add_route(Route((host, proxy_port), ("127.0.0.1", real_port), f"b{i}"))
+            self.proxy.add_route(Route((host, zk_port), ("127.0.0.1", self.zookeeper.port), "zk", source=f"b{i}"))
+            self.advertised[i] = (host, proxy_port)
+            props = {
+                **self.overrides,
+                "zookeeper.connect": f"{host}:{zk_port}{self.chroot}",
+                "listeners": "PLAINTEXT://127.0.0.1:{port}",
+                "advertised.listeners": f"PLAINTEXT://{host}:{proxy_port}",
+                "odradek.broker.source.address": host,
+            }
+            broker = ClusterBroker(i, self.base_dir / f"broker-{i}", props)
+            broker.port = real_port
+            self.brokers[i] = broker
+        for broker in self.brokers.values():
+            broker.spawn()
+        for broker in self.brokers.values():
+            broker.wait_listening(60)
+        return self
+
+    def _create_chroot(self) -> None:
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zookeeper.connect_string, timeout=10)
+        zk.start(10)
+        try:
+            zk.ensure_path(self.chroot)
+        finally:
+            zk.stop()
+            zk.close()
+
+    def close(self) -> None:
+        for broker in self.brokers.values():
+            broker.kill()
+        self.proxy.close()
+        if self.zookeeper is not None:
+            self.zookeeper.close()
+            self.zookeeper = None
+
+    # --- process faults ---------------------------------------------------------------------
+
+    def kill9(self, broker_id: int) -> None:
+        self.brokers[broker_id].kill()
+
+    def start_broker(self, broker_id: int) -> None:
+        broker = self.brokers[broker_id]
+        if broker.alive():
+            return
+        for _ in range(100):
+            try:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", broker.port))
+                break
+            except OSError:
+                time.sleep(0.05)
+        broker.spawn()
+        broker.wait_listening(60)
+
+    def stop_broker(self, broker_id: int) -> None:
+        """SIGTERM: a controlled shutdown."""
+        self.brokers[broker_id].stop()
+
+    def kill_zookeeper(self) -> None:
+        process = self.zookeeper._process
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
+    def zookeeper_alive(self) -> bool:
+        process = None if self.zookeeper is None else self.zookeeper._process
+        return process is not None and process.poll() is None
+
+    def restart_zookeeper(self) -> None:
+        self.zookeeper.restart()
+
+    # --- reading the cluster's state (direct ZooKeeper reads) --------------------------------
+
+    def _zk(self) -> Any:
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zookeeper.connect_string + self.chroot, timeout=5)
+        zk.start(5)
+        return zk
+
+    def read_json(self, path: str) -> Any:
+        """The JSON of ``path`` under the chroot, None if absent or ZooKeeper is down."""
+        try:
+            zk = self._zk()
+        except Exception:
+            return None
+        try:
+            if zk.exists(path) is None:
+                return None
+            data, _ = zk.get(path)
+            return json.loads(data) if data else None
+        except Exception:
+            return None
+        finally:
+            zk.stop()
+            zk.close()
+
+    def controller(self) -> int | None:
+        data = self.read_json("/controller")
+        return None if data is None else int(data["brokerid"])
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        state = self.read_json(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        return state if isinstance(state, dict) else None
+
+    def replicas(self, topic: str, partition: int) -> list[int]:
+        """The partition's assigned replicas (``/brokers/topics/<topic>``); empty if unreadable."""
+        assignment = self.read_json(f"/brokers/topics/{topic}")
+        return [int(r) for r in (assignment or {}).get("partitions", {}).get(str(partition), [])]
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        state = self.partition_state(topic, partition)
+        return None if state is None or state["leader"] < 0 else int(state["leader"])
+
+    def wait_for(self, condition: Any, timeout_s: float, interval_s: float = 0.25) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if condition():
+                    return True
+            except Exception:
+                pass
+            time.sleep(interval_s)
+        return False
+
+    def create_topic(
+        self, topic: str, partitions: int, replication: int = 3, configs: dict[str, str] | None = None
+    ) -> None:
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        futures = admin.create_topics(
+            [NewTopic(topic, partitions, replication, config=configs or {})], request_timeout=30
+        )
+        futures[topic].result(60)
+        self.wait_for(lambda: all(self.leader(topic, p) is not None for p in range(partitions)), 30)
