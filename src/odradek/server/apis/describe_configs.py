@@ -14,8 +14,8 @@ v1..v4 (v4 is the first flexible version). Each resource is answered on its own:
   (DEFAULT_CONFIG) otherwise. ``read_only`` is false exactly for the keys Kafka 3.9 can update
   dynamically (``DynamicBrokerConfig.AllDynamicConfigs``: listeners, ``advertised.listeners``,
   the log defaults such as ``log.retention.ms``, ``message.max.bytes``, ``num.io.threads``, ...),
-  true for the others (``broker.id``, ``log.dirs``, ``log.retention.hours``, ...); odradek itself
-  changes only the replication throttle rates dynamically (:mod:`odradek.server.dynamic_config`).
+  true for the others (``broker.id``, ``log.dirs``, ``log.retention.hours``, ...); see
+  :mod:`odradek.server.dynamic_config` for which of them take effect here.
   The resource name must be this broker's id; the empty name lists the cluster-wide dynamic
   defaults that are set. Any other name gets INVALID_REQUEST.
 - any other resource type: INVALID_REQUEST.
@@ -51,6 +51,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
 from odradek.server.auth_helper import AclOperation, config_refusal
 from odradek.server.config import BROKER_CONFIGS
+from odradek.server.dynamic_config import DYNAMIC_BROKER_CONFIGS
 from odradek.server.request import RequestContext
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
@@ -87,47 +88,6 @@ BROKER_SYNONYM_CHAINS: tuple[tuple[str, ...], ...] = (
     ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
 )
 _FLUSH_CHAIN = ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
-
-# Kafka 3.9's ``DynamicBrokerConfig.AllDynamicConfigs``: the broker keys Kafka can update at run
-# time (per broker or cluster-wide), described with ``read_only`` false; all others are true.
-# The log keys are the first broker synonym of every topic key except message.format.version.
-DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
-    {broker_key for topic_key, broker_key in BROKER_SYNONYMS.items() if topic_key != "message.format.version"}
-    | {
-        # LogCleaner.ReconfigurableConfigs
-        "log.cleaner.threads",
-        "log.cleaner.dedupe.buffer.size",
-        "log.cleaner.io.buffer.load.factor",
-        "log.cleaner.io.buffer.size",
-        "message.max.bytes",
-        "log.cleaner.io.max.bytes.per.second",
-        "log.cleaner.backoff.ms",
-        # DynamicThreadPool.ReconfigurableConfigs
-        "num.io.threads",
-        "num.replica.fetchers",
-        "num.recovery.threads.per.data.dir",
-        "background.threads",
-        "metric.reporters",
-        # DynamicListenerConfig.ReconfigurableConfigs (without the SSL and SASL keys) and
-        # SocketServer.ReconfigurableConfigs
-        "advertised.listeners",
-        "listeners",
-        "listener.security.protocol.map",
-        "max.connections",
-        "max.connection.creation.rate",
-        "num.network.threads",
-        "max.connections.per.ip",
-        "max.connections.per.ip.overrides",
-        # DynamicProducerStateManagerConfig
-        "producer.id.expiration.ms",
-        "transaction.partition.verification.enable",
-        # DynamicRemoteLogConfig.ReconfigurableConfigs
-        "remote.log.index.file.cache.total.size.bytes",
-        "remote.fetch.max.wait.ms",
-        "remote.log.manager.copy.max.bytes.per.second",
-        "remote.log.manager.fetch.max.bytes.per.second",
-    }
-)
 
 
 def broker_config_synonyms(name: str) -> tuple[str, ...]:
