@@ -55,6 +55,7 @@ from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
 from odradek.server.broker_metrics import BrokerMetrics
+from odradek.server.client_quotas import ClientQuotas, quota_config_handlers
 from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components, start_authorizer
 from odradek.server.config import Endpoint, KafkaConfig
 from odradek.server.dynamic_config import DynamicBrokerConfig, register_broker_reconfigurables
@@ -117,6 +118,7 @@ class Broker:
         self.listener_securities: dict[str, ListenerSecurity] = {}
         self._user_configs: ZkConfigManager | None = None
         self.dynamic_config = DynamicBrokerConfig(config)
+        self.client_quotas = ClientQuotas(config["quota.window.num"], config["quota.window.size.seconds"])
         """``/config/brokers/<id>`` and ``<default>`` over ``server.properties``; swaps :attr:`config`."""
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self._highest_controller_epoch = 0
@@ -189,13 +191,9 @@ class Broker:
         )
         self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
         register_broker_reconfigurables(self)
-        self._user_configs = ZkConfigManager(
-            store,
-            {
-                ConfigType.USER: self.credential_cache.process_config_changes,
-                ConfigType.BROKER: self.dynamic_config.process_config_changes,
-            },
-        )
+        handlers = quota_config_handlers(self.client_quotas, self.credential_cache.process_config_changes)
+        handlers[ConfigType.BROKER] = self.dynamic_config.process_config_changes
+        self._user_configs = ZkConfigManager(store, handlers)
         await self._user_configs.startup()
         self.listener_securities = listener_securities(self.config, self.credential_cache)
         self.endpoints = await bind_listeners(self.socket_server, self.config, self.listener_securities)
