@@ -23,7 +23,9 @@ RESOURCE = "ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL
 
 @pytest.fixture
 def broker(odradek_broker_factory: Callable[..., BrokerRunner], tmp_path: Any) -> BrokerRunner:
-    return start_with_acls(odradek_broker_factory, str(tmp_path / "cli"), [cluster_acl(AclOperation.ALTER)])
+    # ALTER: ACLs and SCRAM credentials; ALTER_CONFIGS (implies DESCRIBE_CONFIGS): client quotas
+    acls = [cluster_acl(AclOperation.ALTER), cluster_acl(AclOperation.ALTER_CONFIGS)]
+    return start_with_acls(odradek_broker_factory, str(tmp_path / "cli"), acls)
 
 
 def _authorized(broker: BrokerRunner, user: str, operation: AclOperation, topic: str) -> bool:
