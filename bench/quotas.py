@@ -4,10 +4,11 @@
    ``producer_byte_rate`` of ``--quota`` bytes/s (1 MB/s) on the client id ``quota-bench`` set with
    ``odradek configs`` (AlterClientQuotas). A confluent-kafka producer with that client id and a
    small local queue (``queue.buffering.max.kbytes`` 256, so what is queued is soon sent) produces
-   ``--record-size`` records until ``--seconds`` (30) after the first throttle time it is told.
-   Figures: payload bytes acknowledged per second over the first ``--seconds`` from the start and
-   over the ``--seconds`` from the first throttle, each with ``deviation_pct`` from the quota
-   (target: within 10 %), the throttle times the client reported (KIP-219), and per-5-s rates.
+   ``--record-size`` records until ``--periods`` x ``--seconds`` (3 x 30 s) after the first
+   throttle time it is told. Figures: payload bytes acknowledged per second over the first
+   ``--seconds`` from the start, over each period and over all periods from the first throttle,
+   each with ``deviation_pct`` from the quota (target: within 10 %), the throttle times the client
+   reported (KIP-219), and per-5-s rates.
    Kafka's ``Rate`` over 11 windows lets a burst of about ``quota x 10`` through at the start (the
    rate is taken over at least 10 windows) and again whenever the samples of a burst expire
    (11 s later), so 30 s from the start hold a burst that is not paid for yet; from the first
@@ -87,7 +88,7 @@ def hold(args: argparse.Namespace) -> dict[str, Any]:
         payload = os.urandom(args.record_size)
         t0 = time.perf_counter()
         first_throttle: float | None = None
-        while first_throttle is None or time.perf_counter() - first_throttle < args.seconds:
+        while first_throttle is None or time.perf_counter() - first_throttle < args.seconds * args.periods:
             try:
                 producer.produce("quota", payload, on_delivery=on_delivery)
             except BufferError:
@@ -105,6 +106,9 @@ def hold(args: argparse.Namespace) -> dict[str, Any]:
         return sum(size for at, size in acked if start <= at < end) / (end - start)
 
     whole, steady = rate(t0, t0 + args.seconds), rate(first_throttle, t1)
+    periods = [
+        rate(first_throttle + i * args.seconds, first_throttle + (i + 1) * args.seconds) for i in range(args.periods)
+    ]
     return {
         "quota_bytes_per_s": args.quota,
         "first_throttle_after_s": round(first_throttle - t0, 2),
@@ -113,12 +117,16 @@ def hold(args: argparse.Namespace) -> dict[str, Any]:
             "acked_payload_bytes_per_s": round(whole),
             "deviation_pct": round((whole / args.quota - 1) * 100, 2),
         },
-        "seconds_from_first_throttle": {
+        "from_first_throttle": {
             "seconds": round(t1 - first_throttle, 1),
             "acked_payload_bytes_per_s": round(steady),
             "deviation_pct": round((steady / args.quota - 1) * 100, 2),
             "within_10_pct": abs(steady / args.quota - 1) <= 0.10,
         },
+        "consecutive_periods_from_first_throttle": [
+            {"acked_payload_bytes_per_s": round(r), "deviation_pct": round((r / args.quota - 1) * 100, 2)}
+            for r in periods
+        ],
         "bytes_per_s_by_5s_from_start": [round(rate(t0 + i, t0 + i + 5)) for i in range(0, int(t1 - t0) - 4, 5)],
         "throttle_reports": len(throttles),
         "throttle_ms_median": round(median(throttles) * 1000),
@@ -138,8 +146,8 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
             ("small_requests", 0, args.small_batch, args.messages),
         ):
             loads = {
-                "without_quota": Load(plain, "load", args.record_size, linger, batch, extra),
-                "with_quota": Load(quota, "load", args.record_size, linger, batch, extra),
+                "without_quota": Load(plain, "load", args.overhead_record_size, linger, batch, extra),
+                "with_quota": Load(quota, "load", args.overhead_record_size, linger, batch, extra),
             }
             runs: dict[str, list[float]] = {name: [] for name in loads}
             for rnd in range(args.rounds):
@@ -157,9 +165,11 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--seconds", type=float, default=30.0, help="length of one measured period")
+    parser.add_argument("--periods", type=int, default=3, help="consecutive periods after the first throttle")
     parser.add_argument("--quota", type=int, default=1_000_000, help="producer_byte_rate, bytes/s")
-    parser.add_argument("--record-size", type=int, default=1000)
+    parser.add_argument("--record-size", type=int, default=1000, help="bytes per record (hold)")
+    parser.add_argument("--overhead-record-size", type=int, default=100, help="bytes per record (overhead)")
     parser.add_argument("--messages", type=int, default=20000, help="records per burst (x10 when batched)")
     parser.add_argument("--small-batch", type=int, default=10, help="records per request in small_requests")
     parser.add_argument("--rounds", type=int, default=9, help="pairs of bursts per shape")
