@@ -96,7 +96,7 @@ def hold(args: argparse.Namespace) -> dict[str, Any]:
             producer.poll(0)
             if first_throttle is None and throttles:
                 first_throttle = time.perf_counter()
-            if time.perf_counter() - t0 > args.seconds * 3:
+            if first_throttle is None and time.perf_counter() - t0 > args.seconds:
                 raise RuntimeError("the producer was never throttled")
         t1 = time.perf_counter()
         producer.flush(120)

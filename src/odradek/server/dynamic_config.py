@@ -358,8 +358,16 @@ async def set_broker_overrides(broker: Broker, name: str, overrides: Mapping[str
 def register_broker_reconfigurables(broker: Broker) -> None:
     """What a broker applies at once (in this order): the new config object itself, the log
     defaults of every hosted log without an override, the connection limits, the replication
-    throttle rates. Further components (the log cleaner) add theirs with
-    ``broker.dynamic_config.add_reconfigurable(keys, reconfigure)``."""
+    throttle rates, the controller's unclean election default.
+
+    Further components add theirs with ``broker.dynamic_config.add_reconfigurable(keys,
+    reconfigure)``; ``reconfigure(old, new)`` (two :class:`KafkaConfig`, may be async) runs on
+    the event loop after ``broker.config`` is already ``new``, once per change that touches one of
+    ``keys``, and also at start-up when ``/config/brokers`` holds values (if registered before
+    the ZkConfigManager starts). The log cleaner's keys are :data:`LOG_CLEANER_CONFIGS` (Kafka's
+    ``LogCleaner.ReconfigurableConfigs`` with ``message.max.bytes``); until it registers they are
+    stored and described but change nothing (``DYNAMIC_EFFECTS`` says so).
+    """
     dynamic = broker.dynamic_config
 
     def swap(_old: KafkaConfig, new: KafkaConfig) -> None:

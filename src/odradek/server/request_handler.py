@@ -127,7 +127,7 @@ class RequestHandler:
 
     async def _throttle(self, ctx: RequestContext, connection: ConnectionInfo, response: Any, started: float) -> Any:
         """Kafka's quota step after a request: record ``request_percentage`` (handler time per
-        second x 100), take the larger of that throttle and the handler's byte-rate one
+        second x 100, up to entering a purgatory), take the larger of that throttle and the handler's byte-rate one
         (``ctx.throttle_ms``), put it in the response's ``throttle_time`` and mute the connection
         for it; a client older than KIP-219 gets its answer that much later instead."""
         throttle = ctx.throttle_ms
@@ -135,7 +135,11 @@ class RequestHandler:
         from_follower = ctx.times is not None and ctx.times.from_follower
         if request_quota.quotas and not from_follower:
             user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)
-            throttle = max(throttle, request_quota.record(user, client, (time.perf_counter() - started) * 100))
+            # the time until the request waited in a purgatory (acks=all, a Fetch long poll), as
+            # Kafka counts only the handler threads' time
+            delayed = ctx.times.delayed_at if ctx.times is not None else 0.0
+            ended = delayed if delayed > started else time.perf_counter()
+            throttle = max(throttle, request_quota.record(user, client, (ended - started) * 100))
         if throttle <= 0:
             return response
         wait = datetime.timedelta(milliseconds=throttle)
