@@ -164,3 +164,42 @@ def test_passwords_are_encrypted_with_the_secret_and_refused_without_it() -> Non
     )
     assert rotated.from_persistent(stored)[JAAS] == "x"
     assert plain.from_persistent(stored) == {"max.connections": "9"}  # undecodable: left out
+
+
+def test_broker_reconfigurables_apply_log_defaults_connection_limits_and_throttles() -> None:
+    from types import SimpleNamespace
+
+    from odradek.server.connection_quotas import ConnectionQuotas
+    from odradek.server.dynamic_config import register_broker_reconfigurables
+    from odradek.storage import TopicPartition
+
+    updated: list[str] = []
+    reloads: list[int] = []
+
+    async def reload_broker_throttles() -> None:
+        reloads.append(int(broker.config["leader.replication.throttled.rate"]))
+
+    static = KafkaConfig({"broker.id": "0"})
+    broker = SimpleNamespace(
+        config=static,
+        dynamic_config=DynamicBrokerConfig(static),
+        log_manager=SimpleNamespace(default_config=None),
+        replica_manager=SimpleNamespace(
+            partitions={TopicPartition("t", 0): None, TopicPartition("t", 1): None},
+            update_log_config=updated.append,
+        ),
+        socket_server=SimpleNamespace(quotas=ConnectionQuotas(100, 10, {})),
+        controller=SimpleNamespace(unclean_leader_election=False),
+        reload_broker_throttles=reload_broker_throttles,
+    )
+    register_broker_reconfigurables(broker)  # type: ignore[arg-type]
+    stored = {"log.segment.bytes": "1048576", "max.connections.per.ip.overrides": "10.0.0.1:3"}
+    run(broker.dynamic_config.process_config_changes("<default>", stored))
+    assert broker.config["log.segment.bytes"] == 1048576 and broker.config is broker.dynamic_config.current
+    assert broker.log_manager.default_config.segment_bytes == 1048576
+    assert updated == ["t"] and not reloads  # once per hosted topic; the throttles did not change
+    assert broker.socket_server.quotas.overrides == {"10.0.0.1": 3}
+    run(broker.dynamic_config.process_config_changes("0", {"leader.replication.throttled.rate": "500"}))
+    assert reloads == [500] and updated == ["t"]
+    run(broker.dynamic_config.process_config_changes("0", {"unclean.leader.election.enable": "true"}))
+    assert broker.controller.unclean_leader_election is True
