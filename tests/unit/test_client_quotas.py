@@ -78,6 +78,10 @@ def test_manager_records_and_throttles_over_the_quota() -> None:
     throttle = m.record("alice", "app", 10_000)  # 15000 / 10 s = 1500 B/s: 50 % over
     assert throttle == 5000
     assert m.record("bob", "app", 10**6) == 0  # bob has no quota
+    m.update_quota(("alice", None), 10**9)  # a changed quota applies to the next request
+    assert m.record("alice", "app", 1) == 0
+    m.update_quota((None, "app"), 1.0)  # alice's own level still wins over the client's
+    assert m.record("alice", "app", 1) == 0 and m.record("bob", "app", 1) > 0
 
 
 def test_entities_and_config_changes_feed_the_managers() -> None:

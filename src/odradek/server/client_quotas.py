@@ -62,31 +62,34 @@ class _Sample:
 
 @dataclass(slots=True)
 class QuotaRate:
-    """Kafka's ``Rate`` (a ``SampledStat`` summing values per sample); times in ms."""
+    """Kafka's ``Rate`` (a ``SampledStat`` summing values per sample); times in ms. Samples are
+    kept oldest first, so the expired ones (no event for ``samples`` windows) are at the front."""
 
     samples: int
     window_ms: float
     _samples: list[_Sample] = field(default_factory=list)
 
     def record(self, value: float, now_ms: float) -> None:
-        current = self._samples[-1] if self._samples else None
+        samples = self._samples
+        current = samples[-1] if samples else None
         if current is None or now_ms - current.start_ms >= self.window_ms:
             current = _Sample(now_ms, now_ms)
-            self._samples.append(current)
-            if len(self._samples) > self.samples + 1:  # one extra: the overlapping sample
-                del self._samples[0]
+            samples.append(current)
+            if len(samples) > self.samples + 1:  # one extra: the overlapping sample
+                del samples[0]
         current.value += value
         current.last_ms = now_ms
 
     def _purge(self, now_ms: float) -> None:
         expire = self.samples * self.window_ms
-        self._samples = [s for s in self._samples if now_ms - s.last_ms < expire]
+        samples = self._samples
+        while samples and now_ms - samples[0].last_ms >= expire:
+            del samples[0]
 
     def window_size_ms(self, now_ms: float) -> float:
         """The time the rate is taken over (Kafka's ``Rate.windowSize``): at least 1 ms."""
         self._purge(now_ms)
-        oldest = min((s.start_ms for s in self._samples), default=now_ms)
-        elapsed = now_ms - oldest
+        elapsed = now_ms - self._samples[0].start_ms if self._samples else 0.0
         full = int(elapsed // self.window_ms)
         if full < self.samples - 1:
             elapsed += (self.samples - 1 - full) * self.window_ms
@@ -95,7 +98,7 @@ class QuotaRate:
     def measure(self, now_ms: float) -> float:
         """Units per second."""
         window = self.window_size_ms(now_ms)
-        return sum(s.value for s in self._samples) / (window / 1000.0)
+        return sum(s.value for s in self._samples) * 1000.0 / window
 
 
 def throttle_time_ms(rate: float, quota: float, window_ms: float) -> int:
@@ -144,6 +147,8 @@ class ClientQuotaManager:
         """Quota by level, from ``/config``; empty: quotas disabled (nothing recorded)."""
         self.rates: dict[tuple[str, str], QuotaRate] = {}
         self.throttled_ms_total = 0
+        self._resolved: dict[tuple[str, str], tuple[float, QuotaRate] | None] = {}
+        """(user, client) -> (quota, its rate), or None: no quota; cleared when a quota changes."""
 
     @property
     def enabled(self) -> bool:
@@ -155,6 +160,7 @@ class ClientQuotaManager:
             self.quotas.pop(key, None)
         else:
             self.quotas[key] = value
+        self._resolved.clear()
 
     def quota_for(self, user: str, client: str) -> tuple[float, tuple[str, str]] | None:
         """(quota, rate tags) of the most specific level with a quota, else None."""
@@ -169,21 +175,36 @@ class ClientQuotaManager:
         """Record ``value`` for (sanitized ``user``, sanitized ``client``); the throttle time in ms."""
         if not self.quotas:
             return 0
-        found = self.quota_for(user, client)
-        if found is None:
+        try:
+            resolved = self._resolved[(user, client)]
+        except KeyError:
+            resolved = self._resolve(user, client)
+        if resolved is None:
             return 0
-        quota, tags = found
+        quota, rate = resolved
         now = self.clock_ms() if now_ms is None else now_ms
-        rate = self.rates.get(tags)
-        if rate is None:
-            rate = self.rates[tags] = QuotaRate(self.samples, self.window_ms)
         rate.record(value, now)
-        measured = rate.measure(now)
+        window = rate.window_size_ms(now)
+        measured = sum(s.value for s in rate._samples) * 1000.0 / window
         if measured <= quota:
             return 0
-        throttle = throttle_time_ms(measured, quota, rate.window_size_ms(now))
+        throttle = throttle_time_ms(measured, quota, window)
         self.throttled_ms_total += throttle
         return throttle
+
+    def _resolve(self, user: str, client: str) -> tuple[float, QuotaRate] | None:
+        found = self.quota_for(user, client)
+        resolved = None
+        if found is not None:
+            quota, tags = found
+            rate = self.rates.get(tags)
+            if rate is None:
+                rate = self.rates[tags] = QuotaRate(self.samples, self.window_ms)
+            resolved = (quota, rate)
+        if len(self._resolved) > 100_000:  # many short-lived client ids: start over
+            self._resolved.clear()
+        self._resolved[(user, client)] = resolved
+        return resolved
 
 
 def parse_entity(entity_type: str, name: str) -> QuotaKey | None:
