@@ -17,6 +17,7 @@ checks without writing. Runs on the broker's event loop.
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError
@@ -31,6 +32,8 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 
 EPSILON = 1e-6
+
+log = logging.getLogger(__name__)
 
 
 def entity_path(entity: Any) -> tuple[str, str]:
@@ -96,6 +99,9 @@ async def handle(ctx: RequestContext) -> Any:
                 await _alter(ctx, entry, validate_only)
             except KafkaError as exc:
                 error, message = exc.error_code, str(exc)
+            except Exception as exc:  # the metadata store failed: this entry only
+                log.exception("AlterClientQuotas of %s failed", entry.entity)
+                error, message = ErrorCode.unknown_server_error, f"unexpected error: {exc}"
         entries.append(
             ctx.make(
                 "EntryData",

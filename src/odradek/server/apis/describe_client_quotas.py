@@ -14,6 +14,7 @@ type UNSUPPORTED_VERSION ("Custom entity type 'x' not supported"). Runs on the b
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnsupportedVersionError
@@ -29,6 +30,8 @@ from odradek.server.request import RequestContext
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 MIN_VERSION = 0
 MAX_VERSION = 1
+
+log = logging.getLogger(__name__)
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
@@ -119,4 +122,10 @@ async def handle(ctx: RequestContext) -> Any:
         ]
     except KafkaError as exc:
         return ctx.response(throttle_time=throttle, error_code=exc.error_code, error_message=str(exc), entries=None)
+    except Exception as exc:  # the metadata store failed, or a stored entity is not JSON
+        log.exception("DescribeClientQuotas failed")
+        error = ErrorCode.unknown_server_error
+        return ctx.response(
+            throttle_time=throttle, error_code=error, error_message=f"unexpected error: {exc}", entries=None
+        )
     return ctx.response(throttle_time=throttle, error_code=ErrorCode.none, error_message=None, entries=tuple(entries))
