@@ -39,7 +39,15 @@ from common import OdradekBroker, create_topic, free_port, log, machine_info, me
 class Load:
     """A producer (acks=1) kept connected to one broker; :meth:`burst` sends ``messages`` records."""
 
-    def __init__(self, broker: OdradekBroker, topic: str, record_size: int, linger_ms: int, batch: int) -> None:
+    def __init__(
+        self,
+        broker: OdradekBroker,
+        topic: str,
+        record_size: int,
+        linger_ms: int,
+        batch: int,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         self.broker = broker
         self.topic = topic
         self.errors: list[str] = []
@@ -49,6 +57,7 @@ class Load:
             "linger.ms": linger_ms,
             "enable.idempotence": False,
             "on_delivery": self._on_delivery,
+            **(extra or {}),
         }
         if batch:
             conf["batch.num.messages"] = batch

@@ -14,6 +14,7 @@ from odradek.configdef import render_markdown_table
 from odradek.protocol import inter_broker_messages
 from odradek.server.apis import API_HANDLERS, KAFKA_3_9_VERSIONS, KAFKA_4_0_MINIMA, KAFKA_RELEASE
 from odradek.server.config import BROKER_CONFIGS
+from odradek.server.dynamic_config import dynamic_config_table
 from odradek.storage.config import TOPIC_CONFIGS
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
@@ -49,6 +50,7 @@ def render() -> dict[pathlib.Path, str]:
     text = cfg.read_text()
     text = replace_block(text, "BROKER", render_markdown_table(BROKER_CONFIGS))
     text = replace_block(text, "TOPIC", render_markdown_table(TOPIC_CONFIGS))
+    text = replace_block(text, "DYNAMIC", dynamic_config_table())
     out[cfg] = text
     compat = DOCS / "compatibility.md"
     out[compat] = replace_block(compat.read_text(), "APIS", compatibility_table())

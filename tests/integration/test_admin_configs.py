@@ -315,13 +315,18 @@ def test_alter_configs_replaces_overrides(broker: BrokerRunner) -> None:
             {
                 Resource.topic("ac-1"): {"segment.ms": "soon"},
                 Resource.topic("ac-missing"): {"segment.ms": "1"},
-                Resource.broker(0): {"log.retention.ms": "1"},
+                Resource.broker(0): {"log.dirs": "/elsewhere"},  # read-only
             }
         ),
     )
     assert errors[Resource.topic("ac-1")].error_code == ErrorCode.invalid_config  # type: ignore[union-attr]
     assert errors[Resource.topic("ac-missing")].error_code == ErrorCode.unknown_topic_or_partition  # type: ignore[union-attr]
-    assert errors[Resource.broker(0)].error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
+    refused = errors[Resource.broker(0)]
+    assert refused.error_code == ErrorCode.invalid_config  # type: ignore[union-attr]
+    assert str(refused).endswith(
+        "Invalid config value for resource ConfigResource(type=BROKER, name='0'): "
+        "Cannot update these configs dynamically: Set(log.dirs)"
+    )
     assert _topic_configs(broker, "ac-1")["segment.ms"].value == "600000"
     # validate_only changes nothing
     ok = with_admin(
@@ -366,13 +371,18 @@ def test_incremental_alter_configs(broker: BrokerRunner) -> None:
             {
                 Resource.topic("iac-1"): [AlterConfigOp("retention.ms", AlterConfigOp.APPEND, "1")],
                 Resource.topic("iac-missing"): [AlterConfigOp("retention.ms", AlterConfigOp.SET, "1")],
-                Resource.broker(0): [AlterConfigOp("log.retention.ms", AlterConfigOp.SET, "1")],
+                Resource.broker(0): [AlterConfigOp("log.dirs", AlterConfigOp.SET, "/elsewhere")],  # read-only
             }
         ),
     )
     assert errors[Resource.topic("iac-1")].error_code == ErrorCode.invalid_config  # type: ignore[union-attr]
     assert errors[Resource.topic("iac-missing")].error_code == ErrorCode.unknown_topic_or_partition  # type: ignore[union-attr]
-    assert errors[Resource.broker(0)].error_code == ErrorCode.invalid_request  # type: ignore[union-attr]
+    refused = errors[Resource.broker(0)]
+    assert refused.error_code == ErrorCode.invalid_config  # type: ignore[union-attr]
+    assert str(refused).endswith(
+        "Invalid config value for resource ConfigResource(type=BROKER, name='0'): "
+        "Cannot update these configs dynamically: Set(log.dirs)"
+    )
     dup = with_admin(
         broker,
         lambda a: a.incremental_alter_configs(
@@ -445,3 +455,54 @@ async def _znode(broker: BrokerRunner, path: str) -> Any:
     assert broker.broker is not None
     data, _ = await broker.broker.zk.store.get(path)
     return json.loads(data)
+
+
+def test_dynamic_log_defaults_with_confluent_apply_to_topics_without_overrides(broker: BrokerRunner) -> None:
+    create(broker, "dyn-1")
+    admin = confluent(broker)
+    key = ConfigResource(ResourceType.BROKER, "0")
+    week = 7 * 24 * 3600 * 1000
+
+    def alter(entries: list[ConfigEntry], validate_only: bool = False) -> None:
+        resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=entries)
+        admin.incremental_alter_configs([resource], validate_only=validate_only)[resource].result(timeout=10)
+
+    def alter_default(op: AlterConfigOp) -> None:  # confluent-kafka cannot name the default resource ""
+        errors = with_admin(broker, lambda a: a.incremental_alter_configs({Resource(4, ""): [op]}))
+        assert errors == {Resource(4, ""): None}
+
+    def segment_ms_of_log() -> int:
+        async def read() -> int:
+            assert broker.broker is not None
+            return int(broker.broker.replica_manager.get_partition(TP("dyn-1", 0)).log.config.segment_ms)
+
+        return broker.call(read)  # type: ignore[no-any-return]
+
+    set_op = AlterConfigOpType.SET
+    alter([ConfigEntry("log.roll.ms", "900000", incremental_operation=set_op)], validate_only=True)
+    assert segment_ms_of_log() == week  # validate_only: nothing applied
+    alter_default(AlterConfigOp("log.roll.ms", AlterConfigOp.SET, "900000"))
+    assert segment_ms_of_log() == 900000
+    alter([ConfigEntry("log.roll.ms", "800000", incremental_operation=set_op)])
+    assert segment_ms_of_log() == 800000  # the broker's own value beats the cluster default
+    described = admin.describe_configs([key])[key].result(timeout=10)
+    entry = described["log.roll.ms"]
+    assert (entry.value, entry.source, entry.is_read_only) == (
+        "800000",
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+        False,
+    )
+    own = with_admin(broker, lambda a: a.describe_configs([Resource.broker(0)], include_synonyms=True))
+    assert own[Resource.broker(0)].configs["log.roll.ms"].synonyms == [  # type: ignore[union-attr]
+        ("log.roll.ms", "800000", ConfigSource.DYNAMIC_BROKER_CONFIG.value),
+        ("log.roll.ms", "900000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
+        ("log.roll.hours", "168", ConfigSource.DEFAULT_CONFIG.value),
+    ]
+    topic = admin.describe_configs([ConfigResource(ResourceType.TOPIC, "dyn-1")])
+    segment = next(iter(topic.values())).result(timeout=10)["segment.ms"]
+    assert (segment.value, segment.source) == ("800000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    alter([ConfigEntry("log.roll.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+    alter_default(AlterConfigOp("log.roll.ms", AlterConfigOp.DELETE))
+    assert segment_ms_of_log() == week
+    with pytest.raises(Exception, match=r"Password encoder secret not configured"):
+        alter([ConfigEntry("listener.name.plaintext.plain.sasl.jaas.config", "x", incremental_operation=set_op)])

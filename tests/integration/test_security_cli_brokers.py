@@ -23,7 +23,9 @@ RESOURCE = "ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL
 
 @pytest.fixture
 def broker(odradek_broker_factory: Callable[..., BrokerRunner], tmp_path: Any) -> BrokerRunner:
-    return start_with_acls(odradek_broker_factory, str(tmp_path / "cli"), [cluster_acl(AclOperation.ALTER)])
+    # ALTER: ACLs and SCRAM credentials; ALTER_CONFIGS (implies DESCRIBE_CONFIGS): client quotas
+    acls = [cluster_acl(AclOperation.ALTER), cluster_acl(AclOperation.ALTER_CONFIGS)]
+    return start_with_acls(odradek_broker_factory, str(tmp_path / "cli"), acls)
 
 
 def _authorized(broker: BrokerRunner, user: str, operation: AclOperation, topic: str) -> bool:
@@ -101,5 +103,10 @@ def test_configs_users_scram_through_the_brokers(broker: BrokerRunner, capsys: p
     assert capsys.readouterr().out.strip() == (
         "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192"
     )
-    assert configs.main([*bs, "--alter", *user, "--add-config", "consumer_byte_rate=1024"]) == 1
-    assert "client quota APIs" in capsys.readouterr().err
+    assert configs.main([*bs, "--alter", *user, "--add-config", "consumer_byte_rate=1024"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "Completed updating config for user alice."
+    assert configs.main([*bs, "--describe", *user]) == 0
+    assert capsys.readouterr().out.strip().splitlines() == [
+        "Quota configs for user-principal 'alice' are consumer_byte_rate=1024.0",
+        "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192",
+    ]

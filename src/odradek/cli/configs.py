@@ -11,6 +11,9 @@ Exactly one action, with Kafka 3.9's flags::
     odradek configs --bootstrap-server H:P --describe --entity-type topics|brokers [--entity-name N] [--all]
     odradek configs --bootstrap-server H:P --alter --entity-type topics|brokers --entity-name N
         --add-config k=v --delete-config k2
+    odradek configs --bootstrap-server H:P --alter --entity-type users --entity-name alice
+        [--entity-type clients --entity-default] --add-config producer_byte_rate=1048576
+    odradek configs --bootstrap-server H:P --describe --entity-type users|clients [--entity-name N]
 
 ``--user``/``--broker``/``--topic``/``--client`` and ``--user-defaults``/``--broker-defaults``/
 ``--client-defaults`` stand for ``--entity-type``/``--entity-name``/``--entity-default``.
@@ -29,8 +32,9 @@ lines, then ``Completed updating config for entity: user-principal 'alice'.`` or
 ``--bootstrap-server`` mode does).
 
 ``--bootstrap-server`` serves topics and brokers through DescribeConfigs and
-IncrementalAlterConfigs (topics) / AlterConfigs (brokers); users and clients need the broker's
-AlterUserScramCredentials and client-quota APIs, which brokers do not serve yet: the tool says so.
+IncrementalAlterConfigs (topics) / AlterConfigs (brokers); users and clients through
+DescribeClientQuotas / AlterClientQuotas (quota keys, :mod:`odradek.cli.configs_quotas`) and
+Describe/AlterUserScramCredentials (SCRAM keys of a named user).
 Errors print one line on stderr and exit 1; usage errors exit 2.
 """
 
@@ -320,22 +324,9 @@ async def _with_brokers(args: argparse.Namespace) -> int:
     from odradek.cli.configs_admin import alter_with_admin, describe_with_admin
 
     types, names = check_args(args)
-    if types[0] == "users" and names and names[0]:  # a named user ("" is --entity-default)
-        if args.alter:
-            await alter_users_with_admin(
-                args.bootstrap_server, names[0], _configs_to_add(args), _configs_to_delete(args)
-            )
-        else:
-            await describe_users_with_admin(args.bootstrap_server, names[0])
+    if types[0] in ("users", "clients", "ips"):
+        await _quotas_and_credentials(args, types, names)
         return 0
-    if types[0] == "users" and not args.alter:
-        await describe_users_with_admin(args.bootstrap_server, None)
-        return 0
-    if types[0] not in ("topics", "brokers"):
-        raise CommandError(
-            f"{PROG} --bootstrap-server: {types[0]} configs beyond SCRAM credentials need the client quota APIs, "
-            "which odradek's brokers do not serve"
-        )
     if args.alter:
         await alter_with_admin(
             args.bootstrap_server,
@@ -350,6 +341,29 @@ async def _with_brokers(args: argparse.Namespace) -> int:
             args.bootstrap_server, types[0], names[0] if names else None, args.all, client_security(args)
         )
     return 0
+
+
+async def _quotas_and_credentials(args: argparse.Namespace, types: list[str], names: list[str]) -> None:
+    """Users and clients through the brokers: SCRAM credentials of one named user, quotas of any
+    (user, client id) entity (:mod:`odradek.cli.configs_quotas`)."""
+    from odradek.cli.configs_quotas import alter_quotas_with_admin, describe_quotas_with_admin, split_scram
+
+    bootstrap = args.bootstrap_server
+    if not args.alter:
+        await describe_quotas_with_admin(bootstrap, types, names)
+        if types == ["users"]:
+            await describe_users_with_admin(bootstrap, names[0] or None if names else None)
+        return
+    added, deleted = _configs_to_add(args), _configs_to_delete(args)
+    scram_added, scram_deleted = split_scram(added, deleted)
+    if scram_added or scram_deleted:
+        if types != ["users"] or not names[0]:
+            raise CommandError("SCRAM credentials can only be set for one named user (--entity-type users)")
+        await alter_users_with_admin(bootstrap, names[0], scram_added, scram_deleted)
+    quota_added = {k: v for k, v in added.items() if k not in scram_added}
+    quota_deleted = [k for k in deleted if k not in scram_deleted]
+    if quota_added or quota_deleted:
+        await alter_quotas_with_admin(bootstrap, types, names, quota_added, quota_deleted)
 
 
 def main(argv: Sequence[str] | None = None, *, store: CoordinationStore | None = None) -> int:

@@ -5,8 +5,8 @@ brokers' AlterUserScramCredentials and DescribeUserScramCredentials, as Kafka's 
 admin client does: a fresh salt, the salted password (RFC 5802 ``Hi``) sent, never the password.
 ``--delete-config SCRAM-SHA-512`` removes a mechanism. Output lines as Kafka's tool:
 ``Completed updating config for user alice.`` and ``SCRAM credential configs for user-principal
-'alice' are SCRAM-SHA-256=iterations=8192``. Quota keys (the client quota APIs) are refused with a
-message. Event loop only.
+'alice' are SCRAM-SHA-256=iterations=8192``. Quota keys go to :mod:`odradek.cli.configs_quotas`.
+Event loop only.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from odradek.client.admin import AdminClient
 from odradek.errors import ErrorCode
 from odradek.metadata.scram_credentials import MECHANISM_TYPES
 from odradek.protocol.api_keys import ApiKey
-from odradek.security.sasl.scram import DEFAULT_ITERATIONS, MECHANISMS, mechanism, secure_random_string
+from odradek.security.sasl.scram import DEFAULT_ITERATIONS, mechanism, secure_random_string
 
 __all__ = ["alter_users_with_admin", "describe_users_with_admin", "parse_scram_input"]
 
@@ -34,17 +34,7 @@ def parse_scram_input(mechanism_name: str, text: str) -> tuple[str, int]:
     return m[2], int(m[1]) if m[1] else DEFAULT_ITERATIONS
 
 
-def _refuse_quotas(keys: Sequence[str]) -> None:
-    others = sorted(k for k in keys if k not in MECHANISMS)
-    if others:
-        raise CommandError(
-            f"user quota configs {others} need the client quota APIs, which odradek's brokers do not serve; "
-            "only SCRAM credentials (SCRAM-SHA-256, SCRAM-SHA-512) can be altered"
-        )
-
-
 async def alter_users_with_admin(bootstrap: str, user: str, added: Mapping[str, str], deleted: Sequence[str]) -> None:
-    _refuse_quotas([*added, *deleted])
     async with AdminClient(bootstrap) as admin:
         conn = await admin.cluster.controller_connection()
         rb = conn.builder(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)

@@ -55,8 +55,10 @@ from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
 from odradek.server.broker_metrics import BrokerMetrics
+from odradek.server.client_quotas import ClientQuotas, quota_config_handlers
 from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components, start_authorizer
 from odradek.server.config import Endpoint, KafkaConfig
+from odradek.server.dynamic_config import DynamicBrokerConfig, register_broker_reconfigurables
 from odradek.server.listener_security import ListenerSecurity, listener_securities
 from odradek.server.listeners import bind_listeners, controller_listener, registration
 from odradek.server.log_dir_failure import LogDirFailureHandler
@@ -119,6 +121,9 @@ class Broker:
         """SCRAM credentials of every user (``/config/users``), followed through ``/config/changes``."""
         self.listener_securities: dict[str, ListenerSecurity] = {}
         self._user_configs: ZkConfigManager | None = None
+        self.dynamic_config = DynamicBrokerConfig(config)
+        self.client_quotas = ClientQuotas(config["quota.window.num"], config["quota.window.size.seconds"])
+        """``/config/brokers/<id>`` and ``<default>`` over ``server.properties``; swaps :attr:`config`."""
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self._highest_controller_epoch = 0
         self.broker_epoch = -1  # its registration's czxid (KIP-380): older ones are STALE_BROKER_EPOCH
@@ -189,7 +194,10 @@ class Broker:
             local_address=self._local_address,
         )
         self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
-        self._user_configs = ZkConfigManager(store, {ConfigType.USER: self.credential_cache.process_config_changes})
+        register_broker_reconfigurables(self)
+        handlers = quota_config_handlers(self.client_quotas, self.credential_cache.process_config_changes)
+        handlers[ConfigType.BROKER] = self.dynamic_config.process_config_changes
+        self._user_configs = ZkConfigManager(store, handlers)
         await self._user_configs.startup()
         self.listener_securities = listener_securities(self.config, self.credential_cache)
         self.endpoints = await bind_listeners(self.socket_server, self.config, self.listener_securities)
@@ -529,22 +537,12 @@ class Broker:
                 log.info("broker %d: %s throttle on %s partitions %s", self.broker_id, side, topic, shown)
 
     async def reload_broker_throttles(self) -> None:
-        """``*.replication.throttled.rate``: this broker's dynamic config (``/config/brokers/<id>``),
-        else the cluster's (``/config/brokers/<default>``), else ``server.properties``."""
-        dynamic = {
-            **await self.zk.get_entity_configs("brokers", "<default>"),
-            **await self.zk.get_entity_configs("brokers", str(self.broker_id)),
-        }
+        """``*.replication.throttled.rate`` from the effective config (dynamic keys included)."""
         rm = self.replica_manager
         for side, quota in (("leader", rm.leader_quota), ("follower", rm.follower_quota)):
-            key = f"{side}.replication.throttled.rate"
-            try:
-                rate = int(dynamic.get(key, self.config[key]))
-            except ValueError:
-                log.warning("broker %d: ignoring %s=%r", self.broker_id, key, dynamic.get(key))
-                rate = int(self.config[key])
+            rate = int(self.config[f"{side}.replication.throttled.rate"])
             if rate != quota.rate:
-                log.info("broker %d: %s = %d", self.broker_id, key, rate)
+                log.info("broker %d: %s.replication.throttled.rate = %d", self.broker_id, side, rate)
                 quota.rate = rate
             quota.samples = int(self.config["replication.quota.window.num"])
             quota.window_s = float(self.config["replication.quota.window.size.seconds"])
@@ -552,7 +550,6 @@ class Broker:
     async def _on_config_change(self, _path: str) -> None:
         for topic in {tp.topic for tp in self.replica_manager.partitions}:
             await self.reload_topic_config(topic)
-        await self.reload_broker_throttles()
 
     # --- requests from the controller --------------------------------------------------------
     #

@@ -461,6 +461,45 @@ BROKER_CONFIGS = (
     .define("replication.quota.window.num", "int", 11, "Sample windows of the replication throttles.", at_least(1))
     .define("replication.quota.window.size.seconds", "int", 1, "Length of a replication throttle sample.", at_least(1))
     .define(
+        "quota.window.num",
+        "int",
+        11,
+        "Sample windows of the client quotas (producer_byte_rate, consumer_byte_rate, request_percentage).",
+        at_least(1),
+    )
+    .define("quota.window.size.seconds", "int", 1, "Length of a client quota sample.", at_least(1))
+    # --- dynamic password configs (Kafka's PasswordEncoderConfigs)
+    .define(
+        "password.encoder.secret",
+        "password",
+        None,
+        "Secret that encrypts password configs set at run time (stored in /config/brokers/<id>); without it "
+        "such passwords are refused.",
+    )
+    .define(
+        "password.encoder.old.secret",
+        "password",
+        None,
+        "The previous password.encoder.secret: stored passwords that the current secret cannot decode are "
+        "decoded with this one.",
+    )
+    .define(
+        "password.encoder.keyfactory.algorithm",
+        "string",
+        None,
+        "Key factory of the password encoder: PBKDF2WithHmacSHA512 (unset), PBKDF2WithHmacSHA256 or "
+        "PBKDF2WithHmacSHA1.",
+    )
+    .define(
+        "password.encoder.cipher.algorithm",
+        "string",
+        "AES/CBC/PKCS5Padding",
+        "Cipher of the password encoder; only AES/CBC/PKCS5Padding.",
+        one_of("AES/CBC/PKCS5Padding"),
+    )
+    .define("password.encoder.key.length", "int", 128, "Key length (bits) of the password encoder.", at_least(8))
+    .define("password.encoder.iterations", "int", 4096, "PBKDF2 iterations of the password encoder.", at_least(1024))
+    .define(
         "controlled.shutdown.enable",
         "boolean",
         True,

@@ -1,27 +1,324 @@
-"""Dynamic broker configs: the keys AlterConfigs and IncrementalAlterConfigs may change on a broker
-resource (type 4), stored as Kafka stores them.
+"""Dynamic broker configs (Kafka 3.9's ``DynamicBrokerConfig`` in ZooKeeper mode).
 
-Resource name ``"<id>"`` is one broker (``/config/brokers/<id>``), ``""`` the cluster default
-(``/config/brokers/<default>``); each write is followed by a ``/config/changes`` notification that
-every broker reads (:meth:`odradek.server.broker.Broker.reload_broker_throttles`). A broker's own
-value beats the cluster default, which beats ``server.properties``. Only the replication
-throttle rates are dynamic here (Kafka has more): any other key is INVALID_REQUEST ("Cannot update
-these configs dynamically"), a value that is not a non-negative long INVALID_CONFIG. Runs on the
-broker's event loop.
+AlterConfigs and IncrementalAlterConfigs on a broker resource (type 4) store keys at
+``/config/brokers/<id>`` (resource name ``"<id>"``) or ``/config/brokers/<default>`` (name ``""``),
+each write followed by a ``/config/changes/config_change_<seq>`` notice that every broker's
+:class:`~odradek.metadata.config_entities.ZkConfigManager` hands to
+:meth:`DynamicBrokerConfig.process_config_changes`. The effective config is ``server.properties``,
+overridden by the cluster default, overridden by the broker's own entity; it is rebuilt as a new
+:class:`~odradek.server.config.KafkaConfig` and each registered *reconfigurable* whose keys changed
+is called with ``(old, new)`` (:meth:`DynamicBrokerConfig.add_reconfigurable`).
+
+Validation, in Kafka's order, each failure an InvalidConfigError whose text the APIs prefix with
+``Invalid config value for resource ConfigResource(type=BROKER, name='0'): ``:
+
+- a broker key that is not dynamic: ``Cannot update these configs dynamically: Set(log.dirs)``;
+  keys Kafka does not know (and ``listener.name.<l>.<key>``) pass this check, as in Kafka;
+- an SSL store key without a listener prefix: ``These security configs can be dynamically updated
+  only per-listener using the listener prefix: Set(ssl.keystore.location)``;
+- a value of the wrong type or range (the key's own message);
+- on the cluster default, a per-broker key (listeners, SSL stores, ``listener.name.*`` except the
+  cluster-level listener keys): ``Cannot update these configs at default cluster level, broker id
+  must be specified: Set(listeners)``;
+- the whole resulting config must still load (``KafkaConfig``).
+
+Password keys (a dynamic key of type password, or a name ending in one, such as
+``listener.name.sasl_ssl.plain.sasl.jaas.config``) are stored encrypted with
+``password.encoder.secret`` (:mod:`odradek.security.password_encoder`); without the secret a write
+fails with ``Password encoder secret not configured``, on the default entity with ``Password config
+can be defined only at broker level``. A stored password that cannot be decoded (with the secret or
+``password.encoder.old.secret``) is left out of the effective config with an error in the log.
+
+:data:`DYNAMIC_EFFECTS` says for each key whether it takes effect at once here or is accepted
+without effect (``docs/configuration.md`` prints it). Runs on the broker's event loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from odradek.errors import InvalidConfigError, InvalidRequestError
+from odradek.security.listener_config import LISTENER_PREFIX
+from odradek.security.password_encoder import PasswordEncoder
+from odradek.server.config import BROKER_CONFIGS, KafkaConfig
+from odradek.storage.config import BROKER_SYNONYMS
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
 
-DYNAMIC_BROKER_KEYS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
+log = logging.getLogger(__name__)
+
 DEFAULT_ENTITY = "<default>"
+
+# SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix, and only per broker.
+DYNAMIC_SECURITY_CONFIGS = frozenset(
+    {
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.keystore.key",
+        "ssl.keystore.certificate.chain",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.certificates",
+    }
+)
+LISTENER_CONFIGS = frozenset({"advertised.listeners", "listeners", "listener.security.protocol.map"})
+CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+PER_BROKER_CONFIGS = DYNAMIC_SECURITY_CONFIGS | LISTENER_CONFIGS
+LOG_CLEANER_CONFIGS = frozenset(
+    {
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.backoff.ms",
+    }
+)
+"""``LogCleaner.ReconfigurableConfigs`` (with ``message.max.bytes``, applied to the logs here)."""
+LOG_CONFIGS = frozenset(
+    {k for t, k in BROKER_SYNONYMS.items() if t != "message.format.version"}
+    | {"log.retention.minutes", "log.retention.hours", "log.roll.hours", "log.roll.jitter.hours"}
+)
+"""The broker defaults of topic configs (``DynamicLogConfig``): applied to every log without an override."""
+CONNECTION_CONFIGS = frozenset({"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"})
+THROTTLE_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
+ACCEPTED_WITHOUT_EFFECT = frozenset(
+    {
+        # DynamicThreadPool.ReconfigurableConfigs: the loop serves requests; pools are not resized.
+        "num.io.threads",
+        "num.replica.fetchers",
+        "num.recovery.threads.per.data.dir",
+        "background.threads",
+        "metric.reporters",
+        "max.connection.creation.rate",
+        "num.network.threads",
+        "producer.id.expiration.ms",
+        "transaction.partition.verification.enable",
+        "remote.log.index.file.cache.total.size.bytes",
+        "remote.fetch.max.wait.ms",
+        "remote.log.manager.copy.max.bytes.per.second",
+        "remote.log.manager.fetch.max.bytes.per.second",
+    }
+    | LISTENER_CONFIGS
+    | LOG_CLEANER_CONFIGS
+    | DYNAMIC_SECURITY_CONFIGS
+)
+
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = (
+    LOG_CONFIGS - {"log.retention.minutes", "log.retention.hours", "log.roll.hours", "log.roll.jitter.hours"}
+) | (CONNECTION_CONFIGS | THROTTLE_CONFIGS | ACCEPTED_WITHOUT_EFFECT)
+"""Kafka 3.9's ``DynamicBrokerConfig.AllDynamicConfigs`` plus the replication throttle rates
+(``DynamicConfig.Broker``): described with ``read_only`` false; every other known key is read-only.
+(``log.retention.hours`` and the other lower synonyms are not dynamic in Kafka either.)"""
+
+TAKES_EFFECT = "takes effect at once"
+NO_EFFECT = "accepted without effect"
+DYNAMIC_EFFECTS: dict[str, str] = {
+    key: (NO_EFFECT if key in ACCEPTED_WITHOUT_EFFECT else TAKES_EFFECT) for key in sorted(DYNAMIC_BROKER_CONFIGS)
+}
+
+_MECHANISM_SUFFIXES = ("sasl.jaas.config",)
+
+
+def dynamic_config_table() -> str:
+    """The Markdown table of ``docs/configuration.md``: key, where it may be set, its effect."""
+    rows = ["| key | set on | effect here |", "| --- | --- | --- |"]
+    for key, effect in DYNAMIC_EFFECTS.items():
+        if key in LOG_CLEANER_CONFIGS:
+            effect = f"{effect} (until the log cleaner registers)"
+        if key in DYNAMIC_SECURITY_CONFIGS:
+            scope = "one broker, `listener.name.<listener>.` prefix only"
+        elif key in PER_BROKER_CONFIGS:
+            scope = "one broker"
+        else:
+            scope = "one broker or `<default>`"
+        rows.append(f"| `{key}` | {scope} | {effect} |")
+    rows.append("| `listener.name.<listener>.<key>` (`ssl.*`, `sasl.*`) | one broker | accepted without effect |")
+    rows.append("| any other broker key | | refused: `Cannot update these configs dynamically: Set(<key>)` |")
+    return "\n".join(rows)
+
+
+def is_password_config(name: str) -> bool:
+    """Kafka's ``isPasswordConfig``: the name ends with a dynamic password key."""
+    return name.endswith(_PASSWORD_CONFIGS)
+
+
+_PASSWORD_CONFIGS: tuple[str, ...] = (
+    tuple(
+        sorted(
+            k for k in DYNAMIC_BROKER_CONFIGS if k in BROKER_CONFIGS.keys and BROKER_CONFIGS.keys[k].type == "password"
+        )
+    )
+    + _MECHANISM_SUFFIXES
+)
+
+
+def scala_set(names: Iterable[str]) -> str:
+    return f"Set({', '.join(sorted(names))})"
+
+
+def _listener_base(name: str) -> str | None:
+    """``<key>`` of ``listener.name.<listener>.<key>``, else None."""
+    if not name.startswith(LISTENER_PREFIX):
+        return None
+    _, sep, base = name[len(LISTENER_PREFIX) :].partition(".")
+    return base if sep else None
+
+
+def validate_configs(props: Mapping[str, str], per_broker: bool) -> None:
+    """Kafka's ``DynamicBrokerConfig.validateConfigs`` (the module docstring's order)."""
+    fixed = [k for k in props if k in BROKER_CONFIGS.keys and k not in DYNAMIC_BROKER_CONFIGS]
+    if fixed:
+        raise InvalidConfigError(f"Cannot update these configs dynamically: {scala_set(fixed)}")
+    unprefixed = [k for k in props if k in DYNAMIC_SECURITY_CONFIGS]
+    if unprefixed:
+        raise InvalidConfigError(
+            "These security configs can be dynamically updated only per-listener using the listener prefix: "
+            f"{scala_set(unprefixed)}"
+        )
+    for key, value in props.items():
+        if key in BROKER_CONFIGS.keys:
+            BROKER_CONFIGS.validate_one(key, value)
+    if not per_broker:
+        bases = {k: _listener_base(k) for k in props}
+        per = [
+            k for k, b in bases.items() if k in PER_BROKER_CONFIGS or (b and b not in CLUSTER_LEVEL_LISTENER_CONFIGS)
+        ]
+        if per:
+            raise InvalidConfigError(
+                f"Cannot update these configs at default cluster level, broker id must be specified: {scala_set(per)}"
+            )
+
+
+def password_encoders(config: KafkaConfig) -> tuple[PasswordEncoder | None, PasswordEncoder | None]:
+    """(encoder with ``password.encoder.secret``, decoder with ``password.encoder.old.secret``)."""
+    out: list[PasswordEncoder | None] = []
+    for key in ("password.encoder.secret", "password.encoder.old.secret"):
+        secret = config.get(key)
+        out.append(
+            None
+            if not secret
+            else PasswordEncoder(
+                str(secret),
+                config.get("password.encoder.keyfactory.algorithm"),
+                str(config.get("password.encoder.cipher.algorithm")),
+                int(config.get("password.encoder.key.length")),
+                int(config.get("password.encoder.iterations")),
+            )
+        )
+    return out[0], out[1]
+
+
+Reconfigure = Callable[[KafkaConfig, KafkaConfig], Awaitable[None] | None]
+
+
+class DynamicBrokerConfig:
+    """One broker's dynamic config state; see the module docstring. ``current`` is the effective
+    :class:`KafkaConfig` (``static`` until a dynamic key is set)."""
+
+    def __init__(self, static: KafkaConfig) -> None:
+        self.static = static
+        self.current = static
+        self.broker_id = static.broker_id
+        self.default: dict[str, str] = {}
+        """``/config/brokers/<default>``, passwords decoded."""
+        self.per_broker: dict[str, str] = {}
+        """``/config/brokers/<id>`` of this broker, passwords decoded."""
+        self.encoder, self.old_encoder = password_encoders(static)
+        self._reconfigurables: list[tuple[Callable[[str], bool], Reconfigure]] = []
+
+    def add_reconfigurable(self, keys: Iterable[str] | Callable[[str], bool], reconfigure: Reconfigure) -> None:
+        """Call ``reconfigure(old, new)`` (may be async) after any of ``keys`` (or any key the
+        predicate accepts) changed its effective value; in registration order."""
+        matches = keys if callable(keys) else frozenset(keys).__contains__
+        self._reconfigurables.append((matches, reconfigure))
+
+    # --- stored form -------------------------------------------------------------------------
+
+    def to_persistent(self, props: Mapping[str, str], per_broker: bool) -> dict[str, str]:
+        """``props`` with every password encrypted (Kafka's ``toPersistentProps``)."""
+        out = dict(props)
+        for name, value in props.items():
+            if is_password_config(name) and value is not None:
+                if not per_broker:
+                    raise InvalidConfigError("Password config can be defined only at broker level")
+                if self.encoder is None:
+                    raise InvalidConfigError("Password encoder secret not configured")
+                out[name] = self.encoder.encode(value)
+        return out
+
+    def from_persistent(self, stored: Mapping[str, str]) -> dict[str, str]:
+        """``stored`` with passwords decrypted; undecodable ones left out (logged)."""
+        out = dict(stored)
+        for name, value in stored.items():
+            if not is_password_config(name):
+                continue
+            out.pop(name)
+            for encoder in (self.encoder, self.old_encoder):
+                if encoder is None:
+                    continue
+                try:
+                    out[name] = encoder.decode(value)
+                    break
+                except InvalidConfigError:
+                    continue
+            else:
+                log.error("broker %d: dynamic config %s could not be decoded: left out", self.broker_id, name)
+        return out
+
+    # --- effective config ----------------------------------------------------------------------
+
+    def _props(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> dict[str, object]:
+        props: dict[str, object] = dict(self.static.originals)
+        for layer in (default, per_broker):
+            props.update({k: v for k, v in layer.items() if k in BROKER_CONFIGS.keys or _listener_base(k)})
+        return props
+
+    def validate(self, props: Mapping[str, str], per_broker: bool) -> None:
+        """Check ``props`` as the new content of this broker's (or the default) entity."""
+        validate_configs(props, per_broker)
+        layers = (self.default, props) if per_broker else (props, self.per_broker)
+        KafkaConfig(self._props(*layers))
+
+    async def process_config_changes(self, entity: str, stored: dict[str, str]) -> None:
+        """The ZkConfigManager handler of ``brokers``: ``entity`` is ``<default>`` or a broker id."""
+        if entity == DEFAULT_ENTITY:
+            self.default = self.from_persistent(stored)
+        elif entity == str(self.broker_id):
+            self.per_broker = self.from_persistent(stored)
+        else:
+            return
+        await self.reload()
+
+    async def reload(self) -> None:
+        """Rebuild :attr:`current` and call the reconfigurables of the keys that changed."""
+        try:
+            new = KafkaConfig(self._props(self.default, self.per_broker))
+        except InvalidConfigError as exc:
+            log.error("broker %d: dynamic configs not applied: %s", self.broker_id, exc)
+            return
+        old, self.current = self.current, new
+        changed = {k for k in set(old.values) | set(new.values) if old.values.get(k) != new.values.get(k)}
+        changed |= {
+            k
+            for k in set(old.originals) | set(new.originals)
+            if k not in new.values and old.originals.get(k) != new.originals.get(k)
+        }
+        if not changed:
+            return
+        log.info("broker %d: dynamic configs changed: %s", self.broker_id, ", ".join(sorted(changed)))
+        for matches, reconfigure in self._reconfigurables:
+            if any(matches(k) for k in changed):
+                result = reconfigure(old, new)
+                if inspect.isawaitable(result):
+                    await result
 
 
 def broker_entity(name: str) -> str:
@@ -29,29 +326,76 @@ def broker_entity(name: str) -> str:
     if name == "":
         return DEFAULT_ENTITY
     if not name.isdigit():
-        raise InvalidRequestError(f"Invalid broker id {name!r}: a broker resource is named by its id, or '' for all")
+        raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}")
     return name
 
 
 async def broker_overrides(broker: Broker, name: str) -> dict[str, str]:
-    return await broker.zk.get_entity_configs("brokers", broker_entity(name))
+    """The stored keys of a broker resource, passwords decrypted (IncrementalAlterConfigs' base)."""
+    stored = await broker.zk.get_entity_configs("brokers", broker_entity(name))
+    return broker.dynamic_config.from_persistent(stored)
 
 
 async def set_broker_overrides(broker: Broker, name: str, overrides: Mapping[str, str], validate_only: bool) -> None:
-    """Validate and (unless ``validate_only``) store the complete dynamic overrides of ``name``."""
+    """Validate and (unless ``validate_only``) store the complete dynamic keys of ``name``, then
+    apply them on this broker before returning (the others follow the change notice)."""
     entity = broker_entity(name)
-    fixed = sorted(k for k in overrides if k not in DYNAMIC_BROKER_KEYS)
-    if fixed:
-        raise InvalidRequestError(f"Cannot update these configs dynamically: {', '.join(fixed)}")
-    for key, value in overrides.items():
-        try:
-            if int(value) < 0:
-                raise ValueError(value)
-        except (TypeError, ValueError):
-            raise InvalidConfigError(
-                f"Invalid value {value} for configuration {key}: not a non-negative long"
-            ) from None
-    if validate_only:
-        return
-    await broker.zk.set_entity_configs("brokers", entity, dict(overrides))
-    await broker.reload_broker_throttles()
+    per_broker = entity != DEFAULT_ENTITY
+    dynamic = broker.dynamic_config
+    try:
+        dynamic.validate(overrides, per_broker)
+        if validate_only:
+            return
+        stored = dynamic.to_persistent(overrides, per_broker)
+    except InvalidConfigError as exc:
+        raise InvalidConfigError(
+            f"Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): {exc}"
+        ) from None
+    await broker.zk.set_entity_configs("brokers", entity, stored)
+    await dynamic.process_config_changes(entity, stored)
+
+
+def register_broker_reconfigurables(broker: Broker) -> None:
+    """What a broker applies at once (in this order): the new config object itself, the log
+    defaults of every hosted log without an override, the connection limits, the replication
+    throttle rates, the controller's unclean election default.
+
+    Further components add theirs with ``broker.dynamic_config.add_reconfigurable(keys,
+    reconfigure)``; ``reconfigure(old, new)`` (two :class:`KafkaConfig`, may be async) runs on
+    the event loop after ``broker.config`` is already ``new``, once per change that touches one of
+    ``keys``, and also at start-up when ``/config/brokers`` holds values (if registered before
+    the ZkConfigManager starts). The log cleaner's keys are :data:`LOG_CLEANER_CONFIGS` (Kafka's
+    ``LogCleaner.ReconfigurableConfigs`` with ``message.max.bytes``); until it registers they are
+    stored and described but change nothing (``DYNAMIC_EFFECTS`` says so).
+    """
+    dynamic = broker.dynamic_config
+
+    def swap(_old: KafkaConfig, new: KafkaConfig) -> None:
+        broker.config = new
+
+    def logs(_old: KafkaConfig, new: KafkaConfig) -> None:
+        if broker.log_manager is not None:
+            broker.log_manager.default_config = new.default_log_config()
+        for topic in {tp.topic for tp in broker.replica_manager.partitions}:
+            broker.replica_manager.update_log_config(topic)
+
+    def connections(_old: KafkaConfig, new: KafkaConfig) -> None:
+        from odradek.server.connection_quotas import parse_connection_overrides
+
+        quotas = broker.socket_server.quotas
+        quotas.max_connections = int(new["max.connections"])
+        quotas.max_per_ip = int(new["max.connections.per.ip"])
+        quotas.overrides = parse_connection_overrides(new["max.connections.per.ip.overrides"] or "")
+
+    async def throttles(_old: KafkaConfig, _new: KafkaConfig) -> None:
+        await broker.reload_broker_throttles()
+
+    def unclean(_old: KafkaConfig, new: KafkaConfig) -> None:
+        if broker.controller is not None:  # the controller's default for topics without an override
+            broker.controller.unclean_leader_election = bool(new["unclean.leader.election.enable"])
+
+    dynamic.add_reconfigurable(lambda _k: True, swap)
+    dynamic.add_reconfigurable(LOG_CONFIGS, logs)
+    dynamic.add_reconfigurable(CONNECTION_CONFIGS, connections)
+    dynamic.add_reconfigurable(THROTTLE_CONFIGS, throttles)
+    dynamic.add_reconfigurable({"unclean.leader.election.enable"}, unclean)

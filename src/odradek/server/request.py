@@ -34,6 +34,11 @@ class RequestContext:
     """Who sent the request (principal, listener); filled in by the socket layer."""
     times: RequestTimes | None = None
     """The connection's record of this request for the request metrics (None in tests)."""
+    size: int = 0
+    """The request's size in bytes (header included), what ``producer_byte_rate`` counts."""
+    throttle_ms: int = 0
+    """Set by a handler whose byte-rate quota was exceeded (Produce, Fetch): the response carries
+    it and the connection is muted (or, before KIP-219, the response delayed) for that long."""
 
     def mark_delayed(self) -> None:
         """The request enters a delayed operation (acks=all wait, Fetch long poll): the rest of

@@ -137,6 +137,10 @@ class ConnectionInfo(Protocol):
         """The request in flight's :class:`RequestTimes` (the handler fills it in)."""
         ...
 
+    def mute_for(self, ms: int) -> None:
+        """Read nothing more from this connection for ``ms`` after the current response (KIP-219)."""
+        ...
+
 
 class RequestHandlerProtocol(Protocol):
     """Turns one request frame into its response; called by a connection's worker, one frame at

@@ -18,8 +18,12 @@ Runs on the broker's event loop.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import datetime
 import logging
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
@@ -31,6 +35,7 @@ from odradek.protocol.codec import (
     peek_api,
 )
 from odradek.server.apis import API_HANDLERS, api_versions
+from odradek.server.client_quotas import client_throttles, quota_identity
 from odradek.server.request import RequestContext
 from odradek.server.request_channel import (
     NO_RESPONSE,
@@ -60,6 +65,10 @@ SERVED_DURING_STARTUP = frozenset(
 requests (start-up waits for the first UpdateMetadata). Every other request waits until the broker
 serves (Kafka enables request processing at the end of start-up), so no client is told "no
 controller, no topics" by a broker that is about to know them."""
+
+
+REQUEST_QUOTA_EXEMPT = SERVED_DURING_STARTUP | {ApiKey.CONTROLLED_SHUTDOWN, ApiKey.WRITE_TXN_MARKERS}
+"""Requests ``request_percentage`` does not count (Kafka exempts the cluster's own requests)."""
 
 
 class RequestHandler:
@@ -101,7 +110,13 @@ class RequestHandler:
         )
         if session is not None:
             ctx.session = session
-        response = await module.handle(ctx)
+        if api_key in REQUEST_QUOTA_EXEMPT or not self.broker.client_quotas.enabled:
+            response = await module.handle(ctx)
+        else:
+            ctx.size = len(frame)
+            started = time.perf_counter()
+            response = await module.handle(ctx)
+            response = await self._throttle(ctx, connection, response, started)
         if response is None:
             return NO_RESPONSE
         if isinstance(response, list):
@@ -109,3 +124,30 @@ class RequestHandler:
         if isinstance(response, (bytes, bytearray)):
             return SendResponse(response)
         return SendResponse(encode_response(schema, correlation_id, response))
+
+    async def _throttle(self, ctx: RequestContext, connection: ConnectionInfo, response: Any, started: float) -> Any:
+        """Kafka's quota step after a request: record ``request_percentage`` (handler time per
+        second x 100, up to entering a purgatory), take the larger of that throttle and the handler's byte-rate one
+        (``ctx.throttle_ms``), put it in the response's ``throttle_time`` and mute the connection
+        for it; a client older than KIP-219 gets its answer that much later instead."""
+        throttle = ctx.throttle_ms
+        request_quota = self.broker.client_quotas.request
+        from_follower = ctx.times is not None and ctx.times.from_follower
+        if request_quota.quotas and not from_follower:
+            user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)
+            # the time until the request waited in a purgatory (acks=all, a Fetch long poll), as
+            # Kafka counts only the handler threads' time
+            delayed = ctx.times.delayed_at if ctx.times is not None else 0.0
+            ended = delayed if delayed > started else time.perf_counter()
+            throttle = max(throttle, request_quota.record(user, client, (ended - started) * 100))
+        if throttle <= 0:
+            return response
+        wait = datetime.timedelta(milliseconds=throttle)
+        settable = dataclasses.is_dataclass(response) and not isinstance(response, type)
+        if settable and getattr(response, "throttle_time", wait) < wait:
+            response = dataclasses.replace(response, throttle_time=wait)
+        if client_throttles(ctx.header.api_key, ctx.header.api_version):
+            connection.mute_for(throttle)
+        else:
+            await asyncio.sleep(throttle / 1000)
+        return response

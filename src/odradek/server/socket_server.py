@@ -128,6 +128,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         "handler",
         "ip",
         "last_active",
+        "muted_ms",
         "peer",
         "security",
         "server",
@@ -158,6 +159,8 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self._closed = False
         self._lost = False
         self.times = RequestTimes()
+        self.muted_ms = 0
+        """Set by a throttled request (KIP-219): after its response the connection reads nothing for this long."""
         """The request in flight, as the handler describes it (see :class:`RequestObserver`)."""
         self.arrivals: collections.deque[float] = collections.deque()
         """When each queued frame was complete (kept only while a request observer is set)."""
@@ -373,6 +376,8 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                     else:  # NO_RESPONSE
                         if observer is not None:
                             observer.completed(self.times, self, arrived, dequeued, handled, handled, handled)
+                        if self.muted_ms:
+                            await self._mute()
                         continue
                 except asyncio.CancelledError:
                     raise
@@ -385,6 +390,23 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                     await self._writable
                 if observer is not None:
                     observer.completed(self.times, self, arrived, dequeued, handled, send_started, time.perf_counter())
+                if self.muted_ms:
+                    await self._mute()
+
+    def mute_for(self, ms: int) -> None:
+        """Mute the channel for ``ms`` once the current response is sent (Kafka's throttled channel)."""
+        self.muted_ms = max(self.muted_ms, ms)
+
+    async def _mute(self) -> None:
+        """Read and serve nothing for ``muted_ms`` (the client backs off meanwhile), then go on."""
+        delay, self.muted_ms = self.muted_ms, 0
+        if self.transport is None or self._closed:
+            return
+        if not self._reading_paused:
+            self.transport.pause_reading()
+        await asyncio.sleep(delay / 1000)
+        if self.transport is not None and not self._closed and not self._reading_paused:
+            self.transport.resume_reading()
 
     def _sasl_frame(self, frame: bytes | bytearray) -> bool:
         """Whether an authenticated connection's frame goes to the authenticator (a KIP-368

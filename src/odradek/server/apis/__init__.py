@@ -22,6 +22,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -36,6 +37,7 @@ from odradek.server.apis import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -79,6 +81,7 @@ _MODULES: list[ModuleType] = [
     list_transactions,
     write_txn_markers,
     add_partitions_to_txn,
+    alter_client_quotas,
     add_offsets_to_txn,
     end_txn,
     txn_offset_commit,
@@ -97,6 +100,7 @@ _MODULES: list[ModuleType] = [
     init_producer_id,
     create_topics,
     delete_topics,
+    describe_client_quotas,
     delete_records,
     describe_configs,
     describe_log_dirs,
@@ -123,6 +127,8 @@ _MODULES: list[ModuleType] = [
     delete_acls,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    describe_client_quotas,
+    alter_client_quotas,
 ]
 
 API_HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in _MODULES}
@@ -174,6 +180,8 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),

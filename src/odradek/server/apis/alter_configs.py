@@ -1,13 +1,13 @@
-"""AlterConfigs (key 33): replace the config overrides of topics.
+"""AlterConfigs (key 33): replace the config overrides of topics and the dynamic configs of brokers.
 
 v0..v2. For a topic (resource type 2) the given entries become the topic's complete set of
 overrides: keys left out go back to the broker's defaults. Each resource is answered on its own:
 
 - UNKNOWN_TOPIC_OR_PARTITION (no such topic), INVALID_TOPIC_EXCEPTION (invalid name);
-- INVALID_CONFIG: unknown key or a value of the wrong type or range (nothing is changed);
-- INVALID_REQUEST: a key named twice, a null value, any other resource type, or on a broker
-  resource (type 4) a key that is not dynamic here (see :mod:`odradek.server.dynamic_config`:
-  the replication throttle rates are).
+- INVALID_CONFIG: unknown key or a value of the wrong type or range (nothing is changed); on a
+  broker resource (type 4: ``"<id>"`` or the cluster default ``""``) also a key that is not
+  dynamic, with Kafka's text (see :mod:`odradek.server.dynamic_config`);
+- INVALID_REQUEST: a key named twice, a null value, any other resource type.
 
 With ``validate_only`` everything is checked and nothing written. A change is written to the
 metadata store (``/config/topics/<topic>`` plus a change notification) and applied to this

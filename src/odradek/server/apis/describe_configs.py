@@ -14,8 +14,8 @@ v1..v4 (v4 is the first flexible version). Each resource is answered on its own:
   (DEFAULT_CONFIG) otherwise. ``read_only`` is false exactly for the keys Kafka 3.9 can update
   dynamically (``DynamicBrokerConfig.AllDynamicConfigs``: listeners, ``advertised.listeners``,
   the log defaults such as ``log.retention.ms``, ``message.max.bytes``, ``num.io.threads``, ...),
-  true for the others (``broker.id``, ``log.dirs``, ``log.retention.hours``, ...); odradek itself
-  changes only the replication throttle rates dynamically (:mod:`odradek.server.dynamic_config`).
+  true for the others (``broker.id``, ``log.dirs``, ``log.retention.hours``, ...); see
+  :mod:`odradek.server.dynamic_config` for which of them take effect here.
   The resource name must be this broker's id; the empty name lists the cluster-wide dynamic
   defaults that are set. Any other name gets INVALID_REQUEST.
 - any other resource type: INVALID_REQUEST.
@@ -51,6 +51,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
 from odradek.server.auth_helper import AclOperation, config_refusal
 from odradek.server.config import BROKER_CONFIGS
+from odradek.server.dynamic_config import DYNAMIC_BROKER_CONFIGS
 from odradek.server.request import RequestContext
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
@@ -87,47 +88,6 @@ BROKER_SYNONYM_CHAINS: tuple[tuple[str, ...], ...] = (
     ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
 )
 _FLUSH_CHAIN = ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
-
-# Kafka 3.9's ``DynamicBrokerConfig.AllDynamicConfigs``: the broker keys Kafka can update at run
-# time (per broker or cluster-wide), described with ``read_only`` false; all others are true.
-# The log keys are the first broker synonym of every topic key except message.format.version.
-DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
-    {broker_key for topic_key, broker_key in BROKER_SYNONYMS.items() if topic_key != "message.format.version"}
-    | {
-        # LogCleaner.ReconfigurableConfigs
-        "log.cleaner.threads",
-        "log.cleaner.dedupe.buffer.size",
-        "log.cleaner.io.buffer.load.factor",
-        "log.cleaner.io.buffer.size",
-        "message.max.bytes",
-        "log.cleaner.io.max.bytes.per.second",
-        "log.cleaner.backoff.ms",
-        # DynamicThreadPool.ReconfigurableConfigs
-        "num.io.threads",
-        "num.replica.fetchers",
-        "num.recovery.threads.per.data.dir",
-        "background.threads",
-        "metric.reporters",
-        # DynamicListenerConfig.ReconfigurableConfigs (without the SSL and SASL keys) and
-        # SocketServer.ReconfigurableConfigs
-        "advertised.listeners",
-        "listeners",
-        "listener.security.protocol.map",
-        "max.connections",
-        "max.connection.creation.rate",
-        "num.network.threads",
-        "max.connections.per.ip",
-        "max.connections.per.ip.overrides",
-        # DynamicProducerStateManagerConfig
-        "producer.id.expiration.ms",
-        "transaction.partition.verification.enable",
-        # DynamicRemoteLogConfig.ReconfigurableConfigs
-        "remote.log.index.file.cache.total.size.bytes",
-        "remote.fetch.max.wait.ms",
-        "remote.log.manager.copy.max.bytes.per.second",
-        "remote.log.manager.fetch.max.bytes.per.second",
-    }
-)
 
 
 def broker_config_synonyms(name: str) -> tuple[str, ...]:
@@ -175,20 +135,27 @@ def _static_text(raw: Any, key: ConfigKey | None) -> str | None:
 
 
 def _broker_synonyms(
-    broker: Broker, name: str, names: Sequence[str], sensitive: bool
+    broker: Broker, name: str, names: Sequence[str], sensitive: bool, per_broker: bool = True
 ) -> list[tuple[str, str | None, int]]:
     """Kafka's ``ConfigHelper.configSynonyms``: (key, value, source) for each of ``names`` set in
-    ``server.properties``, then each with a default, with the entries before the first one for
-    ``name`` dropped. So a key that is neither set nor defaulted has no synonyms at all, even when
-    a lower-priority key of its chain has a value (``log.retention.ms`` is null by default, so its
-    list is empty, and its source is DEFAULT_CONFIG), and a key never lists the keys that win
-    over it (``log.retention.hours`` does not list a static ``log.retention.ms``)."""
-    originals = broker.config.originals
+    ``/config/brokers/<id>`` (unless ``per_broker`` is false: the cluster default resource), then
+    in ``/config/brokers/<default>``, then in ``server.properties``, then each with a default,
+    with the entries before the first one for ``name`` dropped. So a key that is neither set nor
+    defaulted has no synonyms at all, even when a lower-priority key of its chain has a value
+    (``log.retention.ms`` is null by default, so its list is empty, and its source is
+    DEFAULT_CONFIG), and a key never lists the keys that win over it (``log.retention.hours``
+    does not list a static ``log.retention.ms``)."""
+    dynamic = broker.dynamic_config
+    layers: list[tuple[Mapping[str, Any], int]] = [(dynamic.default, DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    if per_broker:
+        layers.insert(0, (dynamic.per_broker, DYNAMIC_BROKER_CONFIG))
+    layers.append((dynamic.static.originals, STATIC_BROKER_CONFIG))
     out: list[tuple[str, str | None, int]] = []
-    for key_name in names:
-        if key_name in originals:
-            value = None if sensitive else _static_text(originals[key_name], BROKER_CONFIGS.keys.get(key_name))
-            out.append((key_name, value, STATIC_BROKER_CONFIG))
+    for values, source in layers:
+        for key_name in names:
+            if key_name in values:
+                text = _static_text(values[key_name], BROKER_CONFIGS.keys.get(key_name))
+                out.append((key_name, None if sensitive else text, source))
     for key_name in names:
         key = BROKER_CONFIGS.keys.get(key_name)
         if key is not None and key.default is not None:
@@ -254,23 +221,20 @@ def broker_config_entries(
     broker: Broker,
     requested: Sequence[str] | None = None,
     include_documentation: bool = False,
-    dynamic: Mapping[str, str] | None = None,
-    dynamic_default: Mapping[str, str] | None = None,
+    per_broker: bool = True,
 ) -> list[ConfigEntry]:
-    """Every (or every requested) broker config of this broker, sorted by name. ``dynamic`` and
-    ``dynamic_default`` (``/config/brokers/<id>`` and ``<default>``) win over ``server.properties``
-    and come first in the synonyms (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG)."""
+    """Every (or every requested) broker config of this broker, sorted by name, valued and
+    sourced by the first synonym (the dynamic values first, see :func:`_broker_synonyms`);
+    ``per_broker`` false describes the cluster default resource (no per-broker values)."""
     table: ConfigDef = BROKER_CONFIGS
     entries = []
     for name in _wanted(table.keys, requested):
         key = table.keys[name]
         sensitive = key.type == "password"
-        synonyms = _broker_synonyms(broker, name, broker_config_synonyms(name), sensitive)
+        synonyms = _broker_synonyms(broker, name, broker_config_synonyms(name), sensitive, per_broker)
         value = None if sensitive else render_value(broker.config.get(name))
-        for values, source in ((dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG), (dynamic, DYNAMIC_BROKER_CONFIG)):
-            if values and name in values:
-                value = None if sensitive else values[name]
-                synonyms.insert(0, (name, value, source))
+        if synonyms and synonyms[0][2] in (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG):
+            value = synonyms[0][1]
         entries.append(
             ConfigEntry(
                 name=name,
@@ -306,18 +270,17 @@ async def _describe(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
         return topic_config_entries(broker, overrides, requested, include_doc)
     if resource.resource_type == RESOURCE_BROKER:
         name = resource.resource_name
-        default = await broker.zk.get_entity_configs("brokers", "<default>")
         if name == "":  # the cluster-wide dynamic defaults only
+            default = broker.dynamic_config.default
             if not default:
                 return []
-            entries = broker_config_entries(broker, sorted(default), include_doc, dynamic_default=default)
+            entries = broker_config_entries(broker, sorted(default), include_doc, per_broker=False)
             return [e for e in entries if not requested or e.name in requested]
         if name != str(broker.broker_id):
             raise InvalidRequestError(
                 f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}"
             )
-        own = await broker.zk.get_entity_configs("brokers", name)
-        return broker_config_entries(broker, requested, include_doc, own, default)
+        return broker_config_entries(broker, requested, include_doc)
     raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
 
 

@@ -32,6 +32,7 @@ from odradek.protocol.fetch_response import FetchedPartition, NodeEndpoint, enco
 from odradek.replication.replica_manager import FetchRequestPartition
 from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, hinted_brokers
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
+from odradek.server.client_quotas import record_quota
 from odradek.server.metadata_cache import ZERO_UUID
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
@@ -113,8 +114,14 @@ async def handle(ctx: RequestContext) -> list[Any]:
             )
         )
     topics = list(by_topic.items()) + denied + unknown
+    if replica_id < 0 and ctx.broker.client_quotas.fetch.quotas:  # consumer_byte_rate: the records answered
+        ctx.throttle_ms = record_quota(ctx, ctx.broker.client_quotas.fetch, sum(r.records_size for r in results))
     return encode_fetch_response(
-        version, ctx.header.correlation_id, topics, node_endpoints=_node_endpoints(ctx, by_topic.values())
+        version,
+        ctx.header.correlation_id,
+        topics,
+        throttle_time_ms=ctx.throttle_ms,
+        node_endpoints=_node_endpoints(ctx, by_topic.values()),
     )
 
 

@@ -10,9 +10,11 @@ in request order, on top of the stored overrides:
   them; the current list is the override, or the topic's effective value when there is none;
 - any other operation: INVALID_REQUEST.
 
-Errors per resource as AlterConfigs: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (unknown key,
-bad value), INVALID_REQUEST (a key named twice; on a broker resource, a key that is not dynamic: see
-:mod:`odradek.server.dynamic_config`). ``validate_only`` checks without writing. Runs on the broker's event loop.
+A broker resource (type 4) applies the operations to its stored dynamic configs the same way
+(:mod:`odradek.server.dynamic_config`). Errors per resource as AlterConfigs:
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (unknown key, bad value, a broker key that is not
+dynamic), INVALID_REQUEST (a key named twice). ``validate_only`` checks without writing. Runs on the
+broker's event loop.
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ from odradek.server.auth_helper import (
     has_authorizer,
     may_auto_create,
 )
+from odradek.server.client_quotas import record_quota
 from odradek.server.metadata_cache import INTERNAL_TOPICS
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
@@ -190,6 +191,8 @@ async def handle(ctx: RequestContext) -> Any:
     stats = broker.topic_stats
     if stats is not None:
         _count(stats, answers)
+    if broker.client_quotas.produce.quotas:  # producer_byte_rate counts the whole request
+        ctx.throttle_ms = record_quota(ctx, broker.client_quotas.produce, ctx.size)
     if acks == 0:
         return None
     if acks == -1:
@@ -220,7 +223,8 @@ async def handle(ctx: RequestContext) -> Any:
         )
         topics.append(ctx.make("TopicProduceResponse", name=name, partition_responses=partitions))
     extra = {"node_endpoints": node_endpoints(ctx, "NodeEndpoint", leaders)} if leaders else {}
-    return ctx.response(responses=tuple(topics), throttle_time=datetime.timedelta(0), **extra)
+    throttle = datetime.timedelta(milliseconds=ctx.throttle_ms)
+    return ctx.response(responses=tuple(topics), throttle_time=throttle, **extra)
 
 
 def _count(stats: BrokerTopicStats, answers: dict[str, list[_Answer]]) -> None:

@@ -1,0 +1,344 @@
+"""Client quotas as Kafka's ``ClientQuotaManager`` (ZooKeeper mode, ``DefaultQuotaCallback``).
+
+Quotas live in ``/config/users/<user>``, ``/config/users/<user>/clients/<client id>``,
+``/config/clients/<client id>`` and the ``<default>`` entities of each level (names sanitized as
+:func:`~odradek.metadata.config_entities.sanitize`); the keys are ``producer_byte_rate``
+(bytes/s appended by Produce), ``consumer_byte_rate`` (bytes/s answered by Fetch to consumers)
+and ``request_percentage`` (percent of one request-handling thread: handler time per second x 100).
+
+Precedence, most specific first, for a request of user ``u`` and client id ``c`` (per quota key):
+``users/u/clients/c``, ``users/u/clients/<default>``, ``users/u``, ``users/<default>/clients/c``,
+``users/<default>/clients/<default>``, ``users/<default>``, ``clients/c``, ``clients/<default>``.
+The level that matches also decides who shares a rate (Kafka's metric tags): a user-and-client
+level keeps one rate per (u, c), a user level one per u, a client level one per c; so every user
+under ``users/<default>`` has a rate of its own.
+
+Rates are Kafka's ``Rate`` over ``quota.window.num`` samples of ``quota.window.size.seconds``:
+the sum of the retained samples divided by the time since the oldest retained sample began,
+taken as at least ``num - 1`` whole windows; a sample not written for ``num`` windows is reset.
+:meth:`ClientQuotaManager.record` adds a value and, when the rate is then above the quota, returns
+Kafka's throttle time ``round((rate - quota) / quota x window)`` in ms (window: the measured one
+above), else 0. Loop-only: called from request handlers and the config change handler.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from odradek.metadata.config_entities import DEFAULT_ENTITY, ConfigHandler, desanitize, sanitize
+
+if TYPE_CHECKING:
+    from odradek.server.request import RequestContext
+
+__all__ = [
+    "CONSUMER_BYTE_RATE",
+    "PRODUCER_BYTE_RATE",
+    "QUOTA_KEYS",
+    "REQUEST_PERCENTAGE",
+    "ClientQuotaManager",
+    "QuotaRate",
+    "throttle_time_ms",
+]
+
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+
+_NONE = None  # a level without that component
+
+
+@dataclass(slots=True)
+class _Sample:
+    start_ms: float
+    last_ms: float
+    value: float = 0.0
+
+
+@dataclass(slots=True)
+class QuotaRate:
+    """Kafka's ``Rate`` (a ``SampledStat`` summing values per sample); times in ms. Samples are
+    kept oldest first, so the expired ones (no event for ``samples`` windows) are at the front."""
+
+    samples: int
+    window_ms: float
+    _samples: list[_Sample] = field(default_factory=list)
+
+    def record(self, value: float, now_ms: float) -> None:
+        samples = self._samples
+        current = samples[-1] if samples else None
+        if current is None or now_ms - current.start_ms >= self.window_ms:
+            current = _Sample(now_ms, now_ms)
+            samples.append(current)
+            if len(samples) > self.samples + 1:  # one extra: the overlapping sample
+                del samples[0]
+        current.value += value
+        current.last_ms = now_ms
+
+    def _purge(self, now_ms: float) -> None:
+        expire = self.samples * self.window_ms
+        samples = self._samples
+        while samples and now_ms - samples[0].last_ms >= expire:
+            del samples[0]
+
+    def window_size_ms(self, now_ms: float) -> float:
+        """The time the rate is taken over (Kafka's ``Rate.windowSize``): at least 1 ms."""
+        self._purge(now_ms)
+        elapsed = now_ms - self._samples[0].start_ms if self._samples else 0.0
+        full = int(elapsed // self.window_ms)
+        if full < self.samples - 1:
+            elapsed += (self.samples - 1 - full) * self.window_ms
+        return max(elapsed, 1.0)
+
+    def measure(self, now_ms: float) -> float:
+        """Units per second."""
+        window = self.window_size_ms(now_ms)
+        return sum(s.value for s in self._samples) * 1000.0 / window
+
+
+def throttle_time_ms(rate: float, quota: float, window_ms: float) -> int:
+    """Kafka's ``QuotaUtils.throttleTime``: how long until the rate is back at the quota."""
+    if rate <= quota:
+        return 0
+    if quota <= 0:
+        return int(window_ms)
+    return round((rate - quota) / quota * window_ms)
+
+
+QuotaKey = tuple[str | None, str | None]
+"""(user entity, client entity) of a level: a sanitized name, ``<default>``, or None (absent)."""
+
+
+def _levels(user: str, client: str) -> list[tuple[QuotaKey, tuple[str, str]]]:
+    """The levels to look up, most specific first, each with the tags its rate is kept under."""
+    d = DEFAULT_ENTITY
+    return [
+        ((user, client), (user, client)),
+        ((user, d), (user, client)),
+        ((user, _NONE), (user, "")),
+        ((d, client), (user, client)),
+        ((d, d), (user, client)),
+        ((d, _NONE), (user, "")),
+        ((_NONE, client), ("", client)),
+        ((_NONE, d), ("", client)),
+    ]
+
+
+class ClientQuotaManager:
+    """One quota key's quotas and rates (Kafka keeps one manager per quota type)."""
+
+    def __init__(
+        self,
+        quota_key: str,
+        samples: int = 11,
+        window_s: float = 1.0,
+        clock_ms: Callable[[], float] | None = None,
+    ) -> None:
+        self.quota_key = quota_key
+        self.samples = samples
+        self.window_ms = window_s * 1000.0
+        self.clock_ms = clock_ms or (lambda: time.monotonic() * 1000.0)
+        self.quotas: dict[QuotaKey, float] = {}
+        """Quota by level, from ``/config``; empty: quotas disabled (nothing recorded)."""
+        self.rates: dict[tuple[str, str], QuotaRate] = {}
+        self.throttled_ms_total = 0
+        self._resolved: dict[tuple[str, str], tuple[float, QuotaRate] | None] = {}
+        """(user, client) -> (quota, its rate), or None: no quota; cleared when a quota changes."""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.quotas)
+
+    def update_quota(self, key: QuotaKey, value: float | None) -> None:
+        """Set (or with None remove) the quota of one level (the config change handler)."""
+        if value is None:
+            self.quotas.pop(key, None)
+        else:
+            self.quotas[key] = value
+        self._resolved.clear()
+
+    def quota_for(self, user: str, client: str) -> tuple[float, tuple[str, str]] | None:
+        """(quota, rate tags) of the most specific level with a quota, else None."""
+        quotas = self.quotas
+        for key, tags in _levels(user, client):
+            value = quotas.get(key)
+            if value is not None:
+                return value, tags
+        return None
+
+    def record(self, user: str, client: str, value: float, now_ms: float | None = None) -> int:
+        """Record ``value`` for (sanitized ``user``, sanitized ``client``); the throttle time in ms."""
+        if not self.quotas:
+            return 0
+        try:
+            resolved = self._resolved[(user, client)]
+        except KeyError:
+            resolved = self._resolve(user, client)
+        if resolved is None:
+            return 0
+        quota, rate = resolved
+        now = self.clock_ms() if now_ms is None else now_ms
+        rate.record(value, now)
+        window = rate.window_size_ms(now)
+        measured = sum(s.value for s in rate._samples) * 1000.0 / window
+        if measured <= quota:
+            return 0
+        throttle = throttle_time_ms(measured, quota, window)
+        self.throttled_ms_total += throttle
+        return throttle
+
+    def _resolve(self, user: str, client: str) -> tuple[float, QuotaRate] | None:
+        found = self.quota_for(user, client)
+        resolved = None
+        if found is not None:
+            quota, tags = found
+            rate = self.rates.get(tags)
+            if rate is None:
+                rate = self.rates[tags] = QuotaRate(self.samples, self.window_ms)
+            resolved = (quota, rate)
+        if len(self._resolved) > 100_000:  # many short-lived client ids: start over
+            self._resolved.clear()
+        self._resolved[(user, client)] = resolved
+        return resolved
+
+
+def parse_entity(entity_type: str, name: str) -> QuotaKey | None:
+    """The level of a changed ``/config`` entity: ``users`` ``alice`` / ``alice/clients/app`` /
+    ``<default>``, ``clients`` ``app``; None for a name that is not a quota entity."""
+    if entity_type == "clients":
+        return (_NONE, name)
+    user, sep, rest = name.partition("/clients/")
+    if sep:
+        return (user, rest) if rest and "/" not in rest else None
+    return (user, _NONE) if "/" not in name else None
+
+
+def describe_name(part: str | None) -> str | None:
+    """The name a level component is shown as (desanitized; ``<default>`` stays)."""
+    if part is None or part == DEFAULT_ENTITY:
+        return part
+    return desanitize(part)
+
+
+IP_QUOTA_KEYS = ("connection_creation_rate",)
+QUOTA_KEY_TYPES: dict[tuple[bool, str], str] = {
+    (False, PRODUCER_BYTE_RATE): "long",
+    (False, CONSUMER_BYTE_RATE): "long",
+    (False, REQUEST_PERCENTAGE): "double",
+    (False, "controller_mutation_rate"): "double",
+    (True, "connection_creation_rate"): "int",
+}
+"""(is an IP entity, key) -> Kafka's type of the quota key (``QuotaConfigs``); others are refused.
+``controller_mutation_rate`` and ``connection_creation_rate`` are stored and described, not enforced."""
+
+
+class ClientQuotas:
+    """The broker's three managers (``produce``, ``fetch``, ``request``) and the ``/config``
+    handlers that feed them (``users`` and ``clients`` entities)."""
+
+    def __init__(self, samples: int = 11, window_s: float = 1.0, clock_ms: Callable[[], float] | None = None) -> None:
+        self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, samples, window_s, clock_ms)
+        self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, samples, window_s, clock_ms)
+        self.request = ClientQuotaManager(REQUEST_PERCENTAGE, samples, window_s, clock_ms)
+        self.managers = (self.produce, self.fetch, self.request)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any quota is set (nothing is recorded while none is)."""
+        return any(m.quotas for m in self.managers)
+
+    def entity_changed(self, entity_type: str, name: str, config: dict[str, str]) -> None:
+        """A ``users``/``clients`` entity's whole config after a change (other keys ignored)."""
+        level = parse_entity(entity_type, name)
+        if level is None:
+            return
+        for manager in self.managers:
+            raw = config.get(manager.quota_key)
+            try:
+                value = None if raw is None else float(raw)
+            except ValueError:
+                value = None
+            manager.update_quota(level, value)
+
+    def user_config_changed(self, name: str, config: dict[str, str]) -> None:
+        self.entity_changed("users", name, config)
+
+    def client_config_changed(self, name: str, config: dict[str, str]) -> None:
+        self.entity_changed("clients", name, config)
+
+
+# The first version of each API whose client backs off by itself on ``throttle_time_ms`` (KIP-219,
+# Kafka's ``AbstractResponse.shouldClientThrottle``); older versions get their answer delayed
+# instead. APIs not listed (those added after Kafka 2.0) always throttle client-side.
+KIP_219_VERSIONS: dict[int, int] = {
+    0: 6,  # Produce
+    1: 8,  # Fetch
+    2: 3,  # ListOffsets
+    3: 6,  # Metadata
+    8: 4,  # OffsetCommit
+    9: 4,  # OffsetFetch
+    10: 2,  # FindCoordinator
+    11: 3,  # JoinGroup
+    12: 2,  # Heartbeat
+    13: 2,  # LeaveGroup
+    14: 2,  # SyncGroup
+    15: 2,  # DescribeGroups
+    16: 2,  # ListGroups
+    18: 2,  # ApiVersions
+    19: 3,  # CreateTopics
+    20: 2,  # DeleteTopics
+    21: 1,  # DeleteRecords
+    22: 1,  # InitProducerId
+    23: 1,  # OffsetForLeaderEpoch
+    24: 1,  # AddPartitionsToTxn
+    25: 1,  # AddOffsetsToTxn
+    26: 1,  # EndTxn
+    28: 1,  # TxnOffsetCommit
+    29: 1,  # DescribeAcls
+    30: 1,  # CreateAcls
+    31: 1,  # DeleteAcls
+    32: 2,  # DescribeConfigs
+    33: 1,  # AlterConfigs
+    34: 1,  # AlterReplicaLogDirs
+    35: 1,  # DescribeLogDirs
+    37: 1,  # CreatePartitions
+    42: 1,  # DeleteGroups
+}
+
+
+def client_throttles(api_key: int, api_version: int) -> bool:
+    """Whether this request version's client honours ``throttle_time_ms`` (KIP-219)."""
+    return api_version >= KIP_219_VERSIONS.get(api_key, 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sanitized(name: str) -> str:
+    return sanitize(name)
+
+
+def quota_identity(principal_name: str, client_id: str | None) -> tuple[str, str]:
+    """(sanitized user, sanitized client id) as the ``/config`` entities name them."""
+    return _sanitized(principal_name), _sanitized(client_id or "")
+
+
+def quota_config_handlers(quotas: ClientQuotas, credentials: ConfigHandler) -> dict[str, ConfigHandler]:
+    """The ZkConfigManager handlers of ``users`` (SCRAM ``credentials`` and the quotas) and ``clients``."""
+
+    async def users(name: str, config: dict[str, str]) -> None:
+        result = credentials(name, config)
+        if inspect.isawaitable(result):
+            await result
+        quotas.user_config_changed(name, config)
+
+    return {"users": users, "clients": quotas.client_config_changed}
+
+
+def record_quota(ctx: RequestContext, manager: ClientQuotaManager, value: float) -> int:
+    """Record ``value`` for the request's user and client id; the throttle time in ms."""
+    user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)
+    return manager.record(user, client, value)

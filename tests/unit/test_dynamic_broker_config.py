@@ -1,0 +1,205 @@
+"""Dynamic broker configs: validation, precedence, reconfiguration and the password encoder."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+
+import pytest
+from cryptography.hazmat.primitives import padding
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+from odradek.errors import InvalidConfigError
+from odradek.security.password_encoder import PasswordEncoder
+from odradek.server.config import KafkaConfig
+from odradek.server.dynamic_config import (
+    DYNAMIC_BROKER_CONFIGS,
+    DYNAMIC_EFFECTS,
+    NO_EFFECT,
+    DynamicBrokerConfig,
+    is_password_config,
+    validate_configs,
+)
+
+SECRET = {"password.encoder.secret": "s3cret"}
+JAAS = "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+# --- password encoder -------------------------------------------------------------------------
+
+
+def test_password_encoder_round_trip_and_kafka_fields() -> None:
+    encoder = PasswordEncoder("secret")
+    encoded = encoder.encode("päss:word")
+    fields = dict(item.split(":", 1) for item in encoded.split(","))
+    assert set(fields) == {
+        "keyFactoryAlgorithm",
+        "cipherAlgorithm",
+        "keyLength",
+        "salt",
+        "iterations",
+        "encryptedPassword",
+        "passwordLength",
+        "initializationVector",
+    }
+    assert (fields["keyFactoryAlgorithm"], fields["cipherAlgorithm"]) == (
+        "PBKDF2WithHmacSHA512",
+        "AES/CBC/PKCS5Padding",
+    )
+    assert (fields["keyLength"], fields["iterations"], fields["passwordLength"]) == ("128", "4096", "9")
+    assert len(base64.b64decode(fields["salt"])) == 256
+    assert encoder.decode(encoded) == "päss:word"
+    assert encoder.encode("päss:word") != encoded  # fresh salt and IV each time
+
+
+def test_password_encoder_is_pbkdf2_sha512_and_aes_cbc() -> None:
+    """Decrypt by hand with the stored parameters: what Kafka's decoder does."""
+    fields = dict(item.split(":", 1) for item in PasswordEncoder("k").encode("hello").split(","))
+    key = hashlib.pbkdf2_hmac("sha512", b"k", base64.b64decode(fields["salt"]), 4096, dklen=16)
+    iv = base64.b64decode(fields["initializationVector"])
+    decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+    padded = decryptor.update(base64.b64decode(fields["encryptedPassword"])) + decryptor.finalize()
+    unpadder = padding.PKCS7(128).unpadder()
+    assert unpadder.update(padded) + unpadder.finalize() == b"hello"
+
+
+def test_password_encoder_refuses_a_wrong_secret_and_garbage() -> None:
+    encoded = PasswordEncoder("right").encode("a-password-of-some-length")
+    with pytest.raises(InvalidConfigError, match="Password could not be decoded"):
+        PasswordEncoder("wrong").decode(encoded)
+    with pytest.raises(InvalidConfigError, match="Password could not be decoded"):
+        PasswordEncoder("right").decode("not an encoded value")
+    sha1 = PasswordEncoder("right", "PBKDF2WithHmacSHA1", iterations=1024, key_length=256)
+    assert PasswordEncoder("right").decode(sha1.encode("x")) == "x"  # the stored parameters win
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def test_read_only_keys_are_refused_with_kafkas_text() -> None:
+    with pytest.raises(InvalidConfigError) as err:
+        validate_configs({"log.dirs": "/x", "broker.id": "3", "log.retention.ms": "5"}, per_broker=True)
+    assert str(err.value) == "Cannot update these configs dynamically: Set(broker.id, log.dirs)"
+    assert "log.retention.hours" not in DYNAMIC_BROKER_CONFIGS  # a lower synonym is not dynamic in Kafka
+    validate_configs({"no.such.key": "1"}, per_broker=False)  # unknown keys pass, as in Kafka
+
+
+def test_security_and_per_broker_keys() -> None:
+    with pytest.raises(InvalidConfigError, match=r"only per-listener using the listener prefix: Set\(ssl.keystore"):
+        validate_configs({"ssl.keystore.location": "/k.jks"}, per_broker=True)
+    prefixed = {"listener.name.ssl.ssl.keystore.location": "/k.jks"}
+    validate_configs(prefixed, per_broker=True)
+    with pytest.raises(InvalidConfigError, match=r"broker id must be specified: Set\(listener.name.ssl"):
+        validate_configs(prefixed, per_broker=False)
+    with pytest.raises(InvalidConfigError, match=r"broker id must be specified: Set\(listeners\)"):
+        validate_configs({"listeners": "PLAINTEXT://:9092"}, per_broker=False)
+    validate_configs({"listener.name.external.max.connections": "5", "max.connections": "9"}, per_broker=False)
+
+
+def test_values_are_checked_by_type_and_range() -> None:
+    with pytest.raises(InvalidConfigError, match=r"leader\.replication\.throttled\.rate"):
+        validate_configs({"leader.replication.throttled.rate": "-5"}, per_broker=True)
+    with pytest.raises(InvalidConfigError, match=r"message\.max\.bytes"):
+        validate_configs({"message.max.bytes": "big"}, per_broker=False)
+
+
+def test_effects_table_covers_every_dynamic_key() -> None:
+    assert set(DYNAMIC_EFFECTS) == DYNAMIC_BROKER_CONFIGS
+    assert DYNAMIC_EFFECTS["num.io.threads"] == NO_EFFECT
+    assert DYNAMIC_EFFECTS["log.retention.ms"] != NO_EFFECT
+    assert is_password_config(JAAS) and is_password_config("listener.name.ssl.ssl.key.password")
+    assert not is_password_config("log.retention.ms")
+
+
+# --- precedence and reconfiguration -----------------------------------------------------------
+
+
+def test_broker_value_beats_default_beats_static_and_only_changes_reconfigure() -> None:
+    dynamic = DynamicBrokerConfig(KafkaConfig({"broker.id": "1", "log.retention.hours": "24"}))
+    calls: list[tuple[object, object]] = []
+    dynamic.add_reconfigurable(
+        {"log.retention.ms"}, lambda old, new: calls.append((old.log_retention_ms, new.log_retention_ms))
+    )
+    assert dynamic.current.log_retention_ms == 24 * 3600 * 1000
+
+    async def scenario() -> None:
+        await dynamic.process_config_changes("<default>", {"log.retention.ms": "1000"})
+        await dynamic.process_config_changes("1", {"log.retention.ms": "2000"})
+        await dynamic.process_config_changes("2", {"log.retention.ms": "3000"})  # another broker's: ignored
+        await dynamic.process_config_changes("<default>", {"log.retention.ms": "1500", "num.io.threads": "4"})
+        await dynamic.process_config_changes("1", {})
+
+    run(scenario())
+    assert calls == [(86400000, 1000), (1000, 2000), (2000, 1500)]
+    assert dynamic.current["num.io.threads"] == 4
+    assert dynamic.current.log_config_defaults()["retention.ms"] == 1500
+    assert dynamic.static.log_retention_ms == 24 * 3600 * 1000  # server.properties untouched
+
+
+def test_an_invalid_combination_is_refused_before_writing_and_kept_out_when_stored() -> None:
+    dynamic = DynamicBrokerConfig(KafkaConfig({"broker.id": "0"}))
+    with pytest.raises(InvalidConfigError):
+        dynamic.validate({"listeners": "NOPE://:1"}, per_broker=True)
+    run(dynamic.process_config_changes("0", {"listeners": "NOPE://:1", "log.retention.ms": "7"}))
+    assert dynamic.current is dynamic.static  # the stored set does not load: nothing applied
+
+
+def test_passwords_are_encrypted_with_the_secret_and_refused_without_it() -> None:
+    plain = DynamicBrokerConfig(KafkaConfig({"broker.id": "0"}))
+    with pytest.raises(InvalidConfigError, match="Password encoder secret not configured"):
+        plain.to_persistent({JAAS: "x"}, per_broker=True)
+    secured = DynamicBrokerConfig(KafkaConfig({"broker.id": "0", **SECRET}))
+    with pytest.raises(InvalidConfigError, match="Password config can be defined only at broker level"):
+        secured.to_persistent({JAAS: "x"}, per_broker=False)
+    stored = secured.to_persistent({JAAS: "x", "max.connections": "9"}, per_broker=True)
+    assert stored["max.connections"] == "9" and "encryptedPassword:" in stored[JAAS]
+    assert secured.from_persistent(stored) == {JAAS: "x", "max.connections": "9"}
+    rotated = DynamicBrokerConfig(
+        KafkaConfig({"broker.id": "0", "password.encoder.secret": "new", "password.encoder.old.secret": "s3cret"})
+    )
+    assert rotated.from_persistent(stored)[JAAS] == "x"
+    assert plain.from_persistent(stored) == {"max.connections": "9"}  # undecodable: left out
+
+
+def test_broker_reconfigurables_apply_log_defaults_connection_limits_and_throttles() -> None:
+    from types import SimpleNamespace
+
+    from odradek.server.connection_quotas import ConnectionQuotas
+    from odradek.server.dynamic_config import register_broker_reconfigurables
+    from odradek.storage import TopicPartition
+
+    updated: list[str] = []
+    reloads: list[int] = []
+
+    async def reload_broker_throttles() -> None:
+        reloads.append(int(broker.config["leader.replication.throttled.rate"]))
+
+    static = KafkaConfig({"broker.id": "0"})
+    broker = SimpleNamespace(
+        config=static,
+        dynamic_config=DynamicBrokerConfig(static),
+        log_manager=SimpleNamespace(default_config=None),
+        replica_manager=SimpleNamespace(
+            partitions={TopicPartition("t", 0): None, TopicPartition("t", 1): None},
+            update_log_config=updated.append,
+        ),
+        socket_server=SimpleNamespace(quotas=ConnectionQuotas(100, 10, {})),
+        controller=SimpleNamespace(unclean_leader_election=False),
+        reload_broker_throttles=reload_broker_throttles,
+    )
+    register_broker_reconfigurables(broker)  # type: ignore[arg-type]
+    stored = {"log.segment.bytes": "1048576", "max.connections.per.ip.overrides": "10.0.0.1:3"}
+    run(broker.dynamic_config.process_config_changes("<default>", stored))
+    assert broker.config["log.segment.bytes"] == 1048576 and broker.config is broker.dynamic_config.current
+    assert broker.log_manager.default_config.segment_bytes == 1048576
+    assert updated == ["t"] and not reloads  # once per hosted topic; the throttles did not change
+    assert broker.socket_server.quotas.overrides == {"10.0.0.1": 3}
+    run(broker.dynamic_config.process_config_changes("0", {"leader.replication.throttled.rate": "500"}))
+    assert reloads == [500] and updated == ["t"]
+    run(broker.dynamic_config.process_config_changes("0", {"unclean.leader.election.enable": "true"}))
+    assert broker.controller.unclean_leader_election is True
