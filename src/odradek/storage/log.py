@@ -30,7 +30,6 @@ synchronous and see the log as it was until the commit.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
 import shutil
 import time
@@ -52,21 +51,15 @@ from odradek.storage.config import LogConfig
 from odradek.storage.log_loader import load_segments
 from odradek.storage.log_segments import (
     find_offset_by_timestamp,
+    flush_segments,
     latest_timestamp,
     read_across,
     remove_segments,
-    remove_segments_above,
     replace_segments,
+    truncate_segments,
 )
 from odradek.storage.results import FetchDataInfo, LogAppendInfo
-from odradek.storage.retention import (
-    SegmentPredicate,
-    below_log_start_offset,
-    deletable_segments,
-    delete_policy_enabled,
-    retention_ms_breached,
-    retention_size_breached,
-)
+from odradek.storage.retention import SegmentPredicate, below_log_start_offset, deletable_segments, retention_passes
 from odradek.storage.segment import LogSegment
 from odradek.storage.topic_partition import TopicPartition, parse_topic_partition_dir
 
@@ -459,16 +452,8 @@ class Log:
         self._check_open()
         now = self._time_ms() if now_ms is None else now_ms
         deleted = self._delete_segments_where(below_log_start_offset(self._log_start_offset), "log start offset")
-        if not delete_policy_enabled(self._config):
-            return deleted
-        retention_bytes = self._config.retention_bytes
-        size = self.size_in_bytes
-        if 0 <= retention_bytes < size:
-            deleted += self._delete_segments_where(retention_size_breached(size, retention_bytes), "retention.bytes")
-        if self._config.retention_ms >= 0:
-            deleted += self._delete_segments_where(
-                retention_ms_breached(now, self._config.retention_ms), "retention.ms"
-            )
+        for predicate, reason in retention_passes(self._config, now, lambda: self.size_in_bytes):
+            deleted += self._delete_segments_where(predicate, reason)
         return deleted
 
     def delete_records(self, offset: int) -> int:
@@ -513,12 +498,10 @@ class Log:
     def replace_segments(self, base_offset: int, old: Sequence[LogSegment]) -> LogSegment:
         """Swap in the cleaned segment ``base_offset`` (its ``.cleaned`` files, written by the log
         cleaner) for ``old``, consecutive segments of this log, not the active one, the first at
-        ``base_offset``; return the new segment. Raises ValueError (changing nothing) otherwise.
-
-        Kafka's crash-safe order (:mod:`odradek.storage.cleaner.swap`): ``.cleaned`` ->
-        ``.swap``; old files -> ``.deleted``; ``.swap`` -> final names; ``.deleted`` removed.
-        Offsets, the log start and end offsets, the high watermark and the recovery point do not
-        change. The old segments are closed: reads already handed out by them fail.
+        ``base_offset``; return the new segment (:func:`~odradek.storage.log_segments.replace_segments`:
+        checks, crash-safe order, what an OSError means). Offsets, the log start and end offsets,
+        the high watermark and the recovery point do not change. The old segments are closed:
+        reads already handed out by them fail.
         """
         self._check_open()
         return replace_segments(
@@ -561,11 +544,7 @@ class Log:
         if offset < self._base_offsets[0]:
             self.truncate_fully_and_start_at(offset)
             return True
-        remove_segments_above(self._segments, self._base_offsets, offset)
-        active = self._segments[-1]
-        active.truncate_to(offset)
-        active.make_active()
-        end = active.read_next_offset()
+        end = truncate_segments(self._segments, self._base_offsets, offset)
         self._log_end_offset = end
         self._log_start_offset = min(self._log_start_offset, end)
         self._high_watermark = min(self._high_watermark, end)
@@ -595,11 +574,7 @@ class Log:
         self._check_open()
         up_to = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
         if up_to > self._recovery_point:
-            first = max(bisect.bisect_right(self._base_offsets, self._recovery_point) - 1, 0)
-            for seg in self._segments[first:]:
-                if seg.base_offset >= up_to:
-                    break
-                seg.flush()
+            flush_segments(self._segments, self._base_offsets, self._recovery_point, up_to)
             self._recovery_point = up_to
         if self._dir_dirty:
             fsync_dir(self._dir)

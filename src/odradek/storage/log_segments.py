@@ -1,5 +1,5 @@
 """Operations on a log's ordered list of segments (Kafka's ``LogSegments`` and the segment parts of
-``LocalLog``): reading across segments, removing them (retention, truncation), replacing some
+``LocalLog``): reading across segments, removing them (retention, truncation), flushing them, replacing some
 with a cleaned one, and the timestamp lookups of ListOffsets.
 
 A log keeps its segments in two parallel lists, ascending by base offset: ``segments`` (the
@@ -25,11 +25,12 @@ from odradek.storage.topic_partition import TopicPartition
 __all__ = [
     "find_offset_by_timestamp",
     "find_replaced_range",
+    "flush_segments",
     "latest_timestamp",
     "read_across",
     "remove_segments",
-    "remove_segments_above",
     "replace_segments",
+    "truncate_segments",
 ]
 
 logger = logging.getLogger("odradek.storage.log")
@@ -156,9 +157,23 @@ def remove_segments(
         seg.delete()
 
 
-def remove_segments_above(segments: list[LogSegment], base_offsets: list[int], offset: int) -> None:
-    """Delete the segments whose base offset is above ``offset``, always keeping the first one
-    (truncation; the caller truncates the one that remains last)."""
+def truncate_segments(segments: list[LogSegment], base_offsets: list[int], offset: int) -> int:
+    """Delete the segments whose base offset is above ``offset`` (always keeping the first one),
+    truncate the one left last at ``offset`` (a whole batch holding it goes) and make it the active
+    segment; return the new log end offset (replication truncation)."""
     while len(segments) > 1 and base_offsets[-1] > offset:
         base_offsets.pop()
         segments.pop().delete()
+    active = segments[-1]
+    active.truncate_to(offset)
+    active.make_active()
+    return active.read_next_offset()
+
+
+def flush_segments(segments: Sequence[LogSegment], base_offsets: Sequence[int], start: int, end: int) -> None:
+    """fsync the segments holding offsets in ``[start, end)``."""
+    first = max(bisect.bisect_right(base_offsets, start) - 1, 0)
+    for seg in segments[first:]:
+        if seg.base_offset >= end:
+            break
+        seg.flush()
