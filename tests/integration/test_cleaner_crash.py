@@ -1,18 +1,21 @@
 """The log cleaner under faults, in a real process: SIGKILL at each step of a clean (the cleaner's
-crash-point test hook, ``ODRADEK_CLEANER_CRASH_POINT``), and a full disk (``RLIMIT_FSIZE``: writes
-fail with EFBIG) during a clean. After each, the log loads and reads the same last values."""
+crash-point test hook, ``ODRADEK_CLEANER_CRASH_POINT``), a full disk (``RLIMIT_FSIZE``: writes
+fail with EFBIG) during a clean, and a cleaner worker process killed mid-clean. After each, the
+log loads and reads the same last values."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.unit.cleaner_support import T0, append, compacted_log, latest
 
-from odradek.storage.cleaner import CleanerConfig, clean_log
+from odradek.storage.cleaner import CleanerConfig, LogCleaner, clean_log
 from odradek.storage.cleaner.swap import CRASH_POINT_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,4 +102,36 @@ def test_a_full_disk_during_a_clean_leaves_the_log_as_it_was(tmp_path: Path) -> 
     assert not [p for p in (tmp_path / "compacted-0").iterdir() if p.name.endswith(".cleaned")]
     log = compacted_log(tmp_path)
     assert latest(log) == expected
+    log.close()
+
+
+def test_a_cleaner_worker_killed_mid_clean_is_replaced_and_the_log_cleaned_later(tmp_path: Path) -> None:
+    expected = _fill(tmp_path)
+    before = _snapshot(tmp_path / "compacted-0")
+    log = compacted_log(tmp_path)
+    log.high_watermark = log.log_end_offset  # no checkpoint read here: everything is committed
+    slow = CleanerConfig(max_io_bytes_per_second=8192)  # 11 KiB read twice: ~2 s, to kill it mid-way
+    cleaner = LogCleaner(slow, lambda: [log], time_ms=lambda: T0)
+
+    async def run() -> None:
+        clean = asyncio.create_task(cleaner.clean_filthiest_log())
+        deadline = time.monotonic() + 60
+        while not any(p.name.endswith(".cleaned") for p in log.dir.iterdir()):  # rewriting now
+            assert time.monotonic() < deadline and not clean.done(), "the clean never started writing"
+            await asyncio.sleep(0.02)
+        executor = cleaner._executor
+        assert executor is not None
+        for process in list(executor._processes.values()):  # type: ignore[attr-defined]
+            os.kill(process.pid, signal.SIGKILL)
+        assert not await clean  # failed, logged; the broker's loop goes on
+        assert cleaner._executor is not executor and cleaner.cleans == 0
+        assert _snapshot(log.dir) == before
+        assert not [p for p in log.dir.iterdir() if p.name.endswith(".cleaned")]
+        assert latest(log) == expected
+        cleaner.config = CleanerConfig()  # a later round, at full speed, in the new pool
+        assert await cleaner.clean_filthiest_log()
+        await cleaner.shutdown()
+
+    asyncio.run(run())
+    assert cleaner.cleans == 1 and latest(log) == expected and log.num_segments == 2
     log.close()

@@ -312,6 +312,7 @@ class Broker:
             lm.all_logs,
             last_stable_offset=self._last_stable_offset,
             retain_offsets=self._producer_last_offsets,
+            log_dir_failure=lm.fail_dir,
         )
         self.log_cleaner.startup()
         self.metrics.register_cleaner(self.log_cleaner)

@@ -30,7 +30,6 @@ synchronous and see the log as it was until the commit.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
 import shutil
 import time
@@ -48,18 +47,19 @@ from odradek.storage.append import (
     prepare_leader_append,
 )
 from odradek.storage.checkpoint import fsync_dir
-from odradek.storage.cleaner.swap import remove_replaced, swap_in
 from odradek.storage.config import LogConfig
 from odradek.storage.log_loader import load_segments
-from odradek.storage.results import FetchDataInfo, LogAppendInfo
-from odradek.storage.retention import (
-    SegmentPredicate,
-    below_log_start_offset,
-    deletable_segments,
-    delete_policy_enabled,
-    retention_ms_breached,
-    retention_size_breached,
+from odradek.storage.log_segments import (
+    find_offset_by_timestamp,
+    flush_segments,
+    latest_timestamp,
+    read_across,
+    remove_segments,
+    replace_segments,
+    truncate_segments,
 )
+from odradek.storage.results import FetchDataInfo, LogAppendInfo
+from odradek.storage.retention import SegmentPredicate, below_log_start_offset, deletable_segments, retention_passes
 from odradek.storage.segment import LogSegment
 from odradek.storage.topic_partition import TopicPartition, parse_topic_partition_dir
 
@@ -374,16 +374,19 @@ class Log:
         return segment
 
     def _new_segment(self, base_offset: int) -> LogSegment:
-        segment = LogSegment(
+        segment = self._open_segment(base_offset, create=True)
+        segment.make_active()
+        return segment
+
+    def _open_segment(self, base_offset: int, *, create: bool = False) -> LogSegment:
+        return LogSegment(
             self._dir,
             base_offset,
             index_interval_bytes=self._config.index_interval_bytes,
             max_index_size=self._config.segment_index_bytes,
             time_ms=self._time_ms,
-            create=True,
+            create=create,
         )
-        segment.make_active()
-        return segment
 
     # --- read ---------------------------------------------------------------------------------
 
@@ -408,18 +411,9 @@ class Log:
             )
         if fetch_offset == end or (max_offset is not None and fetch_offset >= max_offset):
             return FetchDataInfo(fetch_offset)
-        max_bytes = max(max_bytes, 0)
-        bases = self._base_offsets
-        idx = max(bisect.bisect_right(bases, fetch_offset) - 1, 0)
-        n = len(bases)
-        while idx < n:
-            upper = bases[idx + 1] if idx + 1 < n else end
-            limit = max_offset if max_offset is not None and max_offset < upper else None
-            info = self._segments[idx].read(fetch_offset, max_bytes, limit, min_one_message)
-            if info is not None:
-                return info
-            idx += 1
-        return FetchDataInfo(fetch_offset)
+        return read_across(
+            self._segments, self._base_offsets, end, fetch_offset, max(max_bytes, 0), max_offset, min_one_message
+        )
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` (ListOffsets).
@@ -435,27 +429,13 @@ class Log:
             return self._log_end_offset, -1
         if timestamp == MAX_TIMESTAMP:
             return self.latest_timestamp()
-        start = self._log_start_offset
-        for i, segment in enumerate(self._segments):
-            if i + 1 < len(self._segments) and self._base_offsets[i + 1] <= start:
-                continue
-            if segment.max_timestamp_so_far >= timestamp:
-                found = segment.find_offset_by_timestamp(timestamp, start)
-                if found is not None:
-                    return found
-        return None
+        return find_offset_by_timestamp(self._segments, self._base_offsets, timestamp, self._log_start_offset)
 
     def latest_timestamp(self) -> tuple[int, int] | None:
         """``(offset, max_timestamp)`` of the first record with the largest timestamp (MAX_TIMESTAMP);
         None for an empty log or one without timestamps."""
         self._check_open()
-        best: LogSegment | None = None
-        best_ts = -1
-        for segment in self._segments:
-            ts = segment.max_timestamp_so_far
-            if ts > best_ts:
-                best, best_ts = segment, ts
-        return best.find_max_timestamp_record() if best is not None else None
+        return latest_timestamp(self._segments)
 
     # --- retention ----------------------------------------------------------------------------
 
@@ -472,16 +452,8 @@ class Log:
         self._check_open()
         now = self._time_ms() if now_ms is None else now_ms
         deleted = self._delete_segments_where(below_log_start_offset(self._log_start_offset), "log start offset")
-        if not delete_policy_enabled(self._config):
-            return deleted
-        retention_bytes = self._config.retention_bytes
-        size = self.size_in_bytes
-        if 0 <= retention_bytes < size:
-            deleted += self._delete_segments_where(retention_size_breached(size, retention_bytes), "retention.bytes")
-        if self._config.retention_ms >= 0:
-            deleted += self._delete_segments_where(
-                retention_ms_breached(now, self._config.retention_ms), "retention.ms"
-            )
+        for predicate, reason in retention_passes(self._config, now, lambda: self.size_in_bytes):
+            deleted += self._delete_segments_where(predicate, reason)
         return deleted
 
     def delete_records(self, offset: int) -> int:
@@ -515,11 +487,7 @@ class Log:
             return 0
         if len(deletable) == len(self._segments):
             self.roll()
-        for seg in deletable:
-            logger.info("%s Deleting segment %s (%s breached)", self._ident, seg.log_path.name, reason)
-            self._segments.remove(seg)
-            self._base_offsets.remove(seg.base_offset)
-            seg.delete()
+        remove_segments(self._segments, self._base_offsets, deletable, reason, self._ident)
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         self._high_watermark = max(self._high_watermark, self._log_start_offset)
         self._recovery_point = max(self._recovery_point, self._log_start_offset)
@@ -530,43 +498,22 @@ class Log:
     def replace_segments(self, base_offset: int, old: Sequence[LogSegment]) -> LogSegment:
         """Swap in the cleaned segment ``base_offset`` (its ``.cleaned`` files, written by the log
         cleaner) for ``old``, consecutive segments of this log, not the active one, the first at
-        ``base_offset``; return the new segment. Raises ValueError (changing nothing) otherwise.
-
-        Kafka's crash-safe order (:mod:`odradek.storage.cleaner.swap`): ``.cleaned`` ->
-        ``.swap``; old files -> ``.deleted``; ``.swap`` -> final names; ``.deleted`` removed.
-        Offsets, the log start and end offsets, the high watermark and the recovery point do not
-        change. The old segments are closed: reads already handed out by them fail.
+        ``base_offset``; return the new segment (:func:`~odradek.storage.log_segments.replace_segments`:
+        checks, crash-safe order, what an OSError means). Offsets, the log start and end offsets,
+        the high watermark and the recovery point do not change. The old segments are closed:
+        reads already handed out by them fail.
         """
         self._check_open()
-        if not old or old[0].base_offset != base_offset:
-            raise ValueError(f"{self._tp}: the cleaned segment {base_offset} does not start the replaced group")
-        try:
-            first = next(i for i, s in enumerate(self._segments) if s is old[0])
-        except StopIteration:
-            raise ValueError(f"{self._tp}: segment {base_offset} is no longer in the log") from None
-        end = first + len(old)
-        if end >= len(self._segments) or any(a is not b for a, b in zip(self._segments[first:end], old, strict=True)):
-            raise ValueError(f"{self._tp}: the replaced segments are not consecutive inactive segments of the log")
-        swap_in(self._dir, base_offset, old)
-        new = LogSegment(
+        return replace_segments(
             self._dir,
+            self._segments,
+            self._base_offsets,
             base_offset,
-            index_interval_bytes=self._config.index_interval_bytes,
-            max_index_size=self._config.segment_index_bytes,
-            time_ms=self._time_ms,
+            old,
+            open_segment=self._open_segment,
+            tp=self._tp,
+            ident=self._ident,
         )
-        self._segments[first:end] = [new]
-        self._base_offsets[first:end] = [base_offset]
-        remove_replaced(self._dir, old)
-        logger.info(
-            "%s Replaced %d segment(s) from offset %d with the cleaned segment %s (%d bytes)",
-            self._ident,
-            len(old),
-            base_offset,
-            new.log_path.name,
-            new.size,
-        )
-        return new
 
     def take_truncation_point(self) -> int | None:
         """The lowest offset this log was truncated to since the last call (None: no truncation);
@@ -597,14 +544,7 @@ class Log:
         if offset < self._base_offsets[0]:
             self.truncate_fully_and_start_at(offset)
             return True
-        while len(self._segments) > 1 and self._base_offsets[-1] > offset:
-            seg = self._segments.pop()
-            self._base_offsets.pop()
-            seg.delete()
-        active = self._segments[-1]
-        active.truncate_to(offset)
-        active.make_active()
-        end = active.read_next_offset()
+        end = truncate_segments(self._segments, self._base_offsets, offset)
         self._log_end_offset = end
         self._log_start_offset = min(self._log_start_offset, end)
         self._high_watermark = min(self._high_watermark, end)
@@ -634,11 +574,7 @@ class Log:
         self._check_open()
         up_to = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
         if up_to > self._recovery_point:
-            first = max(bisect.bisect_right(self._base_offsets, self._recovery_point) - 1, 0)
-            for seg in self._segments[first:]:
-                if seg.base_offset >= up_to:
-                    break
-                seg.flush()
+            flush_segments(self._segments, self._base_offsets, self._recovery_point, up_to)
             self._recovery_point = up_to
         if self._dir_dirty:
             fsync_dir(self._dir)

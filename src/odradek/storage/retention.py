@@ -9,7 +9,7 @@ last segment is never deletable while empty. Event-loop thread only, like the lo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from odradek.storage.config import LogConfig
 from odradek.storage.segment import LogSegment
@@ -20,6 +20,7 @@ __all__ = [
     "deletable_segments",
     "delete_policy_enabled",
     "retention_ms_breached",
+    "retention_passes",
     "retention_size_breached",
 ]
 
@@ -71,3 +72,20 @@ def delete_policy_enabled(config: LogConfig) -> bool:
     """True when ``cleanup.policy`` includes ``delete``."""
     policy = config.get("cleanup.policy")
     return "delete" in (policy if isinstance(policy, list) else [policy])
+
+
+def retention_passes(
+    config: LogConfig, now_ms: int, log_size: Callable[[], int]
+) -> Iterator[tuple[SegmentPredicate, str]]:
+    """The passes of time and size retention, in Kafka's order, each ``(predicate, reason)``:
+    none unless ``cleanup.policy`` includes ``delete``; ``retention.bytes`` (when >= 0 and
+    exceeded) against ``log_size()`` read once the caller asks for the first pass (so after the
+    log-start pass), then ``retention.ms`` (when >= 0). Lazy: deleting between passes is expected."""
+    if not delete_policy_enabled(config):
+        return
+    retention_bytes = config.retention_bytes
+    size = log_size()
+    if 0 <= retention_bytes < size:
+        yield retention_size_breached(size, retention_bytes), "retention.bytes"
+    if config.retention_ms >= 0:
+        yield retention_ms_breached(now_ms, config.retention_ms), "retention.ms"

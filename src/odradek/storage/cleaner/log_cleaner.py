@@ -10,10 +10,17 @@ whose workers read the segment files by path and write ``.cleaned`` files
 Each worker is throttled to ``log.cleaner.io.max.bytes.per.second / log.cleaner.threads``.
 
 Failures: a clean that fails on the log's data (a corrupt batch) marks the partition
-uncleanable with an ERROR log; an I/O error (e.g. a full disk: ENOSPC) is logged and the log is
-tried again after ``log.cleaner.backoff.ms``; in both cases the ``.cleaned`` files are removed
-and the log is as it was. A worker process that dies is replaced. The broker never stops for the
-cleaner.
+uncleanable with an ERROR log; an I/O error in the worker (e.g. a full disk: ENOSPC while the
+``.cleaned`` files are written) is logged and the log is tried again after
+``log.cleaner.backoff.ms``; in both cases the ``.cleaned`` files are removed and the log is as
+it was. A worker process that dies (killed, out of memory) fails the clean the same way: the
+pool is replaced and the log, untouched, is cleaned on a later round. An I/O error during the
+swap (on the loop, after the first rename) may leave the log half swapped: as Kafka
+(``maybeHandleIOException`` -> ``LogDirFailureChannel``) the log dir is taken offline
+(``log_dir_failure``: its logs are closed, the replica manager moves its partitions offline and
+the controller is told); the next start completes or undoes the swap from the files
+(:func:`~.swap.recover_swaps`). Without ``log_dir_failure`` (tools, tests) the partition is
+marked uncleanable. The broker never stops for the cleaner.
 
 Metrics (Kafka's): :attr:`LogCleaner.max_dirty_percent`, :attr:`LogCleaner.time_since_last_run_ms`,
 :attr:`LogCleaner.uncleanable_partitions_count` (and per dir), ``max_buffer_utilization_percent``,
@@ -39,6 +46,7 @@ from odradek.storage.cleaner.clean import apply_result, plan_clean
 from odradek.storage.cleaner.config import CleanerConfig
 from odradek.storage.cleaner.manager import LogCleanerManager
 from odradek.storage.cleaner.segment_cleaner import CleanerStats, CleanPlan, CleanResult, run_clean
+from odradek.storage.cleaner.swap import CLEANED_SUFFIX, remove_suffixed
 
 if TYPE_CHECKING:
     from odradek.storage.log import Log
@@ -59,7 +67,9 @@ class LogCleaner:
 
     ``last_stable_offset(log)`` bounds the clean (the partition's LSO; default its high
     watermark); ``retain_offsets(log)`` gives the last offsets of the active producers' batches
-    (None: each producer id's last batch in the log).
+    (None: each producer id's last batch in the log). ``log_dir_failure(dir, message)`` takes a
+    log dir offline (Kafka's ``LogDirFailureChannel.maybeAddOfflineLogDir``; the broker passes
+    ``LogManager.fail_dir``).
     """
 
     def __init__(
@@ -70,9 +80,11 @@ class LogCleaner:
         last_stable_offset: Callable[[Log], int] | None = None,
         retain_offsets: Callable[[Log], Collection[int] | None] | None = None,
         time_ms: Callable[[], int] | None = None,
+        log_dir_failure: Callable[[Path, str], object] | None = None,
         in_process: bool = False,
     ) -> None:
         self.config = config
+        self._log_dir_failure = log_dir_failure
         self._in_process = in_process
         """Clean on the calling thread instead of worker processes (unit tests only: it blocks the loop)."""
         self.manager = LogCleanerManager(logs, last_stable_offset=last_stable_offset)
@@ -201,7 +213,7 @@ class LogCleaner:
                     log.topic_partition,
                 )
                 self.manager.mark_uncleanable(log)
-            elif apply_result(log, plan, result):
+            elif self._swap(log, plan, result):
                 end = result.stats.end_offset
                 self._record(log, result.stats)
         except (CorruptRecordError, InvalidRecordError) as exc:
@@ -218,6 +230,20 @@ class LogCleaner:
             self.manager.done_cleaning(log, end)
         return end is not None
 
+    def _swap(self, log: Log, plan: CleanPlan, result: CleanResult) -> bool:
+        """:func:`~.clean.apply_result`; an I/O error there takes the log dir offline."""
+        try:
+            return apply_result(log, plan, result)
+        except OSError as exc:
+            directory = log.dir.parent
+            msg = f"Failed to clean up log for {log.topic_partition} in dir {directory} due to IOException: {exc}"
+            self.manager.mark_uncleanable(log)
+            if self._log_dir_failure is None:
+                logger.error("%s; the log may be half swapped until it is loaded again", msg)
+            else:
+                self._log_dir_failure(directory, msg)
+            return False
+
     async def _in_worker(self, plan: CleanPlan) -> CleanResult:
         if self._in_process:
             return run_clean(plan)
@@ -230,6 +256,8 @@ class LogCleaner:
             logger.error("a log cleaner worker process died; starting a new one")
             broken, self._executor = self._executor, self._new_executor()
             broken.shutdown(wait=False, cancel_futures=True)
+            for ref in plan.segments:  # whatever the dead worker left: groups start at segment bases
+                remove_suffixed(plan.directory, ref.base_offset, CLEANED_SUFFIX)
             raise OSError("the log cleaner worker process died") from None
 
     def _record(self, log: Log, stats: CleanerStats) -> None:

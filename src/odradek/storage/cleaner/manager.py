@@ -17,7 +17,10 @@ including ``compact``, not in progress and not uncleanable, compute the cleanabl
 (:func:`~.offsets.cleanable_offsets`) and the dirty ratio; logs with nothing at all are skipped;
 a log qualifies when its ratio exceeds ``min.cleanable.dirty.ratio`` or when
 ``max.compaction.lag.ms`` has passed for its oldest dirty segment (and it has cleanable bytes);
-the one with the highest ratio wins.
+the one with the highest ratio wins. Nothing else makes a log cleanable: as in Kafka 3.9, a log
+whose tombstones' delete horizons have passed but that has nothing dirty is not cleaned (the
+"clean idle logs once their latest delete horizon passed" rule of the KIP-534 drafts was not
+merged); its tombstones go at the next clean that dirty data or ``max.compaction.lag.ms`` brings.
 """
 
 from __future__ import annotations
