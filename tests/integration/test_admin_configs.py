@@ -506,3 +506,32 @@ def test_dynamic_log_defaults_with_confluent_apply_to_topics_without_overrides(b
     assert segment_ms_of_log() == week
     with pytest.raises(Exception, match=r"Password encoder secret not configured"):
         alter([ConfigEntry("listener.name.plaintext.plain.sasl.jaas.config", "x", incremental_operation=set_op)])
+
+
+def test_dynamic_log_cleaner_keys_restart_the_cleaner_with_them(broker: BrokerRunner) -> None:
+    """``log.cleaner.*`` set on the broker resource reach the running cleaner (Kafka's
+    ``LogCleaner.reconfigure``); deleting them brings the static values back."""
+    admin = confluent(broker)
+
+    def alter(value: str | None) -> None:
+        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        entries = [
+            ConfigEntry("log.cleaner.threads", value, incremental_operation=op),
+            ConfigEntry("log.cleaner.backoff.ms", value and "250", incremental_operation=op),
+        ]
+        resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=entries)
+        admin.incremental_alter_configs([resource])[resource].result(timeout=10)
+
+    def cleaner_state() -> tuple[int, int, int]:
+        async def read() -> tuple[int, int, int]:
+            assert broker.broker is not None and broker.broker.log_cleaner is not None
+            cleaner = broker.broker.log_cleaner
+            return cleaner.config.num_threads, cleaner.config.backoff_ms, len(cleaner._tasks)
+
+        return broker.call(read)  # type: ignore[no-any-return]
+
+    assert cleaner_state() == (1, 15000, 1)
+    alter("2")
+    assert cleaner_state() == (2, 250, 2)
+    alter(None)
+    assert cleaner_state() == (1, 15000, 1)

@@ -306,9 +306,8 @@ class Broker:
         if flush_ms < 2**31:
             self._every(flush_ms, lm.flush_dirty_logs, "flush")
         self._every(self.config["log.flush.offset.checkpoint.interval.ms"], lambda _now: lm.checkpoint(), "checkpoint")
-        cleaner_config = CleanerConfig.from_props({k: self.config[k] for k in CLEANER_KEYS})
         self.log_cleaner = LogCleaner(
-            cleaner_config,
+            self._cleaner_config(self.config),
             lm.all_logs,
             last_stable_offset=self._last_stable_offset,
             retain_offsets=self._producer_last_offsets,
@@ -316,6 +315,16 @@ class Broker:
         )
         self.log_cleaner.startup()
         self.metrics.register_cleaner(self.log_cleaner)
+
+    @staticmethod
+    def _cleaner_config(config: KafkaConfig) -> CleanerConfig:
+        return CleanerConfig.from_props({k: config[k] for k in CLEANER_KEYS})
+
+    async def reconfigure_log_cleaner(self, _old: KafkaConfig, new: KafkaConfig) -> None:
+        """A dynamic ``log.cleaner.*`` change (``/config/brokers``): the cleaner restarts with it.
+        Before start-up made the cleaner, nothing to do: it is made from the effective config."""
+        if self.log_cleaner is not None:
+            await self.log_cleaner.reconfigure(self._cleaner_config(new))
 
     def _last_stable_offset(self, log: Log) -> int:
         """The cleaner's upper bound for ``log``: its partition's LSO (the high watermark without one)."""

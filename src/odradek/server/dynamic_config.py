@@ -107,13 +107,12 @@ ACCEPTED_WITHOUT_EFFECT = frozenset(
         "remote.log.manager.fetch.max.bytes.per.second",
     }
     | LISTENER_CONFIGS
-    | LOG_CLEANER_CONFIGS
     | DYNAMIC_SECURITY_CONFIGS
 )
 
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = (
     LOG_CONFIGS - {"log.retention.minutes", "log.retention.hours", "log.roll.hours", "log.roll.jitter.hours"}
-) | (CONNECTION_CONFIGS | THROTTLE_CONFIGS | ACCEPTED_WITHOUT_EFFECT)
+) | (CONNECTION_CONFIGS | THROTTLE_CONFIGS | LOG_CLEANER_CONFIGS | ACCEPTED_WITHOUT_EFFECT)
 """Kafka 3.9's ``DynamicBrokerConfig.AllDynamicConfigs`` plus the replication throttle rates
 (``DynamicConfig.Broker``): described with ``read_only`` false; every other known key is read-only.
 (``log.retention.hours`` and the other lower synonyms are not dynamic in Kafka either.)"""
@@ -132,7 +131,7 @@ def dynamic_config_table() -> str:
     rows = ["| key | set on | effect here |", "| --- | --- | --- |"]
     for key, effect in DYNAMIC_EFFECTS.items():
         if key in LOG_CLEANER_CONFIGS:
-            effect = f"{effect} (until the log cleaner registers)"
+            effect = f"{effect} (the log cleaner restarts its tasks and workers)"
         if key in DYNAMIC_SECURITY_CONFIGS:
             scope = "one broker, `listener.name.<listener>.` prefix only"
         elif key in PER_BROKER_CONFIGS:
@@ -365,8 +364,7 @@ def register_broker_reconfigurables(broker: Broker) -> None:
     the event loop after ``broker.config`` is already ``new``, once per change that touches one of
     ``keys``, and also at start-up when ``/config/brokers`` holds values (if registered before
     the ZkConfigManager starts). The log cleaner's keys are :data:`LOG_CLEANER_CONFIGS` (Kafka's
-    ``LogCleaner.ReconfigurableConfigs`` with ``message.max.bytes``); until it registers they are
-    stored and described but change nothing (``DYNAMIC_EFFECTS`` says so).
+    ``LogCleaner.ReconfigurableConfigs`` with ``message.max.bytes``): the cleaner restarts with them.
     """
     dynamic = broker.dynamic_config
 
@@ -399,3 +397,4 @@ def register_broker_reconfigurables(broker: Broker) -> None:
     dynamic.add_reconfigurable(CONNECTION_CONFIGS, connections)
     dynamic.add_reconfigurable(THROTTLE_CONFIGS, throttles)
     dynamic.add_reconfigurable({"unclean.leader.election.enable"}, unclean)
+    dynamic.add_reconfigurable(LOG_CLEANER_CONFIGS, broker.reconfigure_log_cleaner)

@@ -166,6 +166,14 @@ class LogCleaner:
                 None, lambda: executor.shutdown(wait=True, cancel_futures=True)
             )
 
+    async def reconfigure(self, config: CleanerConfig) -> None:
+        """Kafka's ``LogCleaner.reconfigure`` (a dynamic ``log.cleaner.*`` change): stop the tasks and
+        workers and start them again with ``config``. A clean in progress is abandoned and tried again
+        later; the manager's state (checkpoints, uncleanable partitions) is kept. On the loop."""
+        await self.shutdown()
+        self.config = config
+        self.startup()
+
     # --- cleaning ---------------------------------------------------------------------------
 
     async def _run(self) -> None:
