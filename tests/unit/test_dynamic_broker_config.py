@@ -179,6 +179,11 @@ def test_broker_reconfigurables_apply_log_defaults_connection_limits_and_throttl
     async def reload_broker_throttles() -> None:
         reloads.append(int(broker.config["leader.replication.throttled.rate"]))
 
+    cleaner_threads: list[int] = []
+
+    async def reconfigure_log_cleaner(_old: KafkaConfig, new: KafkaConfig) -> None:
+        cleaner_threads.append(int(new["log.cleaner.threads"]))
+
     static = KafkaConfig({"broker.id": "0"})
     broker = SimpleNamespace(
         config=static,
@@ -191,6 +196,7 @@ def test_broker_reconfigurables_apply_log_defaults_connection_limits_and_throttl
         socket_server=SimpleNamespace(quotas=ConnectionQuotas(100, 10, {})),
         controller=SimpleNamespace(unclean_leader_election=False),
         reload_broker_throttles=reload_broker_throttles,
+        reconfigure_log_cleaner=reconfigure_log_cleaner,
     )
     register_broker_reconfigurables(broker)  # type: ignore[arg-type]
     stored = {"log.segment.bytes": "1048576", "max.connections.per.ip.overrides": "10.0.0.1:3"}
@@ -203,3 +209,6 @@ def test_broker_reconfigurables_apply_log_defaults_connection_limits_and_throttl
     assert reloads == [500] and updated == ["t"]
     run(broker.dynamic_config.process_config_changes("0", {"unclean.leader.election.enable": "true"}))
     assert broker.controller.unclean_leader_election is True
+    assert not cleaner_threads  # no log.cleaner.* key changed yet
+    run(broker.dynamic_config.process_config_changes("0", {"log.cleaner.threads": "3"}))
+    assert cleaner_threads == [3]
