@@ -212,3 +212,19 @@ def test_broker_reconfigurables_apply_log_defaults_connection_limits_and_throttl
     assert not cleaner_threads  # no log.cleaner.* key changed yet
     run(broker.dynamic_config.process_config_changes("0", {"log.cleaner.threads": "3"}))
     assert cleaner_threads == [3]
+
+
+def test_a_broker_resource_naming_another_broker_is_refused_as_kafka() -> None:
+    """Clients send a broker resource to the broker it names; one naming another broker is refused
+    (ZkAdminManager) before anything is validated or stored."""
+    from types import SimpleNamespace
+
+    from odradek.errors import InvalidRequestError
+    from odradek.server.dynamic_config import set_broker_overrides
+
+    stored: list[object] = []
+    zk = SimpleNamespace(set_entity_configs=lambda *args: stored.append(args))
+    broker = SimpleNamespace(broker_id=0, dynamic_config=DynamicBrokerConfig(KafkaConfig({"broker.id": "0"})), zk=zk)
+    with pytest.raises(InvalidRequestError, match=r"^Unexpected broker id, expected 0, but received 1$"):
+        run(set_broker_overrides(broker, "1", {"log.retention.ms": "1"}, False))  # type: ignore[arg-type]
+    assert stored == []

@@ -337,9 +337,13 @@ async def broker_overrides(broker: Broker, name: str) -> dict[str, str]:
 
 async def set_broker_overrides(broker: Broker, name: str, overrides: Mapping[str, str], validate_only: bool) -> None:
     """Validate and (unless ``validate_only``) store the complete dynamic keys of ``name``, then
-    apply them on this broker before returning (the others follow the change notice)."""
+    apply them on this broker before returning (the others follow the change notice). A broker id
+    other than this broker's is refused with INVALID_REQUEST, as Kafka (clients send a broker
+    resource to the broker it names)."""
     entity = broker_entity(name)
     per_broker = entity != DEFAULT_ENTITY
+    if per_broker and int(entity) != broker.broker_id:  # Kafka's ZkAdminManager.getBrokerId
+        raise InvalidRequestError(f"Unexpected broker id, expected {broker.broker_id}, but received {name}")
     dynamic = broker.dynamic_config
     try:
         dynamic.validate(overrides, per_broker)
