@@ -4,13 +4,16 @@ with the throttle time reported to the client (KIP-219)."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from odradek.cli import configs
+from odradek.client.connection import KafkaConnection
 from odradek.server.runner import BrokerRunner
 
 from .admin_support import create
@@ -83,3 +86,72 @@ def test_a_producer_is_held_to_its_byte_rate_and_told_the_throttle_time(
     # two 1 s windows: a short burst gets through, then the rate is held near the quota
     assert QUOTA * 0.5 < rate < QUOTA * 1.5, f"{rate:.0f} B/s with a quota of {QUOTA} B/s"
     assert throttles and max(throttles) > 0, "the broker reported no throttle time"
+
+
+def test_a_consumer_fetch_is_capped_by_its_quota_window_and_a_throttled_fetch_answers_nothing(
+    broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kafka's handleFetchRequest with ``consumer_byte_rate``: a Fetch answers at most quota x
+    (samples - 1) x window bytes, and once the rate is over the quota the answer carries
+    ``throttle_time_ms`` and no partitions (the bytes are taken back: the same records come later).
+    A confluent consumer under the same quota still reads every record, each once."""
+    create(broker, "quota-fetch")
+    bs = ["--bootstrap-server", broker.bootstrap_servers]
+    client = ["--entity-type", "clients", "--entity-name", "slow-consumer"]
+    assert configs.main([*bs, "--alter", *client, "--add-config", f"consumer_byte_rate={QUOTA}"]) == 0
+    capsys.readouterr()
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+    records = 60
+    for i in range(records):
+        producer.produce("quota-fetch", value=b"%04d" % i + b"x" * 9_996, partition=0)
+        assert producer.flush(10) == 0  # one batch per record: the cap is met batch by batch
+    host, port = broker.bootstrap_servers.split(":")
+
+    async def fetch_twice() -> list[tuple[int, int, int]]:
+        answers = []
+        async with KafkaConnection(host, int(port), client_id="slow-consumer") as conn:
+            for _ in range(2):
+                rb = conn.builder(1, 12, 12)
+                part = rb.make("FetchPartition", partition=0, fetch_offset=0, partition_max_bytes=10 << 20)
+                topics = (rb.make("FetchTopic", topic="quota-fetch", partitions=(part,)),)
+                answer = await conn.send(
+                    rb(
+                        max_wait=datetime.timedelta(0),
+                        min_bytes=0,
+                        max_bytes=10 << 20,
+                        topics=topics,
+                        forgotten_topics_data=(),
+                    )
+                )
+                size = sum(len(p.records or b"") for t in answer.responses for p in t.partitions)
+                throttle_ms = int(answer.throttle_time.total_seconds() * 1000)
+                answers.append((len(answer.responses), size, throttle_ms))
+        return answers
+
+    answers = asyncio.run(fetch_twice())
+    (first_topics, first_size, first_throttle), (second_topics, _, second_throttle) = answers
+    assert first_topics == 1 and 0 < first_size <= QUOTA + 10_100  # capped (the first batch always fits)
+    assert first_throttle > 0 or second_throttle > 0
+    throttled = (first_topics, first_throttle) if first_throttle > 0 else (second_topics, second_throttle)
+    assert throttled[0] == 0  # a throttled answer holds no partition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "slow-consumers",
+            "client.id": "slow-consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    seen: list[int] = []
+    deadline = time.monotonic() + 30
+    try:
+        consumer.subscribe(["quota-fetch"])
+        while len(seen) < records and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                seen.append(int(msg.value()[:4]))
+    finally:
+        consumer.close()
+    assert seen == list(range(records))

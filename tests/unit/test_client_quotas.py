@@ -144,3 +144,16 @@ def test_describe_client_quotas_filters() -> None:
     assert matches({"user": (1, None)}, default_user, strict=True) and not matches({"user": (1, None)}, alice, False)
     assert matches({"user": (2, None)}, default_user, strict=True) and matches({"user": (2, None)}, alice, True)
     assert matches({}, alice_app, strict=False) and not matches({}, alice_app, strict=True)
+
+
+def test_unrecord_takes_a_throttled_fetch_back_and_the_window_bounds_one_fetch() -> None:
+    now = [0.0]
+    m = ClientQuotaManager("consumer_byte_rate", samples=11, window_s=1, clock_ms=lambda: now[0])
+    assert m.max_value_in_quota_window("alice", "app") == float("inf")  # no quota: no cap
+    m.update_quota((None, "app"), 1000.0)
+    assert m.max_value_in_quota_window("alice", "app") == 10_000.0  # quota x (11 - 1) x 1 s
+    assert m.max_value_in_quota_window("alice", "other") == float("inf")
+    assert m.record("alice", "app", 9_000) == 0
+    assert m.record("alice", "app", 6_000) == 5000  # 15000 / 10 s: throttled ...
+    m.unrecord("alice", "app", 6_000)  # ... answered empty: those bytes do not count
+    assert m.record("alice", "app", 1_000) == 0  # 10000 / 10 s: at the quota again

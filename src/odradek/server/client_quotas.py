@@ -192,6 +192,19 @@ class ClientQuotaManager:
         self.throttled_ms_total += throttle
         return throttle
 
+    def unrecord(self, user: str, client: str, value: float, now_ms: float | None = None) -> None:
+        """Take back ``value`` recorded by :meth:`record` (Kafka's ``unrecordQuotaSensor``: a
+        throttled Fetch answers nothing, so its bytes do not count)."""
+        resolved = self._resolved.get((user, client))
+        if resolved is not None:
+            resolved[1].record(-value, self.clock_ms() if now_ms is None else now_ms)
+
+    def max_value_in_quota_window(self, user: str, client: str) -> float:
+        """What one request may use without a certain throttle when nothing was recorded
+        (Kafka's ``getMaxValueInQuotaWindow``): quota x (samples - 1) x window; inf without a quota."""
+        found = self.quota_for(user, client) if self.quotas else None
+        return found[0] * (self.samples - 1) * self.window_ms / 1000.0 if found is not None else float("inf")
+
     def _resolve(self, user: str, client: str) -> tuple[float, QuotaRate] | None:
         found = self.quota_for(user, client)
         resolved = None
@@ -342,3 +355,16 @@ def record_quota(ctx: RequestContext, manager: ClientQuotaManager, value: float)
     """Record ``value`` for the request's user and client id; the throttle time in ms."""
     user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)
     return manager.record(user, client, value)
+
+
+def unrecord_quota(ctx: RequestContext, manager: ClientQuotaManager, value: float) -> None:
+    """Take back what :func:`record_quota` recorded for this request."""
+    user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)
+    manager.unrecord(user, client, value)
+
+
+def max_quota_window_bytes(ctx: RequestContext, manager: ClientQuotaManager) -> float:
+    """The most a consumer's Fetch may answer without a certain throttle (see
+    :meth:`ClientQuotaManager.max_value_in_quota_window`)."""
+    user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)
+    return manager.max_value_in_quota_window(user, client)

@@ -32,7 +32,7 @@ from odradek.protocol.fetch_response import FetchedPartition, NodeEndpoint, enco
 from odradek.replication.replica_manager import FetchRequestPartition
 from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, hinted_brokers
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
-from odradek.server.client_quotas import record_quota
+from odradek.server.client_quotas import max_quota_window_bytes, record_quota, unrecord_quota
 from odradek.server.metadata_cache import ZERO_UUID
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
@@ -83,15 +83,28 @@ async def handle(ctx: RequestContext) -> list[Any]:
     max_wait_ms = int(req.max_wait.total_seconds() * 1000)
     if replica_id >= 0:
         ctx.mark_from_follower()
+    max_bytes, min_bytes = getattr(req, "max_bytes", 2**31 - 1), req.min_bytes
+    fetch_quotas = ctx.broker.client_quotas.fetch if replica_id < 0 else None
+    if fetch_quotas is not None and fetch_quotas.quotas:
+        # Kafka's handleFetchRequest: no more than the quota lets through in one quota window
+        # (a larger answer is a certain throttle, and a throttled answer is empty: no progress).
+        max_bytes = int(min(max_bytes, max_quota_window_bytes(ctx, fetch_quotas)))
+        min_bytes = min(min_bytes, max_bytes)
     results = await ctx.broker.replica_manager.fetch_messages(
         requests,
         max_wait_ms=0 if unknown or (denied and not requests) else max_wait_ms,
-        min_bytes=req.min_bytes,
-        max_bytes=getattr(req, "max_bytes", 2**31 - 1),
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
         isolation_level=getattr(req, "isolation_level", 0),
         replica_id=replica_id,
         on_delay=ctx.mark_delayed,
     )
+    if fetch_quotas is not None and fetch_quotas.quotas:  # consumer_byte_rate: the records answered
+        answered = sum(r.records_size for r in results)
+        ctx.throttle_ms = record_quota(ctx, fetch_quotas, answered)
+        if ctx.throttle_ms > 0:  # Kafka's getThrottledResponse: nothing answered, nothing counted
+            unrecord_quota(ctx, fetch_quotas, answered)
+            return encode_fetch_response(version, ctx.header.correlation_id, [], throttle_time_ms=ctx.throttle_ms)
     stats = ctx.broker.topic_stats
     if stats is not None:
         for r in results:
@@ -114,8 +127,6 @@ async def handle(ctx: RequestContext) -> list[Any]:
             )
         )
     topics = list(by_topic.items()) + denied + unknown
-    if replica_id < 0 and ctx.broker.client_quotas.fetch.quotas:  # consumer_byte_rate: the records answered
-        ctx.throttle_ms = record_quota(ctx, ctx.broker.client_quotas.fetch, sum(r.records_size for r in results))
     return encode_fetch_response(
         version,
         ctx.header.correlation_id,
