@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.proxy import FaultProxy, Route
-from odradek.cli.cluster import ClusterBroker, free_port
+from odradek.cli.cluster import ClusterBroker, free_port, wait_port_free
 
 __all__ = ["ChaosCluster", "node_address"]
 
@@ -157,13 +157,7 @@ class ChaosCluster:
         broker = self.brokers[broker_id]
         if broker.alive():
             return
-        for _ in range(100):
-            try:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", broker.port))
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_port_free(broker.port)
         broker.spawn()
         broker.wait_listening(60)
 

@@ -41,6 +41,19 @@ __all__ = ["ClusterBroker", "LocalCluster", "main"]
 T = TypeVar("T")
 
 
+def wait_port_free(port: int, attempts: int = 100) -> bool:
+    """Wait (up to ``attempts`` x 50 ms) until 127.0.0.1:``port`` can be bound again: the port of a
+    broker that just exited may linger briefly. True when it can."""
+    for _ in range(attempts):
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -262,13 +275,7 @@ class LocalCluster:
         """Stop the broker if it runs (cleanly), start it again on the same port and data dir."""
         broker = self.brokers[broker_id]
         broker.stop()
-        for _ in range(100):  # the port may linger briefly after the process exits
-            try:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", broker.port))
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_port_free(broker.port)
         broker.spawn()
         broker.wait_listening(timeout_s)
         return broker
