@@ -47,7 +47,7 @@ typecheck: venv
 	$(BIN)/mypy
 
 test: venv lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit
