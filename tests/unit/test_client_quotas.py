@@ -63,6 +63,52 @@ def test_rate_assumes_n_minus_one_full_windows_and_expires_old_samples() -> None
     assert rate.measure(19_000 + 11_000) == pytest.approx(0.0)  # nothing for 11 windows: all expired
 
 
+def test_window_size_steps_down_at_the_first_full_window_as_kafkas() -> None:
+    """Kafka's ``Rate.windowSize`` adds (samples - 1 - full windows) windows: 10.999 s just before
+    the first window completes, 10 s at it. A greedy client feels the step: its throttle per
+    request jumps from what the bytes are over the quota to a whole window more."""
+    rate = QuotaRate(samples=11, window_ms=1000)
+    rate.record(1, 0)
+    assert rate.window_size_ms(999) == 10_999
+    assert rate.window_size_ms(1000) == 10_000
+    now = [0.0]
+    m = ClientQuotaManager("producer_byte_rate", samples=11, window_s=1, clock_ms=lambda: now[0])
+    m.update_quota((None, "greedy"), 1_000_000.0)
+    throttles = []
+    while now[0] < 3000:  # 64 KiB requests at 20 MB/s, each after the previous one's throttle
+        now[0] += 65536 / 20_000
+        throttle = m.record("u", "greedy", 65536)
+        throttles.append((now[0], throttle))
+        now[0] += throttle
+    first = next(i for i, (_, t) in enumerate(throttles) if t > 0)
+    assert 0.5 < throttles[first][0] / 1000 < 0.56  # sent at once: quota x (10 windows + the time elapsed)
+    before = [t for at, t in throttles[first + 1 :] if at < 1000]
+    after = [t for at, t in throttles if at >= 1000]
+    assert before and all(55 <= t <= 70 for t in before)  # 64 KiB / 1 MB/s, the window ~10.5 s
+    assert after and all(t >= 1000 for t in after)  # the window is 10 s: a whole window over
+
+
+def test_measured_reports_each_rate_with_kafkas_tags() -> None:
+    now = [0.0]
+    m = ClientQuotaManager("request_percentage", samples=2, window_s=1, clock_ms=lambda: now[0])
+    assert m.measured() == []
+    m.update_quota((None, D), 10.0)
+    user, client = quota_identity("User:alice", "app 1")
+    m.record(user, client, 5.0)
+    assert m.measured() == [("", "app 1", pytest.approx(5.0))]  # one window assumed: 5 / 1 s
+
+
+def test_request_quota_exempts_only_the_clusters_own_requests() -> None:
+    from odradek.protocol.api_keys import ApiKey
+    from odradek.server.request_handler import REQUEST_QUOTA_EXEMPT
+
+    for key in (ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA, ApiKey.CONTROLLED_SHUTDOWN):
+        assert key in REQUEST_QUOTA_EXEMPT
+    assert ApiKey.WRITE_TXN_MARKERS in REQUEST_QUOTA_EXEMPT
+    for key in (ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.SASL_HANDSHAKE):
+        assert key not in REQUEST_QUOTA_EXEMPT  # KafkaApis answers these with sendResponseMaybeThrottle
+
+
 def test_throttle_time_is_kafkas_formula() -> None:
     assert throttle_time_ms(150.0, 100.0, 10_000) == 5000
     assert throttle_time_ms(100.0, 100.0, 10_000) == 0

@@ -192,6 +192,12 @@ class ClientQuotaManager:
         self.throttled_ms_total += throttle
         return throttle
 
+    def measured(self, now_ms: float | None = None) -> list[tuple[str, str, float]]:
+        """(user, client id, rate per second) of every rate kept, as Kafka's quota metrics tag
+        them: the user sanitized, the client id as sent, "" for a level without that part."""
+        now = self.clock_ms() if now_ms is None else now_ms
+        return [(user, desanitize(client), rate.measure(now)) for (user, client), rate in self.rates.items()]
+
     def unrecord(self, user: str, client: str, value: float, now_ms: float | None = None) -> None:
         """Take back ``value`` recorded by :meth:`record` (Kafka's ``unrecordQuotaSensor``: a
         throttled Fetch answers nothing, so its bytes do not count)."""

@@ -128,7 +128,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         "handler",
         "ip",
         "last_active",
-        "muted_ms",
+        "muted_until",
         "peer",
         "security",
         "server",
@@ -159,8 +159,9 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self._closed = False
         self._lost = False
         self.times = RequestTimes()
-        self.muted_ms = 0
-        """Set by a throttled request (KIP-219): after its response the connection reads nothing for this long."""
+        self.muted_until = 0.0
+        """Set by a throttled request (KIP-219): ``time.monotonic()`` until which the connection reads
+        nothing once its response is sent (0: not throttled)."""
         """The request in flight, as the handler describes it (see :class:`RequestObserver`)."""
         self.arrivals: collections.deque[float] = collections.deque()
         """When each queued frame was complete (kept only while a request observer is set)."""
@@ -376,7 +377,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                     else:  # NO_RESPONSE
                         if observer is not None:
                             observer.completed(self.times, self, arrived, dequeued, handled, handled, handled)
-                        if self.muted_ms:
+                        if self.muted_until:
                             await self._mute()
                         continue
                 except asyncio.CancelledError:
@@ -390,21 +391,23 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                     await self._writable
                 if observer is not None:
                     observer.completed(self.times, self, arrived, dequeued, handled, send_started, time.perf_counter())
-                if self.muted_ms:
+                if self.muted_until:
                     await self._mute()
 
     def mute_for(self, ms: int) -> None:
-        """Mute the channel for ``ms`` once the current response is sent (Kafka's throttled channel)."""
-        self.muted_ms = max(self.muted_ms, ms)
+        """Throttle the channel for ``ms`` from now (Kafka's ``ThrottledChannel``: its end time is
+        fixed when the request is throttled, and the channel stays muted until both the response
+        is sent and that time has passed)."""
+        self.muted_until = max(self.muted_until, time.monotonic() + ms / 1000)
 
     async def _mute(self) -> None:
-        """Read and serve nothing for ``muted_ms`` (the client backs off meanwhile), then go on."""
-        delay, self.muted_ms = self.muted_ms, 0
-        if self.transport is None or self._closed:
+        """Read and serve nothing until ``muted_until`` (the client backs off meanwhile), then go on."""
+        delay, self.muted_until = self.muted_until - time.monotonic(), 0.0
+        if self.transport is None or self._closed or delay <= 0:
             return
         if not self._reading_paused:
             self.transport.pause_reading()
-        await asyncio.sleep(delay / 1000)
+        await asyncio.sleep(delay)
         if self.transport is not None and not self._closed and not self._reading_paused:
             self.transport.resume_reading()
 
