@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import pathlib
 
 import pytest
 from cryptography.hazmat.primitives import padding
@@ -16,8 +17,10 @@ from odradek.server.config import KafkaConfig
 from odradek.server.dynamic_config import (
     DYNAMIC_BROKER_CONFIGS,
     DYNAMIC_EFFECTS,
+    NEW_CONNECTIONS,
     NO_EFFECT,
     DynamicBrokerConfig,
+    changed_listeners,
     is_password_config,
     validate_configs,
 )
@@ -114,6 +117,35 @@ def test_effects_table_covers_every_dynamic_key() -> None:
     assert DYNAMIC_EFFECTS["log.retention.ms"] != NO_EFFECT
     assert is_password_config(JAAS) and is_password_config("listener.name.ssl.ssl.key.password")
     assert not is_password_config("log.retention.ms")
+
+
+def test_a_listener_key_store_is_loaded_before_it_is_stored(tmp_path: pathlib.Path) -> None:
+    """Kafka's ``SslFactory.validateReconfiguration``: the listener's security is built from the
+    would-be config; a store that cannot be loaded is refused with Kafka's text."""
+    from unit import security_support as certs
+
+    good, broken = tmp_path / "broker.pem", tmp_path / "broken.pem"
+    good.write_text(certs.server().key_pem() + certs.server().cert_pem())
+    broken.write_text("not a key store")
+    static = KafkaConfig(
+        {
+            "broker.id": "0",
+            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(good),
+        }
+    )
+    dynamic = DynamicBrokerConfig(static)
+    with pytest.raises(
+        InvalidConfigError, match=r"^Validation of dynamic config update of SSLFactory failed: .*keystore"
+    ):
+        dynamic.validate({"listener.name.ssl.ssl.keystore.location": str(broken)}, per_broker=True)
+    rotated = {"listener.name.ssl.ssl.keystore.location": str(good), "listener.name.ssl.ssl.client.auth": "required"}
+    dynamic.validate(rotated, per_broker=True)
+    new = KafkaConfig({**static.originals, **rotated})
+    assert changed_listeners(static, new) == ["SSL"]  # only the SSL listener is rebuilt
+    assert changed_listeners(static, KafkaConfig({**static.originals, "log.retention.ms": "5"})) == []
+    assert DYNAMIC_EFFECTS["ssl.keystore.location"] == NEW_CONNECTIONS
 
 
 # --- precedence and reconfiguration -----------------------------------------------------------

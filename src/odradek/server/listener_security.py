@@ -15,7 +15,8 @@ the broker's keys, resolved for the listener (``listener.name.<l>.<key>`` over `
 A mechanism odradek cannot serve (GSSAPI, OAUTHBEARER) on a SASL listener, a PLAIN mechanism
 without a JAAS entry, or any bad ``ssl.*`` value raises
 :class:`~odradek.errors.InvalidConfigError` naming the key. Reading key stores takes tens of
-milliseconds: called once at start-up on the event loop. The objects are immutable afterwards.
+milliseconds: called at start-up and when a dynamic ``listener.name.<l>.*`` key changes, on the
+event loop. The objects are immutable: a change builds a new one for the listener's new connections.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from odradek.server.config import SASL_PROTOCOLS, TLS_PROTOCOLS, KafkaConfig
 if TYPE_CHECKING:
     from odradek.metadata.scram_credentials import CredentialCache
 
-__all__ = ["SUPPORTED_MECHANISMS", "ListenerSecurity", "listener_securities"]
+__all__ = ["SUPPORTED_MECHANISMS", "ListenerSecurity", "listener_securities", "listener_security"]
 
 SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
 
@@ -72,7 +73,9 @@ class ListenerSecurity:
         return ScramSaslServer(mechanism, self.credentials.lookup(mechanism))
 
 
-def _listener_security(config: KafkaConfig, name: str, credentials: CredentialCache | None) -> ListenerSecurity:
+def listener_security(config: KafkaConfig, name: str, credentials: CredentialCache | None) -> ListenerSecurity:
+    """One listener's security from ``config`` (reads its key stores; InvalidConfigError naming
+    the key when one cannot be used)."""
     protocol = config.listener_security_protocol(name)
     props = config.for_listener(name)
     ssl_context = mapper = None
@@ -118,4 +121,4 @@ def _listener_security(config: KafkaConfig, name: str, credentials: CredentialCa
 
 def listener_securities(config: KafkaConfig, credentials: CredentialCache | None) -> dict[str, ListenerSecurity]:
     """Listener name -> its security, for every configured listener."""
-    return {e.listener: _listener_security(config, e.listener, credentials) for e in config.listeners}
+    return {e.listener: listener_security(config, e.listener, credentials) for e in config.listeners}

@@ -22,7 +22,8 @@ connection is accepted; one past a limit is closed at once, and the refusal is l
 address every 10 s with a count. ``connections.max.idle.ms``: a connection with no request in
 flight and nothing received for that long is closed (swept every tenth of it, at most every 30 s).
 
-Listeners (:class:`~odradek.server.listener_security.ListenerSecurity`, one per ``start``):
+Listeners (:class:`~odradek.server.listener_security.ListenerSecurity`, one per ``start``; a new
+one from :meth:`SocketServer.update_security` applies to the connections accepted after it):
 
 - PLAINTEXT: the connection's :class:`~odradek.server.session.Session` is ``User:ANONYMOUS`` from
   the start;
@@ -528,6 +529,8 @@ class SocketServer:
         self.connections_max_idle_ms = connections_max_idle_ms
         self.scratch = new_scratch()
         self.servers: list[asyncio.Server] = []
+        self.securities: dict[str, ListenerSecurity] = {}
+        """Listener name -> the security new connections get (:meth:`update_security` replaces it)."""
         self.request_observer: RequestObserver | None = None
         """Told about every completed request (request metrics, ``kafka.request.logger``); None
         skips the timing altogether."""
@@ -562,11 +565,21 @@ class SocketServer:
         """Serve one listener on its bound, not yet listening ``sockets`` (one per address of the
         listener's host, all on one port); this server owns and closes them."""
         loop = asyncio.get_running_loop()
+        name = security.listener_name
+        self.securities[name] = security
         for sock in sockets:
-            server = await loop.create_server(lambda: KafkaServerConnection(self, security), sock=sock, backlog=1024)
+            server = await loop.create_server(
+                lambda: KafkaServerConnection(self, self.securities[name]), sock=sock, backlog=1024
+            )
             self.servers.append(server)
         if self._sweeper is None:
             self._sweeper = loop.create_task(self._sweep_idle(), name="idle-connection-sweeper")
+
+    def update_security(self, security: ListenerSecurity) -> None:
+        """Serve the listener's new connections with ``security`` (a dynamic ``listener.name.<l>.ssl.*``
+        or ``sasl.*`` change, Kafka's ``SslFactory.reconfigure``); connections already accepted keep
+        the security they started with. Loop-only."""
+        self.securities[security.listener_name] = security
 
     async def _sweep_idle(self) -> None:
         idle_s = self.connections_max_idle_ms / 1000
