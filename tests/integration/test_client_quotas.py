@@ -12,10 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.cli import configs
 from odradek.client.connection import KafkaConnection
+from odradek.errors import ErrorCode
 from odradek.server.runner import BrokerRunner
 
 from .admin_support import create
@@ -214,3 +216,50 @@ def test_request_percentage_throttles_a_busy_client_and_bounds_its_handler_time(
     # a throttled request is already counted, so the rate may stand above the quota by what one
     # request adds until the mute ends (measured: 5.0 +- 0.02 on a quiet machine); it does not grow
     assert max(measured) < percent * 3, f"request time {measured} with request_percentage={percent}"
+
+
+def test_controller_mutation_rate_refuses_topics_over_it_and_throttles_older_versions(
+    broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KIP-599 with Kafka's strict and permissive quotas: 2 partitions/s, a burst of 4 (2 windows).
+    CreateTopics v7 of four 2-partition topics: three are created (the third takes the bucket
+    below zero), the fourth is refused with THROTTLING_QUOTA_EXCEEDED and throttle_time_ms; a
+    confluent-kafka admin client (an older, permissive version) gets every topic and the throttle."""
+    bs = ["--bootstrap-server", broker.bootstrap_servers]
+    for client in ("mutator", "rd-mutator"):
+        entity = ["--entity-type", "clients", "--entity-name", client]
+        assert configs.main([*bs, "--alter", *entity, "--add-config", "controller_mutation_rate=2"]) == 0
+    capsys.readouterr()
+    host, port = broker.bootstrap_servers.split(":")
+
+    async def create_four() -> tuple[dict[str, int], int]:
+        async with KafkaConnection(host, int(port), client_id="mutator") as conn:
+            rb = conn.builder(19, 7, 7)
+            topics = tuple(
+                rb.make(
+                    "CreatableTopic", name=f"cm-{i}", num_partitions=2, replication_factor=1, assignments=(), configs=()
+                )
+                for i in range(4)
+            )
+            answer = await conn.send(rb(topics=topics, timeout=datetime.timedelta(seconds=10), validate_only=False))
+            return {t.name: int(t.error_code) for t in answer.topics}, int(answer.throttle_time.total_seconds() * 1000)
+
+    errors, throttle_ms = asyncio.run(create_four())
+    assert errors == {"cm-0": 0, "cm-1": 0, "cm-2": 0, "cm-3": ErrorCode.throttling_quota_exceeded}
+    assert 500 < throttle_ms <= 1000  # -(-2 partitions) / 2 per second, less the time since
+
+    throttles: list[float] = []
+    admin = AdminClient(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "client.id": "rd-mutator",
+            "throttle_cb": lambda e: throttles.append(e.throttle_time),
+        }
+    )
+    futures = admin.create_topics([NewTopic(f"cm-rd-{i}", 2, 1) for i in range(4)], operation_timeout=10)
+    for future in futures.values():
+        future.result(15)  # all four created: librdkafka sends a permissive version (< 6)
+    deadline = time.monotonic() + 5
+    while not throttles and time.monotonic() < deadline:
+        admin.poll(0.1)
+    assert throttles and max(throttles) > 0

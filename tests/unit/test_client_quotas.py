@@ -203,3 +203,39 @@ def test_unrecord_takes_a_throttled_fetch_back_and_the_window_bounds_one_fetch()
     assert m.record("alice", "app", 6_000) == 5000  # 15000 / 10 s: throttled ...
     m.unrecord("alice", "app", 6_000)  # ... answered empty: those bytes do not count
     assert m.record("alice", "app", 1_000) == 0  # 10000 / 10 s: at the quota again
+
+
+def test_token_bucket_starts_full_refills_at_the_quota_and_caps_at_the_burst() -> None:
+    from odradek.server.client_quotas import TokenBucket
+
+    bucket = TokenBucket()
+    assert bucket.record(2.0, 22.0, 30, now_ms=0) == -8.0  # full (22), then 30 taken
+    assert bucket.refill(2.0, 22.0, 1000) == -6.0  # 2 per second back
+    assert bucket.refill(2.0, 22.0, 100_000) == 22.0  # never above the burst
+
+
+def test_controller_mutation_quota_strict_refuses_once_below_zero_permissive_only_throttles() -> None:
+    from odradek.server.client_quotas import ControllerMutationQuotaManager
+    from odradek.server.controller_mutation_quota import ControllerMutationQuota
+
+    now = [0.0]
+    manager = ControllerMutationQuotaManager(samples=2, window_s=1, clock_ms=lambda: now[0])
+    assert manager.bucket("u", "admin") is None
+    manager.update_quota((None, "admin"), 2.0)
+    found = manager.bucket("u", "admin")
+    assert found is not None
+    quota, burst, bucket = found
+    assert (quota, burst) == (2.0, 4.0)  # burst: quota x samples x window
+    strict = ControllerMutationQuota(quota, burst, bucket, True, manager.clock_ms)
+    # a request is never split: 3 + 3 partitions pass (4 -> 1 -> -2), the next topic is refused
+    assert strict.record(3) and strict.record(3)
+    assert strict.throttle_time_ms() == 0
+    assert not strict.record(1)
+    assert strict.throttle_time_ms() == 1000  # -(-2) / 2 per second
+    now[0] = 400.0
+    assert strict.throttle_time_ms() == 600  # less the time since the violation
+    permissive = ControllerMutationQuota(quota, burst, bucket, False, manager.clock_ms)
+    assert permissive.record(5)  # always done: -2 + 0.8 - 5 = -6.2
+    assert permissive.throttle_time_ms() == 3100
+    again = manager.bucket("other-user", "admin")
+    assert again is not None and again[2] is bucket  # a client-id level: one bucket per client id
