@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import selectors
+import socket
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -263,3 +265,42 @@ def test_controller_mutation_rate_refuses_topics_over_it_and_throttles_older_ver
     while not throttles and time.monotonic() < deadline:
         admin.poll(0.1)
     assert throttles and max(throttles) > 0
+
+
+def test_connection_creation_rate_of_an_ip_closes_connections_over_it_after_the_throttle(
+    broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KIP-612: ``connection_creation_rate`` of ``/config/ips/127.0.0.1`` (2 per second over two
+    1 s windows): two quick connections are served, the next ones are closed by the broker after
+    their throttle time (not at once), and a connection once the rate allows is served again."""
+    bs = ["--bootstrap-server", broker.bootstrap_servers]
+    entity = ["--entity-type", "ips", "--entity-name", "127.0.0.1"]
+    assert configs.main([*bs, "--alter", *entity, "--add-config", "connection_creation_rate=2"]) == 0
+    assert configs.main([*bs, "--describe", *entity]) == 0
+    assert "connection_creation_rate=2" in capsys.readouterr().out
+    host, port = broker.bootstrap_servers.split(":")
+    try:
+        time.sleep(2.2)  # the configs tool's own connections have left the rate (2 windows)
+        sockets = [socket.create_connection((host, int(port)), timeout=5) for _ in range(4)]
+        started = time.monotonic()
+        closed_after: list[float | None] = [None] * len(sockets)
+        with selectors.DefaultSelector() as selector:
+            for i, sock in enumerate(sockets):
+                selector.register(sock, selectors.EVENT_READ, i)
+            while time.monotonic() - started < 2.0:
+                for key, _ in selector.select(timeout=0.05):
+                    closed_after[key.data] = time.monotonic() - started  # nothing is sent: EOF
+                    selector.unregister(key.fileobj)
+        for sock in sockets:
+            sock.close()
+        assert closed_after[:2] == [None, None]
+        assert all(t is not None and 0.1 < t < 1.5 for t in closed_after[2:]), closed_after
+        time.sleep(1.1)
+
+        async def api_versions() -> int:
+            async with KafkaConnection(host, int(port), client_id="after-throttle") as conn:
+                return len(conn.api_versions)
+
+        assert asyncio.run(api_versions()) > 0
+    finally:
+        assert configs.main([*bs, "--alter", *entity, "--delete-config", "connection_creation_rate"]) == 0

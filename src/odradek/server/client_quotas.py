@@ -302,7 +302,7 @@ QUOTA_KEY_TYPES: dict[tuple[bool, str], str] = {
     (True, "connection_creation_rate"): "int",
 }
 """(is an IP entity, key) -> Kafka's type of the quota key (``QuotaConfigs``); others are refused.
-``connection_creation_rate`` is stored and described, not enforced."""
+``connection_creation_rate`` is enforced by the socket server (``connection_quotas.py``)."""
 
 
 class ClientQuotas:

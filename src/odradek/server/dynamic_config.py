@@ -93,7 +93,9 @@ LOG_CONFIGS = frozenset(
     | {"log.retention.minutes", "log.retention.hours", "log.roll.hours", "log.roll.jitter.hours"}
 )
 """The broker defaults of topic configs (``DynamicLogConfig``): applied to every log without an override."""
-CONNECTION_CONFIGS = frozenset({"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"})
+CONNECTION_CONFIGS = frozenset(
+    {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate"}
+)
 THROTTLE_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 ACCEPTED_WITHOUT_EFFECT = frozenset(
     {
@@ -103,7 +105,6 @@ ACCEPTED_WITHOUT_EFFECT = frozenset(
         "num.recovery.threads.per.data.dir",
         "background.threads",
         "metric.reporters",
-        "max.connection.creation.rate",
         "num.network.threads",
         "producer.id.expiration.ms",
         "transaction.partition.verification.enable",
@@ -437,6 +438,7 @@ def register_broker_reconfigurables(broker: Broker) -> None:
         quotas.max_connections = int(new["max.connections"])
         quotas.max_per_ip = int(new["max.connections.per.ip"])
         quotas.overrides = parse_connection_overrides(new["max.connections.per.ip.overrides"] or "")
+        quotas.configure_rates(new)
 
     async def throttles(_old: KafkaConfig, _new: KafkaConfig) -> None:
         await broker.reload_broker_throttles()
@@ -463,7 +465,9 @@ def register_broker_reconfigurables(broker: Broker) -> None:
     dynamic.add_reconfigurable(lambda _k: True, swap)
     dynamic.add_reconfigurable(lambda k: listener_base(k) is not None, listeners)
     dynamic.add_reconfigurable(LOG_CONFIGS, logs)
-    dynamic.add_reconfigurable(CONNECTION_CONFIGS, connections)
+    dynamic.add_reconfigurable(
+        lambda k: k in CONNECTION_CONFIGS or k.endswith("max.connection.creation.rate"), connections
+    )
     dynamic.add_reconfigurable(THROTTLE_CONFIGS, throttles)
     dynamic.add_reconfigurable({"unclean.leader.election.enable"}, unclean)
     dynamic.add_reconfigurable(LOG_CLEANER_CONFIGS, broker.reconfigure_log_cleaner)

@@ -160,10 +160,10 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self._closed = False
         self._lost = False
         self.times = RequestTimes()
+        """The request in flight, as the handler describes it (see :class:`RequestObserver`)."""
         self.muted_until = 0.0
         """Set by a throttled request (KIP-219): ``time.monotonic()`` until which the connection reads
         nothing once its response is sent (0: not throttled)."""
-        """The request in flight, as the handler describes it (see :class:`RequestObserver`)."""
         self.arrivals: collections.deque[float] = collections.deque()
         """When each queued frame was complete (kept only while a request observer is set)."""
 
@@ -175,14 +175,25 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.ip = str(peer[0]) if peer else "?"
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        refusal = self.server.quotas.try_add(self.ip)
+        quotas = self.server.quotas
+        throttle_ms = quotas.ip_throttle_ms(self.ip)
+        if throttle_ms > 0:  # KIP-612: not counted, served nothing, closed after the throttle time
+            quotas.log_refusal(self.ip, f"connection_creation_rate exceeded, closing it after {throttle_ms} ms")
+            self.ip = ""
+            self._closed = True
+            self.frames.release()
+            self.transport.pause_reading()
+            asyncio.get_running_loop().call_later(throttle_ms / 1000, self.transport.abort)
+            return
+        refusal = quotas.try_add(self.ip)
         if refusal is not None:
-            self.server.quotas.log_refusal(self.ip, refusal)
+            quotas.log_refusal(self.ip, refusal)
             self.ip = ""  # not counted
             self._closed = True
             self.frames.release()
             self.transport.abort()
             return
+        delay_s = quotas.listener_delay_s(self.security.listener_name)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             self._fd = sock.fileno()
@@ -208,15 +219,28 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         if security.ssl_context is not None:
             self.transport.pause_reading()  # nothing is read before the TLS handshake takes over
             loop = asyncio.get_running_loop()
-            self._worker = loop.create_task(self._start_tls(security.ssl_context), name=self.connection_id)
-        elif self.authenticator is None:
+            self._worker = loop.create_task(self._start_tls(security.ssl_context, delay_s), name=self.connection_id)
+            return
+        if self.authenticator is None:
             self.session = Session(ANONYMOUS, self.ip, security.listener_name, security.security_protocol)
+        if delay_s > 0:  # max.connection.creation.rate: served once the listener's rate allows
+            self.transport.pause_reading()
+            asyncio.get_running_loop().call_later(delay_s, self._accept_delay_over)
 
-    async def _start_tls(self, context: ssl.SSLContext) -> None:
-        """The TLS handshake on the event loop (``loop.start_tls``); then the principal, and the
-        worker. A failed handshake is logged once and the connection closed."""
+    def _accept_delay_over(self) -> None:
+        if self.transport is not None and not self._closed and not self._reading_paused:
+            self.transport.resume_reading()
+
+    async def _start_tls(self, context: ssl.SSLContext, delay_s: float = 0.0) -> None:
+        """The TLS handshake on the event loop (``loop.start_tls``), after ``delay_s`` (the
+        listener's connection rate); then the principal, and the worker. A failed handshake is
+        logged once and the connection closed."""
+        if delay_s > 0:
+            await asyncio.sleep(delay_s)
         transport = self.transport
-        assert transport is not None
+        if transport is None or self._closed:
+            self._worker = None
+            return
         timeout = min(MAX_TLS_HANDSHAKE_S, self.server.connections_max_idle_ms / 1000)
         try:
             tls = await asyncio.get_running_loop().start_tls(
@@ -515,6 +539,8 @@ class SocketServer:
         max_connections_per_ip: int = 2**31 - 1,
         max_connections_per_ip_overrides: str = "",
         connections_max_idle_ms: int = 600000,
+        quota_samples: int = 11,
+        quota_window_s: float = 1.0,
     ) -> None:
         self.handler = handler
         self.connections: set[KafkaServerConnection] = set()
@@ -524,7 +550,11 @@ class SocketServer:
         self.socket_buffers = socket_buffers
         """(SO_SNDBUF, SO_RCVBUF); -1 keeps the OS's default (autotuned) size."""
         self.quotas = ConnectionQuotas(
-            max_connections, max_connections_per_ip, parse_connection_overrides(max_connections_per_ip_overrides)
+            max_connections,
+            max_connections_per_ip,
+            parse_connection_overrides(max_connections_per_ip_overrides),
+            quota_samples,
+            quota_window_s,
         )
         self.connections_max_idle_ms = connections_max_idle_ms
         self.scratch = new_scratch()
