@@ -105,6 +105,12 @@ class QuotaRate:
         window = self.window_size_ms(now_ms)
         return sum(s.value for s in self._samples) * 1000.0 / window
 
+    def throttle_ms(self, quota: float, now_ms: float) -> int:
+        """Kafka's throttle time of this rate against ``quota`` now (``QuotaUtils.throttleTime``
+        with the window the rate is taken over); 0 within the quota."""
+        window = self.window_size_ms(now_ms)
+        return throttle_time_ms(sum(s.value for s in self._samples) * 1000.0 / window, quota, window)
+
 
 def throttle_time_ms(rate: float, quota: float, window_ms: float) -> int:
     """Kafka's ``QuotaUtils.throttleTime``: how long until the rate is back at the quota."""
@@ -189,11 +195,7 @@ class ClientQuotaManager:
         quota, rate = resolved
         now = self.clock_ms() if now_ms is None else now_ms
         rate.record(value, now)
-        window = rate.window_size_ms(now)
-        measured = sum(s.value for s in rate._samples) * 1000.0 / window
-        if measured <= quota:
-            return 0
-        throttle = throttle_time_ms(measured, quota, window)
+        throttle = rate.throttle_ms(quota, now)
         self.throttled_ms_total += throttle
         return throttle
 

@@ -28,7 +28,7 @@ import time
 from typing import TYPE_CHECKING
 
 from odradek.errors import InvalidConfigError
-from odradek.server.client_quotas import QuotaRate, throttle_time_ms
+from odradek.server.client_quotas import QuotaRate
 
 DEFAULT_IP = "<default>"
 UNLIMITED_RATE = 2147483647
@@ -89,11 +89,11 @@ class ConnectionQuotas:
     def _throttle(self, rates: dict[str, QuotaRate], key: str, quota: float, now_ms: float) -> int:
         rate = rates.get(key)
         if rate is None:
+            if len(rates) >= 100_000:  # many addresses: start over (Kafka expires idle sensors)
+                rates.clear()
             rate = rates[key] = QuotaRate(self.samples, self.window_ms)
         rate.record(1.0, now_ms)
-        window = rate.window_size_ms(now_ms)
-        measured = rate.measure(now_ms)
-        return min(throttle_time_ms(measured, quota, window), int(self.window_ms)) if measured > quota else 0
+        return min(rate.throttle_ms(quota, now_ms), int(self.window_ms))  # Kafka's boundedThrottleTime
 
     def ip_throttle_ms(self, ip: str, now_ms: float | None = None) -> int:
         """Record a new connection from ``ip``; over its ``connection_creation_rate`` the throttle
