@@ -54,6 +54,7 @@ from odradek.storage.config import BROKER_SYNONYMS
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
+    from odradek.server.listener_security import ListenerSecurity
 
 log = logging.getLogger(__name__)
 
@@ -399,6 +400,7 @@ async def set_broker_overrides(broker: Broker, name: str, overrides: Mapping[str
         dynamic.validate(overrides, per_broker)
         if validate_only:
             return
+        reloaded = updated_store_securities(broker) if per_broker else {}
         stored = dynamic.to_persistent(overrides, per_broker)
     except InvalidConfigError as exc:
         raise InvalidConfigError(
@@ -406,6 +408,34 @@ async def set_broker_overrides(broker: Broker, name: str, overrides: Mapping[str
         ) from None
     await broker.zk.set_entity_configs("brokers", entity, stored)
     await dynamic.process_config_changes(entity, stored)
+    for security in reloaded.values():
+        current = broker.listener_securities.get(security.listener_name)
+        if current is not None and current.stores_modified():  # not rebuilt by the change itself
+            use_listener_security(broker, security)
+
+
+def updated_store_securities(broker: Broker) -> dict[str, ListenerSecurity]:
+    """Kafka's ``reloadUpdatedFilesWithoutConfigChange``: the TLS listeners whose key or trust
+    store file changed in place since it was read, rebuilt from the current config (an
+    AlterConfigs of this broker applies them, even one that changes nothing else). A store that
+    no longer loads refuses the request: ``Validation of dynamic config update of SSLFactory failed``."""
+    from odradek.server.listener_security import listener_security
+
+    out = {}
+    for name, security in broker.listener_securities.items():
+        if security.stores_modified():
+            try:
+                out[name] = listener_security(broker.config, name, broker.credential_cache)
+            except InvalidConfigError as exc:
+                raise InvalidConfigError(f"Validation of dynamic config update of SSLFactory failed: {exc}") from None
+    return out
+
+
+def use_listener_security(broker: Broker, security: ListenerSecurity) -> None:
+    """Serve the listener's new connections with ``security`` (open ones keep theirs)."""
+    broker.listener_securities[security.listener_name] = security
+    broker.socket_server.update_security(security)
+    log.info("broker %d: listener %s reconfigured for new connections", broker.broker_id, security.listener_name)
 
 
 def register_broker_reconfigurables(broker: Broker) -> None:
@@ -458,9 +488,7 @@ def register_broker_reconfigurables(broker: Broker) -> None:
             except InvalidConfigError as exc:  # validated before stored; a file changed since
                 log.error("broker %d: listener %s keeps its security: %s", broker.broker_id, name, exc)
                 continue
-            broker.listener_securities[name] = security
-            broker.socket_server.update_security(security)
-            log.info("broker %d: listener %s reconfigured for new connections", broker.broker_id, name)
+            use_listener_security(broker, security)
 
     dynamic.add_reconfigurable(lambda _k: True, swap)
     dynamic.add_reconfigurable(lambda k: listener_base(k) is not None, listeners)

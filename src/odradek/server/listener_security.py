@@ -21,6 +21,7 @@ event loop. The objects are immutable: a change builds a new one for the listene
 
 from __future__ import annotations
 
+import os
 import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -56,10 +57,17 @@ class ListenerSecurity:
     max_receive_size: int = 524288
     failed_authentication_delay_ms: int = 100
     max_reauth_ms: int = 0
+    store_files: tuple[tuple[str, tuple[int, int, int] | None], ...] = ()
+    """(path, (mtime ns, size, inode) or None) of the key and trust store files read (TLS only)."""
 
     @property
     def uses_tls(self) -> bool:
         return self.ssl_context is not None
+
+    def stores_modified(self) -> bool:
+        """Whether a key or trust store file changed since it was read (Kafka's
+        ``SecurityStore.modified``: reloaded by an AlterConfigs of this broker)."""
+        return any(_file_stamp(path) != stamp for path, stamp in self.store_files)
 
     @property
     def uses_sasl(self) -> bool:
@@ -73,13 +81,24 @@ class ListenerSecurity:
         return ScramSaslServer(mechanism, self.credentials.lookup(mechanism))
 
 
+def _file_stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
 def listener_security(config: KafkaConfig, name: str, credentials: CredentialCache | None) -> ListenerSecurity:
     """One listener's security from ``config`` (reads its key stores; InvalidConfigError naming
     the key when one cannot be used)."""
     protocol = config.listener_security_protocol(name)
     props = config.for_listener(name)
     ssl_context = mapper = None
+    stores: tuple[tuple[str, tuple[int, int, int] | None], ...] = ()
     if protocol in TLS_PROTOCOLS:
+        paths = (props.get("ssl.keystore.location"), props.get("ssl.truststore.location"))
+        stores = tuple((str(p), _file_stamp(str(p))) for p in paths if p)  # stamped before reading
         ssl_context = create_ssl_context(props, server_side=True)
         mapper = SslPrincipalMapper(config.listener_value(name, "ssl.principal.mapping.rules"))
     mechanisms: tuple[str, ...] = ()
@@ -116,6 +135,7 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
         max_receive_size=int(config.listener_value(name, "sasl.server.max.receive.size")),
         failed_authentication_delay_ms=int(config.listener_value(name, "connection.failed.authentication.delay.ms")),
         max_reauth_ms=int(config.listener_value(name, "connections.max.reauth.ms")),
+        store_files=stores,
     )
 
 
