@@ -148,6 +148,42 @@ def test_a_listener_key_store_is_loaded_before_it_is_stored(tmp_path: pathlib.Pa
     assert DYNAMIC_EFFECTS["ssl.keystore.location"] == NEW_CONNECTIONS
 
 
+def test_a_rotated_certificate_keeps_the_subject_and_names_unless_allowed(tmp_path: pathlib.Path) -> None:
+    """Kafka's ``CertificateEntries.ensureCompatible``: compared with the key store in use."""
+    from cryptography.x509.oid import NameOID
+
+    from odradek.server.listener_security import listener_security
+    from unit import security_support as certs
+
+    def write(name: str, identity: certs.Identity) -> str:
+        path = tmp_path / name
+        path.write_text(identity.key_pem() + identity.cert_pem())
+        return str(path)
+
+    old, same = write("old.pem", certs.server()), write("same.pem", certs.server_signed_by(certs.other_ca()))
+    renamed = write("renamed.pem", certs._issue(certs.name((NameOID.COMMON_NAME, "broker-2")), certs.ca()))
+    props = {"broker.id": "0", "listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM"}
+    static = KafkaConfig({**props, "ssl.keystore.location": old})
+    dynamic = DynamicBrokerConfig(static)
+    dynamic.listener_securities = lambda: {"SSL": listener_security(static, "SSL", None)}
+    key = "listener.name.ssl.ssl.keystore.location"
+    dynamic.validate({key: same}, per_broker=True)  # another issuer, same subject and names
+    with pytest.raises(InvalidConfigError) as err:
+        dynamic.validate({key: renamed}, per_broker=True)
+    assert str(err.value) == (
+        "Validation of dynamic config update of SSLFactory failed: Keystore DistinguishedName does not match:  "
+        "existing={alias=kafka, DN=CN=broker-1}, new={alias=kafka, DN=CN=broker-2}"
+    )
+    allow_dn = {key: renamed, "listener.name.ssl.ssl.allow.dn.changes": "true"}
+    with pytest.raises(InvalidConfigError) as err:  # it also has none of the old names
+        dynamic.validate(allow_dn, per_broker=True)
+    assert str(err.value).endswith(
+        "Keystore SubjectAltNames do not match:  "
+        "existing={alias=kafka, SAN=[[2, localhost], [7, 127.0.0.1]]}, new={alias=kafka, SAN=[]}"
+    )
+    dynamic.validate({**allow_dn, "listener.name.ssl.ssl.allow.san.changes": "true"}, per_broker=True)
+
+
 # --- precedence and reconfiguration -----------------------------------------------------------
 
 

@@ -249,6 +249,9 @@ class DynamicBrokerConfig:
         self.per_broker: dict[str, str] = {}
         """``/config/brokers/<id>`` of this broker, passwords decoded."""
         self.encoder, self.old_encoder = password_encoders(static)
+        self.listener_securities: Callable[[], Mapping[str, ListenerSecurity]] = dict
+        """The listeners' securities in use (the broker's, once registered): what a key store
+        update is compared with."""
         self._reconfigurables: list[tuple[Callable[[str], bool], Reconfigure]] = []
 
     def add_reconfigurable(self, keys: Iterable[str] | Callable[[str], bool], reconfigure: Reconfigure) -> None:
@@ -306,11 +309,14 @@ class DynamicBrokerConfig:
         validate_configs(props, per_broker)
         layers = (self.default, props) if per_broker else (props, self.per_broker)
         new = KafkaConfig(self._props(*layers))
-        from odradek.server.listener_security import listener_security
+        from odradek.server.listener_security import ensure_compatible, listener_security
 
+        current = self.listener_securities()
         for name in changed_listeners(self.current, new):
             try:
-                listener_security(new, name, None)
+                security = listener_security(new, name, None)
+                if name in current:
+                    ensure_compatible(current[name], security, *_allowed_changes(new, name))
             except InvalidConfigError as exc:
                 what = "SSLFactory" if new.listener_security_protocol(name) in TLS_PROTOCOLS else "ChannelBuilder"
                 raise InvalidConfigError(f"Validation of dynamic config update of {what} failed: {exc}") from None
@@ -363,6 +369,14 @@ def _security_view(config: KafkaConfig, listener: str) -> dict[str, object]:
         if not k.startswith(LISTENER_PREFIX)
         and (k.startswith(("ssl.", "sasl.")) or k.endswith(".sasl.jaas.config") or k in _LISTENER_SECURITY_KEYS)
     }
+
+
+def _allowed_changes(config: KafkaConfig, listener: str) -> tuple[bool, bool]:
+    """The listener's ``ssl.allow.dn.changes`` and ``ssl.allow.san.changes``."""
+    return (
+        bool(config.listener_value(listener, "ssl.allow.dn.changes")),
+        bool(config.listener_value(listener, "ssl.allow.san.changes")),
+    )
 
 
 def changed_listeners(old: KafkaConfig, new: KafkaConfig) -> list[str]:
@@ -419,13 +433,14 @@ def updated_store_securities(broker: Broker) -> dict[str, ListenerSecurity]:
     store file changed in place since it was read, rebuilt from the current config (an
     AlterConfigs of this broker applies them, even one that changes nothing else). A store that
     no longer loads refuses the request: ``Validation of dynamic config update of SSLFactory failed``."""
-    from odradek.server.listener_security import listener_security
+    from odradek.server.listener_security import ensure_compatible, listener_security
 
     out = {}
     for name, security in broker.listener_securities.items():
         if security.stores_modified():
             try:
                 out[name] = listener_security(broker.config, name, broker.credential_cache)
+                ensure_compatible(security, out[name], *_allowed_changes(broker.config, name))
             except InvalidConfigError as exc:
                 raise InvalidConfigError(f"Validation of dynamic config update of SSLFactory failed: {exc}") from None
     return out
@@ -451,6 +466,7 @@ def register_broker_reconfigurables(broker: Broker) -> None:
     ``LogCleaner.ReconfigurableConfigs`` with ``message.max.bytes``): the cleaner restarts with them.
     """
     dynamic = broker.dynamic_config
+    dynamic.listener_securities = lambda: broker.listener_securities
 
     def swap(_old: KafkaConfig, new: KafkaConfig) -> None:
         broker.config = new
