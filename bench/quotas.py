@@ -6,14 +6,20 @@
    small local queue (``queue.buffering.max.kbytes`` 256, so what is queued is soon sent) produces
    ``--record-size`` records until ``--periods`` x ``--seconds`` (3 x 30 s) after the first
    throttle time it is told. Figures: payload bytes acknowledged per second over the first
-   ``--seconds`` from the start, over each period and over all periods from the first throttle,
-   each with ``deviation_pct`` from the quota (target: within 10 %), the throttle times the client
-   reported (KIP-219), and per-5-s rates.
+   consecutive ``--seconds`` periods from the start and from the first throttle (after the initial
+   burst), over all periods from the first throttle, each with ``deviation_pct`` from the quota
+   (target: within 10 %), the throttle times the client reported (KIP-219), and per-5-s rates.
    Kafka's ``Rate`` over 11 windows lets a burst of about ``quota x 10`` through at the start (the
    rate is taken over at least 10 windows) and again whenever the samples of a burst expire
-   (11 s later), so 30 s from the start hold a burst that is not paid for yet; from the first
-   throttle on, each burst is followed by its wait.
-2. ``overhead``: two brokers at once, one without quotas (nothing recorded), one where the
+   (11 s after its last event); between bursts the throttles add up to a whole window per request
+   (the window taken drops from up to 11 s to 10 s when a sample completes), so the rate
+   alternates between bursts and near silence, and which bursts fall in a period decides its figure.
+2. ``model``: Kafka's algorithm alone in simulated time (the broker's ``ClientQuotaManager``, a
+   greedy client sending 64 KiB requests at 20 MB/s, each after the previous one's throttle), with
+   the same figures: what Kafka's ``Rate`` gives a client that always has data, without a broker,
+   a client library or a shared machine in the way. It bursts as ``hold`` does (see
+   docs/performance.md "Client quotas"). Runs in a second.
+3. ``overhead``: two brokers at once, one without quotas (nothing recorded), one where the
    producer's client id has a quota far above what it sends (every Produce request is recorded
    and measured, never throttled). Bursts of ``--messages`` records alternate between them for
    ``--rounds`` pairs (the order flips each round), in two shapes as ``metrics_overhead.py``
@@ -42,6 +48,7 @@ from confluent_kafka import Producer
 from common import OdradekBroker, create_topic, log, machine_info, median
 from metrics_overhead import Load
 from odradek.cli import configs
+from odradek.server.client_quotas import PRODUCER_BYTE_RATE, ClientQuotaManager
 
 CLIENT_ID = "quota-bench"
 
@@ -104,34 +111,64 @@ def hold(args: argparse.Namespace) -> dict[str, Any]:
         producer.flush(120)
     assert first_throttle is not None
 
-    def rate(start: float, end: float) -> float:
-        return sum(size for at, size in acked if start <= at < end) / (end - start)
-
-    whole, steady = rate(t0, t0 + args.seconds), rate(first_throttle, t1)
-    periods = [
-        rate(first_throttle + i * args.seconds, first_throttle + (i + 1) * args.seconds) for i in range(args.periods)
-    ]
     return {
         "quota_bytes_per_s": args.quota,
         "first_throttle_after_s": round(first_throttle - t0, 2),
-        "first_seconds_from_start": {
-            "seconds": args.seconds,
-            "acked_payload_bytes_per_s": round(whole),
-            "deviation_pct": round((whole / args.quota - 1) * 100, 2),
-        },
-        "from_first_throttle": {
-            "seconds": round(t1 - first_throttle, 1),
-            "acked_payload_bytes_per_s": round(steady),
-            "deviation_pct": round((steady / args.quota - 1) * 100, 2),
-            "within_10_pct": abs(steady / args.quota - 1) <= 0.10,
-        },
-        "consecutive_periods_from_first_throttle": [
-            {"acked_payload_bytes_per_s": round(r), "deviation_pct": round((r / args.quota - 1) * 100, 2)}
-            for r in periods
-        ],
-        "bytes_per_s_by_5s_from_start": [round(rate(t0 + i, t0 + i + 5)) for i in range(0, int(t1 - t0) - 4, 5)],
+        **periods_report(acked, t0, first_throttle, t1, args),
         "throttle_reports": len(throttles),
         "throttle_ms_median": round(median(throttles) * 1000),
+    }
+
+
+def periods_report(
+    acked: list[tuple[float, int]], t0: float, first_throttle: float, t1: float, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Bytes per second of ``acked`` ((time s, bytes), time ordered) over consecutive
+    ``--seconds`` periods from the start and from the first throttle, and by 5 s slices."""
+
+    def rate(start: float, end: float) -> float:
+        return sum(size for at, size in acked if start <= at < end) / (end - start)
+
+    def period(start: float, end: float) -> dict[str, Any]:
+        r = rate(start, end)
+        dev = (r / args.quota - 1) * 100
+        return {"bytes_per_s": round(r), "deviation_pct": round(dev, 2), "within_10_pct": abs(dev) <= 10}
+
+    def consecutive(start: float) -> list[dict[str, Any]]:
+        n = int((t1 - start) // args.seconds)
+        return [period(start + i * args.seconds, start + (i + 1) * args.seconds) for i in range(n)]
+
+    return {
+        "periods_from_start": consecutive(t0),
+        "periods_from_first_throttle": consecutive(first_throttle),
+        "whole_run_from_first_throttle": {"seconds": round(t1 - first_throttle, 1), **period(first_throttle, t1)},
+        "bytes_per_s_by_5s_from_start": [round(rate(t0 + i, t0 + i + 5)) for i in range(0, int(t1 - t0) - 4, 5)],
+    }
+
+
+def model(args: argparse.Namespace) -> dict[str, Any]:
+    """Kafka's algorithm alone, in simulated time (no broker, no client library): the broker's
+    ``ClientQuotaManager`` (11 windows of 1 s) and a greedy client that sends a request of
+    ``--model-request-bytes`` as soon as the link (``--model-link-bytes-per-s``) and the channel's
+    throttle allow (the channel is muted for the throttle time from the answer on, KIP-219)."""
+    now_ms = 0.0
+    manager = ClientQuotaManager(PRODUCER_BYTE_RATE)
+    manager.update_quota((None, CLIENT_ID), float(args.quota))
+    send_ms = args.model_request_bytes / args.model_link_bytes_per_s * 1000
+    acked: list[tuple[float, int]] = []
+    first_throttle: float | None = None
+    while first_throttle is None or now_ms / 1000 - first_throttle < args.seconds * args.periods:
+        now_ms += send_ms
+        throttle = manager.record("ANONYMOUS", CLIENT_ID, args.model_request_bytes, now_ms)
+        acked.append((now_ms / 1000, args.model_request_bytes))
+        if throttle and first_throttle is None:
+            first_throttle = now_ms / 1000
+        now_ms += throttle
+    return {
+        "request_bytes": args.model_request_bytes,
+        "link_bytes_per_s": args.model_link_bytes_per_s,
+        "first_throttle_after_s": round(first_throttle, 2),
+        **periods_report(acked, 0.0, first_throttle, now_ms / 1000, args),
     }
 
 
@@ -197,9 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=20000, help="records per burst (x10 when batched)")
     parser.add_argument("--small-batch", type=int, default=10, help="records per request in small_requests")
     parser.add_argument("--rounds", type=int, default=9, help="pairs of bursts per shape")
-    parser.add_argument("--skip", choices=("hold", "overhead"), action="append", default=[])
+    parser.add_argument("--model-request-bytes", type=int, default=65536, help="request size (model)")
+    parser.add_argument("--model-link-bytes-per-s", type=float, default=20e6, help="unthrottled speed (model)")
+    parser.add_argument("--skip", choices=("model", "hold", "overhead"), action="append", default=[])
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"machine": machine_info()}
+    if "model" not in args.skip:
+        result["model"] = model(args)
     if "hold" not in args.skip:
         result["hold"] = hold(args)
     if "overhead" not in args.skip:

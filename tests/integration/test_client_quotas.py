@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import selectors
+import socket
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.cli import configs
 from odradek.client.connection import KafkaConnection
+from odradek.errors import ErrorCode
 from odradek.server.runner import BrokerRunner
 
 from .admin_support import create
@@ -24,7 +30,8 @@ WINDOWS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}  # short w
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
-    runner = BrokerRunner(str(tmp_path_factory.mktemp("quota-broker")), WINDOWS).start()
+    overrides = {**WINDOWS, "metrics.listener": "http://127.0.0.1:0"}
+    runner = BrokerRunner(str(tmp_path_factory.mktemp("quota-broker")), overrides).start()
     try:
         yield runner
     finally:
@@ -155,3 +162,145 @@ def test_a_consumer_fetch_is_capped_by_its_quota_window_and_a_throttled_fetch_an
     finally:
         consumer.close()
     assert seen == list(range(records))
+
+
+def _request_time(broker: BrokerRunner, client_id: str) -> float | None:
+    """``kafka_server_request_request_time`` of ``client_id`` (percent of one handler thread)."""
+    assert broker.broker is not None and broker.broker.metrics.bound is not None
+    host, port = broker.broker.metrics.bound
+    text = urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5).read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "kafka_server_request_request_time" and sample.labels["client_id"] == client_id:
+                return float(sample.value)
+    return None
+
+
+def test_request_percentage_throttles_a_busy_client_and_bounds_its_handler_time(
+    broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kafka's RequestQuotaManager: each request's handler time counts (x 100 per second) against
+    ``request_percentage``; over it the answer carries ``throttle_time_ms`` and the channel is
+    muted, so the client's handler time per second stays near its quota."""
+    create(broker, "quota-req")
+    percent = 5.0
+    bs = ["--bootstrap-server", broker.bootstrap_servers]
+    client = ["--entity-type", "clients", "--entity-name", "busy-client"]
+    assert configs.main([*bs, "--alter", *client, "--add-config", f"request_percentage={percent}"]) == 0
+    capsys.readouterr()
+    throttles: list[int] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "client.id": "busy-client",
+            "linger.ms": 0,  # one small Produce request per record: many requests
+            "queue.buffering.max.kbytes": 16,
+            "throttle_cb": lambda event: throttles.append(int(event.throttle_time * 1000)),
+        }
+    )
+    measured: list[float] = []
+    started = time.monotonic()
+    next_scrape = started + 2.0  # past the first window's burst (Kafka's Rate allows one window's worth)
+    while time.monotonic() - started < 5.0:
+        try:
+            producer.produce("quota-req", b"x" * 100)
+        except BufferError:
+            producer.poll(0.01)
+        producer.poll(0)
+        if time.monotonic() >= next_scrape:
+            next_scrape += 0.5
+            value = _request_time(broker, "busy-client")
+            if value is not None:
+                measured.append(value)
+    producer.flush(30)
+    assert throttles and max(throttles) > 0, "the broker reported no throttle time"
+    assert measured, "no kafka_server_request_request_time for the client"
+    # a throttled request is already counted, so the rate may stand above the quota by what one
+    # request adds until the mute ends (measured: 5.0 +- 0.02 on a quiet machine); it does not grow
+    assert max(measured) < percent * 3, f"request time {measured} with request_percentage={percent}"
+
+
+def test_controller_mutation_rate_refuses_topics_over_it_and_throttles_older_versions(
+    broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KIP-599 with Kafka's strict and permissive quotas: 2 partitions/s, a burst of 4 (2 windows).
+    CreateTopics v7 of four 2-partition topics: three are created (the third takes the bucket
+    below zero), the fourth is refused with THROTTLING_QUOTA_EXCEEDED and throttle_time_ms; a
+    confluent-kafka admin client (an older, permissive version) gets every topic and the throttle."""
+    bs = ["--bootstrap-server", broker.bootstrap_servers]
+    for client in ("mutator", "rd-mutator"):
+        entity = ["--entity-type", "clients", "--entity-name", client]
+        assert configs.main([*bs, "--alter", *entity, "--add-config", "controller_mutation_rate=2"]) == 0
+    capsys.readouterr()
+    host, port = broker.bootstrap_servers.split(":")
+
+    async def create_four() -> tuple[dict[str, int], int]:
+        async with KafkaConnection(host, int(port), client_id="mutator") as conn:
+            rb = conn.builder(19, 7, 7)
+            topics = tuple(
+                rb.make(
+                    "CreatableTopic", name=f"cm-{i}", num_partitions=2, replication_factor=1, assignments=(), configs=()
+                )
+                for i in range(4)
+            )
+            answer = await conn.send(rb(topics=topics, timeout=datetime.timedelta(seconds=10), validate_only=False))
+            return {t.name: int(t.error_code) for t in answer.topics}, int(answer.throttle_time.total_seconds() * 1000)
+
+    errors, throttle_ms = asyncio.run(create_four())
+    assert errors == {"cm-0": 0, "cm-1": 0, "cm-2": 0, "cm-3": ErrorCode.throttling_quota_exceeded}
+    assert 500 < throttle_ms <= 1000  # -(-2 partitions) / 2 per second, less the time since
+
+    throttles: list[float] = []
+    admin = AdminClient(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "client.id": "rd-mutator",
+            "throttle_cb": lambda e: throttles.append(e.throttle_time),
+        }
+    )
+    futures = admin.create_topics([NewTopic(f"cm-rd-{i}", 2, 1) for i in range(4)], operation_timeout=10)
+    for future in futures.values():
+        future.result(15)  # all four created: librdkafka sends a permissive version (< 6)
+    deadline = time.monotonic() + 5
+    while not throttles and time.monotonic() < deadline:
+        admin.poll(0.1)
+    assert throttles and max(throttles) > 0
+
+
+def test_connection_creation_rate_of_an_ip_closes_connections_over_it_after_the_throttle(
+    broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KIP-612: ``connection_creation_rate`` of ``/config/ips/127.0.0.1`` (2 per second over two
+    1 s windows): two quick connections are served, the next ones are closed by the broker after
+    their throttle time (not at once), and a connection once the rate allows is served again."""
+    bs = ["--bootstrap-server", broker.bootstrap_servers]
+    entity = ["--entity-type", "ips", "--entity-name", "127.0.0.1"]
+    assert configs.main([*bs, "--alter", *entity, "--add-config", "connection_creation_rate=2"]) == 0
+    assert configs.main([*bs, "--describe", *entity]) == 0
+    assert "connection_creation_rate=2" in capsys.readouterr().out
+    host, port = broker.bootstrap_servers.split(":")
+    try:
+        time.sleep(2.2)  # the configs tool's own connections have left the rate (2 windows)
+        sockets = [socket.create_connection((host, int(port)), timeout=5) for _ in range(4)]
+        started = time.monotonic()
+        closed_after: list[float | None] = [None] * len(sockets)
+        with selectors.DefaultSelector() as selector:
+            for i, sock in enumerate(sockets):
+                selector.register(sock, selectors.EVENT_READ, i)
+            while time.monotonic() - started < 2.0:
+                for key, _ in selector.select(timeout=0.05):
+                    closed_after[key.data] = time.monotonic() - started  # nothing is sent: EOF
+                    selector.unregister(key.fileobj)
+        for sock in sockets:
+            sock.close()
+        assert closed_after[:2] == [None, None]
+        assert all(t is not None and 0.1 < t < 1.5 for t in closed_after[2:]), closed_after
+        time.sleep(1.1)
+
+        async def api_versions() -> int:
+            async with KafkaConnection(host, int(port), client_id="after-throttle") as conn:
+                return len(conn.api_versions)
+
+        assert asyncio.run(api_versions()) > 0
+    finally:
+        assert configs.main([*bs, "--alter", *entity, "--delete-config", "connection_creation_rate"]) == 0

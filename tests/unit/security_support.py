@@ -132,3 +132,10 @@ def handshake(
     c_in.write(s_out.read())
     assert cli.read(4) == b"pong"
     return srv, cli
+
+
+def server_signed_by(issuer: Identity) -> Identity:
+    """A broker certificate with :func:`server`'s subject and names, issued by ``issuer`` (a
+    rotated key store: Kafka refuses a new certificate whose subject or names differ)."""
+    sans: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    return _issue(server().cert.subject, issuer, sans=sans)

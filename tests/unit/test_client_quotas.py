@@ -63,6 +63,52 @@ def test_rate_assumes_n_minus_one_full_windows_and_expires_old_samples() -> None
     assert rate.measure(19_000 + 11_000) == pytest.approx(0.0)  # nothing for 11 windows: all expired
 
 
+def test_window_size_steps_down_at_the_first_full_window_as_kafkas() -> None:
+    """Kafka's ``Rate.windowSize`` adds (samples - 1 - full windows) windows: 10.999 s just before
+    the first window completes, 10 s at it. A greedy client feels the step: its throttle per
+    request jumps from what the bytes are over the quota to a whole window more."""
+    rate = QuotaRate(samples=11, window_ms=1000)
+    rate.record(1, 0)
+    assert rate.window_size_ms(999) == 10_999
+    assert rate.window_size_ms(1000) == 10_000
+    now = [0.0]
+    m = ClientQuotaManager("producer_byte_rate", samples=11, window_s=1, clock_ms=lambda: now[0])
+    m.update_quota((None, "greedy"), 1_000_000.0)
+    throttles = []
+    while now[0] < 3000:  # 64 KiB requests at 20 MB/s, each after the previous one's throttle
+        now[0] += 65536 / 20_000
+        throttle = m.record("u", "greedy", 65536)
+        throttles.append((now[0], throttle))
+        now[0] += throttle
+    first = next(i for i, (_, t) in enumerate(throttles) if t > 0)
+    assert 0.5 < throttles[first][0] / 1000 < 0.56  # sent at once: quota x (10 windows + the time elapsed)
+    before = [t for at, t in throttles[first + 1 :] if at < 1000]
+    after = [t for at, t in throttles if at >= 1000]
+    assert before and all(55 <= t <= 70 for t in before)  # 64 KiB / 1 MB/s, the window ~10.5 s
+    assert after and all(t >= 1000 for t in after)  # the window is 10 s: a whole window over
+
+
+def test_measured_reports_each_rate_with_kafkas_tags() -> None:
+    now = [0.0]
+    m = ClientQuotaManager("request_percentage", samples=2, window_s=1, clock_ms=lambda: now[0])
+    assert m.measured() == []
+    m.update_quota((None, D), 10.0)
+    user, client = quota_identity("User:alice", "app 1")
+    m.record(user, client, 5.0)
+    assert m.measured() == [("", "app 1", pytest.approx(5.0))]  # one window assumed: 5 / 1 s
+
+
+def test_request_quota_exempts_only_the_clusters_own_requests() -> None:
+    from odradek.protocol.api_keys import ApiKey
+    from odradek.server.request_handler import REQUEST_QUOTA_EXEMPT
+
+    for key in (ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA, ApiKey.CONTROLLED_SHUTDOWN):
+        assert key in REQUEST_QUOTA_EXEMPT
+    assert ApiKey.WRITE_TXN_MARKERS in REQUEST_QUOTA_EXEMPT
+    for key in (ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.SASL_HANDSHAKE):
+        assert key not in REQUEST_QUOTA_EXEMPT  # KafkaApis answers these with sendResponseMaybeThrottle
+
+
 def test_throttle_time_is_kafkas_formula() -> None:
     assert throttle_time_ms(150.0, 100.0, 10_000) == 5000
     assert throttle_time_ms(100.0, 100.0, 10_000) == 0
@@ -157,3 +203,39 @@ def test_unrecord_takes_a_throttled_fetch_back_and_the_window_bounds_one_fetch()
     assert m.record("alice", "app", 6_000) == 5000  # 15000 / 10 s: throttled ...
     m.unrecord("alice", "app", 6_000)  # ... answered empty: those bytes do not count
     assert m.record("alice", "app", 1_000) == 0  # 10000 / 10 s: at the quota again
+
+
+def test_token_bucket_starts_full_refills_at_the_quota_and_caps_at_the_burst() -> None:
+    from odradek.server.client_quotas import TokenBucket
+
+    bucket = TokenBucket()
+    assert bucket.record(2.0, 22.0, 30, now_ms=0) == -8.0  # full (22), then 30 taken
+    assert bucket.refill(2.0, 22.0, 1000) == -6.0  # 2 per second back
+    assert bucket.refill(2.0, 22.0, 100_000) == 22.0  # never above the burst
+
+
+def test_controller_mutation_quota_strict_refuses_once_below_zero_permissive_only_throttles() -> None:
+    from odradek.server.client_quotas import ControllerMutationQuotaManager
+    from odradek.server.controller_mutation_quota import ControllerMutationQuota
+
+    now = [0.0]
+    manager = ControllerMutationQuotaManager(samples=2, window_s=1, clock_ms=lambda: now[0])
+    assert manager.bucket("u", "admin") is None
+    manager.update_quota((None, "admin"), 2.0)
+    found = manager.bucket("u", "admin")
+    assert found is not None
+    quota, burst, bucket = found
+    assert (quota, burst) == (2.0, 4.0)  # burst: quota x samples x window
+    strict = ControllerMutationQuota(quota, burst, bucket, True, manager.clock_ms)
+    # a request is never split: 3 + 3 partitions pass (4 -> 1 -> -2), the next topic is refused
+    assert strict.record(3) and strict.record(3)
+    assert strict.throttle_time_ms() == 0
+    assert not strict.record(1)
+    assert strict.throttle_time_ms() == 1000  # -(-2) / 2 per second
+    now[0] = 400.0
+    assert strict.throttle_time_ms() == 600  # less the time since the violation
+    permissive = ControllerMutationQuota(quota, burst, bucket, False, manager.clock_ms)
+    assert permissive.record(5)  # always done: -2 + 0.8 - 5 = -6.2
+    assert permissive.throttle_time_ms() == 3100
+    again = manager.bucket("other-user", "admin")
+    assert again is not None and again[2] is bucket  # a client-id level: one bucket per client id

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import pathlib
 
 import pytest
 from cryptography.hazmat.primitives import padding
@@ -16,8 +17,10 @@ from odradek.server.config import KafkaConfig
 from odradek.server.dynamic_config import (
     DYNAMIC_BROKER_CONFIGS,
     DYNAMIC_EFFECTS,
+    NEW_CONNECTIONS,
     NO_EFFECT,
     DynamicBrokerConfig,
+    changed_listeners,
     is_password_config,
     validate_configs,
 )
@@ -114,6 +117,71 @@ def test_effects_table_covers_every_dynamic_key() -> None:
     assert DYNAMIC_EFFECTS["log.retention.ms"] != NO_EFFECT
     assert is_password_config(JAAS) and is_password_config("listener.name.ssl.ssl.key.password")
     assert not is_password_config("log.retention.ms")
+
+
+def test_a_listener_key_store_is_loaded_before_it_is_stored(tmp_path: pathlib.Path) -> None:
+    """Kafka's ``SslFactory.validateReconfiguration``: the listener's security is built from the
+    would-be config; a store that cannot be loaded is refused with Kafka's text."""
+    from unit import security_support as certs
+
+    good, broken = tmp_path / "broker.pem", tmp_path / "broken.pem"
+    good.write_text(certs.server().key_pem() + certs.server().cert_pem())
+    broken.write_text("not a key store")
+    static = KafkaConfig(
+        {
+            "broker.id": "0",
+            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(good),
+        }
+    )
+    dynamic = DynamicBrokerConfig(static)
+    with pytest.raises(
+        InvalidConfigError, match=r"^Validation of dynamic config update of SSLFactory failed: .*keystore"
+    ):
+        dynamic.validate({"listener.name.ssl.ssl.keystore.location": str(broken)}, per_broker=True)
+    rotated = {"listener.name.ssl.ssl.keystore.location": str(good), "listener.name.ssl.ssl.client.auth": "required"}
+    dynamic.validate(rotated, per_broker=True)
+    new = KafkaConfig({**static.originals, **rotated})
+    assert changed_listeners(static, new) == ["SSL"]  # only the SSL listener is rebuilt
+    assert changed_listeners(static, KafkaConfig({**static.originals, "log.retention.ms": "5"})) == []
+    assert DYNAMIC_EFFECTS["ssl.keystore.location"] == NEW_CONNECTIONS
+
+
+def test_a_rotated_certificate_keeps_the_subject_and_names_unless_allowed(tmp_path: pathlib.Path) -> None:
+    """Kafka's ``CertificateEntries.ensureCompatible``: compared with the key store in use."""
+    from cryptography.x509.oid import NameOID
+
+    from odradek.server.listener_security import listener_security
+    from unit import security_support as certs
+
+    def write(name: str, identity: certs.Identity) -> str:
+        path = tmp_path / name
+        path.write_text(identity.key_pem() + identity.cert_pem())
+        return str(path)
+
+    old, same = write("old.pem", certs.server()), write("same.pem", certs.server_signed_by(certs.other_ca()))
+    renamed = write("renamed.pem", certs._issue(certs.name((NameOID.COMMON_NAME, "broker-2")), certs.ca()))
+    props = {"broker.id": "0", "listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM"}
+    static = KafkaConfig({**props, "ssl.keystore.location": old})
+    dynamic = DynamicBrokerConfig(static)
+    dynamic.listener_securities = lambda: {"SSL": listener_security(static, "SSL", None)}
+    key = "listener.name.ssl.ssl.keystore.location"
+    dynamic.validate({key: same}, per_broker=True)  # another issuer, same subject and names
+    with pytest.raises(InvalidConfigError) as err:
+        dynamic.validate({key: renamed}, per_broker=True)
+    assert str(err.value) == (
+        "Validation of dynamic config update of SSLFactory failed: Keystore DistinguishedName does not match:  "
+        "existing={alias=kafka, DN=CN=broker-1}, new={alias=kafka, DN=CN=broker-2}"
+    )
+    allow_dn = {key: renamed, "listener.name.ssl.ssl.allow.dn.changes": "true"}
+    with pytest.raises(InvalidConfigError) as err:  # it also has none of the old names
+        dynamic.validate(allow_dn, per_broker=True)
+    assert str(err.value).endswith(
+        "Keystore SubjectAltNames do not match:  "
+        "existing={alias=kafka, SAN=[[2, localhost], [7, 127.0.0.1]]}, new={alias=kafka, SAN=[]}"
+    )
+    dynamic.validate({**allow_dn, "listener.name.ssl.ssl.allow.san.changes": "true"}, per_broker=True)
 
 
 # --- precedence and reconfiguration -----------------------------------------------------------

@@ -24,6 +24,9 @@ exporter renders Kafka's MBeans:
 - :class:`CleanerCollector`: ``kafka_log_logcleaner_{max_dirty_percent,time_since_last_run_ms}``
   and ``kafka_log_logcleanermanager_uncleanable_partitions_count`` from any object with those
   three properties (:class:`CleanerStats`);
+- :class:`ClientQuotaCollector`: Kafka's client quota sensors, ``kafka_server_produce_byte_rate``,
+  ``kafka_server_fetch_byte_rate`` and ``kafka_server_request_request_time`` (percent of one
+  request handler thread) ``{user,client_id}``, one sample per rate a quota keeps;
 - :class:`ConnectionCollector`: ``kafka_server_socket_server_metrics_{connection_count,
   connection_creation_total,connection_close_total}{listener,networkProcessor="0"}`` (one event
   loop is odradek's one network processor).
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CleanerCollector",
     "CleanerStats",
+    "ClientQuotaCollector",
     "ConnectionCollector",
     "ConsumerLagCollector",
     "ControllerCollector",
@@ -234,6 +238,21 @@ class SessionCollector:
         yield counter(prefix + "disconnects", "ZooKeeper connection losses", [(_NO_LABELS, self.disconnects)])
         yield counter(prefix + "expires", "ZooKeeper session expiries", [(_NO_LABELS, self.expires)])
         yield counter(prefix + "syncconnects", "ZooKeeper (re)connections", [(_NO_LABELS, self.sync_connects)])
+
+
+class ClientQuotaCollector:
+    """``rates()`` maps a metric name to its (user, client id, value) rows (see the module doc)."""
+
+    def __init__(self, rates: Callable[[], Mapping[str, list[tuple[str, str, float]]]]) -> None:
+        self.rates = rates
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        for name, rows in self.rates().items():
+            samples = [({"user": user, "client_id": client}, value) for user, client, value in rows]
+            yield gauge(name, "the rate a client quota is measured against", samples)
 
 
 class CoordinatorCollector:

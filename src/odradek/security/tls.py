@@ -56,7 +56,14 @@ from odradek.configdef import ConfigDef
 from odradek.errors import InvalidConfigError
 from odradek.security.tls_ciphers import CIPHER_SUITES, TLS13_CIPHER_SUITES
 
-__all__ = ["CIPHER_SUITES", "SSL_CONFIG", "SslConfigError", "create_ssl_context", "openssl_cipher_list"]
+__all__ = [
+    "CIPHER_SUITES",
+    "SSL_CONFIG",
+    "SslConfigError",
+    "create_ssl_context",
+    "openssl_cipher_list",
+    "ssl_context_and_certificate",
+]
 
 PEM, PKCS12 = "PEM", "PKCS12"
 JAVA_ONLY_TYPES = ("JKS", "JCEKS")
@@ -80,6 +87,18 @@ SSL_CONFIG = (
     .define("ssl.client.auth", "string", "none", "none, requested or required.")
     .define("ssl.endpoint.identification.algorithm", "string", "https", "https or empty.")
     .define("ssl.engine.factory.class", "string", None, "Refused: a Java class.")
+    .define(
+        "ssl.allow.dn.changes",
+        "boolean",
+        False,
+        "Whether a dynamic key store update may change the certificate's distinguished name.",
+    )
+    .define(
+        "ssl.allow.san.changes",
+        "boolean",
+        False,
+        "Whether a dynamic key store update may drop subject alternative names of the certificate.",
+    )
 )
 
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -110,13 +129,20 @@ def openssl_cipher_list(names: list[str]) -> tuple[str, bool]:
 
 def create_ssl_context(config: Mapping[str, Any], *, server_side: bool) -> ssl.SSLContext:
     """The context for one listener (``server_side``) or one client connection's side."""
+    return ssl_context_and_certificate(config, server_side=server_side)[0]
+
+
+def ssl_context_and_certificate(
+    config: Mapping[str, Any], *, server_side: bool
+) -> tuple[ssl.SSLContext, x509.Certificate | None]:
+    """:func:`create_ssl_context` and the key store's own (first) certificate, None without one."""
     ssl_props = {k: v for k, v in config.items() if k.startswith("ssl.")}
     values = SSL_CONFIG.parse(ssl_props, allow_unknown=True)
     if values["ssl.engine.factory.class"]:
         raise SslConfigError("ssl.engine.factory.class", "custom SSL engine factories (Java classes) are not supported")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server_side else ssl.PROTOCOL_TLS_CLIENT)
     _set_protocols(ctx, values)
-    _load_keystore(ctx, values, server_side)
+    certificate = _load_keystore(ctx, values, server_side)
     _load_truststore(ctx, values)
     if server_side:
         auth = str(values["ssl.client.auth"]).strip().lower()
@@ -129,7 +155,7 @@ def create_ssl_context(config: Mapping[str, Any], *, server_side: bool) -> ssl.S
             raise SslConfigError("ssl.endpoint.identification.algorithm", f"{algorithm!r} must be https or empty")
         ctx.check_hostname = algorithm == "https"
         ctx.verify_mode = ssl.CERT_REQUIRED
-    return ctx
+    return ctx, certificate
 
 
 def _set_protocols(ctx: ssl.SSLContext, values: Mapping[str, Any]) -> None:
@@ -228,7 +254,7 @@ def _store_type(values: Mapping[str, Any], kind: str) -> str:
     return store_type
 
 
-def _load_keystore(ctx: ssl.SSLContext, values: Mapping[str, Any], server_side: bool) -> None:
+def _load_keystore(ctx: ssl.SSLContext, values: Mapping[str, Any], server_side: bool) -> x509.Certificate | None:
     location = values["ssl.keystore.location"]
     store_password = values["ssl.keystore.password"]
     key_password = values["ssl.key.password"]
@@ -240,7 +266,7 @@ def _load_keystore(ctx: ssl.SSLContext, values: Mapping[str, Any], server_side: 
             )
         if server_side:
             raise SslConfigError("ssl.keystore.location", "a TLS listener needs a key store (or ssl.keystore.key)")
-        return
+        return None
     store_type = _store_type(values, "keystore")
     if inline_key is not None or inline_chain is not None:
         if inline_key is None:
@@ -286,6 +312,7 @@ def _load_keystore(ctx: ssl.SSLContext, values: Mapping[str, Any], server_side: 
             "the private key does not match the first certificate of the chain",
         )
     _load_cert_chain(ctx, private_key, chain)
+    return chain[0]
 
 
 def _load_pkcs12_keystore(

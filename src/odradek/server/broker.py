@@ -103,7 +103,10 @@ class Broker:
             max_connections_per_ip=config["max.connections.per.ip"],
             max_connections_per_ip_overrides=config["max.connections.per.ip.overrides"] or "",
             connections_max_idle_ms=config["connections.max.idle.ms"],
+            quota_samples=config["quota.window.num"],
+            quota_window_s=config["quota.window.size.seconds"],
         )
+        self.socket_server.quotas.configure_rates(config)
         self.metrics = BrokerMetrics(self)
         self.topic_stats = self.metrics.topic_stats  # None without metrics.listener: nothing counted
         self.log_manager: LogManager | None = None
@@ -197,6 +200,7 @@ class Broker:
         register_broker_reconfigurables(self)
         handlers = quota_config_handlers(self.client_quotas, self.credential_cache.process_config_changes)
         handlers[ConfigType.BROKER] = self.dynamic_config.process_config_changes
+        handlers[ConfigType.IP] = self.socket_server.quotas.ip_config_changed
         self._user_configs = ZkConfigManager(store, handlers)
         await self._user_configs.startup()
         self.listener_securities = listener_securities(self.config, self.credential_cache)

@@ -38,6 +38,7 @@ from odradek.metrics.broker_topic import BrokerTopicStats
 from odradek.metrics.collectors import (
     CleanerCollector,
     CleanerStats,
+    ClientQuotaCollector,
     ConnectionCollector,
     ConsumerLagCollector,
     ControllerCollector,
@@ -105,12 +106,22 @@ class BrokerMetrics:
                 counts.setdefault(conn.security.listener_name, [0, 0, 0])[0] += 1
             return {name: (v[0], v[1], v[2]) for name, v in counts.items()}
 
+        quotas = broker.client_quotas
+
+        def quota_rates() -> dict[str, list[tuple[str, str, float]]]:
+            return {
+                "kafka_server_produce_byte_rate": quotas.produce.measured(),
+                "kafka_server_fetch_byte_rate": quotas.fetch.measured(),
+                "kafka_server_request_request_time": quotas.request.measured(),
+            }
+
         for collector in (
             self.topic_stats,
             self.request_metrics,
             self.probe,
             self.session,
             ConnectionCollector(connection_counts),
+            ClientQuotaCollector(quota_rates),
             ReplicaManagerCollector(components.replica_manager),
             LogCollector(broker.log_manager),
             ControllerCollector(lambda: broker.controller),

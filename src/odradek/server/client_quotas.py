@@ -3,8 +3,10 @@
 Quotas live in ``/config/users/<user>``, ``/config/users/<user>/clients/<client id>``,
 ``/config/clients/<client id>`` and the ``<default>`` entities of each level (names sanitized as
 :func:`~odradek.metadata.config_entities.sanitize`); the keys are ``producer_byte_rate``
-(bytes/s appended by Produce), ``consumer_byte_rate`` (bytes/s answered by Fetch to consumers)
-and ``request_percentage`` (percent of one request-handling thread: handler time per second x 100).
+(bytes/s appended by Produce), ``consumer_byte_rate`` (bytes/s answered by Fetch to consumers),
+``request_percentage`` (percent of one request-handling thread: handler time per second x 100)
+and ``controller_mutation_rate`` (partitions created or deleted per second, KIP-599: a
+:class:`TokenBucket`, see :mod:`odradek.server.controller_mutation_quota`).
 
 Precedence, most specific first, for a request of user ``u`` and client id ``c`` (per quota key):
 ``users/u/clients/c``, ``users/u/clients/<default>``, ``users/u``, ``users/<default>/clients/c``,
@@ -37,10 +39,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONSUMER_BYTE_RATE",
+    "CONTROLLER_MUTATION_RATE",
     "PRODUCER_BYTE_RATE",
     "QUOTA_KEYS",
     "REQUEST_PERCENTAGE",
     "ClientQuotaManager",
+    "ControllerMutationQuotaManager",
     "QuotaRate",
     "throttle_time_ms",
 ]
@@ -48,7 +52,8 @@ __all__ = [
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
-QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_MUTATION_RATE)
 
 _NONE = None  # a level without that component
 
@@ -99,6 +104,12 @@ class QuotaRate:
         """Units per second."""
         window = self.window_size_ms(now_ms)
         return sum(s.value for s in self._samples) * 1000.0 / window
+
+    def throttle_ms(self, quota: float, now_ms: float) -> int:
+        """Kafka's throttle time of this rate against ``quota`` now (``QuotaUtils.throttleTime``
+        with the window the rate is taken over); 0 within the quota."""
+        window = self.window_size_ms(now_ms)
+        return throttle_time_ms(sum(s.value for s in self._samples) * 1000.0 / window, quota, window)
 
 
 def throttle_time_ms(rate: float, quota: float, window_ms: float) -> int:
@@ -184,13 +195,15 @@ class ClientQuotaManager:
         quota, rate = resolved
         now = self.clock_ms() if now_ms is None else now_ms
         rate.record(value, now)
-        window = rate.window_size_ms(now)
-        measured = sum(s.value for s in rate._samples) * 1000.0 / window
-        if measured <= quota:
-            return 0
-        throttle = throttle_time_ms(measured, quota, window)
+        throttle = rate.throttle_ms(quota, now)
         self.throttled_ms_total += throttle
         return throttle
+
+    def measured(self, now_ms: float | None = None) -> list[tuple[str, str, float]]:
+        """(user, client id, rate per second) of every rate kept, as Kafka's quota metrics tag
+        them: the user sanitized, the client id as sent, "" for a level without that part."""
+        now = self.clock_ms() if now_ms is None else now_ms
+        return [(user, desanitize(client), rate.measure(now)) for (user, client), rate in self.rates.items()]
 
     def unrecord(self, user: str, client: str, value: float, now_ms: float | None = None) -> None:
         """Take back ``value`` recorded by :meth:`record` (Kafka's ``unrecordQuotaSensor``: a
@@ -220,6 +233,50 @@ class ClientQuotaManager:
         return resolved
 
 
+@dataclass(slots=True)
+class TokenBucket:
+    """Kafka's ``TokenBucket`` stat (KIP-599): ``tokens`` refill at the quota per second up to the
+    burst (quota x samples x window seconds); a record takes its value out (may go negative).
+    Starts full. Times in ms."""
+
+    tokens: float | None = None
+    last_ms: float = 0.0
+
+    def refill(self, quota: float, burst: float, now_ms: float) -> float:
+        if self.tokens is None:
+            self.tokens = burst
+        else:
+            self.tokens = min(burst, self.tokens + quota * (now_ms - self.last_ms) / 1000.0)
+        self.last_ms = now_ms
+        return self.tokens
+
+    def record(self, quota: float, burst: float, value: float, now_ms: float) -> float:
+        self.tokens = min(burst, self.refill(quota, burst, now_ms) - value)
+        return self.tokens
+
+
+class ControllerMutationQuotaManager(ClientQuotaManager):
+    """Kafka's ``ControllerMutationQuotaManager``: ``controller_mutation_rate`` (partitions created
+    or deleted per second) with the precedence and sharing of the other quotas, measured by a
+    :class:`TokenBucket` per rate instead of a ``Rate``. :meth:`bucket` is what
+    :mod:`odradek.server.controller_mutation_quota` records into. Loop-only."""
+
+    def __init__(self, samples: int = 11, window_s: float = 1.0, clock_ms: Callable[[], float] | None = None):
+        super().__init__(CONTROLLER_MUTATION_RATE, samples, window_s, clock_ms)
+        self.buckets: dict[tuple[str, str], TokenBucket] = {}
+
+    def bucket(self, user: str, client: str) -> tuple[float, float, TokenBucket] | None:
+        """(quota, burst, the shared bucket) for sanitized ``user`` and ``client``; None: no quota."""
+        found = self.quota_for(user, client) if self.quotas else None
+        if found is None:
+            return None
+        quota, tags = found
+        bucket = self.buckets.get(tags)
+        if bucket is None:
+            bucket = self.buckets[tags] = TokenBucket()
+        return quota, quota * self.samples * self.window_ms / 1000.0, bucket
+
+
 def parse_entity(entity_type: str, name: str) -> QuotaKey | None:
     """The level of a changed ``/config`` entity: ``users`` ``alice`` / ``alice/clients/app`` /
     ``<default>``, ``clients`` ``app``; None for a name that is not a quota entity."""
@@ -243,22 +300,28 @@ QUOTA_KEY_TYPES: dict[tuple[bool, str], str] = {
     (False, PRODUCER_BYTE_RATE): "long",
     (False, CONSUMER_BYTE_RATE): "long",
     (False, REQUEST_PERCENTAGE): "double",
-    (False, "controller_mutation_rate"): "double",
+    (False, CONTROLLER_MUTATION_RATE): "double",
     (True, "connection_creation_rate"): "int",
 }
 """(is an IP entity, key) -> Kafka's type of the quota key (``QuotaConfigs``); others are refused.
-``controller_mutation_rate`` and ``connection_creation_rate`` are stored and described, not enforced."""
+``connection_creation_rate`` is enforced by the socket server (``connection_quotas.py``)."""
 
 
 class ClientQuotas:
-    """The broker's three managers (``produce``, ``fetch``, ``request``) and the ``/config``
-    handlers that feed them (``users`` and ``clients`` entities)."""
+    """The broker's managers (``produce``, ``fetch``, ``request``, ``controller_mutation``) and the
+    ``/config`` handlers that feed them (``users`` and ``clients`` entities)."""
 
     def __init__(self, samples: int = 11, window_s: float = 1.0, clock_ms: Callable[[], float] | None = None) -> None:
         self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, samples, window_s, clock_ms)
         self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, samples, window_s, clock_ms)
         self.request = ClientQuotaManager(REQUEST_PERCENTAGE, samples, window_s, clock_ms)
-        self.managers = (self.produce, self.fetch, self.request)
+        self.controller_mutation = ControllerMutationQuotaManager(samples, window_s, clock_ms)
+        self.managers: tuple[ClientQuotaManager, ...] = (
+            self.produce,
+            self.fetch,
+            self.request,
+            self.controller_mutation,
+        )
 
     @property
     def enabled(self) -> bool:

@@ -401,6 +401,15 @@ BROKER_CONFIGS = (
         at_least(0),
     )
     .define(
+        "max.connection.creation.rate",
+        "int",
+        2147483647,
+        "New connections accepted per second on each listener (listener.name.<l>. prefix for one "
+        "listener); past it the listener's new connections wait, unserved, until the rate allows "
+        "(Kafka delays accepting them).",
+        at_least(0),
+    )
+    .define(
         "max.connections.per.ip",
         "int",
         2147483647,
@@ -641,7 +650,13 @@ BROKER_CONFIGS.define("ssl.secure.random.implementation", "string", None, "Accep
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
-LISTENER_KEY_PREFIXES = ("ssl.", "sasl.", "connections.max.reauth.ms", "connection.failed.authentication")
+LISTENER_KEY_PREFIXES = (
+    "ssl.",
+    "sasl.",
+    "connections.max.reauth.ms",
+    "connection.failed.authentication",
+    "max.connection.creation.rate",
+)
 """Keys that may be given per listener as ``listener.name.<listener>.<key>``."""
 SASL_MECHANISM_KEYS = ("sasl.jaas.config",)
 """Keys given per listener and mechanism: ``listener.name.<listener>.<mechanism>.<key>``."""
@@ -870,7 +885,8 @@ class KafkaConfig:
 
 def _check_listener_keys(props: Mapping[str, Any]) -> dict[str, Any]:
     """The ``listener.name.<listener>.<key>`` entries of ``props``, each checked: ``<key>`` is a
-    per-listener broker key (``ssl.*``, ``sasl.*``, ``connections.max.reauth.ms``) whose value
+    per-listener broker key (``ssl.*``, ``sasl.*``, ``connections.max.reauth.ms``,
+    ``max.connection.creation.rate``) whose value
     parses, or ``<mechanism>.sasl.jaas.config``. Raises InvalidConfigError naming the key."""
     found: dict[str, Any] = {}
     for name, value in props.items():

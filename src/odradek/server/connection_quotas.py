@@ -2,8 +2,21 @@
 
 ``max.connections`` across the listeners and ``max.connections.per.ip`` (with
 ``max.connections.per.ip.overrides`` per address) are checked when a connection is accepted; a
-refusal is logged once per address every :data:`REFUSAL_LOG_INTERVAL_S` with a count. Event loop
-only.
+refusal is logged once per address every :data:`REFUSAL_LOG_INTERVAL_S` with a count.
+
+Connection rates (KIP-612), each a Kafka ``Rate`` over ``quota.window.num`` windows of
+``quota.window.size.seconds`` recorded when a connection is accepted:
+
+- per IP, ``connection_creation_rate`` of ``/config/ips/<ip>``, else of ``/config/ips/<default>``
+  (:meth:`ConnectionQuotas.ip_config_changed`); over it the connection is not counted, served
+  nothing, and closed after the throttle time (at most one window), logged as a refusal, as
+  Kafka's ``ConnectionThrottledException`` and delayed close;
+- per listener, ``max.connection.creation.rate`` (``listener.name.<l>.`` for one listener): over
+  it the connection is kept but served nothing until the throttle time has passed, and the
+  listener's next connections wait behind it (Kafka's acceptor stops accepting for that long; the
+  kernel completes their TCP handshakes meanwhile, so a client sees the same).
+
+Event loop only.
 """
 
 from __future__ import annotations
@@ -12,8 +25,16 @@ import collections
 import logging
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from odradek.errors import InvalidConfigError
+from odradek.server.client_quotas import QuotaRate
+
+DEFAULT_IP = "<default>"
+UNLIMITED_RATE = 2147483647
+
+if TYPE_CHECKING:
+    from odradek.server.config import KafkaConfig
 
 log = logging.getLogger("odradek.server.socket_server")
 
@@ -43,13 +64,89 @@ def parse_connection_overrides(value: str) -> dict[str, int]:
 class ConnectionQuotas:
     """Counts open connections per IP and in total; decides whether a new one may stay."""
 
-    def __init__(self, max_connections: int, max_per_ip: int, overrides: dict[str, int]) -> None:
+    def __init__(
+        self, max_connections: int, max_per_ip: int, overrides: dict[str, int], samples: int = 11, window_s: float = 1.0
+    ) -> None:
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
         self.overrides = overrides
         self.total = 0
         self.per_ip: collections.Counter[str] = collections.Counter()
         self._refusals: dict[str, tuple[float, int]] = {}
+        self.samples = samples
+        self.window_ms = window_s * 1000.0
+        self.ip_rates: dict[str, float] = {}
+        """``connection_creation_rate`` by IP (and :data:`DEFAULT_IP`), from ``/config/ips``."""
+        self._ip_rates: dict[str, QuotaRate] = {}
+        self.listener_rates: dict[str, float] = {}
+        """``max.connection.creation.rate`` by listener name (absent: unlimited)."""
+        self.broker_rate: float | None = None
+        self.inter_broker_listener: str | None = None
+        self._listener_rates: dict[str, QuotaRate] = {}
+        self._listener_gate: dict[str, float] = {}
+        """Listener -> ``time.monotonic()`` before which its new connections are not served."""
+
+    def _throttle(self, rates: dict[str, QuotaRate], key: str, quota: float, now_ms: float) -> int:
+        rate = rates.get(key)
+        if rate is None:
+            if len(rates) >= 100_000:  # many addresses: start over (Kafka expires idle sensors)
+                rates.clear()
+            rate = rates[key] = QuotaRate(self.samples, self.window_ms)
+        rate.record(1.0, now_ms)
+        return min(rate.throttle_ms(quota, now_ms), int(self.window_ms))  # Kafka's boundedThrottleTime
+
+    def ip_throttle_ms(self, ip: str, now_ms: float | None = None) -> int:
+        """Record a new connection from ``ip``; over its ``connection_creation_rate`` the throttle
+        time (at most one window) and the connection is taken back out of the rate, else 0."""
+        quota = self.ip_rates.get(ip, self.ip_rates.get(DEFAULT_IP))
+        if quota is None or quota >= UNLIMITED_RATE:
+            return 0
+        now = time.monotonic() * 1000.0 if now_ms is None else now_ms
+        throttle = self._throttle(self._ip_rates, ip, quota, now)
+        if throttle > 0:
+            self._ip_rates[ip].record(-1.0, now)  # Kafka un-records a throttled connection
+        return throttle
+
+    def listener_delay_s(self, listener: str, now_s: float | None = None) -> float:
+        """Record a new connection on ``listener`` (and, but on the inter-broker listener, in the
+        broker-wide rate); how long it must wait before it is served."""
+        broker = self.broker_rate if listener != self.inter_broker_listener else None
+        limits = [(key, q) for key, q in ((listener, self.listener_rates.get(listener)), ("", broker)) if q is not None]
+        limits = [(key, q) for key, q in limits if q < UNLIMITED_RATE]
+        if not limits:
+            return 0.0
+        now = time.monotonic() if now_s is None else now_s
+        gate = max(self._listener_gate.get(listener, 0.0), now)
+        throttle = max(self._throttle(self._listener_rates, key, q, gate * 1000.0) for key, q in limits)
+        if throttle > 0:
+            gate += throttle / 1000.0
+        self._listener_gate[listener] = gate
+        return gate - now
+
+    def configure_rates(self, config: KafkaConfig) -> None:
+        """``max.connection.creation.rate`` from ``config``: broker-wide (every listener but the
+        inter-broker one together) and per listener (its prefixed value, else the plain one, as
+        Kafka's ``valuesWithPrefixOverride``)."""
+        self.broker_rate = float(config["max.connection.creation.rate"])
+        self.inter_broker_listener = config.inter_broker_listener_name
+        self.listener_rates = {
+            e.listener: float(config.listener_value(e.listener, "max.connection.creation.rate"))
+            for e in config.listeners
+        }
+
+    def ip_config_changed(self, name: str, config: dict[str, str]) -> None:
+        """The ZkConfigManager handler of ``ips``: ``name`` an address or ``<default>``."""
+        raw = config.get("connection_creation_rate")
+        try:
+            value = None if raw is None else float(raw)
+        except ValueError:
+            value = None
+        if value is None:
+            self.ip_rates.pop(name, None)
+        else:
+            self.ip_rates[name] = value
+        if name != DEFAULT_IP:
+            self._ip_rates.pop(name, None)
 
     def try_add(self, ip: str) -> str | None:
         """Count a new connection from ``ip``; the refusal reason instead if a limit is reached."""

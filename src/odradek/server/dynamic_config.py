@@ -20,7 +20,13 @@ Validation, in Kafka's order, each failure an InvalidConfigError whose text the 
 - on the cluster default, a per-broker key (listeners, SSL stores, ``listener.name.*`` except the
   cluster-level listener keys): ``Cannot update these configs at default cluster level, broker id
   must be specified: Set(listeners)``;
-- the whole resulting config must still load (``KafkaConfig``).
+- the whole resulting config must still load (``KafkaConfig``), and every listener whose resolved
+  keys change must still build: ``Validation of dynamic config update of SSLFactory failed:
+  <the key store problem>`` (Kafka's ``SslFactory.validateReconfiguration``).
+
+A change of a listener's keys (``listener.name.<l>.ssl.*``, ``...sasl.*``, ...) builds a new
+:class:`~odradek.server.listener_security.ListenerSecurity` (SSL context, SASL users) for the
+listener's new connections; open connections keep theirs (Kafka's ``SslFactory.reconfigure``).
 
 Password keys (a dynamic key of type password, or a name ending in one, such as
 ``listener.name.sasl_ssl.plain.sasl.jaas.config``) are stored encrypted with
@@ -43,11 +49,12 @@ from typing import TYPE_CHECKING
 from odradek.errors import InvalidConfigError, InvalidRequestError
 from odradek.security.listener_config import LISTENER_PREFIX
 from odradek.security.password_encoder import PasswordEncoder
-from odradek.server.config import BROKER_CONFIGS, KafkaConfig
+from odradek.server.config import BROKER_CONFIGS, TLS_PROTOCOLS, KafkaConfig
 from odradek.storage.config import BROKER_SYNONYMS
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
+    from odradek.server.listener_security import ListenerSecurity
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +94,9 @@ LOG_CONFIGS = frozenset(
     | {"log.retention.minutes", "log.retention.hours", "log.roll.hours", "log.roll.jitter.hours"}
 )
 """The broker defaults of topic configs (``DynamicLogConfig``): applied to every log without an override."""
-CONNECTION_CONFIGS = frozenset({"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"})
+CONNECTION_CONFIGS = frozenset(
+    {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate"}
+)
 THROTTLE_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 ACCEPTED_WITHOUT_EFFECT = frozenset(
     {
@@ -97,7 +106,6 @@ ACCEPTED_WITHOUT_EFFECT = frozenset(
         "num.recovery.threads.per.data.dir",
         "background.threads",
         "metric.reporters",
-        "max.connection.creation.rate",
         "num.network.threads",
         "producer.id.expiration.ms",
         "transaction.partition.verification.enable",
@@ -107,20 +115,27 @@ ACCEPTED_WITHOUT_EFFECT = frozenset(
         "remote.log.manager.fetch.max.bytes.per.second",
     }
     | LISTENER_CONFIGS
-    | DYNAMIC_SECURITY_CONFIGS
 )
 
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = (
     LOG_CONFIGS - {"log.retention.minutes", "log.retention.hours", "log.roll.hours", "log.roll.jitter.hours"}
-) | (CONNECTION_CONFIGS | THROTTLE_CONFIGS | LOG_CLEANER_CONFIGS | ACCEPTED_WITHOUT_EFFECT)
+) | (CONNECTION_CONFIGS | THROTTLE_CONFIGS | LOG_CLEANER_CONFIGS | ACCEPTED_WITHOUT_EFFECT | DYNAMIC_SECURITY_CONFIGS)
 """Kafka 3.9's ``DynamicBrokerConfig.AllDynamicConfigs`` plus the replication throttle rates
 (``DynamicConfig.Broker``): described with ``read_only`` false; every other known key is read-only.
 (``log.retention.hours`` and the other lower synonyms are not dynamic in Kafka either.)"""
 
 TAKES_EFFECT = "takes effect at once"
 NO_EFFECT = "accepted without effect"
+NEW_CONNECTIONS = "takes effect for the listener's new connections (open ones keep theirs)"
 DYNAMIC_EFFECTS: dict[str, str] = {
-    key: (NO_EFFECT if key in ACCEPTED_WITHOUT_EFFECT else TAKES_EFFECT) for key in sorted(DYNAMIC_BROKER_CONFIGS)
+    key: (
+        NO_EFFECT
+        if key in ACCEPTED_WITHOUT_EFFECT
+        else NEW_CONNECTIONS
+        if key in DYNAMIC_SECURITY_CONFIGS
+        else TAKES_EFFECT
+    )
+    for key in sorted(DYNAMIC_BROKER_CONFIGS)
 }
 
 _MECHANISM_SUFFIXES = ("sasl.jaas.config",)
@@ -139,7 +154,10 @@ def dynamic_config_table() -> str:
         else:
             scope = "one broker or `<default>`"
         rows.append(f"| `{key}` | {scope} | {effect} |")
-    rows.append("| `listener.name.<listener>.<key>` (`ssl.*`, `sasl.*`) | one broker | accepted without effect |")
+    rows.append(
+        "| `listener.name.<listener>.<key>` (`ssl.*`, `sasl.*`, `<mechanism>.sasl.jaas.config`, ...) | one broker | "
+        f"{NEW_CONNECTIONS}; validated (key stores loaded) before stored |"
+    )
     rows.append("| any other broker key | | refused: `Cannot update these configs dynamically: Set(<key>)` |")
     return "\n".join(rows)
 
@@ -163,7 +181,7 @@ def scala_set(names: Iterable[str]) -> str:
     return f"Set({', '.join(sorted(names))})"
 
 
-def _listener_base(name: str) -> str | None:
+def listener_base(name: str) -> str | None:
     """``<key>`` of ``listener.name.<listener>.<key>``, else None."""
     if not name.startswith(LISTENER_PREFIX):
         return None
@@ -186,7 +204,7 @@ def validate_configs(props: Mapping[str, str], per_broker: bool) -> None:
         if key in BROKER_CONFIGS.keys:
             BROKER_CONFIGS.validate_one(key, value)
     if not per_broker:
-        bases = {k: _listener_base(k) for k in props}
+        bases = {k: listener_base(k) for k in props}
         per = [
             k for k, b in bases.items() if k in PER_BROKER_CONFIGS or (b and b not in CLUSTER_LEVEL_LISTENER_CONFIGS)
         ]
@@ -231,6 +249,9 @@ class DynamicBrokerConfig:
         self.per_broker: dict[str, str] = {}
         """``/config/brokers/<id>`` of this broker, passwords decoded."""
         self.encoder, self.old_encoder = password_encoders(static)
+        self.listener_securities: Callable[[], Mapping[str, ListenerSecurity]] = dict
+        """The listeners' securities in use (the broker's, once registered): what a key store
+        update is compared with."""
         self._reconfigurables: list[tuple[Callable[[str], bool], Reconfigure]] = []
 
     def add_reconfigurable(self, keys: Iterable[str] | Callable[[str], bool], reconfigure: Reconfigure) -> None:
@@ -277,14 +298,28 @@ class DynamicBrokerConfig:
     def _props(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> dict[str, object]:
         props: dict[str, object] = dict(self.static.originals)
         for layer in (default, per_broker):
-            props.update({k: v for k, v in layer.items() if k in BROKER_CONFIGS.keys or _listener_base(k)})
+            props.update({k: v for k, v in layer.items() if k in BROKER_CONFIGS.keys or listener_base(k)})
         return props
 
     def validate(self, props: Mapping[str, str], per_broker: bool) -> None:
-        """Check ``props`` as the new content of this broker's (or the default) entity."""
+        """Check ``props`` as the new content of this broker's (or the default) entity; a listener
+        whose keys change must still build (its key and trust stores load), as Kafka's
+        ``SslFactory.validateReconfiguration``: refused with ``Validation of dynamic config update
+        of SSLFactory failed: ...`` (``... of ChannelBuilder ...`` for a SASL-only listener)."""
         validate_configs(props, per_broker)
         layers = (self.default, props) if per_broker else (props, self.per_broker)
-        KafkaConfig(self._props(*layers))
+        new = KafkaConfig(self._props(*layers))
+        from odradek.server.listener_security import ensure_compatible, listener_security
+
+        current = self.listener_securities()
+        for name in changed_listeners(self.current, new):
+            try:
+                security = listener_security(new, name, None)
+                if name in current:
+                    ensure_compatible(current[name], security, *_allowed_changes(new, name))
+            except InvalidConfigError as exc:
+                what = "SSLFactory" if new.listener_security_protocol(name) in TLS_PROTOCOLS else "ChannelBuilder"
+                raise InvalidConfigError(f"Validation of dynamic config update of {what} failed: {exc}") from None
 
     async def process_config_changes(self, entity: str, stored: dict[str, str]) -> None:
         """The ZkConfigManager handler of ``brokers``: ``entity`` is ``<default>`` or a broker id."""
@@ -320,6 +355,36 @@ class DynamicBrokerConfig:
                     await result
 
 
+_LISTENER_SECURITY_KEYS = frozenset(
+    {"connections.max.reauth.ms", "connection.failed.authentication.delay.ms", "listener.security.protocol.map"}
+)
+
+
+def _security_view(config: KafkaConfig, listener: str) -> dict[str, object]:
+    """What a listener's security is built from: its resolved ``ssl.*``, ``sasl.*`` and
+    ``<mechanism>.sasl.jaas.config`` keys and the authentication timing keys."""
+    return {
+        k: v
+        for k, v in config.for_listener(listener).items()
+        if not k.startswith(LISTENER_PREFIX)
+        and (k.startswith(("ssl.", "sasl.")) or k.endswith(".sasl.jaas.config") or k in _LISTENER_SECURITY_KEYS)
+    }
+
+
+def _allowed_changes(config: KafkaConfig, listener: str) -> tuple[bool, bool]:
+    """The listener's ``ssl.allow.dn.changes`` and ``ssl.allow.san.changes``."""
+    return (
+        bool(config.listener_value(listener, "ssl.allow.dn.changes")),
+        bool(config.listener_value(listener, "ssl.allow.san.changes")),
+    )
+
+
+def changed_listeners(old: KafkaConfig, new: KafkaConfig) -> list[str]:
+    """The listeners of ``new`` whose security keys (``listener.name.<l>.*`` over the plain ones)
+    differ from ``old``'s: those whose security is rebuilt."""
+    return [e.listener for e in new.listeners if _security_view(old, e.listener) != _security_view(new, e.listener)]
+
+
 def broker_entity(name: str) -> str:
     """The ``/config/brokers`` child of a broker resource name; InvalidRequestError if malformed."""
     if name == "":
@@ -349,6 +414,7 @@ async def set_broker_overrides(broker: Broker, name: str, overrides: Mapping[str
         dynamic.validate(overrides, per_broker)
         if validate_only:
             return
+        reloaded = updated_store_securities(broker) if per_broker else {}
         stored = dynamic.to_persistent(overrides, per_broker)
     except InvalidConfigError as exc:
         raise InvalidConfigError(
@@ -356,6 +422,35 @@ async def set_broker_overrides(broker: Broker, name: str, overrides: Mapping[str
         ) from None
     await broker.zk.set_entity_configs("brokers", entity, stored)
     await dynamic.process_config_changes(entity, stored)
+    for security in reloaded.values():
+        current = broker.listener_securities.get(security.listener_name)
+        if current is not None and current.stores_modified():  # not rebuilt by the change itself
+            use_listener_security(broker, security)
+
+
+def updated_store_securities(broker: Broker) -> dict[str, ListenerSecurity]:
+    """Kafka's ``reloadUpdatedFilesWithoutConfigChange``: the TLS listeners whose key or trust
+    store file changed in place since it was read, rebuilt from the current config (an
+    AlterConfigs of this broker applies them, even one that changes nothing else). A store that
+    no longer loads refuses the request: ``Validation of dynamic config update of SSLFactory failed``."""
+    from odradek.server.listener_security import ensure_compatible, listener_security
+
+    out = {}
+    for name, security in broker.listener_securities.items():
+        if security.stores_modified():
+            try:
+                out[name] = listener_security(broker.config, name, broker.credential_cache)
+                ensure_compatible(security, out[name], *_allowed_changes(broker.config, name))
+            except InvalidConfigError as exc:
+                raise InvalidConfigError(f"Validation of dynamic config update of SSLFactory failed: {exc}") from None
+    return out
+
+
+def use_listener_security(broker: Broker, security: ListenerSecurity) -> None:
+    """Serve the listener's new connections with ``security`` (open ones keep theirs)."""
+    broker.listener_securities[security.listener_name] = security
+    broker.socket_server.update_security(security)
+    log.info("broker %d: listener %s reconfigured for new connections", broker.broker_id, security.listener_name)
 
 
 def register_broker_reconfigurables(broker: Broker) -> None:
@@ -371,6 +466,7 @@ def register_broker_reconfigurables(broker: Broker) -> None:
     ``LogCleaner.ReconfigurableConfigs`` with ``message.max.bytes``): the cleaner restarts with them.
     """
     dynamic = broker.dynamic_config
+    dynamic.listener_securities = lambda: broker.listener_securities
 
     def swap(_old: KafkaConfig, new: KafkaConfig) -> None:
         broker.config = new
@@ -388,6 +484,7 @@ def register_broker_reconfigurables(broker: Broker) -> None:
         quotas.max_connections = int(new["max.connections"])
         quotas.max_per_ip = int(new["max.connections.per.ip"])
         quotas.overrides = parse_connection_overrides(new["max.connections.per.ip.overrides"] or "")
+        quotas.configure_rates(new)
 
     async def throttles(_old: KafkaConfig, _new: KafkaConfig) -> None:
         await broker.reload_broker_throttles()
@@ -396,9 +493,25 @@ def register_broker_reconfigurables(broker: Broker) -> None:
         if broker.controller is not None:  # the controller's default for topics without an override
             broker.controller.unclean_leader_election = bool(new["unclean.leader.election.enable"])
 
+    def listeners(old: KafkaConfig, new: KafkaConfig) -> None:
+        from odradek.server.listener_security import listener_security
+
+        for name in changed_listeners(old, new):
+            if name not in broker.listener_securities:  # not bound yet: start-up builds it from ``new``
+                continue
+            try:
+                security = listener_security(new, name, broker.credential_cache)
+            except InvalidConfigError as exc:  # validated before stored; a file changed since
+                log.error("broker %d: listener %s keeps its security: %s", broker.broker_id, name, exc)
+                continue
+            use_listener_security(broker, security)
+
     dynamic.add_reconfigurable(lambda _k: True, swap)
+    dynamic.add_reconfigurable(lambda k: listener_base(k) is not None, listeners)
     dynamic.add_reconfigurable(LOG_CONFIGS, logs)
-    dynamic.add_reconfigurable(CONNECTION_CONFIGS, connections)
+    dynamic.add_reconfigurable(
+        lambda k: k in CONNECTION_CONFIGS or k.endswith("max.connection.creation.rate"), connections
+    )
     dynamic.add_reconfigurable(THROTTLE_CONFIGS, throttles)
     dynamic.add_reconfigurable({"unclean.leader.election.enable"}, unclean)
     dynamic.add_reconfigurable(LOG_CLEANER_CONFIGS, broker.reconfigure_log_cleaner)

@@ -15,14 +15,18 @@ the broker's keys, resolved for the listener (``listener.name.<l>.<key>`` over `
 A mechanism odradek cannot serve (GSSAPI, OAUTHBEARER) on a SASL listener, a PLAIN mechanism
 without a JAAS entry, or any bad ``ssl.*`` value raises
 :class:`~odradek.errors.InvalidConfigError` naming the key. Reading key stores takes tens of
-milliseconds: called once at start-up on the event loop. The objects are immutable afterwards.
+milliseconds: called at start-up and when a dynamic ``listener.name.<l>.*`` key changes, on the
+event loop. The objects are immutable: a change builds a new one for the listener's new connections.
 """
 
 from __future__ import annotations
 
+import os
 import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from cryptography import x509
 
 from odradek.errors import InvalidConfigError
 from odradek.security.listener_config import jaas_config_key, listener_prefix
@@ -31,13 +35,19 @@ from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslServe
 from odradek.security.sasl.jaas import PLAIN_LOGIN_MODULE, parse_single_login_module, plain_users
 from odradek.security.sasl.plain import PlainSaslServer
 from odradek.security.sasl.scram import ScramSaslServer
-from odradek.security.tls import create_ssl_context
+from odradek.security.tls import ssl_context_and_certificate
 from odradek.server.config import SASL_PROTOCOLS, TLS_PROTOCOLS, KafkaConfig
 
 if TYPE_CHECKING:
     from odradek.metadata.scram_credentials import CredentialCache
 
-__all__ = ["SUPPORTED_MECHANISMS", "ListenerSecurity", "listener_securities"]
+__all__ = [
+    "SUPPORTED_MECHANISMS",
+    "ListenerSecurity",
+    "ensure_compatible",
+    "listener_securities",
+    "listener_security",
+]
 
 SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
 
@@ -55,10 +65,19 @@ class ListenerSecurity:
     max_receive_size: int = 524288
     failed_authentication_delay_ms: int = 100
     max_reauth_ms: int = 0
+    store_files: tuple[tuple[str, tuple[int, int, int] | None], ...] = ()
+    """(path, (mtime ns, size, inode) or None) of the key and trust store files read (TLS only)."""
+    certificate: x509.Certificate | None = field(default=None, repr=False)
+    """The key store's own certificate (TLS only)."""
 
     @property
     def uses_tls(self) -> bool:
         return self.ssl_context is not None
+
+    def stores_modified(self) -> bool:
+        """Whether a key or trust store file changed since it was read (Kafka's
+        ``SecurityStore.modified``: reloaded by an AlterConfigs of this broker)."""
+        return any(_file_stamp(path) != stamp for path, stamp in self.store_files)
 
     @property
     def uses_sasl(self) -> bool:
@@ -72,12 +91,25 @@ class ListenerSecurity:
         return ScramSaslServer(mechanism, self.credentials.lookup(mechanism))
 
 
-def _listener_security(config: KafkaConfig, name: str, credentials: CredentialCache | None) -> ListenerSecurity:
+def _file_stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def listener_security(config: KafkaConfig, name: str, credentials: CredentialCache | None) -> ListenerSecurity:
+    """One listener's security from ``config`` (reads its key stores; InvalidConfigError naming
+    the key when one cannot be used)."""
     protocol = config.listener_security_protocol(name)
     props = config.for_listener(name)
-    ssl_context = mapper = None
+    ssl_context = mapper = certificate = None
+    stores: tuple[tuple[str, tuple[int, int, int] | None], ...] = ()
     if protocol in TLS_PROTOCOLS:
-        ssl_context = create_ssl_context(props, server_side=True)
+        paths = (props.get("ssl.keystore.location"), props.get("ssl.truststore.location"))
+        stores = tuple((str(p), _file_stamp(str(p))) for p in paths if p)  # stamped before reading
+        ssl_context, certificate = ssl_context_and_certificate(props, server_side=True)
         mapper = SslPrincipalMapper(config.listener_value(name, "ssl.principal.mapping.rules"))
     mechanisms: tuple[str, ...] = ()
     users: dict[str, str] = {}
@@ -113,9 +145,59 @@ def _listener_security(config: KafkaConfig, name: str, credentials: CredentialCa
         max_receive_size=int(config.listener_value(name, "sasl.server.max.receive.size")),
         failed_authentication_delay_ms=int(config.listener_value(name, "connection.failed.authentication.delay.ms")),
         max_reauth_ms=int(config.listener_value(name, "connections.max.reauth.ms")),
+        store_files=stores,
+        certificate=certificate,
     )
 
 
 def listener_securities(config: KafkaConfig, credentials: CredentialCache | None) -> dict[str, ListenerSecurity]:
     """Listener name -> its security, for every configured listener."""
-    return {e.listener: _listener_security(config, e.listener, credentials) for e in config.listeners}
+    return {e.listener: listener_security(config, e.listener, credentials) for e in config.listeners}
+
+
+_SAN_TYPES: dict[type, int] = {
+    x509.RFC822Name: 1,
+    x509.DNSName: 2,
+    x509.DirectoryName: 4,
+    x509.UniformResourceIdentifier: 6,
+    x509.IPAddress: 7,
+    x509.RegisteredID: 8,
+}
+
+
+def _dn(cert: x509.Certificate) -> str:
+    """The subject as Java's ``X500Principal.toString`` writes it (``CN=broker-1, O=Acme, C=US``)."""
+    return ", ".join(rdn.rfc4514_string() for rdn in reversed(cert.subject.rdns))
+
+
+def _sans(cert: x509.Certificate) -> list[tuple[int, str]]:
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    return [(_SAN_TYPES.get(type(n), 0), str(n.value)) for n in names]
+
+
+def ensure_compatible(old: ListenerSecurity, new: ListenerSecurity, allow_dn: bool, allow_san: bool) -> None:
+    """Kafka's ``CertificateEntries.ensureCompatible`` for a dynamic key store update: the new
+    certificate keeps the old one's subject (unless ``ssl.allow.dn.changes``) and every one of its
+    subject alternative names (unless ``ssl.allow.san.changes``; added names are fine).
+    InvalidConfigError with Kafka's text otherwise."""
+    if old.certificate is None or new.certificate is None:
+        return
+    before, after = old.certificate, new.certificate
+    if not allow_dn and before.subject != after.subject:
+        raise InvalidConfigError(
+            "Keystore DistinguishedName does not match:  "
+            f"existing={{alias=kafka, DN={_dn(before)}}}, new={{alias=kafka, DN={_dn(after)}}}"
+        )
+    old_sans, new_sans = _sans(before), _sans(after)
+    if not allow_san and not set(old_sans) <= set(new_sans):
+
+        def text(sans: list[tuple[int, str]]) -> str:
+            return "[" + ", ".join(f"[{t}, {v}]" for t, v in sans) + "]"
+
+        raise InvalidConfigError(
+            "Keystore SubjectAltNames do not match:  "
+            f"existing={{alias=kafka, SAN={text(old_sans)}}}, new={{alias=kafka, SAN={text(new_sans)}}}"
+        )

@@ -67,8 +67,24 @@ serves (Kafka enables request processing at the end of start-up), so no client i
 controller, no topics" by a broker that is about to know them."""
 
 
-REQUEST_QUOTA_EXEMPT = SERVED_DURING_STARTUP | {ApiKey.CONTROLLED_SHUTDOWN, ApiKey.WRITE_TXN_MARKERS}
-"""Requests ``request_percentage`` does not count (Kafka exempts the cluster's own requests)."""
+REQUEST_QUOTA_EXEMPT = frozenset(
+    {
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.STOP_REPLICA,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.WRITE_TXN_MARKERS,
+        ApiKey.ALTER_PARTITION,
+        ApiKey.ENVELOPE,
+        ApiKey.ALLOCATE_PRODUCER_IDS,
+        ApiKey.API_VERSIONS,
+    }
+)
+"""Requests ``request_percentage`` does not count: the cluster's own (Kafka's KafkaApis answers them
+with ``sendResponseExemptThrottle``; a follower's Fetch is exempt too, see ``_throttle``), and
+ApiVersions, which is answered without the broker (Kafka counts it; a client sends one per
+connection). Every other request is counted and may be throttled; a SASL exchange is handled by
+the authenticator and never reaches the handler, as in Kafka."""
 
 
 class RequestHandler:

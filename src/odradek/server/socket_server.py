@@ -22,7 +22,8 @@ connection is accepted; one past a limit is closed at once, and the refusal is l
 address every 10 s with a count. ``connections.max.idle.ms``: a connection with no request in
 flight and nothing received for that long is closed (swept every tenth of it, at most every 30 s).
 
-Listeners (:class:`~odradek.server.listener_security.ListenerSecurity`, one per ``start``):
+Listeners (:class:`~odradek.server.listener_security.ListenerSecurity`, one per ``start``; a new
+one from :meth:`SocketServer.update_security` applies to the connections accepted after it):
 
 - PLAINTEXT: the connection's :class:`~odradek.server.session.Session` is ``User:ANONYMOUS`` from
   the start;
@@ -128,7 +129,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         "handler",
         "ip",
         "last_active",
-        "muted_ms",
+        "muted_until",
         "peer",
         "security",
         "server",
@@ -159,9 +160,10 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self._closed = False
         self._lost = False
         self.times = RequestTimes()
-        self.muted_ms = 0
-        """Set by a throttled request (KIP-219): after its response the connection reads nothing for this long."""
         """The request in flight, as the handler describes it (see :class:`RequestObserver`)."""
+        self.muted_until = 0.0
+        """Set by a throttled request (KIP-219): ``time.monotonic()`` until which the connection reads
+        nothing once its response is sent (0: not throttled)."""
         self.arrivals: collections.deque[float] = collections.deque()
         """When each queued frame was complete (kept only while a request observer is set)."""
 
@@ -173,14 +175,25 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.ip = str(peer[0]) if peer else "?"
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        refusal = self.server.quotas.try_add(self.ip)
+        quotas = self.server.quotas
+        throttle_ms = quotas.ip_throttle_ms(self.ip)
+        if throttle_ms > 0:  # KIP-612: not counted, served nothing, closed after the throttle time
+            quotas.log_refusal(self.ip, f"connection_creation_rate exceeded, closing it after {throttle_ms} ms")
+            self.ip = ""
+            self._closed = True
+            self.frames.release()
+            self.transport.pause_reading()
+            asyncio.get_running_loop().call_later(throttle_ms / 1000, self.transport.abort)
+            return
+        refusal = quotas.try_add(self.ip)
         if refusal is not None:
-            self.server.quotas.log_refusal(self.ip, refusal)
+            quotas.log_refusal(self.ip, refusal)
             self.ip = ""  # not counted
             self._closed = True
             self.frames.release()
             self.transport.abort()
             return
+        delay_s = quotas.listener_delay_s(self.security.listener_name)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             self._fd = sock.fileno()
@@ -206,15 +219,28 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         if security.ssl_context is not None:
             self.transport.pause_reading()  # nothing is read before the TLS handshake takes over
             loop = asyncio.get_running_loop()
-            self._worker = loop.create_task(self._start_tls(security.ssl_context), name=self.connection_id)
-        elif self.authenticator is None:
+            self._worker = loop.create_task(self._start_tls(security.ssl_context, delay_s), name=self.connection_id)
+            return
+        if self.authenticator is None:
             self.session = Session(ANONYMOUS, self.ip, security.listener_name, security.security_protocol)
+        if delay_s > 0:  # max.connection.creation.rate: served once the listener's rate allows
+            self.transport.pause_reading()
+            asyncio.get_running_loop().call_later(delay_s, self._accept_delay_over)
 
-    async def _start_tls(self, context: ssl.SSLContext) -> None:
-        """The TLS handshake on the event loop (``loop.start_tls``); then the principal, and the
-        worker. A failed handshake is logged once and the connection closed."""
+    def _accept_delay_over(self) -> None:
+        if self.transport is not None and not self._closed and not self._reading_paused:
+            self.transport.resume_reading()
+
+    async def _start_tls(self, context: ssl.SSLContext, delay_s: float = 0.0) -> None:
+        """The TLS handshake on the event loop (``loop.start_tls``), after ``delay_s`` (the
+        listener's connection rate); then the principal, and the worker. A failed handshake is
+        logged once and the connection closed."""
+        if delay_s > 0:
+            await asyncio.sleep(delay_s)
         transport = self.transport
-        assert transport is not None
+        if transport is None or self._closed:
+            self._worker = None
+            return
         timeout = min(MAX_TLS_HANDSHAKE_S, self.server.connections_max_idle_ms / 1000)
         try:
             tls = await asyncio.get_running_loop().start_tls(
@@ -376,7 +402,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                     else:  # NO_RESPONSE
                         if observer is not None:
                             observer.completed(self.times, self, arrived, dequeued, handled, handled, handled)
-                        if self.muted_ms:
+                        if self.muted_until:
                             await self._mute()
                         continue
                 except asyncio.CancelledError:
@@ -390,21 +416,23 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                     await self._writable
                 if observer is not None:
                     observer.completed(self.times, self, arrived, dequeued, handled, send_started, time.perf_counter())
-                if self.muted_ms:
+                if self.muted_until:
                     await self._mute()
 
     def mute_for(self, ms: int) -> None:
-        """Mute the channel for ``ms`` once the current response is sent (Kafka's throttled channel)."""
-        self.muted_ms = max(self.muted_ms, ms)
+        """Throttle the channel for ``ms`` from now (Kafka's ``ThrottledChannel``: its end time is
+        fixed when the request is throttled, and the channel stays muted until both the response
+        is sent and that time has passed)."""
+        self.muted_until = max(self.muted_until, time.monotonic() + ms / 1000)
 
     async def _mute(self) -> None:
-        """Read and serve nothing for ``muted_ms`` (the client backs off meanwhile), then go on."""
-        delay, self.muted_ms = self.muted_ms, 0
-        if self.transport is None or self._closed:
+        """Read and serve nothing until ``muted_until`` (the client backs off meanwhile), then go on."""
+        delay, self.muted_until = self.muted_until - time.monotonic(), 0.0
+        if self.transport is None or self._closed or delay <= 0:
             return
         if not self._reading_paused:
             self.transport.pause_reading()
-        await asyncio.sleep(delay / 1000)
+        await asyncio.sleep(delay)
         if self.transport is not None and not self._closed and not self._reading_paused:
             self.transport.resume_reading()
 
@@ -511,6 +539,8 @@ class SocketServer:
         max_connections_per_ip: int = 2**31 - 1,
         max_connections_per_ip_overrides: str = "",
         connections_max_idle_ms: int = 600000,
+        quota_samples: int = 11,
+        quota_window_s: float = 1.0,
     ) -> None:
         self.handler = handler
         self.connections: set[KafkaServerConnection] = set()
@@ -520,11 +550,17 @@ class SocketServer:
         self.socket_buffers = socket_buffers
         """(SO_SNDBUF, SO_RCVBUF); -1 keeps the OS's default (autotuned) size."""
         self.quotas = ConnectionQuotas(
-            max_connections, max_connections_per_ip, parse_connection_overrides(max_connections_per_ip_overrides)
+            max_connections,
+            max_connections_per_ip,
+            parse_connection_overrides(max_connections_per_ip_overrides),
+            quota_samples,
+            quota_window_s,
         )
         self.connections_max_idle_ms = connections_max_idle_ms
         self.scratch = new_scratch()
         self.servers: list[asyncio.Server] = []
+        self.securities: dict[str, ListenerSecurity] = {}
+        """Listener name -> the security new connections get (:meth:`update_security` replaces it)."""
         self.request_observer: RequestObserver | None = None
         """Told about every completed request (request metrics, ``kafka.request.logger``); None
         skips the timing altogether."""
@@ -559,11 +595,21 @@ class SocketServer:
         """Serve one listener on its bound, not yet listening ``sockets`` (one per address of the
         listener's host, all on one port); this server owns and closes them."""
         loop = asyncio.get_running_loop()
+        name = security.listener_name
+        self.securities[name] = security
         for sock in sockets:
-            server = await loop.create_server(lambda: KafkaServerConnection(self, security), sock=sock, backlog=1024)
+            server = await loop.create_server(
+                lambda: KafkaServerConnection(self, self.securities[name]), sock=sock, backlog=1024
+            )
             self.servers.append(server)
         if self._sweeper is None:
             self._sweeper = loop.create_task(self._sweep_idle(), name="idle-connection-sweeper")
+
+    def update_security(self, security: ListenerSecurity) -> None:
+        """Serve the listener's new connections with ``security`` (a dynamic ``listener.name.<l>.ssl.*``
+        or ``sasl.*`` change, Kafka's ``SslFactory.reconfigure``); connections already accepted keep
+        the security they started with. Loop-only."""
+        self.securities[security.listener_name] = security
 
     async def _sweep_idle(self) -> None:
         idle_s = self.connections_max_idle_ms / 1000

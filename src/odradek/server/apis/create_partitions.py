@@ -13,7 +13,9 @@ v0..v3. Each topic is answered on its own with ``error_code`` and ``error_messag
   this broker's metadata shows every new partition with a leader; a timeout > 0 that expires
   first gives REQUEST_TIMED_OUT (the partitions are still created).
 
-Topics are handled concurrently. Runs on the broker's event loop.
+Under a ``controller_mutation_rate`` the partitions each topic adds count (KIP-599; strict from
+v3: THROTTLING_QUOTA_EXCEEDED, see :mod:`odradek.server.controller_mutation_quota`). Topics are
+handled concurrently. Runs on the broker's event loop.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ from typing import Any
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
+from odradek.server.controller_mutation_quota import (
+    THROTTLING_QUOTA_EXCEEDED_MESSAGE,
+    ControllerMutationQuota,
+    controller_mutation_quota,
+)
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.CREATE_PARTITIONS
@@ -61,6 +68,28 @@ async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, timeout_ms
         return ErrorCode.unknown_server_error, f"unexpected error: {exc}"
 
 
+async def _grow_within_quota(
+    ctx: RequestContext, quota: ControllerMutationQuota, topics: list[Any], timeout_ms: int
+) -> list[tuple[ErrorCode, str | None]]:
+    """Kafka's order under a controller mutation quota: validate every topic, record the
+    partitions each valid one adds in request order, grow those the quota lets through."""
+    results = list(await asyncio.gather(*(_grow(ctx, t, True, 0) for t in topics)))
+    allowed = []
+    for i, (topic, (error, _)) in enumerate(zip(topics, results, strict=True)):
+        if error != ErrorCode.none:
+            continue
+        meta = ctx.broker.metadata_cache.topic(topic.name)
+        if quota.record(topic.count - (len(meta.partitions) if meta is not None else 0)):
+            allowed.append(i)
+        else:
+            results[i] = (ErrorCode.throttling_quota_exceeded, THROTTLING_QUOTA_EXCEEDED_MESSAGE)
+    done = await asyncio.gather(*(_grow(ctx, topics[i], False, timeout_ms) for i in allowed))
+    for i, outcome in zip(allowed, done, strict=True):
+        results[i] = outcome
+    ctx.throttle_ms = max(ctx.throttle_ms, quota.throttle_time_ms())
+    return results
+
+
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     timeout_ms = int(req.timeout.total_seconds() * 1000)
@@ -68,7 +97,11 @@ async def handle(ctx: RequestContext) -> Any:
     counts = Counter(t.name for t in req.topics)
     alterable = filter_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, req.topics, lambda t: t.name)
     unique = [t for t in req.topics if counts[t.name] == 1 and t.name in alterable]
-    outcomes = iter(await asyncio.gather(*(_grow(ctx, t, validate_only, timeout_ms) for t in unique)))
+    quota = None if validate_only else controller_mutation_quota(ctx)
+    if quota is None:
+        outcomes = iter(await asyncio.gather(*(_grow(ctx, t, validate_only, timeout_ms) for t in unique)))
+    else:
+        outcomes = iter(await _grow_within_quota(ctx, quota, unique, timeout_ms))
     results = []
     for t in req.topics:
         message: str | None

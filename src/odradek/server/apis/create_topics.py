@@ -17,6 +17,8 @@ v2..v7. Each topic is answered on its own with ``error_code`` and ``error_messag
 v5+ also returns ``num_partitions``, ``replication_factor`` and the topic's configs (name, value,
 read_only, config_source, is_sensitive, as DescribeConfigs reports them), or -1, -1 and no
 configs on error; v7 returns the ``topic_id`` (zero for validate-only requests and errors).
+Under a ``controller_mutation_rate`` each created topic's partitions count (KIP-599; strict from
+v6: THROTTLING_QUOTA_EXCEEDED, see :mod:`odradek.server.controller_mutation_quota`).
 Topics are created concurrently. Runs on the broker's event loop.
 """
 
@@ -34,6 +36,11 @@ from odradek.errors import ErrorCode, InvalidConfigError, KafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.describe_configs import ConfigEntry, topic_config_entries
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
+from odradek.server.controller_mutation_quota import (
+    THROTTLING_QUOTA_EXCEEDED_MESSAGE,
+    ControllerMutationQuota,
+    controller_mutation_quota,
+)
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.CREATE_TOPICS
@@ -105,6 +112,23 @@ async def _create(ctx: RequestContext, topic: Any, validate_only: bool, timeout_
     return result
 
 
+async def _create_within_quota(
+    ctx: RequestContext, quota: ControllerMutationQuota, topics: list[Any], timeout_ms: int
+) -> list[_Result]:
+    """Kafka's order under a controller mutation quota: validate every topic, record the
+    partitions of each valid one in request order, create those the quota lets through."""
+    results = list(await asyncio.gather(*(_create(ctx, t, True, 0) for t in topics)))
+    allowed = [i for i, r in enumerate(results) if r.error == ErrorCode.none and quota.record(r.num_partitions)]
+    for i, r in enumerate(results):
+        if r.error == ErrorCode.none and i not in allowed:
+            results[i] = _Result(r.name, ErrorCode.throttling_quota_exceeded, THROTTLING_QUOTA_EXCEEDED_MESSAGE)
+    done = await asyncio.gather(*(_create(ctx, topics[i], False, timeout_ms) for i in allowed))
+    for i, r in zip(allowed, done, strict=True):
+        results[i] = r
+    ctx.throttle_ms = max(ctx.throttle_ms, quota.throttle_time_ms())
+    return results
+
+
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     timeout_ms = timeout_ms_of(req)
@@ -116,7 +140,11 @@ async def handle(ctx: RequestContext) -> Any:
     else:
         creatable = filter_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, req.topics, lambda t: t.name)
     wanted = [t for t in req.topics if t.name not in duplicates and t.name in creatable]
-    created = iter(await asyncio.gather(*(_create(ctx, t, validate_only, timeout_ms) for t in wanted)))
+    quota = None if validate_only else controller_mutation_quota(ctx)
+    if quota is None:
+        created = iter(await asyncio.gather(*(_create(ctx, t, validate_only, timeout_ms) for t in wanted)))
+    else:
+        created = iter(await _create_within_quota(ctx, quota, wanted, timeout_ms))
     results: list[_Result] = []
     for t in req.topics:
         if t.name not in creatable and t.name not in duplicates:

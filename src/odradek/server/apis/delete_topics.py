@@ -9,8 +9,10 @@ twice in one request. ``error_message`` is sent from v5, ``topic_id`` from v6.
 The deletion is written to the metadata store (``/admin/delete_topics``); the controller removes
 the partitions. The answer waits, up to the request's ``timeout``, until the topic has left this
 broker's metadata; a timeout > 0 that expires first gives REQUEST_TIMED_OUT (the deletion still
-goes on). A timeout <= 0 does not wait. Topics are deleted concurrently. Runs on the broker's
-event loop.
+goes on). A timeout <= 0 does not wait. Topics are deleted concurrently. Under a
+``controller_mutation_rate`` each deleted topic's partitions count (KIP-599; strict from v5:
+THROTTLING_QUOTA_EXCEEDED, see :mod:`odradek.server.controller_mutation_quota`). Runs on the
+broker's event loop.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
+from odradek.server.controller_mutation_quota import THROTTLING_QUOTA_EXCEEDED_MESSAGE, controller_mutation_quota
 from odradek.server.request import RequestContext
 
 API_KEY = ApiKey.DELETE_TOPICS
@@ -105,7 +108,18 @@ async def handle(ctx: RequestContext) -> Any:
             hidden = topic_id != ZERO_UUID and name not in described
             entries[i] = (None if hidden else name, topic_id, ErrorCode.topic_authorization_failed, None)
     to_delete = [name for name, _, error, _ in entries if error is None and name is not None]
+    throttled: dict[str, tuple[ErrorCode, str | None]] = {}
+    quota = controller_mutation_quota(ctx)
+    if quota is not None:  # each existing topic's partitions count, in request order (KIP-599)
+        for name in to_delete:
+            meta = ctx.broker.metadata_cache.topic(name)
+            if meta is not None and not quota.record(len(meta.partitions)):
+                throttled[name] = (ErrorCode.throttling_quota_exceeded, THROTTLING_QUOTA_EXCEEDED_MESSAGE)
+        to_delete = [name for name in to_delete if name not in throttled]
     outcomes = dict(zip(to_delete, await asyncio.gather(*(_delete(ctx, n, timeout_ms) for n in to_delete))))
+    outcomes.update(throttled)
+    if quota is not None:
+        ctx.throttle_ms = max(ctx.throttle_ms, quota.throttle_time_ms())
     responses = []
     for name, topic_id, error, message in entries:
         if error is None and name is not None:

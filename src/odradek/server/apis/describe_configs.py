@@ -51,7 +51,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
 from odradek.server.auth_helper import AclOperation, config_refusal
 from odradek.server.config import BROKER_CONFIGS
-from odradek.server.dynamic_config import DYNAMIC_BROKER_CONFIGS
+from odradek.server.dynamic_config import DYNAMIC_BROKER_CONFIGS, listener_base
 from odradek.server.request import RequestContext
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
@@ -245,6 +245,35 @@ def broker_config_entries(
                 synonyms=synonyms,
                 config_type=CONFIG_TYPES.get(key.type, 0),
                 documentation=key.doc if include_documentation else None,
+            )
+        )
+    if per_broker:
+        entries += _listener_entries(broker, requested)
+        entries.sort(key=lambda e: e.name)
+    return entries
+
+
+def _listener_entries(broker: Broker, requested: Sequence[str] | None) -> list[ConfigEntry]:
+    """The ``listener.name.<l>.<key>`` keys set (statically or dynamically), as Kafka lists them:
+    synonyms the prefixed key then ``<key>``; sensitive (value null) when ``<key>`` is a password
+    or not a known key (Kafka's ``maybeSensitive``); never read-only."""
+    entries = []
+    for name in _wanted([k for k in broker.config.originals if listener_base(k)], requested):
+        base = listener_base(name)
+        assert base is not None
+        key = BROKER_CONFIGS.keys.get(base)
+        sensitive = key is None or key.type == "password"
+        synonyms = _broker_synonyms(broker, name, [name, base], sensitive)
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=None if sensitive else str(broker.config.originals[name]),
+                source=synonyms[0][2] if synonyms else DEFAULT_CONFIG,
+                is_sensitive=sensitive,
+                read_only=False,
+                synonyms=synonyms,
+                config_type=CONFIG_TYPES.get(key.type, 0) if key is not None else 0,
+                documentation=None,
             )
         )
     return entries

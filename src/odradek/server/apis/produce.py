@@ -191,13 +191,15 @@ async def handle(ctx: RequestContext) -> Any:
     stats = broker.topic_stats
     if stats is not None:
         _count(stats, answers)
-    if broker.client_quotas.produce.quotas:  # producer_byte_rate counts the whole request
-        ctx.throttle_ms = record_quota(ctx, broker.client_quotas.produce, ctx.size)
-    if acks == 0:
-        return None
     if acks == -1:
         ctx.mark_delayed()
         await _wait_for_isr(ctx, answers, int(req.timeout.total_seconds() * 1000))
+    if broker.client_quotas.produce.quotas:
+        # producer_byte_rate counts the whole request when it is answered (Kafka records it in
+        # handleProduceRequest's response callback, after an acks=all wait)
+        ctx.throttle_ms = record_quota(ctx, broker.client_quotas.produce, ctx.size)
+    if acks == 0:
+        return None
     with_hints = ctx.has("LeaderIdAndEpoch")  # v10+ (KIP-951)
     leaders: list[int] = []
     topics = []
