@@ -20,6 +20,14 @@ Per task (executor):
 - otherwise: begin, produce every row, ``send_offsets_to_transaction`` with the new marker, commit.
   Any error aborts the transaction and fails the task (Spark retries it or fails the batch).
 
+Leader changes: librdkafka re-sends produce requests to a partition's new leader (idempotent, so
+without duplicates) and finds the transaction coordinator again when it moves, within
+``message.timeout.ms`` (``kafka.delivery.timeout.ms``) and ``kafka.transaction.timeout.ms`` (60 s
+by default). The transactional calls (``init_transactions``, the marker look-up,
+``send_offsets_to_transaction``, ``commit_transaction``) are called again while they fail with a
+retriable error, as librdkafka's documentation says to, until the transaction timeout has passed
+since the task began; an error that requires an abort aborts and fails the task.
+
 Assumptions, as for every exactly-once sink: a replayed micro-batch gives each task partition the
 same rows (deterministic query, same input offsets, which Spark's checkpoint guarantees), and a
 ``queryId`` option is unique per checkpoint (a new checkpoint with an old ``queryId`` would find its
@@ -29,9 +37,11 @@ batches "done"). A task with no rows writes no marker. Runs in executor Python w
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import Any
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
+from odradek.spark.driver import kafka_error_of
 from odradek.spark.options import SinkOptions
 from odradek.spark.sink import Delivery, ProducedMessage, Row
 
@@ -42,6 +52,35 @@ log = logging.getLogger(__name__)
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 TRANSACTION_TIMEOUT_S = 60.0
+_RETRY_BACKOFF_S = 0.2
+
+T = TypeVar("T")
+
+
+def retry_retriable(
+    what: str,
+    call: Callable[[float], T],
+    deadline: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``call(timeout_s)`` again while it raises a retriable Kafka error (``KafkaError.retriable()``
+    and not ``txn_requires_abort()``) and ``deadline`` (a ``clock`` value) has not passed; each call
+    gets the time left as its timeout. Any other error, or a retriable one past the deadline,
+    propagates. Executor thread only.
+    """
+    while True:
+        try:
+            return call(max(1.0, deadline - clock()))
+        except Exception as exc:
+            error = kafka_error_of(exc)
+            retriable = error is not None and hasattr(error, "retriable") and error.retriable()
+            requires_abort = error is not None and hasattr(error, "txn_requires_abort") and error.txn_requires_abort()
+            if not retriable or requires_abort or clock() >= deadline:
+                raise
+            log.warning("%s failed (%s); calling it again", what, error)
+            sleep(_RETRY_BACKOFF_S)
 
 
 class TaskIdentity:
@@ -90,7 +129,10 @@ def produce_in_transaction(options: SinkOptions, produced: Iterator[Row], conf: 
     # librdkafka: message.timeout.ms may not exceed transaction.timeout.ms
     conf["message.timeout.ms"] = min(int(conf["message.timeout.ms"]), int(conf["transaction.timeout.ms"]))
     delivery = Delivery(options, conf)
-    delivery.producer.init_transactions(TRANSACTION_TIMEOUT_S)  # fences and aborts an earlier attempt
+    producer = delivery.producer
+    deadline = time.monotonic() + int(conf["transaction.timeout.ms"]) / 1000
+    # fences and aborts an earlier attempt of this task
+    retry_retriable("init_transactions", producer.init_transactions, deadline)
     consumer = Consumer(
         {
             "bootstrap.servers": conf["bootstrap.servers"],
@@ -102,23 +144,28 @@ def produce_in_transaction(options: SinkOptions, produced: Iterator[Row], conf: 
     )
     try:
         marker = TopicPartition(first[0], 0)
-        committed = consumer.committed([marker], timeout=TRANSACTION_TIMEOUT_S)[0].offset
+        committed = retry_retriable(
+            "the progress marker look-up", lambda t: consumer.committed([marker], timeout=t)[0].offset, deadline
+        )
         if committed >= identity.batch_id:
             log.info("%s: micro-batch %d already written (marker %d)", txn_id, identity.batch_id, committed)
             return ProducedMessage({}, replayed=True)
-        delivery.producer.begin_transaction()
+        producer.begin_transaction()
         try:
             delivery.produce_all(_chain(first, produced))
             delivery.flush()
             note = f"odradek-sink query {identity.query_id} batch {identity.batch_id}"
             done = TopicPartition(first[0], 0, identity.batch_id, metadata=note)
-            delivery.producer.send_offsets_to_transaction(
-                [done], consumer.consumer_group_metadata(), TRANSACTION_TIMEOUT_S
+            group = consumer.consumer_group_metadata()
+            retry_retriable(
+                "send_offsets_to_transaction",
+                lambda t: producer.send_offsets_to_transaction([done], group, t),
+                deadline,
             )
-            delivery.producer.commit_transaction(TRANSACTION_TIMEOUT_S)
+            retry_retriable("commit_transaction", producer.commit_transaction, deadline)
         except BaseException:
             try:
-                delivery.producer.abort_transaction(TRANSACTION_TIMEOUT_S)
+                producer.abort_transaction(TRANSACTION_TIMEOUT_S)
             except Exception as exc:  # the task fails with the first error; the next attempt fences
                 log.warning("%s: abort failed: %s", txn_id, exc)
             raise

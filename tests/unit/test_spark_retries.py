@@ -1,0 +1,201 @@
+"""Retries of the ``odradek`` Spark source and sink, with the failing call injected (no sockets).
+
+Spark's ``KafkaOffsetReaderAdmin.withRetries``: ``fetchOffset.numRetries`` attempts,
+``fetchOffset.retryIntervalMs`` apart, a fresh client between attempts; then the last error.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from odradek.spark.driver import (
+    BrokerUnavailableError,
+    DriverClient,
+    OffsetFetchError,
+    client_config,
+    describe_partitions,
+    is_transient,
+    with_retries,
+)
+from odradek.spark.options import ClientSettings
+from odradek.spark.transactional import retry_retriable
+
+
+def _kafka(code: int, retriable: bool = False) -> KafkaException:
+    """An error as librdkafka raises it; ``retriable`` is the flag its transactional API sets."""
+    return KafkaException(KafkaError(code, retriable=retriable))
+
+
+class Flaky:
+    """Fails with ``errors`` in turn, then returns ``result``."""
+
+    def __init__(self, errors: list[BaseException], result: Any = "ok") -> None:
+        self.errors = list(errors)
+        self.result = result
+        self.calls = 0
+
+    def __call__(self, *_: Any) -> Any:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return self.result
+
+
+def test_transient_errors() -> None:
+    assert is_transient(_kafka(KafkaError.LEADER_NOT_AVAILABLE))
+    assert is_transient(_kafka(KafkaError.NOT_LEADER_FOR_PARTITION))
+    assert is_transient(_kafka(KafkaError._TRANSPORT))
+    assert is_transient(TimeoutError("slow"))
+    assert not is_transient(BrokerUnavailableError("all brokers down"))
+    assert not is_transient(_kafka(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+    assert not is_transient(ValueError("bad option"))
+
+
+def test_retries_until_success_with_a_reset_between_attempts() -> None:
+    call = Flaky([_kafka(KafkaError.LEADER_NOT_AVAILABLE), TimeoutError("slow")])
+    slept: list[float] = []
+    resets: list[int] = []
+    result = with_retries(
+        "latest offsets", call, attempts=3, interval_ms=250, on_retry=lambda: resets.append(1), sleep=slept.append
+    )
+    assert result == "ok"
+    assert call.calls == 3
+    assert slept == [0.25, 0.25]
+    assert len(resets) == 2
+
+
+def test_gives_up_after_the_attempts_with_the_exhausted_error() -> None:
+    call = Flaky([_kafka(KafkaError.LEADER_NOT_AVAILABLE)] * 5)
+    slept: list[float] = []
+    with pytest.raises(OffsetFetchError, match=r"^gave up: .*Leader not available"):
+        with_retries(
+            "latest offsets",
+            call,
+            attempts=3,
+            interval_ms=1000,
+            exhausted=lambda exc: OffsetFetchError(f"gave up: {exc}"),
+            sleep=slept.append,
+        )
+    assert call.calls == 3
+    assert slept == [1.0, 1.0]
+
+
+def test_zero_retries_still_attempts_once_and_reraises() -> None:
+    call = Flaky([TimeoutError("slow")])
+    with pytest.raises(TimeoutError):
+        with_retries("x", call, attempts=0, interval_ms=10, sleep=lambda _: None)
+    assert call.calls == 1
+
+
+def test_non_transient_errors_are_not_retried() -> None:
+    call = Flaky([BrokerUnavailableError("down"), "never"])
+    with pytest.raises(BrokerUnavailableError):
+        with_retries("x", call, attempts=5, interval_ms=10, sleep=lambda _: None)
+    assert call.calls == 1
+
+
+def _metadata() -> Any:
+    part = SimpleNamespace
+    return SimpleNamespace(
+        brokers={1: SimpleNamespace(host="127.0.0.1", port=9092)},
+        topics={
+            "t": SimpleNamespace(partitions={0: part(leader=-1, replicas=[2]), 1: part(leader=1, replicas=[1, 2])})
+        },
+    )
+
+
+def test_describe_partitions_names_leaders_and_dead_replicas() -> None:
+    text = describe_partitions(_metadata(), [("t", 1), ("t", 0), ("gone", 0)])
+    assert text == (
+        "gone-0: not in the cluster's metadata; "
+        "t-0: no leader, replicas broker 2 (not alive); "
+        "t-1: leader broker 1 (127.0.0.1:9092), replicas broker 1 (127.0.0.1:9092), broker 2 (not alive)"
+    )
+
+
+def _settings(**params: str) -> ClientSettings:
+    return ClientSettings("127.0.0.1:1", {"bootstrap.servers": "127.0.0.1:1", **params}, 5000, 2, 0)
+
+
+class _Admin:
+    def list_topics(self, timeout: float) -> Any:
+        return _metadata()
+
+
+def test_driver_client_error_names_partition_broker_and_options() -> None:
+    client = DriverClient(_settings())
+    built: list[int] = []
+
+    def fresh_admin() -> Any:
+        built.append(1)
+        return _Admin()
+
+    client._client = fresh_admin  # type: ignore[method-assign]
+    call = Flaky([_kafka(KafkaError.LEADER_NOT_AVAILABLE)] * 3)
+    with pytest.raises(OffsetFetchError) as info:
+        client._with_retries("latest offsets of [t-0]", call, [("t", 0)])
+    message = str(info.value)
+    assert call.calls == 2
+    assert "after 2 attempt(s) 0 ms apart" in message
+    assert "t-0: no leader, replicas broker 2 (not alive)" in message
+    assert "fetchOffset.numRetries" in message and "fetchOffset.retryIntervalMs" in message
+    assert "127.0.0.1:1" in message
+
+
+def test_driver_client_non_retriable_kafka_error_fails_at_once() -> None:
+    client = DriverClient(_settings())
+    call = Flaky([_kafka(KafkaError.TOPIC_AUTHORIZATION_FAILED)])
+    with pytest.raises(RuntimeError, match="Failed to get latest offsets: ") as info:
+        client._with_retries("latest offsets", call, [("t", 0)])
+    assert not isinstance(info.value, OffsetFetchError)
+    assert call.calls == 1
+
+
+def test_java_timeouts_map_to_librdkafka() -> None:
+    settings = _settings(**{"request.timeout.ms": "7000", "delivery.timeout.ms": "9000"})
+    admin = client_config(settings, "admin")
+    consumer = client_config(settings, "consumer")
+    producer = client_config(settings, "producer")
+    assert admin["socket.timeout.ms"] == "7000" and "request.timeout.ms" not in admin
+    assert consumer["socket.timeout.ms"] == "7000" and "request.timeout.ms" not in consumer
+    assert producer["request.timeout.ms"] == "7000" and "socket.timeout.ms" not in producer
+    assert producer["message.timeout.ms"] == "9000" and "delivery.timeout.ms" not in producer
+    assert "delivery.timeout.ms" not in admin and "message.timeout.ms" not in consumer
+
+
+def test_transaction_calls_repeat_while_retriable_within_the_deadline() -> None:
+    now = [0.0]
+    call = Flaky([_kafka(KafkaError.COORDINATOR_NOT_AVAILABLE, True), _kafka(KafkaError.NOT_COORDINATOR, True)])
+    result = retry_retriable("commit_transaction", call, 10.0, clock=lambda: now[0], sleep=lambda s: None)
+    assert result == "ok" and call.calls == 3
+
+
+def test_transaction_calls_stop_at_the_deadline() -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += 4.0
+
+    call = Flaky([_kafka(KafkaError.COORDINATOR_NOT_AVAILABLE, True)] * 10)
+    with pytest.raises(KafkaException):
+        retry_retriable("commit_transaction", call, 10.0, clock=lambda: now[0], sleep=sleep)
+    assert call.calls == 4  # at 0, 4, 8 and 12 s: past the deadline, the last error propagates
+
+
+def test_transaction_calls_do_not_repeat_non_retriable_errors() -> None:
+    call = Flaky([_kafka(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), "never"])
+    with pytest.raises(KafkaException):
+        retry_retriable("init_transactions", call, 1e9, clock=lambda: 0.0, sleep=lambda s: None)
+    assert call.calls == 1
+
+
+def test_transaction_calls_do_not_repeat_an_error_that_requires_an_abort() -> None:
+    error = KafkaException(KafkaError(KafkaError._TIMED_OUT, retriable=True, txn_requires_abort=True))
+    call = Flaky([error, "never"])
+    with pytest.raises(KafkaException):
+        retry_retriable("commit_transaction", call, 1e9, clock=lambda: 0.0, sleep=lambda s: None)
+    assert call.calls == 1
