@@ -19,6 +19,7 @@ from odradek.spark.driver import (
     client_config,
     describe_partitions,
     is_transient,
+    retry_until,
     with_retries,
 )
 from odradek.spark.options import ClientSettings
@@ -183,7 +184,7 @@ def test_transaction_calls_stop_at_the_deadline() -> None:
     call = Flaky([_kafka(KafkaError.COORDINATOR_NOT_AVAILABLE, True)] * 10)
     with pytest.raises(KafkaException):
         retry_retriable("commit_transaction", call, 10.0, clock=lambda: now[0], sleep=sleep)
-    assert call.calls == 4  # at 0, 4, 8 and 12 s: past the deadline, the last error propagates
+    assert call.calls == 3  # at 0, 4 and 8 s; the next would start at 12 s: the last error propagates
 
 
 def test_transaction_calls_do_not_repeat_non_retriable_errors() -> None:
@@ -199,3 +200,45 @@ def test_transaction_calls_do_not_repeat_an_error_that_requires_an_abort() -> No
     with pytest.raises(KafkaException):
         retry_retriable("commit_transaction", call, 1e9, clock=lambda: 0.0, sleep=lambda s: None)
     assert call.calls == 1
+
+
+def test_one_attempt_retries_a_moving_leader_within_the_api_timeout() -> None:
+    """Java's admin retries retriable errors until default.api.timeout.ms; each call gets the
+    time left, and the client is dropped between calls (fresh metadata)."""
+    now = [0.0]
+    timeouts: list[float] = []
+    resets: list[int] = []
+
+    def call(timeout_s: float) -> str:
+        timeouts.append(timeout_s)
+        if len(timeouts) < 3:
+            raise _kafka(KafkaError.NOT_LEADER_FOR_PARTITION)
+        return "ok"
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds + 1.0  # the failed call took a second
+
+    result = retry_until(
+        "latest offsets",
+        call,
+        30.0,
+        backoff_s=0.5,
+        on_retry=lambda: resets.append(1),
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+    assert result == "ok"
+    assert timeouts == [30.0, 28.5, 27.0]
+    assert len(resets) == 2
+
+
+def test_one_attempt_ends_at_its_deadline_with_the_last_error() -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += 2.0
+
+    call = Flaky([_kafka(KafkaError.LEADER_NOT_AVAILABLE)] * 100)
+    with pytest.raises(KafkaException):
+        retry_until("latest offsets", call, 5.0, backoff_s=0.1, clock=lambda: now[0], sleep=sleep)
+    assert call.calls == 3  # at 0, 2 and 4 s; the next would start at 6 s, past the deadline

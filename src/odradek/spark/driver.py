@@ -45,6 +45,7 @@ __all__ = [
     "client_config",
     "describe_partitions",
     "is_transient",
+    "retry_until",
     "with_retries",
 ]
 
@@ -200,6 +201,37 @@ def with_retries(
     raise AssertionError("unreachable")
 
 
+def retry_until(
+    what: str,
+    call: Callable[[float], T],
+    deadline: float,
+    *,
+    transient: Callable[[BaseException], bool] = is_transient,
+    backoff_s: float = 0.1,
+    min_timeout_s: float = 0.05,
+    on_retry: Callable[[], None] = lambda: None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``call(timeout_s)`` again, ``backoff_s`` apart, while it fails ``transient``-ly and
+    ``deadline`` (a ``clock`` value) has not passed: what Java's clients do within
+    ``default.api.timeout.ms`` (``retry.backoff.ms`` apart) before an operation fails. Each call
+    gets the time left (at least ``min_timeout_s``); ``on_retry`` runs before the next call (drop
+    the client for fresh metadata). Other errors, and a transient one past the deadline, propagate.
+    """
+    while True:
+        try:
+            return call(max(min_timeout_s, deadline - clock()))
+        except Exception as exc:
+            if not transient(exc) or clock() + backoff_s >= deadline:
+                raise
+            log.info("%s failed (%s); trying again", what, exc)
+            sleep(backoff_s)
+            if clock() >= deadline:
+                raise
+            on_retry()
+
+
 def _broker_text(broker_id: int, brokers: Mapping[int, Any]) -> str:
     broker = brokers.get(broker_id)
     if broker is None:
@@ -335,6 +367,14 @@ class DriverClient:
                 raise
             raise RuntimeError(f"Failed to get {what}: {error}") from None
 
+    @property
+    def _backoff_s(self) -> float:
+        """Java's ``retry.backoff.ms`` (``kafka.retry.backoff.ms``, default 100 ms)."""
+        try:
+            return int(self._settings.kafka_params.get("retry.backoff.ms", "100")) / 1000
+        except ValueError:
+            return 0.1
+
     def _reset(self) -> None:
         """Drop the admin client: the next call builds one and fetches fresh metadata."""
         self._admin = None
@@ -419,12 +459,14 @@ class DriverClient:
         )
         keyed = {KafkaTopicPartition(t, p): spec for (t, p), spec in specs.items()}
 
-        def call() -> PartitionOffsets:
-            futures = self._client().list_offsets(
-                keyed, isolation_level=isolation, request_timeout=self._settings.api_timeout_ms / 1000
-            )
-            results = self._wait(futures, what)
+        def once(timeout_s: float) -> PartitionOffsets:
+            futures = self._client().list_offsets(keyed, isolation_level=isolation, request_timeout=timeout_s)
+            results = self._wait(futures, what, int(timeout_s * 1000))
             return {(tp.topic, tp.partition): int(info.offset) for tp, info in results.items()}
+
+        def call() -> PartitionOffsets:
+            # one attempt: Java's admin retries a moving leader within default.api.timeout.ms
+            return retry_until(what, once, self._deadline(), backoff_s=self._backoff_s, on_retry=self._reset)
 
         return self._with_retries(f"{what} of {format_tps(specs)}", call, specs)
 

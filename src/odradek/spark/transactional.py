@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from odradek.spark.driver import kafka_error_of
+from odradek.spark.driver import kafka_error_of, retry_until
 from odradek.spark.options import SinkOptions
 from odradek.spark.sink import Delivery, ProducedMessage, Row
 
@@ -57,6 +57,15 @@ _RETRY_BACKOFF_S = 0.2
 T = TypeVar("T")
 
 
+def txn_retriable(exc: BaseException) -> bool:
+    """librdkafka's rule for its transactional calls: call again when the error is retriable,
+    unless the transaction must be aborted (``txn_requires_abort``)."""
+    error = kafka_error_of(exc)
+    if error is None or not (hasattr(error, "retriable") and error.retriable()):
+        return False
+    return not (hasattr(error, "txn_requires_abort") and error.txn_requires_abort())
+
+
 def retry_retriable(
     what: str,
     call: Callable[[float], T],
@@ -65,22 +74,18 @@ def retry_retriable(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """``call(timeout_s)`` again while it raises a retriable Kafka error (``KafkaError.retriable()``
-    and not ``txn_requires_abort()``) and ``deadline`` (a ``clock`` value) has not passed; each call
-    gets the time left as its timeout. Any other error, or a retriable one past the deadline,
-    propagates. Executor thread only.
-    """
-    while True:
-        try:
-            return call(max(1.0, deadline - clock()))
-        except Exception as exc:
-            error = kafka_error_of(exc)
-            retriable = error is not None and hasattr(error, "retriable") and error.retriable()
-            requires_abort = error is not None and hasattr(error, "txn_requires_abort") and error.txn_requires_abort()
-            if not retriable or requires_abort or clock() >= deadline:
-                raise
-            log.warning("%s failed (%s); calling it again", what, error)
-            sleep(_RETRY_BACKOFF_S)
+    """``call(timeout_s)`` again while :func:`txn_retriable` and before ``deadline`` (a ``clock``
+    value); see :func:`odradek.spark.driver.retry_until`. Executor thread only."""
+    return retry_until(
+        what,
+        call,
+        deadline,
+        transient=txn_retriable,
+        backoff_s=_RETRY_BACKOFF_S,
+        min_timeout_s=1.0,
+        clock=clock,
+        sleep=sleep,
+    )
 
 
 class TaskIdentity:
