@@ -5,13 +5,15 @@
     odradek demo [--master local[*]] [--output demo-output] [--data-dir DIR] [--events 6000]
                  [--seed 7] [--top 3] [--max-offsets-per-trigger 1000]
                  [--master-webui URL] [--cores-max N] [--executor-cores N] [--executor-timeout S]
-                 [--ship-package]
+                 [--ship-package] [--bootstrap-servers H:P,... [--replication-factor 3] [--min-insync-replicas 2]]
 
 Starts a broker in this process (data in ``--data-dir``, which must be empty or new, or in a
-temporary directory removed afterwards), runs :func:`odradek.spark.pipeline.run_pipeline`
-(clickstream -> ``page_visits`` -> Spark Structured Streaming -> ``page_visit_counts`` and Parquet
-under ``--output``), prints the results, the broker's data files (partition directories,
-segment and index files with their sizes) and the znode tree, then stops everything it started.
+temporary directory removed afterwards; with ``--bootstrap-servers`` the running cluster there
+instead, on topics with ``--replication-factor`` and ``--min-insync-replicas``), runs
+:func:`odradek.spark.pipeline.run_pipeline` (clickstream -> ``page_visits`` -> Spark Structured
+Streaming -> ``page_visit_counts`` and Parquet under ``--output``), prints the results, the
+broker's data files (partition directories, segment and index files with their sizes) and the
+znode tree, then stops everything it started.
 
 Any master Spark accepts works. On a cluster master the demo's applications run one after the
 other, each stopping its session before the next starts, so the demo needs one application's
@@ -72,31 +74,55 @@ def bad_arguments(args: argparse.Namespace) -> str | None:
 
 
 def pipeline_config(args: argparse.Namespace, master: str, **extra: Any) -> Any:
-    """The :class:`~odradek.spark.pipeline.PipelineConfig` of the shared options (``extra`` adds fields)."""
+    """The :class:`~odradek.spark.pipeline.PipelineConfig` of the shared options; ``extra`` fields win."""
     from odradek.spark.pipeline import PipelineConfig
 
-    return PipelineConfig(
-        output_dir=Path(args.output).resolve(),
-        master=master,
-        events=args.events,
-        seed=args.seed,
-        top_n=args.top,
-        max_offsets_per_trigger=args.max_offsets_per_trigger,
-        cores_max=args.cores_max,
-        executor_cores=args.executor_cores,
-        master_webui=args.master_webui,
-        executor_timeout_s=args.executor_timeout,
-        ship_package=args.ship_package,
-        **extra,
-    )
+    fields: dict[str, Any] = {
+        "output_dir": Path(args.output).resolve(),
+        "master": master,
+        "events": args.events,
+        "seed": args.seed,
+        "top_n": args.top,
+        "max_offsets_per_trigger": args.max_offsets_per_trigger,
+        "cores_max": args.cores_max,
+        "executor_cores": args.executor_cores,
+        "master_webui": args.master_webui,
+        "executor_timeout_s": args.executor_timeout,
+        "ship_package": args.ship_package,
+    }
+    return PipelineConfig(**{**fields, **extra})
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="odradek demo", description="Run the clickstream pipeline demo.")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     parser.add_argument("--data-dir", help="broker data dir (empty or new; default: a temporary dir)")
+    parser.add_argument("--bootstrap-servers", help="run on this running cluster instead of an embedded broker")
+    parser.add_argument("--replication-factor", type=int, default=1, help="of both topics (default 1)")
+    parser.add_argument("--min-insync-replicas", type=int, help="min.insync.replicas of both topics")
     add_pipeline_arguments(parser)
     return parser
+
+
+def _on_running_cluster(args: argparse.Namespace) -> int:
+    """The pipeline against ``--bootstrap-servers`` (topics ``page_visits`` and ``page_visit_counts``
+    must not exist yet); prints the results and the check, starts and stops no broker."""
+    from odradek.spark.pipeline import run_pipeline, summary
+
+    config = pipeline_config(
+        args, args.master, replication_factor=args.replication_factor, min_insync_replicas=args.min_insync_replicas
+    )
+    started = time.monotonic()
+    try:
+        result = run_pipeline(args.bootstrap_servers, config, lambda line: print(line, flush=True))
+    except Exception as exc:
+        print(f"odradek demo: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print()
+    for line in summary(result, config.top_n):
+        print(line)
+    print(f"\ndemo finished in {time.monotonic() - started:.0f}s")
+    return 0 if result.ok else 1
 
 
 def print_data_dir(data_dir: Path) -> None:
@@ -131,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"odradek demo: {problem}", file=sys.stderr)
         return 2
+    if args.bootstrap_servers:
+        return _on_running_cluster(args)
     temporary = None
     if args.data_dir:
         data_dir = Path(args.data_dir).resolve()

@@ -161,6 +161,8 @@ class StandaloneCluster:
     def environment(self) -> dict[str, str]:
         """The environment of the master and workers (and so of executors and Python workers)."""
         env = dict(os.environ)
+        if env.get("PYTHONPATH"):  # the processes run in base_dir: relative entries made absolute
+            env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep))
         env.update(
             {
                 "PYSPARK_PYTHON": sys.executable,
