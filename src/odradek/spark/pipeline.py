@@ -23,6 +23,11 @@ with the bootstrap servers of a running cluster):
 5. read both outputs back (the topic with ``isolation.level=read_committed``) and compare them with
    the counts computed in plain Python: equal, with no duplicate from the replayed batch.
 
+On a cluster master (anything but ``local[...]``) the three applications (run 1, the crash run,
+the restart) run one after the other, each stopping its session before the next starts, so the
+pipeline needs one application's cores; :func:`application_session` checks a ``spark://``
+master's free cores first and bounds the wait for an executor (:mod:`odradek.spark.deploy`).
+
 Late events stay within 30 s of the stream's clock, well inside the watermark, so none is
 dropped and the Spark result must equal the Python one exactly.
 """
@@ -90,11 +95,11 @@ class PipelineConfig:
     executor_timeout_s: float = 120.0
     """Watchdog: an application on a cluster master with no executor after this long fails."""
     ship_package: bool = False
+    """Ship this driver's ``odradek`` package to the executors as a zip (``addPyFile``, as ``--py-files``)."""
     replication_factor: int = 1
     """Replication factor of both topics (3 on a 3-broker cluster)."""
     min_insync_replicas: int | None = None
     """``min.insync.replicas`` of both topics (unset: the broker's default)."""
-    """Ship this driver's ``odradek`` package to the executors as a zip (``addPyFile``, as ``--py-files``)."""
 
 
 @dataclass
