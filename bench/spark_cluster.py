@@ -41,12 +41,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from common import log, machine_info
 from odradek.cli.cluster import LocalCluster
 from odradek.testing_zk import ZooKeeperServer
+from spark_bench import produce_records
 
 TOPIC = "bench-read"
 KEY_BYTES = 8
@@ -75,30 +75,6 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float =
             return
         time.sleep(0.1)
     raise TimeoutError(f"{topic}: not every partition has a leader after {timeout_s} s")
-
-
-def fill(bootstrap: str, topic: str, records: int, value_bytes: int) -> float:
-    """Produce ``records`` records (8-byte keys, random values) with acks=all; seconds taken."""
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 10,
-            "batch.size": 1024 * 1024,
-            "queue.buffering.max.messages": 2_000_000,
-            "queue.buffering.max.kbytes": 2_000_000,
-        }
-    )
-    value = os.urandom(value_bytes)
-    started = time.perf_counter()
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(topic, value=value, key=b"%08d" % (i % 100_000_000))
-                break
-            except BufferError:
-                producer.poll(0.01)
-    assert producer.flush(300) == 0
-    return time.perf_counter() - started
 
 
 def rates(rows: int, row_bytes: int, seconds: float) -> dict[str, float]:
@@ -205,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             bootstrap = cluster.bootstrap_servers
             create_topic(bootstrap, TOPIC, args.partitions)
             log(f"filling {TOPIC}: {args.records} records")
-            result["produce_seconds"] = round(fill(bootstrap, TOPIC, args.records, args.value_bytes), 2)
+            result["produce_seconds"] = round(produce_records(bootstrap, TOPIC, args.records, args.value_bytes), 2)
             runs: dict[str, Any] = {}
             if args.master:
                 runs["given"] = run_master(args.master, args.cores_max, "given", bootstrap, args)

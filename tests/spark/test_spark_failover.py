@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_helpers import produce
+from spark_helpers import produce, read_committed
 
 from odradek.cli.cluster import LocalCluster
 from odradek.testing_zk import ZooKeeperServer
@@ -84,35 +84,6 @@ def _rows_done(query: Any) -> int:
     return sum(int(p["numInputRows"]) for p in query.recentProgress)
 
 
-def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
-    """Every value a read_committed consumer sees in ``topic`` now (to the last stable offset)."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "fo-reader",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    ended: set[int] = set()
-    deadline = time.monotonic() + 10
-    try:
-        while len(ended) < partitions and time.monotonic() < deadline:
-            for m in consumer.consume(1000, timeout=0.5):
-                if m.error() is None:
-                    values.append(m.value())
-                elif m.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(m.partition())
-    finally:
-        consumer.close()
-    return values
-
-
 def test_a_stream_rides_out_the_input_and_output_leaders_dying(
     spark: Any, cluster: LocalCluster, tmp_path: Path
 ) -> None:
@@ -160,7 +131,7 @@ def test_a_stream_rides_out_the_input_and_output_leaders_dying(
         assert query.exception() is None, query.exception()
     finally:
         query.stop()
-    seen = _read_committed(bootstrap, "fo-out", 1)
+    seen = read_committed(bootstrap, "fo-out", 1, timeout=10, settle_s=0)
     assert len(seen) == FIRST + DURING
     assert sorted(seen) == sorted(b"v%d" % i for i in range(FIRST + DURING))
 

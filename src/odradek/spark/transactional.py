@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from odradek.spark.driver import kafka_error_of, retry_until
+from odradek.spark.driver import client_config, kafka_error_of, retry_until
 from odradek.spark.options import SinkOptions
 from odradek.spark.sink import Delivery, ProducedMessage, Row
 
@@ -138,15 +138,10 @@ def produce_in_transaction(options: SinkOptions, produced: Iterator[Row], conf: 
     deadline = time.monotonic() + int(conf["transaction.timeout.ms"]) / 1000
     # fences and aborts an earlier attempt of this task
     retry_retriable("init_transactions", producer.init_transactions, deadline)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": conf["bootstrap.servers"],
-            "group.id": txn_id,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "log_level": conf.get("log_level", 2),
-        }
-    )
+    # the marker's consumer: the sink's kafka.* options (security, timeouts) as a consumer takes them
+    consumer_conf = client_config(options.client, "consumer")
+    consumer_conf.update({"group.id": txn_id, "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer = Consumer(consumer_conf)
     try:
         marker = TopicPartition(first[0], 0)
         committed = retry_retriable(
