@@ -242,3 +242,93 @@ def test_one_attempt_ends_at_its_deadline_with_the_last_error() -> None:
     with pytest.raises(KafkaException):
         retry_until("latest offsets", call, 5.0, backoff_s=0.1, clock=lambda: now[0], sleep=sleep)
     assert call.calls == 3  # at 0, 2 and 4 s; the next would start at 6 s, past the deadline
+
+
+# ----------------------------------------------------------------------------- executor reads
+class _Message:
+    def __init__(self, offset: int, error: KafkaError | None = None) -> None:
+        self._offset = offset
+        self._error = error
+
+    def error(self) -> KafkaError | None:
+        return self._error
+
+    def offset(self) -> int:
+        return self._offset
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1_700_000_000_000)
+
+    def key(self) -> bytes:
+        return b"k"
+
+    def value(self) -> bytes:
+        return b"v%d" % self._offset
+
+    def headers(self) -> None:
+        return None
+
+
+class _Consumer:
+    """Answers ``consume`` from a script of message lists (then nothing); the partition is led by
+    nobody, replicas broker 2 (dead)."""
+
+    def __init__(self, script: list[list[_Message]]) -> None:
+        self.script = list(script)
+
+    def assign(self, partitions: Any) -> None:
+        pass
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Message]:
+        return self.script.pop(0) if self.script else []
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        return _metadata()
+
+
+def _read(monkeypatch: pytest.MonkeyPatch, consumer: _Consumer, poll_timeout_ms: int) -> list[int]:
+    from odradek.spark import fetch
+    from odradek.spark.offsets import OffsetRange
+    from odradek.spark.options import parse_source_options
+
+    monkeypatch.setattr(fetch, "_acquire", lambda conf: (consumer, ()))
+    monkeypatch.setattr(fetch, "_release", lambda consumer, key, healthy: None)
+    options = parse_source_options(
+        {
+            "kafka.bootstrap.servers": "127.0.0.1:1",
+            "subscribe": "t",
+            "kafkaconsumer.polltimeoutms": str(poll_timeout_ms),
+        },
+        "batch",
+    )
+    batches = fetch.read_range(options, OffsetRange("t", 0, 0, 3), "g")
+    return [offset for batch in batches for offset in batch.column("offset").to_pylist()]
+
+
+def test_a_read_rides_out_transient_errors_of_a_leader_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    moving = [
+        [_Message(0)],
+        [_Message(-1, KafkaError(KafkaError._TRANSPORT))],
+        [_Message(-1, KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))],
+        [_Message(1), _Message(2)],
+    ]
+    assert _read(monkeypatch, _Consumer(moving), 5_000) == [0, 1, 2]
+
+
+def test_a_read_without_a_leader_fails_after_the_poll_timeout_naming_the_partition(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    down = [[_Message(0)], [_Message(-1, KafkaError(KafkaError._TRANSPORT, "Connection refused"))]]
+    with pytest.raises(TimeoutError) as info:
+        _read(monkeypatch, _Consumer(down), 300)
+    message = str(info.value)
+    assert "Cannot fetch records in [1, 3) of t-0 within 300 ms" in message
+    assert "Partition t-0: no leader, replicas broker 2 (not alive)" in message
+    assert "Connection refused" in message
+    assert "kafkaConsumer.pollTimeoutMs" in message
+
+
+def test_a_read_fails_at_once_on_a_non_retriable_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    denied = [[_Message(-1, KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))]]
+    with pytest.raises(RuntimeError, match="Failed to fetch t-0 at offset 0"):
+        _read(monkeypatch, _Consumer(denied), 60_000)
