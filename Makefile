@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all venv system-packages demo test lint typecheck unit bench fuzz chaos clean
+.PHONY: all venv system-packages demo demo-cluster test lint typecheck unit bench fuzz chaos clean
 
 all: test
 
@@ -38,6 +38,11 @@ venv: $(STAMP) $(SYSSTAMP)
 
 demo: venv
 	$(BIN)/odradek demo
+
+# The demo on ZooKeeper, 3 brokers (RF=3, min.insync.replicas=2) and a Spark standalone master and
+# worker from the pyspark package, killing partition leaders, the driver and an executor on the way.
+demo-cluster: venv
+	$(BIN)/odradek demo-cluster
 
 lint: venv
 	$(BIN)/ruff check src tests bench chaos

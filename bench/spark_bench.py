@@ -38,10 +38,9 @@ PARTITIONS = 4
 STREAM_TOPIC = "bench_stream"
 
 
-def fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes: int) -> float:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-        future.result(30)
+def produce_records(bootstrap: str, topic: str, records: int, value_bytes: int) -> float:
+    """Produce ``records`` records (8-byte zero-padded keys, one random value of ``value_bytes``)
+    in big batches; seconds until all are acknowledged."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -56,12 +55,19 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes:
     for i in range(records):
         while True:
             try:
-                producer.produce(topic, value=value, key=str(i).encode())
+                producer.produce(topic, value=value, key=b"%08d" % (i % 100_000_000))
                 break
             except BufferError:
                 producer.poll(0.01)
-    assert producer.flush(120) == 0
+    assert producer.flush(300) == 0
     return time.perf_counter() - started
+
+
+def fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes: int) -> float:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(30)
+    return produce_records(bootstrap, topic, records, value_bytes)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,3 +48,38 @@ def consume_all(bootstrap: str, topic: str, partitions: int, expected: int, time
     finally:
         consumer.close()
     return records
+
+
+def read_committed(
+    bootstrap: str, topic: str, partitions: int, timeout: float = 20.0, settle_s: float = 1.0
+) -> list[bytes]:
+    """Every value a read_committed consumer sees in ``topic``, read to the end of each partition
+    (its last stable offset) within ``timeout``, then for ``settle_s`` more."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "eos-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+    ended: set[int] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while len(ended) < partitions and time.monotonic() < deadline:
+            for m in consumer.consume(500, timeout=0.5):
+                if m.error() is None:
+                    values.append(m.value())
+                elif m.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(m.partition())
+        if settle_s > 0:
+            time.sleep(settle_s)
+            values += [m.value() for m in consumer.consume(500, timeout=0.2) if m.error() is None]
+    finally:
+        consumer.close()
+    return values

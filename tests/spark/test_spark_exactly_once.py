@@ -3,45 +3,13 @@ attempts add nothing that a read_committed consumer sees."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_helpers import create_topic, produce
+from spark_helpers import create_topic, produce, read_committed
 
 pytestmark = pytest.mark.spark
-
-
-def _read_committed(bootstrap: str, topic: str, partitions: int, settle_s: float = 1.0) -> list[bytes]:
-    """Every value a read_committed consumer sees in ``topic``, read to the end."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "eos-reader",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    ended: set[int] = set()
-    deadline = time.monotonic() + 20
-    try:
-        while len(ended) < partitions and time.monotonic() < deadline:
-            for m in consumer.consume(500, timeout=0.5):
-                if m.error() is None:
-                    values.append(m.value())
-                elif m.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(m.partition())
-        time.sleep(settle_s)
-        values += [m.value() for m in consumer.consume(500, timeout=0.2) if m.error() is None]
-    finally:
-        consumer.close()
-    return values
 
 
 def _write(frame: Any, bootstrap: str, topic: str, batch_id: int) -> None:
@@ -73,7 +41,7 @@ def test_a_replayed_batch_adds_nothing_and_a_zombie_is_aborted(spark: Any, odrad
     assert zombie.flush(10) == 0
     second = spark.createDataFrame([(f"b{i}",) for i in range(10)], "value string").repartition(2)
     _write(second, bootstrap, "eos-out", 1)
-    seen = _read_committed(bootstrap, "eos-out", 2)
+    seen = read_committed(bootstrap, "eos-out", 2)
     assert sorted(seen) == sorted([f"a{i}".encode() for i in range(30)] + [f"b{i}".encode() for i in range(10)])
 
 
@@ -114,5 +82,5 @@ def test_a_streaming_query_replaying_its_last_batch_writes_it_once(
     commits[-1].unlink()  # as if the driver had been killed after the write, before the commit log
     (commits[-1].parent / f".{commits[-1].name}.crc").unlink(missing_ok=True)
     run()  # Spark replays the last batch: its tasks find it written
-    seen = _read_committed(bootstrap, "eos-dst", 2)
+    seen = read_committed(bootstrap, "eos-dst", 2)
     assert sorted(seen) == sorted(b"v%d" % i for i in range(60))

@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
     "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),
+    "demo-cluster": (
+        "odradek.cli.demo_cluster",
+        "the demo on 3 brokers and a Spark standalone cluster, with faults",
+    ),
 }
 
 

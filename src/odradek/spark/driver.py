@@ -8,7 +8,17 @@ It uses confluent-kafka's ``AdminClient``, so it works against any Kafka cluster
 with a ``TimeoutError``; and when librdkafka reports every broker down for longer than
 ``fetchOffset.numRetries`` x ``fetchOffset.retryIntervalMs`` (3 x 1 s by default) the call stops
 early with :class:`BrokerUnavailableError`, naming the bootstrap servers and the socket error.
-Retriable per-partition errors (leader moving, ...) are retried ``fetchOffset.numRetries`` times.
+
+**Retries, as Spark's ``KafkaOffsetReaderAdmin.withRetries``.** Partition discovery and every
+offset look-up (earliest, latest, by timestamp) make ``fetchOffset.numRetries`` attempts (default
+3) ``fetchOffset.retryIntervalMs`` apart (default 1000 ms). Between attempts the admin client is
+dropped and built again, so the next attempt starts from fresh metadata (a partition whose leader
+moved is asked at its new leader). Transient failures are retried: retriable Kafka errors (no
+leader, not leader, transport, request timed out) and a call timing out; configuration,
+authorization and "every broker down" errors are not (the last already spent the retry budget).
+After the last attempt an :class:`OffsetFetchError` names the partitions, the broker(s) that
+lead or host them as the cluster's metadata says, the last error, and the options to raise.
+So a lookup takes at most ``numRetries`` x (``kafka.default.api.timeout.ms`` + ``retryIntervalMs``).
 
 A :class:`DriverClient` holds a live client: never pickle it (readers drop it in
 ``__getstate__``). Not thread-safe; Spark calls a reader from one thread.
@@ -27,7 +37,17 @@ from odradek.spark.kafka_security import librdkafka_params
 from odradek.spark.offsets import PartitionOffsets, TopicPartition, format_tps
 from odradek.spark.options import Assign, ClientSettings, Strategy, Subscribe
 
-__all__ = ["INTERNAL_TOPICS", "BrokerUnavailableError", "DriverClient", "client_config"]
+__all__ = [
+    "INTERNAL_TOPICS",
+    "BrokerUnavailableError",
+    "DriverClient",
+    "OffsetFetchError",
+    "client_config",
+    "describe_partitions",
+    "is_transient",
+    "retry_until",
+    "with_retries",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +76,25 @@ def client_config(settings: ClientSettings, role: str) -> dict[str, Any]:
     :func:`odradek.spark.kafka_security.librdkafka_params`), drops the properties the role does not
     understand, and quiets librdkafka's own stderr logging (``log_level`` 2) unless the user set
     it; connection errors still reach our error callback.
+
+    Java's timeouts map to librdkafka's: ``request.timeout.ms`` is a producer property in
+    librdkafka, so for the admin client and consumers it becomes ``socket.timeout.ms`` (the bound of
+    one request there) unless that is set; a producer's ``delivery.timeout.ms`` becomes
+    ``message.timeout.ms`` (librdkafka's name for the same bound), so :class:`~odradek.spark.sink.Delivery`
+    reads one key.
     """
     conf: dict[str, Any] = {}
-    for key, value in librdkafka_params(settings.kafka_params).items():
+    params = librdkafka_params(settings.kafka_params)
+    for key, value in params.items():
         if role != "consumer" and _CONSUMER_ONLY.match(key):
             continue
-        if role != "producer" and _PRODUCER_ONLY.match(key):
+        if role != "producer" and (_PRODUCER_ONLY.match(key) or key == "request.timeout.ms"):
             continue
         conf[key] = value
+    if role == "producer" and "delivery.timeout.ms" in conf:
+        conf["message.timeout.ms"] = conf.pop("delivery.timeout.ms")
+    if role != "producer" and "request.timeout.ms" in params:
+        conf.setdefault("socket.timeout.ms", params["request.timeout.ms"])
     conf["bootstrap.servers"] = settings.bootstrap_servers
     conf.setdefault("log_level", 2)
     return conf
@@ -71,6 +102,162 @@ def client_config(settings: ClientSettings, role: str) -> dict[str, Any]:
 
 class BrokerUnavailableError(ConnectionError):
     """No broker of ``kafka.bootstrap.servers`` could be reached within the retry budget."""
+
+
+class OffsetFetchError(RuntimeError):
+    """Partition discovery or an offset look-up still failed after ``fetchOffset.numRetries``
+    attempts; the message names the partitions, their brokers, the last error and the options."""
+
+
+# librdkafka codes worth another attempt with fresh metadata, besides what ``retriable()`` says.
+_TRANSIENT_CODE_NAMES = (
+    "_TRANSPORT",
+    "_TIMED_OUT",
+    "_MSG_TIMED_OUT",
+    "_WAIT_COORD",
+    "_UNKNOWN_PARTITION",
+    "_NOENT",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_FOR_PARTITION",
+    "NOT_LEADER_OR_FOLLOWER",
+    "REQUEST_TIMED_OUT",
+    "UNKNOWN_TOPIC_OR_PART",
+    "NOT_COORDINATOR",
+    "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "NOT_ENOUGH_REPLICAS",
+    "FENCED_LEADER_EPOCH",
+    "UNKNOWN_LEADER_EPOCH",
+    "OFFSET_NOT_AVAILABLE",
+)
+
+
+def transient_codes() -> frozenset[int]:
+    """The librdkafka error codes :func:`is_transient` retries (names missing from the installed
+    confluent-kafka are skipped)."""
+    from confluent_kafka import KafkaError
+
+    return frozenset(getattr(KafkaError, name) for name in _TRANSIENT_CODE_NAMES if hasattr(KafkaError, name))
+
+
+def kafka_error_of(exc: BaseException) -> Any:
+    """The ``KafkaError`` a ``KafkaException`` carries, or None."""
+    error = exc.args[0] if exc.args else None
+    return error if error is not None and hasattr(error, "code") else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether another attempt, with fresh metadata, may succeed: a timeout, or a Kafka error that
+    is retriable (leader moving, coordinator moving, transport). Never for
+    :class:`BrokerUnavailableError` (it already spent the retry budget), configuration, auth or
+    programming errors."""
+    if isinstance(exc, BrokerUnavailableError):
+        return False
+    if isinstance(exc, TimeoutError):
+        return True
+    error = kafka_error_of(exc)
+    if error is None:
+        return False
+    if hasattr(error, "fatal") and error.fatal():
+        return False
+    if hasattr(error, "retriable") and error.retriable():
+        return True
+    return bool(error.code() in transient_codes())
+
+
+def with_retries(
+    what: str,
+    call: Callable[[], T],
+    *,
+    attempts: int,
+    interval_ms: int,
+    on_retry: Callable[[], None] = lambda: None,
+    exhausted: Callable[[BaseException], Exception] | None = None,
+    transient: Callable[[BaseException], bool] = is_transient,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``call()``, attempted up to ``attempts`` times (at least once) while it fails transiently.
+
+    Spark's ``withRetries``: between attempts, log a warning, sleep ``interval_ms`` and call
+    ``on_retry`` (drop the client so the next attempt refreshes metadata). A non-transient error
+    propagates at once. After the last attempt, raises ``exhausted(last_error)`` (default: the
+    last error itself). Runs on the caller's thread; the total wait is bounded by ``attempts``
+    x (one call's own bound + ``interval_ms``).
+    """
+    total = max(1, attempts)
+    for attempt in range(1, total + 1):
+        try:
+            return call()
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            if attempt == total:
+                if exhausted is None:
+                    raise
+                raise exhausted(exc) from exc
+            log.warning("Error in attempt %d getting %s (%s); retrying in %d ms", attempt, what, exc, interval_ms)
+            sleep(interval_ms / 1000)
+            on_retry()
+    raise AssertionError("unreachable")
+
+
+def retry_until(
+    what: str,
+    call: Callable[[float], T],
+    deadline: float,
+    *,
+    transient: Callable[[BaseException], bool] = is_transient,
+    backoff_s: float = 0.1,
+    min_timeout_s: float = 0.05,
+    on_retry: Callable[[], None] = lambda: None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``call(timeout_s)`` again, ``backoff_s`` apart, while it fails ``transient``-ly and
+    ``deadline`` (a ``clock`` value) has not passed: what Java's clients do within
+    ``default.api.timeout.ms`` (``retry.backoff.ms`` apart) before an operation fails. Each call
+    gets the time left (at least ``min_timeout_s``); ``on_retry`` runs before the next call (drop
+    the client for fresh metadata). Other errors, and a transient one past the deadline, propagate.
+    """
+    while True:
+        try:
+            return call(max(min_timeout_s, deadline - clock()))
+        except Exception as exc:
+            if not transient(exc) or clock() + backoff_s >= deadline:
+                raise
+            log.info("%s failed (%s); trying again", what, exc)
+            sleep(backoff_s)
+            if clock() >= deadline:
+                raise
+            on_retry()
+
+
+def _broker_text(broker_id: int, brokers: Mapping[int, Any]) -> str:
+    broker = brokers.get(broker_id)
+    if broker is None:
+        return f"broker {broker_id} (not alive)"
+    return f"broker {broker_id} ({broker.host}:{broker.port})"
+
+
+def describe_partitions(metadata: Any, tps: Iterable[TopicPartition]) -> str:
+    """Who leads and hosts each partition, from librdkafka ``ClusterMetadata`` (``topics`` ->
+    ``partitions`` -> ``leader``/``replicas``; ``brokers`` -> ``host``/``port``, live brokers
+    only), e.g. ``"t-0: no leader, replicas broker 2 (not alive)"``. A leader of -1 means none."""
+    parts = []
+    for topic, partition in sorted(set(tps)):
+        described = metadata.topics.get(topic)
+        pm = described.partitions.get(partition) if described is not None else None
+        if pm is None:
+            parts.append(f"{topic}-{partition}: not in the cluster's metadata")
+            continue
+        replicas = ", ".join(_broker_text(r, metadata.brokers) for r in pm.replicas) or "none"
+        if pm.leader < 0:
+            parts.append(f"{topic}-{partition}: no leader, replicas {replicas}")
+        else:
+            parts.append(
+                f"{topic}-{partition}: leader {_broker_text(pm.leader, metadata.brokers)}, replicas {replicas}"
+            )
+    return "; ".join(parts)
 
 
 class DriverClient:
@@ -147,21 +334,60 @@ class DriverClient:
         self._down_since = None
         return results
 
-    def _with_retries(self, what: str, call: Callable[[], T]) -> T:
-        from confluent_kafka import KafkaException
+    def _with_retries(self, what: str, call: Callable[[], T], tps: Iterable[TopicPartition] = ()) -> T:
+        """``call`` within ``fetchOffset.numRetries``/``retryIntervalMs`` (:func:`with_retries`);
+        a new admin client between attempts; a non-transient Kafka error becomes a
+        ``RuntimeError("Failed to get <what>: ...")`` at once."""
+        settings = self._settings
+        wanted = sorted(set(tps))
 
-        attempts = max(1, self._settings.fetch_offset_num_retries)
-        for attempt in range(1, attempts + 1):
-            try:
-                return call()
-            except KafkaException as exc:
-                error = exc.args[0] if exc.args else None
-                retriable = bool(error is not None and hasattr(error, "retriable") and error.retriable())
-                if not retriable or attempt == attempts:
-                    raise RuntimeError(f"Failed to get {what}: {error if error is not None else exc}") from None
-                log.warning("attempt %d to get %s failed (%s); retrying", attempt, what, error)
-                time.sleep(self._settings.fetch_offset_retry_interval_ms / 1000)
-        raise AssertionError("unreachable")
+        def exhausted(exc: BaseException) -> Exception:
+            where = f" {self._leaders(wanted)}." if wanted else ""
+            return OffsetFetchError(
+                f"Failed to get {what} from the Kafka cluster at '{settings.bootstrap_servers}' after "
+                f"{max(1, settings.fetch_offset_num_retries)} attempt(s) {settings.fetch_offset_retry_interval_ms} ms "
+                f"apart; last error: {exc}.{where} Raise fetchOffset.numRetries or fetchOffset.retryIntervalMs "
+                "(and kafka.default.api.timeout.ms, the bound of one attempt) to wait longer for a leader."
+            )
+
+        try:
+            return with_retries(
+                what,
+                call,
+                attempts=settings.fetch_offset_num_retries,
+                interval_ms=settings.fetch_offset_retry_interval_ms,
+                on_retry=self._reset,
+                exhausted=exhausted,
+            )
+        except OffsetFetchError:
+            raise
+        except Exception as exc:
+            error = kafka_error_of(exc)
+            if error is None:
+                raise
+            raise RuntimeError(f"Failed to get {what}: {error}") from None
+
+    @property
+    def _backoff_s(self) -> float:
+        """Java's ``retry.backoff.ms`` (``kafka.retry.backoff.ms``, default 100 ms)."""
+        try:
+            return int(self._settings.kafka_params.get("retry.backoff.ms", "100")) / 1000
+        except ValueError:
+            return 0.1
+
+    def _reset(self) -> None:
+        """Drop the admin client: the next call builds one and fetches fresh metadata."""
+        self._admin = None
+        self._down_since = None
+
+    def _leaders(self, tps: list[TopicPartition]) -> str:
+        """Best effort: who leads and hosts ``tps`` now (one metadata request, at most 5 s)."""
+        try:
+            timeout_s = min(5.0, self._settings.api_timeout_ms / 1000)
+            metadata = self._client().list_topics(timeout=timeout_s)
+            return "Partitions: " + describe_partitions(metadata, tps)
+        except Exception as exc:
+            return f"The leaders of {format_tps(tps)} are unknown (no metadata: {exc})"
 
     def close(self) -> None:
         """Drop the client (librdkafka closes it when collected)."""
@@ -169,7 +395,11 @@ class DriverClient:
 
     # ------------------------------------------------------------------------------ metadata
     def topics(self) -> dict[str, list[int]]:
-        """Every topic the cluster reports, with its partition numbers (sorted)."""
+        """Every topic the cluster reports, with its partition numbers (sorted); retried as the
+        offset look-ups are (module docstring)."""
+        return self._with_retries("metadata", self._topics_once)
+
+    def _topics_once(self) -> dict[str, list[int]]:
         from confluent_kafka import KafkaError, KafkaException
 
         deadline = self._deadline()
@@ -229,14 +459,16 @@ class DriverClient:
         )
         keyed = {KafkaTopicPartition(t, p): spec for (t, p), spec in specs.items()}
 
-        def call() -> PartitionOffsets:
-            futures = self._client().list_offsets(
-                keyed, isolation_level=isolation, request_timeout=self._settings.api_timeout_ms / 1000
-            )
-            results = self._wait(futures, what)
+        def once(timeout_s: float) -> PartitionOffsets:
+            futures = self._client().list_offsets(keyed, isolation_level=isolation, request_timeout=timeout_s)
+            results = self._wait(futures, what, int(timeout_s * 1000))
             return {(tp.topic, tp.partition): int(info.offset) for tp, info in results.items()}
 
-        return self._with_retries(f"{what} of {format_tps(specs)}", call)
+        def call() -> PartitionOffsets:
+            # one attempt: Java's admin retries a moving leader within default.api.timeout.ms
+            return retry_until(what, once, self._deadline(), backoff_s=self._backoff_s, on_retry=self._reset)
+
+        return self._with_retries(f"{what} of {format_tps(specs)}", call, specs)
 
     def earliest(self, tps: Iterable[TopicPartition]) -> PartitionOffsets:
         """Log start offset of every partition."""

@@ -22,8 +22,17 @@ Edge cases: offsets past the range end are dropped; gaps inside the range (compa
 transaction markers, aborted records under read_committed) are normal; the range ends early when
 the partition end (end-of-partition event) reaches the range end. A start below the log start
 offset (retention) or a partition that ends before the range does is data loss: an error when
-``failOnDataLoss`` is true, otherwise the task skips to what is there. A fetch making no progress
-for ``kafkaConsumer.pollTimeoutMs`` fails the task.
+``failOnDataLoss`` is true, otherwise the task skips to what is there. A partition end short of
+the range end is only data loss once the leader's high watermark, asked afresh, is short too: a
+leader just elected may answer with a high watermark that lags for a moment.
+
+Leader changes: librdkafka refreshes metadata and fetches from the new leader by itself; the
+errors it reports meanwhile (transport, not leader, all brokers down, ...) are transient
+(:func:`odradek.spark.driver.is_transient`) and only logged. What bounds the task is progress: a
+fetch making no progress for ``kafkaConsumer.pollTimeoutMs`` (default 120 s) fails the task with a
+``TimeoutError`` naming the partition, its leader and replicas as the cluster's metadata says, the
+last client error and the option to raise. ``kafka.request.timeout.ms`` bounds one request
+(librdkafka's ``socket.timeout.ms``).
 
 Consumers are pooled per worker process (Spark reuses Python workers), one idle consumer per
 configuration, so back-to-back micro-batches do not pay a new connection each time.
@@ -37,7 +46,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from odradek.spark.driver import client_config
+from odradek.spark.driver import client_config, describe_partitions, is_transient
 from odradek.spark.offsets import OffsetRange, format_tp, report_data_loss
 from odradek.spark.options import SourceOptions
 
@@ -178,6 +187,7 @@ def read_range(options: SourceOptions, rng: OffsetRange, group_id: str, batch_ro
         last_progress = time.monotonic()
         short_end_since: float | None = None
         short_end = -1
+        last_error = ""
         done = False
         while not done:
             wanted = max(1, min(batch_rows - len(columns), rng.until_offset - next_offset))
@@ -213,27 +223,74 @@ def read_range(options: SourceOptions, rng: OffsetRange, group_id: str, batch_ro
                     consumer.assign([TopicPartition(rng.topic, rng.partition, next_offset)])
                     last_progress = time.monotonic()
                     break
+                elif _transient_error(error):
+                    last_error = error.str()
+                    log.info(
+                        "fetching %s at offset %d: %s (retried by the client)",
+                        format_tp(rng.tp),
+                        next_offset,
+                        last_error,
+                    )
                 else:
                     raise RuntimeError(f"Failed to fetch {format_tp(rng.tp)} at offset {next_offset}: {error.str()}")
-            if not done and short_end_since is not None and time.monotonic() - short_end_since >= _END_WAIT_S:
+            if (
+                not done
+                and short_end_since is not None
+                and time.monotonic() - short_end_since >= _END_WAIT_S
+                and _high_watermark(consumer, options, rng) < rng.until_offset
+            ):
                 report_data_loss(
                     f"Could not read records in offset [{next_offset}, {rng.until_offset}) for topic partition "
                     f"{format_tp(rng.tp)} with consumer group {group_id}: the partition ends at {short_end}",
                     options.fail_on_data_loss,
                 )
                 done = True
+            elif short_end_since is not None and time.monotonic() - short_end_since >= _END_WAIT_S:
+                short_end_since = None  # the leader has the records: its end was behind, wait on
             if len(columns) >= batch_rows or (done and len(columns)):
                 yield columns.to_batch(rng.topic, rng.partition, schema)
                 columns = _Columns(options.include_headers)
             if not done and time.monotonic() - last_progress > poll_timeout_s:
+                detail = f"; last client error: {last_error}" if last_error else ""
                 raise TimeoutError(
                     f"Cannot fetch records in [{next_offset}, {rng.until_offset}) of {format_tp(rng.tp)} "
-                    f"within {options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs) from "
-                    f"'{options.client.bootstrap_servers}'"
+                    f"within {options.poll_timeout_ms} ms from '{options.client.bootstrap_servers}'"
+                    f"{detail}. {_leader_text(consumer, options, rng)}. Raise kafkaConsumer.pollTimeoutMs "
+                    "to wait longer for a leader."
                 )
         healthy = True
     finally:
         _release(consumer, key, healthy)
+
+
+def _transient_error(error: Any) -> bool:
+    from confluent_kafka import KafkaException
+
+    return is_transient(KafkaException(error))
+
+
+def _high_watermark(consumer: Any, options: SourceOptions, rng: OffsetRange) -> int:
+    """The partition's high watermark asked of its leader now; -1 when it cannot be asked
+    (treated as short: the caller then reports the data loss it suspected)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    timeout_s = min(5.0, options.client.api_timeout_ms / 1000)
+    try:
+        _, high = consumer.get_watermark_offsets(
+            TopicPartition(rng.topic, rng.partition), timeout=timeout_s, cached=False
+        )
+    except KafkaException as exc:
+        return rng.until_offset if is_transient(exc) else -1
+    return int(high)
+
+
+def _leader_text(consumer: Any, options: SourceOptions, rng: OffsetRange) -> str:
+    """Who leads and hosts the partition now (best effort, at most 5 s)."""
+    try:
+        metadata = consumer.list_topics(rng.topic, timeout=min(5.0, options.client.api_timeout_ms / 1000))
+        return "Partition " + describe_partitions(metadata, [rng.tp])
+    except Exception as exc:
+        return f"The leader of {format_tp(rng.tp)} is unknown (no metadata: {exc})"
 
 
 def _skip_lost(consumer: Any, options: SourceOptions, rng: OffsetRange, offset: int, group_id: str) -> int:

@@ -23,6 +23,11 @@ with the bootstrap servers of a running cluster):
 5. read both outputs back (the topic with ``isolation.level=read_committed``) and compare them with
    the counts computed in plain Python: equal, with no duplicate from the replayed batch.
 
+On a cluster master (anything but ``local[...]``) the three applications (run 1, the crash run,
+the restart) run one after the other, each stopping its session before the next starts, so the
+pipeline needs one application's cores; :func:`application_session` checks a ``spark://``
+master's free cores first and bounds the wait for an executor (:mod:`odradek.spark.deploy`).
+
 Late events stay within 30 s of the stream's clock, well inside the watermark, so none is
 dropped and the Spark result must equal the Python one exactly.
 """
@@ -36,7 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +53,8 @@ __all__ = ["EVENTS_TOPIC", "RESULTS_TOPIC", "PipelineConfig", "PipelineResult", 
 EVENTS_TOPIC = "page_visits"
 RESULTS_TOPIC = "page_visit_counts"
 EVENT_PARTITIONS = 5
+RELEASE_WAIT_S = 60.0
+"""How long a new application waits for the cores of the one that just ended (killed or stopped)."""
 EVENT_SCHEMA = "type string, event_id string, user_id string, page string, referrer string, event_time_ms long"
 
 _LOG4J = """\
@@ -79,6 +86,20 @@ class PipelineConfig:
     kill_after_output_batches: int | None = 1
     """Run 1 happens in a driver process killed (SIGKILL) once this many micro-batches have written
     output, then restarts from the checkpoint; None runs it in this process, unkilled."""
+    cores_max: int | None = None
+    """``spark.cores.max`` of each application on a cluster master (unset: what the master grants)."""
+    executor_cores: int | None = None
+    """``spark.executor.cores`` on a cluster master; also the free cores each application needs."""
+    master_webui: str | None = None
+    """A ``spark://`` master's web UI (default ``http://<master host>:8080``) for the free-core check."""
+    executor_timeout_s: float = 120.0
+    """Watchdog: an application on a cluster master with no executor after this long fails."""
+    ship_package: bool = False
+    """Ship this driver's ``odradek`` package to the executors as a zip (``addPyFile``, as ``--py-files``)."""
+    replication_factor: int = 1
+    """Replication factor of both topics (3 on a 3-broker cluster)."""
+    min_insync_replicas: int | None = None
+    """``min.insync.replicas`` of both topics (unset: the broker's default)."""
 
 
 @dataclass
@@ -104,22 +125,38 @@ class PipelineResult:
 
 
 # ----------------------------------------------------------------------------------- Kafka side
-def create_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0) -> None:
-    """Create ``{name: partitions}`` (replication factor 1); fails if a topic exists."""
+def create_topics(
+    bootstrap: str,
+    topics: dict[str, int],
+    timeout_s: float = 30.0,
+    replication_factor: int = 1,
+    config: Mapping[str, str] | None = None,
+) -> None:
+    """Create ``{name: partitions}`` with ``replication_factor`` and topic ``config``; fails if a
+    topic exists."""
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, n, 1) for name, n in topics.items()], request_timeout=timeout_s)
+    new = [NewTopic(name, n, replication_factor, config=dict(config or {})) for name, n in topics.items()]
+    futures = admin.create_topics(new, request_timeout=timeout_s)
     for future in futures.values():
         future.result(timeout=timeout_s)
 
 
 def produce(bootstrap: str, records: Iterable[tuple[bytes | None, bytes, int | None]], timeout_s: float = 60.0) -> int:
     """Produce ``(key, value, partition or None)`` records, keyed ones with murmur2 (as Java
-    clients); returns how many were acknowledged. Raises on any delivery error."""
+    clients), idempotently (a retry after a leader change adds no duplicate); returns how many were
+    acknowledged. Raises on any delivery error."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 20})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "partitioner": "murmur2_random",
+            "linger.ms": 20,
+            "enable.idempotence": True,
+        }
+    )
     errors: list[str] = []
     sent = 0
 
@@ -172,11 +209,16 @@ def sample(bootstrap: str, per_partition: int = 1, timeout_s: float = 10.0) -> l
 
 # ----------------------------------------------------------------------------------- Spark side
 def spark_session(
-    master: str, shuffle_partitions: int = 4, app_name: str = "odradek-demo", jvm_options: str = ""
+    master: str,
+    shuffle_partitions: int = 4,
+    app_name: str = "odradek-demo",
+    jvm_options: str = "",
+    conf: Mapping[str, str] | None = None,
 ) -> Any:
     """A quiet Spark session whose Python workers run this interpreter, with ``odradek`` registered.
 
-    ``jvm_options`` are added to the driver JVM's options (e.g. faster-starting JIT settings)."""
+    ``jvm_options`` are added to the driver JVM's options (e.g. faster-starting JIT settings);
+    ``conf`` holds further Spark settings (e.g. ``spark.cores.max``)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
@@ -185,7 +227,7 @@ def spark_session(
 
     log4j = Path(tempfile.gettempdir()) / "odradek-spark-log4j2.properties"
     log4j.write_text(_LOG4J)
-    spark = (
+    builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
@@ -194,10 +236,34 @@ def spark_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.streaming.stopTimeout", "30s")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j} {jvm_options}".strip())
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    return spark
+
+
+def application_session(config: PipelineConfig, app_name: str, release_wait_s: float = 0.0) -> Any:
+    """A session for one application of the pipeline on ``config.master``: on a ``spark://`` master
+    first the free-core check (waiting up to ``release_wait_s`` for cores an ended application
+    releases), then :func:`spark_session` with :func:`~odradek.spark.deploy.application_conf`,
+    the package shipped when ``config.ship_package``, and the executor watchdog. Raises RuntimeError
+    (the session stopped) when the master has too few cores or no executor registers in time."""
+    from odradek.spark import deploy
+
+    needed = deploy.cores_needed(config.executor_cores)
+    deploy.check_master_cores(config.master, config.master_webui, needed, app_name, release_wait_s)
+    conf = deploy.application_conf(config.master, config.cores_max, config.executor_cores)
+    spark = spark_session(config.master, config.shuffle_partitions, app_name, conf=conf)
+    try:
+        if config.ship_package:
+            spark.sparkContext.addPyFile(str(deploy.package_zip(config.output_dir / "py-files")))
+        deploy.wait_for_executors(spark, config.master, config.executor_timeout_s)
+    except BaseException:
+        spark.stop()
+        raise
     return spark
 
 
@@ -343,8 +409,18 @@ def run_pipeline(
         shutil.rmtree(owned, ignore_errors=True)
     output.mkdir(parents=True, exist_ok=True)
 
-    create_topics(bootstrap, {EVENTS_TOPIC: EVENT_PARTITIONS, RESULTS_TOPIC: 1})
-    out(f"created topics {EVENTS_TOPIC} ({EVENT_PARTITIONS} partitions) and {RESULTS_TOPIC} (1 partition)")
+    topic_config = {}
+    if config.min_insync_replicas is not None:
+        topic_config["min.insync.replicas"] = str(config.min_insync_replicas)
+    create_topics(
+        bootstrap,
+        {EVENTS_TOPIC: EVENT_PARTITIONS, RESULTS_TOPIC: 1},
+        replication_factor=config.replication_factor,
+        config=topic_config,
+    )
+    replicas = f", replication factor {config.replication_factor}" if config.replication_factor > 1 else ""
+    replicas += f", min.insync.replicas={config.min_insync_replicas}" if topic_config else ""
+    out(f"created topics {EVENTS_TOPIC} ({EVENT_PARTITIONS} partitions) and {RESULTS_TOPIC} (1 partition){replicas}")
     events = generate(config.events, config.seed)
     split = int(len(events) * config.first_run_fraction)
     first, rest = events[:split], events[split:]
@@ -359,7 +435,7 @@ def run_pipeline(
 
     own_session = spark is None
     if spark is None:
-        spark = spark_session(config.master, config.shuffle_partitions)
+        spark = application_session(config, "odradek-demo")
     else:
         from odradek.spark import register
 
@@ -381,13 +457,19 @@ def run_pipeline(
         out(f"produced the remaining {len(rest)} events and {EVENT_PARTITIONS} end-of-stream heartbeats")
         out("streaming run 2: same query restarted from its checkpoint")
         if config.kill_after_output_batches:
+            from odradek.spark.deploy import is_local
             from odradek.spark.pipeline_crash import run_killed_query
 
+            release = own_session and not is_local(config.master)
+            if release:  # the crash run's application gets this one's cores
+                spark.stop()
             killed = run_killed_query(bootstrap, config, checkpoint, parquet_dir, query_id)
             out(
                 f"  in a driver process of its own, killed (SIGKILL) in batch {killed} after the batch's results "
                 "were committed to Kafka, before Spark recorded the batch; restarted from the checkpoint again:"
             )
+            if release:
+                spark = application_session(config, "odradek-demo", release_wait_s=RELEASE_WAIT_S)
         runs.append(run_query(spark, bootstrap, config, checkpoint, parquet_dir, None, query_id))
         _print_run(runs[-1], out)
         result = PipelineResult(

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from odradek.spark.pipeline import PipelineConfig, run_query, spark_session
+from odradek.spark.pipeline import RELEASE_WAIT_S, PipelineConfig, application_session, run_query
 
 __all__ = ["run_killed_query"]
 
@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
     fields = dict(args["config"])
     fields["output_dir"] = Path(fields["output_dir"])
     config = PipelineConfig(**fields)
-    spark = spark_session(config.master, config.shuffle_partitions, app_name="odradek-demo-crash")
+    spark = application_session(config, "odradek-demo-crash", release_wait_s=RELEASE_WAIT_S)
     remaining = [config.kill_after_output_batches or 1]
 
     def after_write(batch_id: int) -> None:

@@ -20,6 +20,14 @@ Per task (executor):
 - otherwise: begin, produce every row, ``send_offsets_to_transaction`` with the new marker, commit.
   Any error aborts the transaction and fails the task (Spark retries it or fails the batch).
 
+Leader changes: librdkafka re-sends produce requests to a partition's new leader (idempotent, so
+without duplicates) and finds the transaction coordinator again when it moves, within
+``message.timeout.ms`` (``kafka.delivery.timeout.ms``) and ``kafka.transaction.timeout.ms`` (60 s
+by default). The transactional calls (``init_transactions``, the marker look-up,
+``send_offsets_to_transaction``, ``commit_transaction``) are called again while they fail with a
+retriable error, as librdkafka's documentation says to, until the transaction timeout has passed
+since the task began; an error that requires an abort aborts and fails the task.
+
 Assumptions, as for every exactly-once sink: a replayed micro-batch gives each task partition the
 same rows (deterministic query, same input offsets, which Spark's checkpoint guarantees), and a
 ``queryId`` option is unique per checkpoint (a new checkpoint with an old ``queryId`` would find its
@@ -29,9 +37,11 @@ batches "done"). A task with no rows writes no marker. Runs in executor Python w
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import Any
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
+from odradek.spark.driver import client_config, kafka_error_of, retry_until
 from odradek.spark.options import SinkOptions
 from odradek.spark.sink import Delivery, ProducedMessage, Row
 
@@ -42,6 +52,40 @@ log = logging.getLogger(__name__)
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 TRANSACTION_TIMEOUT_S = 60.0
+_RETRY_BACKOFF_S = 0.2
+
+T = TypeVar("T")
+
+
+def txn_retriable(exc: BaseException) -> bool:
+    """librdkafka's rule for its transactional calls: call again when the error is retriable,
+    unless the transaction must be aborted (``txn_requires_abort``)."""
+    error = kafka_error_of(exc)
+    if error is None or not (hasattr(error, "retriable") and error.retriable()):
+        return False
+    return not (hasattr(error, "txn_requires_abort") and error.txn_requires_abort())
+
+
+def retry_retriable(
+    what: str,
+    call: Callable[[float], T],
+    deadline: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``call(timeout_s)`` again while :func:`txn_retriable` and before ``deadline`` (a ``clock``
+    value); see :func:`odradek.spark.driver.retry_until`. Executor thread only."""
+    return retry_until(
+        what,
+        call,
+        deadline,
+        transient=txn_retriable,
+        backoff_s=_RETRY_BACKOFF_S,
+        min_timeout_s=1.0,
+        clock=clock,
+        sleep=sleep,
+    )
 
 
 class TaskIdentity:
@@ -90,35 +134,38 @@ def produce_in_transaction(options: SinkOptions, produced: Iterator[Row], conf: 
     # librdkafka: message.timeout.ms may not exceed transaction.timeout.ms
     conf["message.timeout.ms"] = min(int(conf["message.timeout.ms"]), int(conf["transaction.timeout.ms"]))
     delivery = Delivery(options, conf)
-    delivery.producer.init_transactions(TRANSACTION_TIMEOUT_S)  # fences and aborts an earlier attempt
-    consumer = Consumer(
-        {
-            "bootstrap.servers": conf["bootstrap.servers"],
-            "group.id": txn_id,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "log_level": conf.get("log_level", 2),
-        }
-    )
+    producer = delivery.producer
+    deadline = time.monotonic() + int(conf["transaction.timeout.ms"]) / 1000
+    # fences and aborts an earlier attempt of this task
+    retry_retriable("init_transactions", producer.init_transactions, deadline)
+    # the marker's consumer: the sink's kafka.* options (security, timeouts) as a consumer takes them
+    consumer_conf = client_config(options.client, "consumer")
+    consumer_conf.update({"group.id": txn_id, "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer = Consumer(consumer_conf)
     try:
         marker = TopicPartition(first[0], 0)
-        committed = consumer.committed([marker], timeout=TRANSACTION_TIMEOUT_S)[0].offset
+        committed = retry_retriable(
+            "the progress marker look-up", lambda t: consumer.committed([marker], timeout=t)[0].offset, deadline
+        )
         if committed >= identity.batch_id:
             log.info("%s: micro-batch %d already written (marker %d)", txn_id, identity.batch_id, committed)
             return ProducedMessage({}, replayed=True)
-        delivery.producer.begin_transaction()
+        producer.begin_transaction()
         try:
             delivery.produce_all(_chain(first, produced))
             delivery.flush()
             note = f"odradek-sink query {identity.query_id} batch {identity.batch_id}"
             done = TopicPartition(first[0], 0, identity.batch_id, metadata=note)
-            delivery.producer.send_offsets_to_transaction(
-                [done], consumer.consumer_group_metadata(), TRANSACTION_TIMEOUT_S
+            group = consumer.consumer_group_metadata()
+            retry_retriable(
+                "send_offsets_to_transaction",
+                lambda t: producer.send_offsets_to_transaction([done], group, t),
+                deadline,
             )
-            delivery.producer.commit_transaction(TRANSACTION_TIMEOUT_S)
+            retry_retriable("commit_transaction", producer.commit_transaction, deadline)
         except BaseException:
             try:
-                delivery.producer.abort_transaction(TRANSACTION_TIMEOUT_S)
+                producer.abort_transaction(TRANSACTION_TIMEOUT_S)
             except Exception as exc:  # the task fails with the first error; the next attempt fences
                 log.warning("%s: abort failed: %s", txn_id, exc)
             raise
