@@ -29,7 +29,7 @@ from typing import Any
 from chaos.proxy import FaultProxy, Route
 from odradek.cli.cluster import ClusterBroker, free_port, wait_port_free
 
-__all__ = ["ChaosCluster", "node_address"]
+__all__ = ["ChaosCluster", "faketime_available", "faketime_env", "node_address"]
 
 CHAOS_BROKER_DEFAULTS = {
     "zookeeper.session.timeout.ms": "6000",
@@ -56,6 +56,19 @@ CHAOS_BROKER_DEFAULTS = {
 
 CLIENT_ADDRESS = "127.0.0.10"
 """Where the clients' own ZooKeeper port listens (the ZooKeeper consumer group's link ``client -> zk``)."""
+
+
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+"""Debian's libfaketime (package ``faketime``); clock faults need it."""
+
+
+def faketime_available() -> bool:
+    return LIBFAKETIME.exists()
+
+
+def faketime_env(offset_s: float) -> dict[str, str]:
+    """The environment that starts a process with its clocks ``offset_s`` seconds off."""
+    return {"LD_PRELOAD": str(LIBFAKETIME), "FAKETIME": f"{offset_s:+.0f}s", "FAKETIME_DONT_FAKE_MONOTONIC": "0"}
 
 
 def node_address(broker_id: int) -> str:
@@ -153,12 +166,15 @@ class ChaosCluster:
     def kill9(self, broker_id: int) -> None:
         self.brokers[broker_id].kill()
 
-    def start_broker(self, broker_id: int) -> None:
+    def start_broker(self, broker_id: int, clock_offset_s: float | None = None) -> None:
+        """Start a stopped broker; with ``clock_offset_s``, under libfaketime with its wall clock
+        (and its monotonic clock, which must move with it: libfaketime breaks Python's
+        ``time.sleep`` otherwise) that many seconds off, constant for the process's life."""
         broker = self.brokers[broker_id]
         if broker.alive():
             return
         wait_port_free(broker.port)
-        broker.spawn()
+        broker.spawn(None if clock_offset_s is None else faketime_env(clock_offset_s))
         broker.wait_listening(60)
 
     def stop_broker(self, broker_id: int) -> None:

@@ -19,6 +19,10 @@ the history (:class:`~chaos.history.Fault`, start at injection, end at heal). Fa
 - ``rolling-restart``: every broker in turn stopped (controlled shutdown) and started, waiting
   until its partitions' ISRs are full again.
 - ``slow-link``: 100 ms latency and 1 MB/s between the leader and its followers.
+- ``clock-skew`` (needs libfaketime): a partition leader stopped (controlled shutdown) and started
+  again with its clocks 10-60 s ahead or behind (libfaketime), then, at the heal, restarted with
+  the true clock: the cluster runs with one broker's clock off, and that broker's clock jumps
+  back (or forward) across the restart over the timestamps it wrote.
 
 Schedules (:data:`SCHEDULES`): one fault kind repeated, or ``mixed`` (seeded random choice).
 Runs on the campaign's main thread.
@@ -35,7 +39,7 @@ from dataclasses import dataclass
 from chaos.cluster import ChaosCluster
 from chaos.history import Fault, History
 
-__all__ = ["KINDS", "SCHEDULES", "Nemesis", "make_nemesis", "run_fault"]
+__all__ = ["CLOCK_KINDS", "KINDS", "SCHEDULES", "Nemesis", "make_nemesis", "run_fault"]
 
 KINDS = (
     "zk-isolate",
@@ -51,7 +55,10 @@ KINDS = (
     "rolling-restart",
     "slow-link",
 )
-SCHEDULES = (*KINDS, "mixed")
+CLOCK_KINDS = ("clock-skew",)
+"""Faults that need libfaketime (:func:`~chaos.cluster.faketime_available`): not in :data:`KINDS`,
+a campaign adds them when it may."""
+SCHEDULES = (*KINDS, *CLOCK_KINDS, "mixed")
 
 
 @dataclass
@@ -74,7 +81,16 @@ def _brokers(cluster: ChaosCluster) -> list[int]:
 
 
 PARTITION_FAULTS = frozenset(
-    ("zk-isolate", "leader-isolate", "client-leader", "slow-link", "leader-pause", "kill-leader", "kill-follower")
+    (
+        "zk-isolate",
+        "leader-isolate",
+        "client-leader",
+        "slow-link",
+        "leader-pause",
+        "kill-leader",
+        "kill-follower",
+        "clock-skew",
+    )
 )
 """Faults aimed at one partition's leader or follower: their window is measured on that partition."""
 
@@ -157,6 +173,18 @@ def _nemesis(
         return Nemesis(
             kind, f"b{follower}", lambda: cluster.kill9(follower), lambda: cluster.start_broker(follower), hold_s
         )
+    if kind == "clock-skew":
+        offset = rng.choice((-1, 1)) * rng.uniform(10.0, 60.0)
+
+        def skewed() -> None:
+            cluster.stop_broker(leader)
+            cluster.start_broker(leader, clock_offset_s=offset)
+
+        def restarted() -> None:
+            cluster.stop_broker(leader)
+            cluster.start_broker(leader)
+
+        return Nemesis(kind, f"b{leader}{offset:+.0f}s", skewed, restarted, hold_s)
     if kind == "zk-restart":
         return Nemesis(kind, "zk", cluster.kill_zookeeper, cluster.restart_zookeeper, hold_s)
     if kind == "rolling-restart":
