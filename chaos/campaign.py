@@ -98,8 +98,9 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
             cluster.create_topic(TXN_TOPIC, TXN_PARTITIONS, 3, {"min.insync.replicas": "2"})
             cluster.create_topic(TRANSFORM_TOPIC, TRANSFORM_PARTITIONS, 3, {"min.insync.replicas": "2"})
         bootstrap = cluster.bootstrap_servers
-        producers: list[Worker] = [
-            ProducerWorkload(history, bootstrap, TOPIC, PARTITIONS, f"p{i}", config.rate) for i in range(2)
+        producers: list[Worker] = [  # p1 is the solo client (its own listener, node "solo")
+            ProducerWorkload(history, b, TOPIC, PARTITIONS, f"p{i}", config.rate)
+            for i, b in enumerate((bootstrap, cluster.solo_bootstrap_servers))
         ]
         consumers: list[Worker] = [GroupConsumerWorkload(history, bootstrap, [TOPIC], GROUP, f"c{i}") for i in range(2)]
         consumers.append(OffsetMonitor(history, bootstrap, GROUP, TOPIC, PARTITIONS))

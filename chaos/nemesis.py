@@ -8,7 +8,9 @@ the history (:class:`~chaos.history.Fault`, start at injection, end at heal). Fa
 - ``leader-isolate``: the leader of a partition cut from its followers only.
 - ``partition-minority`` / ``partition-majority``: the brokers split in two groups cut from each
   other (ZooKeeper reachable from both); the named side holds the workload's leader.
-- ``client-leader``: the clients cut from the leader of a partition.
+- ``client-leader``: the clients (``client`` and ``solo``) cut from the leader of a partition.
+- ``solo-client-leader``: one client alone (the producer of node ``solo``, see
+  :data:`~chaos.cluster.SOLO_CLIENT`) cut from the leader of a partition; the others still reach it.
 - ``controller-pause``: the controller (``/controller``) SIGSTOPped past the ZooKeeper session
   timeout, then SIGCONTed.
 - ``leader-pause``: a partition leader SIGSTOPped past the session timeout.
@@ -36,8 +38,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chaos.cluster import ChaosCluster
+from chaos.cluster import SOLO_CLIENT, ChaosCluster
 from chaos.history import Fault, History
+from chaos.proxy import CLIENT
 
 __all__ = ["CLOCK_KINDS", "KINDS", "SCHEDULES", "Nemesis", "make_nemesis", "run_fault"]
 
@@ -47,6 +50,7 @@ KINDS = (
     "partition-minority",
     "partition-majority",
     "client-leader",
+    "solo-client-leader",
     "controller-pause",
     "leader-pause",
     "kill-leader",
@@ -85,6 +89,7 @@ PARTITION_FAULTS = frozenset(
         "zk-isolate",
         "leader-isolate",
         "client-leader",
+        "solo-client-leader",
         "slow-link",
         "leader-pause",
         "kill-leader",
@@ -145,7 +150,14 @@ def _nemesis(
         a, b = [f"b{x}" for x in minority], [f"b{x}" for x in majority]
         return Nemesis(kind, f"{minority}|{majority}", lambda: proxy.partition(a, b), proxy.heal, hold_s)
     if kind == "client-leader":
-        return Nemesis(kind, f"client|b{leader}", lambda: proxy.cut("client", f"b{leader}"), proxy.heal, hold_s)
+
+        def cut_clients() -> None:
+            for client in (CLIENT, SOLO_CLIENT):
+                proxy.cut(client, f"b{leader}")
+
+        return Nemesis(kind, f"client|b{leader}", cut_clients, proxy.heal, hold_s)
+    if kind == "solo-client-leader":
+        return Nemesis(kind, f"solo|b{leader}", lambda: proxy.cut(SOLO_CLIENT, f"b{leader}"), proxy.heal, hold_s)
     if kind == "slow-link":
 
         def slow() -> None:

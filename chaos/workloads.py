@@ -54,6 +54,7 @@ __all__ = [
 
 
 FAILOVER_OPTIONS: dict[str, Any] = {
+    "topic.metadata.refresh.interval.ms": 500,
     "retry.backoff.ms": 50,
     "retry.backoff.max.ms": 250,
     "topic.metadata.refresh.fast.interval.ms": 50,
@@ -66,6 +67,9 @@ FAILOVER_OPTIONS: dict[str, Any] = {
   exponentially to the maximum; after the seconds a leader takes to be replaced it sat at 1 s, so
   the new leader was found up to 1 s late. 250 ms bounds that at the cost of a few more Metadata
   requests while a partition has no usable leader.
+- ``topic.metadata.refresh.interval.ms`` 500 (default 300000; 2000 before): librdkafka's fast
+  refreshes stop once every partition has a leader, and until ZooKeeper expires a lost broker's
+  session its partitions still name it; the first refresh after the election is a periodic one.
 - ``topic.metadata.refresh.fast.interval.ms`` 50 (default 100): the first of those refreshes.
 - ``socket.connection.setup.timeout.ms`` 2000 (default 30000): a paused broker's kernel still
   completes the TCP handshake, so a new connection to it would wait 30 s for ApiVersions.
@@ -80,7 +84,6 @@ def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "socket.timeout.ms": 5000,
-        "topic.metadata.refresh.interval.ms": 2000,
         "reconnect.backoff.max.ms": 500,
         "log_level": 2,
         **FAILOVER_OPTIONS,
