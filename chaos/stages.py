@@ -10,7 +10,7 @@ aimed at a partition, the seconds from the fault to (each found in the brokers' 
   ``Changed partition <tp> from ... LeaderAndIsr(leader=<new>``);
 - ``leader``: the new leader applied the LeaderAndIsr (``Leader <tp> starts at leader epoch``);
 - ``follower``: the last surviving follower applied it and started fetching from the new leader
-  (``Follower <tp> starts at leader epoch``);
+  (each one's first ``Follower <tp> starts at leader epoch ... Current leader is <new>``);
 - ``ack``: the first acks=all acknowledgement of a record sent after the fault (the window).
 
 Times in the logs are the brokers' wall clock (millisecond resolution), the fault's is the
@@ -89,11 +89,11 @@ def leader_loss_stages(report: dict[str, Any], lines: list[tuple[float, int, str
             applied = _first(lines, elected[0], t_end, re.compile(rf"Leader {re.escape(tp)} starts at leader epoch"))
             stages["leader"] = None if applied is None else applied[0] - t0
             follower_line = re.compile(rf"Follower {re.escape(tp)} starts at .* Current leader is {leader}\.")
-            followers = [
-                t
-                for t, broker_id, message in lines
-                if elected[0] <= t <= t_end and broker_id != lost and follower_line.search(message)
-            ]
+            first: dict[int, float] = {}  # each surviving follower's first start under the new leader
+            for t, broker_id, message in lines:
+                if elected[0] <= t <= t_end and broker_id != lost and follower_line.search(message):
+                    first.setdefault(broker_id, t)
+            followers = list(first.values())
         stages["expiry"] = None if expiry is None else expiry[0] - t0
         stages["elected"] = None if elected is None or leader is None else elected[0] - t0
         stages["follower"] = max(followers) - t0 if followers else None
