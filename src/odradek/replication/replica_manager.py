@@ -46,8 +46,6 @@ from odradek.storage.config import LogConfig
 from odradek.storage.log import wall_clock_ms
 
 log = logging.getLogger(__name__)
-state_change_log = logging.getLogger("state.change.logger")
-"""Kafka's state-change log: each partition a LeaderAndIsr makes this broker lead or follow."""
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -218,37 +216,12 @@ class ReplicaManager:
                 counters=self.counters,
             )
             self.partitions[tp] = partition
-        previous_epoch = partition.leader_epoch
         if state.leader == self.broker_id:
             self.fetcher_manager.remove_partition(tp)
-            if partition.make_leader(state, wall_clock_ms()):
-                state_change_log.info(
-                    "[Broker id=%d] Leader %s-%d starts at leader epoch %d from offset %d with high watermark %d,"
-                    " ISR %s. Previous leader epoch was %d.",
-                    self.broker_id,
-                    tp.topic,
-                    tp.partition,
-                    state.leader_epoch,
-                    partition.log.log_end_offset,
-                    partition.high_watermark,
-                    state.isr,
-                    previous_epoch,
-                )
+            partition.make_leader(state, wall_clock_ms())
         elif partition.make_follower(state) or tp not in self.fetcher_manager.assigned:
             if state.leader >= 0:
                 self.fetcher_manager.add_partition(tp, state.leader)
-                state_change_log.info(
-                    "[Broker id=%d] Follower %s-%d starts at leader epoch %d from offset %d with high watermark %d."
-                    " Current leader is %d. Previous leader epoch was %d.",
-                    self.broker_id,
-                    tp.topic,
-                    tp.partition,
-                    state.leader_epoch,
-                    partition.log.log_end_offset,
-                    partition.high_watermark,
-                    state.leader,
-                    previous_epoch,
-                )
             else:
                 self.fetcher_manager.remove_partition(tp)
         return partition
