@@ -68,8 +68,10 @@ FAILOVER_OPTIONS: dict[str, Any] = {
   the new leader was found up to 1 s late. 250 ms bounds that at the cost of a few more Metadata
   requests while a partition has no usable leader.
 - ``topic.metadata.refresh.interval.ms`` 500 (default 300000; 2000 before): librdkafka's fast
-  refreshes stop once every partition has a leader, and until ZooKeeper expires a lost broker's
-  session its partitions still name it; the first refresh after the election is a periodic one.
+  refreshes appear to stop once every partition names a leader, and until ZooKeeper expires a lost
+  broker's session its partitions still name it, so the refresh that finds the new leader is often
+  a periodic one (measured: the median client share of a leader-loss window fell from 0.6-1 s to
+  0.3-0.45 s).
 - ``topic.metadata.refresh.fast.interval.ms`` 50 (default 100): the first of those refreshes.
 - ``socket.connection.setup.timeout.ms`` 2000 (default 30000): a paused broker's kernel still
   completes the TCP handshake, so a new connection to it would wait 30 s for ApiVersions.
