@@ -4,7 +4,8 @@
 Run from the repository root (``PYTHONPATH=src`` or an installed odradek). Prints the text
 report; exit status 0 when the checker found no anomaly, 1 when it found any, 2 on bad arguments.
 ``--unclean`` runs the fixed unclean-election schedule instead (3 brokers), which must find lost
-writes: its exit status is 0 when it does. ``--override KEY=VALUE`` sets a broker config.
+writes: its exit status is 0 when it does. ``--override KEY=VALUE`` sets a broker config. The mixed
+schedule includes ``clock-skew`` when libfaketime is installed (``--no-clock`` leaves it out).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import time
 from pathlib import Path
 
 from chaos.campaign import CampaignConfig, run_campaign, unclean_election
-from chaos.nemesis import SCHEDULES
+from chaos.cluster import faketime_available
+from chaos.nemesis import CLOCK_KINDS, KINDS, SCHEDULES
 from chaos.report import text_report, write_report
 
 
@@ -29,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=100.0, help="records/s of each producer")
     parser.add_argument("--hold", type=float, default=8.0, help="seconds a fault stays before its heal")
     parser.add_argument("--no-transactions", action="store_true")
+    parser.add_argument(
+        "--no-clock",
+        action="store_true",
+        help="leave clock-skew (libfaketime) out of the mixed schedule (it is in when libfaketime is installed)",
+    )
     parser.add_argument("--unclean", action="store_true", help="the fixed unclean-election schedule")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--report-dir", default="chaos-report")
@@ -51,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         hold_s=args.hold,
         rate=args.rate,
         transactions=not args.no_transactions,
+        kinds=KINDS + CLOCK_KINDS if faketime_available() and not args.no_clock else KINDS,
         overrides=overrides,
         base_dir=directory,
     )

@@ -8,7 +8,8 @@ is elected outside the ISR, then the old leader returns and truncates to it.
 
 Topics: ``chaos`` (6 partitions, RF 3, ``min.insync.replicas=2``) for the idempotent producers
 and the consumer groups (a Kafka group and seed 004's ZooKeeper group); ``chaos-txn``
-(3 partitions) for the transactional producer and its read_committed group.
+(3 partitions) for the transactional producer and its read_committed group, also consumed by the
+consume-transform-produce workload, which writes ``chaos-transform`` (2 partitions).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from chaos.checker import CheckResult, check, unavailability
 from chaos.cluster import ChaosCluster
 from chaos.history import History
 from chaos.nemesis import KINDS, Nemesis, isr_full, make_nemesis, run_fault
+from chaos.transform import TransformWorkload
 from chaos.workloads import (
     GroupConsumerWorkload,
     OffsetMonitor,
@@ -42,6 +44,8 @@ TOPIC = "chaos"
 TXN_TOPIC = "chaos-txn"
 PARTITIONS = 6
 TXN_PARTITIONS = 3
+TRANSFORM_TOPIC = "chaos-transform"
+TRANSFORM_PARTITIONS = 2
 GROUP = "chaos-group"
 ZK_GROUP = "chaos-zk-group"
 
@@ -92,9 +96,11 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
         cluster.create_topic(TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
         if config.transactions:
             cluster.create_topic(TXN_TOPIC, TXN_PARTITIONS, 3, {"min.insync.replicas": "2"})
+            cluster.create_topic(TRANSFORM_TOPIC, TRANSFORM_PARTITIONS, 3, {"min.insync.replicas": "2"})
         bootstrap = cluster.bootstrap_servers
-        producers: list[Worker] = [
-            ProducerWorkload(history, bootstrap, TOPIC, PARTITIONS, f"p{i}", config.rate) for i in range(2)
+        producers: list[Worker] = [  # p1 is the solo client (its own listener, node "solo")
+            ProducerWorkload(history, b, TOPIC, PARTITIONS, f"p{i}", config.rate)
+            for i, b in enumerate((bootstrap, cluster.solo_bootstrap_servers))
         ]
         consumers: list[Worker] = [GroupConsumerWorkload(history, bootstrap, [TOPIC], GROUP, f"c{i}") for i in range(2)]
         consumers.append(OffsetMonitor(history, bootstrap, GROUP, TOPIC, PARTITIONS))
@@ -107,6 +113,7 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
         if config.transactions:
             producers.append(TransactionalWorkload(history, bootstrap, TXN_TOPIC, TXN_PARTITIONS))
             consumers.append(GroupConsumerWorkload(history, bootstrap, [TXN_TOPIC], "chaos-txn-group", "tc0"))
+            consumers.append(TransformWorkload(history, bootstrap, TXN_TOPIC, TRANSFORM_TOPIC, TRANSFORM_PARTITIONS))
         workers = [*producers, *consumers]
         for w in workers:
             w.start()
@@ -137,6 +144,7 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
         final_read(history, cluster.bootstrap_servers, TOPIC, PARTITIONS)
         if config.transactions:
             final_read(history, cluster.bootstrap_servers, TXN_TOPIC, TXN_PARTITIONS)
+            final_read(history, cluster.bootstrap_servers, TRANSFORM_TOPIC, TRANSFORM_PARTITIONS)
     finally:
         for w in workers:
             w.stop()

@@ -23,7 +23,10 @@ Anomalies (:data:`ANOMALIES`; each reported with examples):
   commit was asked.
 - ``offsets-backwards``: a group's committed offset of a partition decreased.
 - ``g0`` (transactions): a write-write cycle between committed transactions, found on the
-  partitions' log orders (G1c is not checked: the workloads' producers never read).
+  partitions' log orders.
+- ``g1c``: a cycle of write-write and write-read dependencies holding a write-read edge (a
+  consume-transform-produce transaction consumed a committed transaction's value); see
+  :mod:`chaos.cycles`.
 
 Unavailability (:func:`unavailability`): for each fault, per partition, the time from the
 fault to the first acknowledgement of a record sent after it; the fault's window is that of the
@@ -38,9 +41,9 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import Any
 
+from chaos.cycles import find_cycles
 from chaos.history import History, Poll, seq_of
 
 __all__ = ["ANOMALIES", "CheckResult", "check", "unavailability"]
@@ -59,6 +62,7 @@ ANOMALIES = (
     "uncommitted-read",
     "offsets-backwards",
     "g0",
+    "g1c",
 )
 
 MAX_EXAMPLES = 20
@@ -233,31 +237,13 @@ def _check_transactions(history: History, result: CheckResult) -> None:
 
 
 def _check_cycles(history: History, result: CheckResult) -> None:
-    """G0: two committed transactions ordered one way in one partition's log and the other way
-    in another's (a write-write cycle; the final read gives the logs). The workload runs its
-    transactions one after another, so Kafka's concurrent-producer write cycles cannot occur
-    and any cycle is an anomaly. G1c needs write-read edges, which producers that never read do
-    not create: it is not checked (see docs/reliability.md)."""
-    committed = {v: t.txn for t in history.txns if t.outcome == "committed" for v in t.values}
-    if not committed:
-        return
-    logs: dict[TP, dict[int, str]] = defaultdict(dict)
-    for poll in history.final_reads:
-        for topic, partition, offset, value in poll.records:
-            if value in committed:
-                logs[(topic, partition)][offset] = committed[value]
-    edges: dict[str, set[str]] = defaultdict(set)
-    for log in logs.values():
-        sequence = [log[o] for o in sorted(log)]
-        for a, b in pairwise(sequence):
-            if a != b:
-                edges[a].add(b)
-    seen: set[tuple[str, str]] = set()
-    for a, targets in sorted(edges.items()):
-        for b in sorted(targets):
-            if a in edges.get(b, set()) and (b, a) not in seen:
-                seen.add((a, b))
-                result.add("g0", {"cycle": [a, b, a]})
+    """G0 and G1c between committed transactions (:mod:`chaos.cycles`). Each transactional
+    workload runs one transaction at a time on topics no other transactional producer writes, so
+    Kafka's legitimate write cycles between concurrent producers cannot occur: any cycle is an
+    anomaly."""
+    for kind, examples in find_cycles(history).items():
+        for example in examples:
+            result.add(kind, example)
 
 
 def _check_offsets(history: History, result: CheckResult) -> None:

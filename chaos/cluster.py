@@ -13,7 +13,12 @@ Addressing (all on this machine's loopback, 127/8):
   link of its own.
 - the ZooKeeper consumer group reaches ZooKeeper through ``127.0.0.10:<port>`` (link ``client -> zk``);
 - clients connect from ``127.0.0.1`` (librdkafka cannot bind a source address): they are the node
-  ``client``; cutting ``client`` from ``b<i>`` cuts every workload client from that broker.
+  ``client``; cutting ``client`` from ``b<i>`` cuts every workload client of the ``PLAINTEXT``
+  listener from that broker.
+- one client (:data:`SOLO_CLIENT`, the second idempotent producer) bootstraps from every broker's
+  second listener, ``SOLO``, advertised at a proxy port of its own: Kafka answers Metadata with the
+  endpoints of the listener it was asked on, so all that client's connections cross those ports and
+  the proxy names their source ``solo``; ``solo`` can be cut from one broker while ``client`` is not.
 
 The campaign itself reads ZooKeeper directly (not through the proxy). Drive it from one thread.
 """
@@ -29,7 +34,7 @@ from typing import Any
 from chaos.proxy import FaultProxy, Route
 from odradek.cli.cluster import ClusterBroker, free_port, wait_port_free
 
-__all__ = ["ChaosCluster", "node_address"]
+__all__ = ["SOLO_CLIENT", "ChaosCluster", "faketime_available", "faketime_env", "node_address"]
 
 CHAOS_BROKER_DEFAULTS = {
     "zookeeper.session.timeout.ms": "6000",
@@ -54,8 +59,28 @@ CHAOS_BROKER_DEFAULTS = {
 """Broker settings of a campaign: the session and lag timeouts the figures are measured against."""
 
 
+SOLO_CLIENT = "solo"
+"""The node of the one client that reaches the brokers through a listener of its own (``SOLO``),
+so a fault can cut that client alone from a broker while the others (node ``client``) still reach
+it: librdkafka cannot bind a source address, but it connects to whatever a broker advertises on
+the listener it asked, and each broker advertises its ``SOLO`` listener at a proxy port whose
+connections all come from this node."""
+
 CLIENT_ADDRESS = "127.0.0.10"
 """Where the clients' own ZooKeeper port listens (the ZooKeeper consumer group's link ``client -> zk``)."""
+
+
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+"""Debian's libfaketime (package ``faketime``); clock faults need it."""
+
+
+def faketime_available() -> bool:
+    return LIBFAKETIME.exists()
+
+
+def faketime_env(offset_s: float) -> dict[str, str]:
+    """The environment that starts a process with its clocks ``offset_s`` seconds off."""
+    return {"LD_PRELOAD": str(LIBFAKETIME), "FAKETIME": f"{offset_s:+.0f}s", "FAKETIME_DONT_FAKE_MONOTONIC": "0"}
 
 
 def node_address(broker_id: int) -> str:
@@ -83,10 +108,16 @@ class ChaosCluster:
         self.advertised: dict[int, tuple[str, int]] = {}
         self.client_zookeeper_connect = ""
         """``zookeeper.connect`` of the clients (through the proxy, link ``client -> zk``)."""
+        self.solo_advertised: dict[int, tuple[str, int]] = {}
 
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{h}:{p}" for h, p in self.advertised.values())
+
+    @property
+    def solo_bootstrap_servers(self) -> str:
+        """The bootstrap of the :data:`SOLO_CLIENT` (its own listener on every broker)."""
+        return ",".join(f"{h}:{p}" for h, p in self.solo_advertised.values())
 
     @property
     def session_timeout_s(self) -> float:
@@ -112,12 +143,17 @@ class ChaosCluster:
             zk_port = _free_port_on(host)
             self.proxy.add_route(Route((host, proxy_port), ("127.0.0.1", real_port), f"b{i}"))
             self.proxy.add_route(Route((host, zk_port), ("127.0.0.1", self.zookeeper.port), "zk", source=f"b{i}"))
+            solo_port, solo_proxy_port = free_port(), _free_port_on(host)
+            self.proxy.add_route(Route((host, solo_proxy_port), ("127.0.0.1", solo_port), f"b{i}", SOLO_CLIENT))
             self.advertised[i] = (host, proxy_port)
+            self.solo_advertised[i] = (host, solo_proxy_port)
             props = {
                 **self.overrides,
                 "zookeeper.connect": f"{host}:{zk_port}{self.chroot}",
-                "listeners": "PLAINTEXT://127.0.0.1:{port}",
-                "advertised.listeners": f"PLAINTEXT://{host}:{proxy_port}",
+                "listeners": f"PLAINTEXT://127.0.0.1:{{port}},SOLO://127.0.0.1:{solo_port}",
+                "advertised.listeners": f"PLAINTEXT://{host}:{proxy_port},SOLO://{host}:{solo_proxy_port}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SOLO:PLAINTEXT",
+                "inter.broker.listener.name": "PLAINTEXT",
                 "odradek.broker.source.address": host,
             }
             broker = ClusterBroker(i, self.base_dir / f"broker-{i}", props)
@@ -153,12 +189,15 @@ class ChaosCluster:
     def kill9(self, broker_id: int) -> None:
         self.brokers[broker_id].kill()
 
-    def start_broker(self, broker_id: int) -> None:
+    def start_broker(self, broker_id: int, clock_offset_s: float | None = None) -> None:
+        """Start a stopped broker; with ``clock_offset_s``, under libfaketime with its wall clock
+        (and its monotonic clock, which must move with it: libfaketime breaks Python's
+        ``time.sleep`` otherwise) that many seconds off, constant for the process's life."""
         broker = self.brokers[broker_id]
         if broker.alive():
             return
         wait_port_free(broker.port)
-        broker.spawn()
+        broker.spawn(None if clock_offset_s is None else faketime_env(clock_offset_s))
         broker.wait_listening(60)
 
     def stop_broker(self, broker_id: int) -> None:

@@ -80,7 +80,9 @@ class OffsetObservation:
 @dataclass
 class Txn:
     """One transaction: its values, ``outcome`` ``committed``/``aborted``/``unknown`` and when
-    the commit (or abort) was asked (``t_end_start``) and answered (``t_end``)."""
+    the commit (or abort) was asked (``t_end_start``) and answered (``t_end``). ``reads`` are the
+    values a consume-transform-produce transaction consumed (their offsets are committed with it):
+    the checker's write-read dependencies."""
 
     txn: str
     values: list[str] = field(default_factory=list)
@@ -88,6 +90,7 @@ class Txn:
     t_start: float = 0.0
     t_end_start: float | None = None
     t_end: float | None = None
+    reads: list[str] = field(default_factory=list)
 
 
 @dataclass

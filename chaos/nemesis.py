@@ -8,7 +8,9 @@ the history (:class:`~chaos.history.Fault`, start at injection, end at heal). Fa
 - ``leader-isolate``: the leader of a partition cut from its followers only.
 - ``partition-minority`` / ``partition-majority``: the brokers split in two groups cut from each
   other (ZooKeeper reachable from both); the named side holds the workload's leader.
-- ``client-leader``: the clients cut from the leader of a partition.
+- ``client-leader``: the clients (``client`` and ``solo``) cut from the leader of a partition.
+- ``solo-client-leader``: one client alone (the producer of node ``solo``, see
+  :data:`~chaos.cluster.SOLO_CLIENT`) cut from the leader of a partition; the others still reach it.
 - ``controller-pause``: the controller (``/controller``) SIGSTOPped past the ZooKeeper session
   timeout, then SIGCONTed.
 - ``leader-pause``: a partition leader SIGSTOPped past the session timeout.
@@ -19,6 +21,10 @@ the history (:class:`~chaos.history.Fault`, start at injection, end at heal). Fa
 - ``rolling-restart``: every broker in turn stopped (controlled shutdown) and started, waiting
   until its partitions' ISRs are full again.
 - ``slow-link``: 100 ms latency and 1 MB/s between the leader and its followers.
+- ``clock-skew`` (needs libfaketime): a partition leader stopped (controlled shutdown) and started
+  again with its clocks 10-60 s ahead or behind (libfaketime), then, at the heal, restarted with
+  the true clock: the cluster runs with one broker's clock off, and that broker's clock jumps
+  back (or forward) across the restart over the timestamps it wrote.
 
 Schedules (:data:`SCHEDULES`): one fault kind repeated, or ``mixed`` (seeded random choice).
 Runs on the campaign's main thread.
@@ -32,10 +38,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chaos.cluster import ChaosCluster
+from chaos.cluster import SOLO_CLIENT, ChaosCluster
 from chaos.history import Fault, History
+from chaos.proxy import CLIENT
 
-__all__ = ["KINDS", "SCHEDULES", "Nemesis", "make_nemesis", "run_fault"]
+__all__ = ["CLOCK_KINDS", "KINDS", "SCHEDULES", "Nemesis", "make_nemesis", "run_fault"]
 
 KINDS = (
     "zk-isolate",
@@ -43,6 +50,7 @@ KINDS = (
     "partition-minority",
     "partition-majority",
     "client-leader",
+    "solo-client-leader",
     "controller-pause",
     "leader-pause",
     "kill-leader",
@@ -51,7 +59,10 @@ KINDS = (
     "rolling-restart",
     "slow-link",
 )
-SCHEDULES = (*KINDS, "mixed")
+CLOCK_KINDS = ("clock-skew",)
+"""Faults that need libfaketime (:func:`~chaos.cluster.faketime_available`): not in :data:`KINDS`,
+a campaign adds them when it may."""
+SCHEDULES = (*KINDS, *CLOCK_KINDS, "mixed")
 
 
 @dataclass
@@ -74,7 +85,17 @@ def _brokers(cluster: ChaosCluster) -> list[int]:
 
 
 PARTITION_FAULTS = frozenset(
-    ("zk-isolate", "leader-isolate", "client-leader", "slow-link", "leader-pause", "kill-leader", "kill-follower")
+    (
+        "zk-isolate",
+        "leader-isolate",
+        "client-leader",
+        "solo-client-leader",
+        "slow-link",
+        "leader-pause",
+        "kill-leader",
+        "kill-follower",
+        "clock-skew",
+    )
 )
 """Faults aimed at one partition's leader or follower: their window is measured on that partition."""
 
@@ -129,7 +150,14 @@ def _nemesis(
         a, b = [f"b{x}" for x in minority], [f"b{x}" for x in majority]
         return Nemesis(kind, f"{minority}|{majority}", lambda: proxy.partition(a, b), proxy.heal, hold_s)
     if kind == "client-leader":
-        return Nemesis(kind, f"client|b{leader}", lambda: proxy.cut("client", f"b{leader}"), proxy.heal, hold_s)
+
+        def cut_clients() -> None:
+            for client in (CLIENT, SOLO_CLIENT):
+                proxy.cut(client, f"b{leader}")
+
+        return Nemesis(kind, f"client|b{leader}", cut_clients, proxy.heal, hold_s)
+    if kind == "solo-client-leader":
+        return Nemesis(kind, f"solo|b{leader}", lambda: proxy.cut(SOLO_CLIENT, f"b{leader}"), proxy.heal, hold_s)
     if kind == "slow-link":
 
         def slow() -> None:
@@ -157,6 +185,18 @@ def _nemesis(
         return Nemesis(
             kind, f"b{follower}", lambda: cluster.kill9(follower), lambda: cluster.start_broker(follower), hold_s
         )
+    if kind == "clock-skew":
+        offset = rng.choice((-1, 1)) * rng.uniform(10.0, 60.0)
+
+        def skewed() -> None:
+            cluster.stop_broker(leader)
+            cluster.start_broker(leader, clock_offset_s=offset)
+
+        def restarted() -> None:
+            cluster.stop_broker(leader)
+            cluster.start_broker(leader)
+
+        return Nemesis(kind, f"b{leader}{offset:+.0f}s", skewed, restarted, hold_s)
     if kind == "zk-restart":
         return Nemesis(kind, "zk", cluster.kill_zookeeper, cluster.restart_zookeeper, hold_s)
     if kind == "rolling-restart":

@@ -4,6 +4,7 @@ preferred election) against an in-memory store and a recording channel."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -68,6 +69,43 @@ def test_controller_session_end_elects_another_controller_with_a_higher_epoch() 
         assert requests and all(r.controller_epoch == 2 for r in requests)
         metadata = cluster.channel.sent(3, UpdateMetadataRequest)[-1]
         assert metadata.controller_epoch == 2 and {b.id for b in metadata.live_brokers} == {2, 3}
+
+    scenario(check)
+
+
+def test_a_new_controller_reads_the_cluster_state_in_pipelined_requests() -> None:
+    """Failover reads every topic's assignment at once, then every partition's state at once
+    (Kafka's KafkaZkClient pipelines them), and elects a topic's partitions together, instead of
+    one ZooKeeper round trip after another: the partitions the old controller led wait for those
+    reads and writes before their LeaderAndIsr."""
+    in_flight: dict[str, int] = {}
+    most: dict[str, int] = {}
+
+    def counted(name: str, read: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[object]]:
+        async def wrapper(*args: object) -> object:
+            in_flight[name] = in_flight.get(name, 0) + 1
+            most[name] = max(most.get(name, 0), in_flight[name])
+            await asyncio.sleep(0)  # a round trip: the other reads may start meanwhile
+            try:
+                return await read(*args)
+            finally:
+                in_flight[name] -= 1
+
+        return wrapper
+
+    async def check(cluster: ControllerCluster) -> None:
+        await cluster.create_topic("t", {0: [1, 2, 3], 1: [1, 3, 2], 2: [3, 1, 2]})
+        await cluster.create_topic("u", {0: [1, 2, 3], 1: [2, 3, 1]})
+        for broker_id in (2, 3):
+            zk = cluster.controllers[broker_id].zk
+            zk.get_partition_state = counted("state", zk.get_partition_state)  # type: ignore[method-assign]
+            zk.get_topic_assignment = counted("assignment", zk.get_topic_assignment)  # type: ignore[method-assign]
+            zk.update_leader_and_isr = counted("write", zk.update_leader_and_isr)  # type: ignore[method-assign]
+        await cluster.kill(1)
+        assert cluster.active.ctx.epoch == 2
+        # t's three partitions (two led by 1, 1 in every ISR) are rewritten together
+        assert most == {"assignment": 2, "state": 5, "write": 3}
+        assert [(await cluster.state("t", p)).leader for p in (0, 1, 2)] == [2, 3, 3]
 
     scenario(check)
 

@@ -108,6 +108,27 @@ def test_become_follower_then_leader_starts_and_stops_fetching(tmp_path: Path) -
     assert (is_leader, epoch) == (True, 3)
 
 
+def test_each_new_leadership_goes_to_the_state_change_log(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's ``Leader <tp> starts at leader epoch`` / ``Follower <tp> starts at leader epoch`` lines,
+    once per new leader or epoch: what the fault campaign's leader-loss stages are read from."""
+
+    async def body(rm: ReplicaManager) -> None:
+        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))  # no change: no line
+        rm.become_leader_or_follower(TP, PartitionState(1, 2, [1], [1, 2], 1, 1))
+
+    with caplog.at_level("INFO", logger="state.change.logger"):
+        _run(tmp_path, body)
+    lines = [r.getMessage() for r in caplog.records if r.name == "state.change.logger"]
+    name = f"{TP.topic}-{TP.partition}"
+    assert lines == [
+        f"[Broker id=1] Follower {name} starts at leader epoch 1 from offset 0 with high watermark 0."
+        " Current leader is 2. Previous leader epoch was -1.",
+        f"[Broker id=1] Leader {name} starts at leader epoch 2 from offset 0 with high watermark 0, ISR [1]."
+        " Previous leader epoch was 1.",
+    ]
+
+
 def test_a_follower_without_a_leader_stops_fetching(tmp_path: Path) -> None:
     async def body(rm: ReplicaManager) -> list[Any]:
         fetchers: RecordingFetchers = rm.fetcher_manager  # type: ignore[assignment]

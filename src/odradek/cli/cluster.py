@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import shutil
 import signal
 import socket
@@ -81,7 +82,8 @@ class ClusterBroker:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
-    def spawn(self) -> None:
+    def spawn(self, env: Mapping[str, str] | None = None) -> None:
+        """Start the process; ``env`` adds to (or overrides) the inherited environment."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         props = {
             **self.props,
@@ -93,7 +95,13 @@ class ClusterBroker:
         for key, value in props.items():
             argv += ["--override", f"{key}={value}"]
         with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **env} if env else None,
+            )
 
     def wait_listening(self, timeout_s: float) -> None:
         """Return once the port accepts connections; RuntimeError if the process exits or times out."""

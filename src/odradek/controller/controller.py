@@ -28,7 +28,8 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.election import initial_leader_and_isr
@@ -62,6 +63,7 @@ from odradek.controller.state_machines import PartitionLifecycle, ReplicaLifecyc
 from odradek.controller.zk_client import ControllerZkClient
 from odradek.metadata.errors import ControllerMovedError
 from odradek.metadata.store import WatchHandle
+from odradek.metadata.znodes import LeaderAndIsr
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
@@ -267,35 +269,44 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         ``candidates`` (default: every topic); returns the topics whose assignment is new or
         changed. A topic change reads only topics not known yet, a partition modification only
         its topic (Kafka's TopicChange and PartitionModifications), so creating a topic costs the
-        same however many exist."""
+        same however many exist.
+
+        The reads are pipelined as Kafka's ``KafkaZkClient`` does (every assignment at once, then
+        every new partition's state at once), not one round trip after another: a new controller's
+        failover reads every partition, and its elections wait for that. The results are applied in
+        topic and partition order, as before."""
         topics = set(await self.zk.get_all_topics())
         for gone in set(self.ctx.assignments) - topics:
             self._forget_topic(gone)
-        new_or_changed: set[str] = set()
-        for topic in sorted(topics if candidates is None else candidates & topics):
+        wanted = sorted(topics if candidates is None else candidates & topics)
+        for topic in wanted:
             if topic not in self._topic_watches:
                 self._topic_watches[topic] = self.zk.watch_data(
                     f"/brokers/topics/{topic}", self._on_partition_modification
                 )
-            assignment, topic_id = await self.zk.get_topic_assignment(topic)
-            if assignment is None:
+        assignments = await asyncio.gather(*(self.zk.get_topic_assignment(topic) for topic in wanted))
+        new_or_changed: set[str] = set()
+        unknown: list[tuple[TopicPartition, list[int]]] = []
+        for topic, (assignment, topic_id) in zip(wanted, assignments, strict=True):
+            if assignment is None or self.ctx.assignments.get(topic) == assignment:
                 continue
-            if self.ctx.assignments.get(topic) != assignment:
-                new_or_changed.add(topic)
-                self.ctx.assignments[topic] = assignment
-                self.ctx.topic_ids[topic] = topic_id
-                for partition, replicas in assignment.items():
-                    tp = TopicPartition(topic, partition)
-                    if tp not in self.ctx.states:
-                        await self._load_partition(tp, replicas)
+            new_or_changed.add(topic)
+            self.ctx.assignments[topic] = assignment
+            self.ctx.topic_ids[topic] = topic_id
+            for partition, replicas in assignment.items():
+                tp = TopicPartition(topic, partition)
+                if tp not in self.ctx.states:
+                    unknown.append((tp, replicas))
+        znodes = await asyncio.gather(*(self.zk.get_partition_state(tp) for tp, _ in unknown))
+        for (tp, replicas), znode in zip(unknown, znodes, strict=True):
+            self._load_partition(tp, replicas, znode)
         return new_or_changed
 
-    async def _load_partition(self, tp: TopicPartition, replicas: list[int]) -> None:
+    def _load_partition(self, tp: TopicPartition, replicas: list[int], znode: LeaderAndIsr | None) -> None:
         """A partition this controller does not know yet: with a state znode (a new controller,
         or a partition another controller created) its state is read and its state machines
         start at Online/Offline as its leader and replicas are alive or not (Kafka's
         ``initializePartitionState``); without one it becomes NewPartition with NewReplica replicas."""
-        znode = await self.zk.get_partition_state(tp)
         partitions, replica_states = self.partition_state_machine, self.replica_state_machine
         if znode is not None:
             state = self.ctx.states[tp] = PartitionState.from_znode(znode, replicas)
@@ -334,7 +345,8 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         to the state-change log.
 
         New partitions of a topic get their state znodes in one multi (a 1,000-partition topic
-        is one write, not 1,000); re-elections are conditional updates, one per partition. A new
+        is one write, not 1,000); re-elections are conditional updates, one per partition, a
+        topic's sent together (their reads, then their writes, pipelined). A new
         partition without a live replica stays NewPartition until a broker change.
         """
         live = set(self.ctx.live_brokers) - self.ctx.shutting_down
@@ -342,6 +354,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         for topic in sorted(topics):
             created: dict[int, PartitionState] = {}
             unclean: bool | None = None
+            elections: list[tuple[TopicPartition, Coroutine[Any, Any, PartitionState | None]]] = []
             for partition, replicas in sorted(self.ctx.assignments[topic].items()):
                 tp = TopicPartition(topic, partition)
                 state = self.ctx.states.get(tp)
@@ -368,7 +381,11 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                     continue
                 if unclean is None:
                     unclean = await self._unclean_election_enabled(topic)
-                new = await self._update_state(tp, replicas, live_tp, unclean, cause)
+                elections.append((tp, self._update_state(tp, replicas, live_tp, unclean, cause)))
+            # pipelined, as Kafka's updateLeaderAndIsr: one round of reads and one of writes for the
+            # topic's partitions rather than two round trips per partition
+            results = await asyncio.gather(*(update for _tp, update in elections))
+            for (tp, _update), new in zip(elections, results, strict=True):
                 if new is not None:
                     changed[tp] = new
             if created:

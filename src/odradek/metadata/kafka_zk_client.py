@@ -30,6 +30,7 @@ Topic ids are ``uuid.UUID`` in Python and Kafka's 22-character base64 form in th
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import uuid
@@ -178,13 +179,11 @@ class KafkaZkClient:
         return sorted(int(c) for c in children if c.lstrip("-").isdigit())
 
     async def get_all_brokers(self) -> list[BrokerInfo]:
-        """Registered brokers by ascending id (brokers that leave meanwhile are skipped)."""
-        brokers = []
-        for broker_id in await self.get_all_broker_ids():
-            info = await self.get_broker(broker_id)
-            if info is not None:
-                brokers.append(info)
-        return brokers
+        """Registered brokers by ascending id (brokers that leave meanwhile are skipped). The
+        registrations are read in pipelined requests, as Kafka's ``getAllBrokersInCluster``."""
+        ids = await self.get_all_broker_ids()
+        infos = await asyncio.gather(*(self.get_broker(broker_id) for broker_id in ids))
+        return [info for info in infos if info is not None]
 
     # -- controller -----------------------------------------------------------------------------------
 

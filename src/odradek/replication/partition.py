@@ -49,6 +49,9 @@ from odradek.storage.producer_snapshot import (
 )
 
 log = logging.getLogger(__name__)
+state_change_log = logging.getLogger("state.change.logger")
+"""Kafka's state-change log: each new leadership or leader this broker follows (``makeLeader`` /
+``makeFollower``), the lines the fault campaign's leader-loss stages are read from."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,7 @@ class Partition:
         """
         was_leader = self.is_leader
         new_epoch = not was_leader or state.leader_epoch != self.state.leader_epoch
+        previous_epoch = self.state.leader_epoch
         self.state = state
         if new_epoch:
             self.leader_epoch_start_offset = self.log.log_end_offset
@@ -231,16 +235,45 @@ class Partition:
         if new_epoch and was_leader:
             self.wake_waiters()
             self.complete_delayed_produces()
+        if new_epoch:
+            tp = self.topic_partition
+            state_change_log.info(
+                "[Broker id=%d] Leader %s-%d starts at leader epoch %d from offset %d with high watermark %d,"
+                " ISR %s. Previous leader epoch was %d.",
+                self.broker_id,
+                tp.topic,
+                tp.partition,
+                state.leader_epoch,
+                self.log.log_end_offset,
+                self.high_watermark,
+                state.isr,
+                previous_epoch,
+            )
         return new_epoch
 
     def make_follower(self, state: PartitionState) -> bool:
         """Follow ``state.leader``; True if the leader or its epoch changed (fetching restarts)."""
         changed = self.state.leader != state.leader or self.state.leader_epoch != state.leader_epoch
         was_leader = self.is_leader
+        previous_epoch = self.state.leader_epoch
         self.state = state
         self.followers = {}
         if was_leader:
             self.complete_delayed_produces()  # now NOT_LEADER_OR_FOLLOWER
+        if (changed or was_leader) and state.leader >= 0:
+            tp = self.topic_partition
+            state_change_log.info(
+                "[Broker id=%d] Follower %s-%d starts at leader epoch %d from offset %d with high watermark %d."
+                " Current leader is %d. Previous leader epoch was %d.",
+                self.broker_id,
+                tp.topic,
+                tp.partition,
+                state.leader_epoch,
+                self.log.log_end_offset,
+                self.high_watermark,
+                state.leader,
+                previous_epoch,
+            )
         return changed or was_leader
 
     # --- appends -----------------------------------------------------------------------------
