@@ -30,6 +30,7 @@ from odradek.spark.clickstream import generate, top_pages
 pytestmark = [pytest.mark.spark, pytest.mark.zookeeper]
 
 EVENTS = 1500
+DEMO_TIMEOUT_S = 600  # about 90 s on an idle 2-core machine; far more when other work shares the cores
 BROKER_OVERRIDES = {
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
@@ -51,6 +52,7 @@ def kafka(odradek_cluster_module: Any) -> Any:
     return odradek_cluster_module(3, overrides=BROKER_OVERRIDES)
 
 
+@pytest.mark.timeout(DEMO_TIMEOUT_S + 120)
 def test_pipeline_on_standalone_cluster_through_driver_and_leader_kills(
     standalone: Any, kafka: Any, tmp_path: Path
 ) -> None:
@@ -76,9 +78,11 @@ def test_pipeline_on_standalone_cluster_through_driver_and_leader_kills(
             ],
             capture_output=True,
             text=True,
-            timeout=240,
+            timeout=DEMO_TIMEOUT_S,
             env=env,
         )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the demo did not finish within {DEMO_TIMEOUT_S}s: {exc.stdout!r:.3000}\n{exc.stderr!r:.3000}")
     finally:
         injector.stop()
     timeline = "\n".join(text for _, text in injector.timeline)
