@@ -92,7 +92,7 @@ def test_pipeline_on_standalone_cluster_through_driver_and_leader_kills(
     assert check is not None and (int(check[1]), int(check[2])) == (len(expected), len(expected)), demo.stdout
     assert "exactly once although the driver was killed in batch" in demo.stdout
     # both leaders were killed and replaced while the stream ran; every replica is back in its ISR
-    kills = [text for text in injector.timeline if text.startswith("kill -9 broker")]
+    kills = [text for _, text in injector.timeline if text.startswith("kill -9 broker")]
     assert len(kills) == 2, timeline
     assert any(f"leader of {EVENTS_TOPIC}-0" in k for k in kills) and any(
         f"leader of {RESULTS_TOPIC}-0" in k for k in kills
