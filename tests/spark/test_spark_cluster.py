@@ -4,6 +4,8 @@ and partition-leader kills, exactly once.
 One Spark standalone master and worker for the module (:class:`odradek.spark.standalone.StandaloneCluster`,
 2 cores): executors run in JVMs of their own with their own Python workers. One 3-broker cluster on a
 real ZooKeeper for the module (``odradek_cluster_module``), internal topics replicated 3 times.
+It covers what a local-mode pipeline test would (rate-limited first run, the driver killed in a
+batch and that batch replayed, exact Parquet and ``read_committed`` topic contents), on a cluster.
 The pytest process already holds a local SparkContext, so the applications run in a driver process
 of their own: ``odradek demo --master spark://... --bootstrap-servers ...`` with both topics at
 replication factor 3 and ``min.insync.replicas=2``, shipping this checkout's ``odradek`` to the
@@ -30,6 +32,7 @@ from odradek.spark.clickstream import generate, top_pages
 pytestmark = [pytest.mark.spark, pytest.mark.zookeeper]
 
 EVENTS = 1500
+DEMO_TIMEOUT_S = 600  # the demo's three applications each start a driver and an executor JVM
 BROKER_OVERRIDES = {
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
@@ -51,6 +54,7 @@ def kafka(odradek_cluster_module: Any) -> Any:
     return odradek_cluster_module(3, overrides=BROKER_OVERRIDES)
 
 
+@pytest.mark.timeout(DEMO_TIMEOUT_S + 120)
 def test_pipeline_on_standalone_cluster_through_driver_and_leader_kills(
     standalone: Any, kafka: Any, tmp_path: Path
 ) -> None:
@@ -76,9 +80,11 @@ def test_pipeline_on_standalone_cluster_through_driver_and_leader_kills(
             ],
             capture_output=True,
             text=True,
-            timeout=240,
+            timeout=DEMO_TIMEOUT_S,
             env=env,
         )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the demo did not finish within {DEMO_TIMEOUT_S}s: {exc.stdout!r:.3000}\n{exc.stderr!r:.3000}")
     finally:
         injector.stop()
     timeline = "\n".join(text for _, text in injector.timeline)
@@ -87,8 +93,19 @@ def test_pipeline_on_standalone_cluster_through_driver_and_leader_kills(
     check = re.search(r"check: Parquet \((\d+) rows\) and topic page_visit_counts \((\d+) records", demo.stdout)
     assert check is not None and (int(check[1]), int(check[2])) == (len(expected), len(expected)), demo.stdout
     assert "exactly once although the driver was killed in batch" in demo.stdout
+    assert "sample read back with a plain consumer" in demo.stdout
+    # run 1 is rate-limited (several batches, the first 60 % of the events); the restart after the
+    # killed crash run begins by replaying the batch it was killed in
+    run1 = demo.stdout.split("streaming run 1", 1)[1].split("produced the remaining", 1)[0]
+    batches = [(int(b), int(rows)) for b, rows in re.findall(r"batch (\d+): (\d+) input rows", run1)]
+    assert len(batches) >= 3 and sum(rows for _, rows in batches) == EVENTS * 6 // 10, run1
+    killed = re.search(r"killed \(SIGKILL\) in batch (\d+)", demo.stdout)
+    assert killed is not None, demo.stdout
+    restart = demo.stdout.split("restarted from the checkpoint again:", 1)[1]
+    first = re.search(r"batch (\d+): ", restart)
+    assert first is not None and first[1] == killed[1], restart
     # both leaders were killed and replaced while the stream ran; every replica is back in its ISR
-    kills = [text for text in injector.timeline if text.startswith("kill -9 broker")]
+    kills = [text for _, text in injector.timeline if text.startswith("kill -9 broker")]
     assert len(kills) == 2, timeline
     assert any(f"leader of {EVENTS_TOPIC}-0" in k for k in kills) and any(
         f"leader of {RESULTS_TOPIC}-0" in k for k in kills

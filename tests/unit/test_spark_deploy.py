@@ -84,3 +84,30 @@ def test_package_zip_holds_the_package_sources(tmp_path: Path) -> None:
     names = zipfile.ZipFile(target).namelist()
     assert "odradek/__init__.py" in names and "odradek/spark/source.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+class _Tracker:
+    def __init__(self, infos: list[str]) -> None:
+        self.infos = infos
+
+    def statusTracker(self) -> _Tracker:
+        return self
+
+    def getExecutorInfos(self) -> list[str]:
+        return self.infos
+
+
+class _Session:
+    """What the watchdog reads of a SparkSession: ``sparkContext._jsc.sc().statusTracker()``."""
+
+    def __init__(self, infos: list[str]) -> None:
+        tracker = _Tracker(infos)
+        self.sparkContext = type("Ctx", (), {"_jsc": type("Jsc", (), {"sc": lambda _self: tracker})()})()
+
+
+def test_watchdog_fails_an_application_without_executors() -> None:
+    with pytest.raises(RuntimeError, match=r"no executor registered within 0s on spark://h:7077"):
+        deploy.wait_for_executors(_Session(["driver"]), "spark://h:7077", 0.01)
+    deploy.wait_for_executors(_Session(["driver", "executor 0"]), "spark://h:7077", 0.01)
+    deploy.wait_for_executors(_Session(["driver"]), "local[2]", 0.01)  # local: executors live in the driver
+    assert deploy.executor_count(_Session(["driver", "0", "1"])) == 2

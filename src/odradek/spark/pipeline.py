@@ -403,6 +403,10 @@ def run_pipeline(
 
     Uses ``spark`` when given (and leaves it running); otherwise starts a session for
     ``config.master`` and stops it at the end."""
+    if spark is None:  # a master with too few cores fails before anything is produced
+        from odradek.spark.deploy import check_master_cores, cores_needed
+
+        check_master_cores(config.master, config.master_webui, cores_needed(config.executor_cores), "odradek-demo")
     output = config.output_dir
     checkpoint, parquet_dir = output / "checkpoint", output / RESULTS_TOPIC
     for owned in (checkpoint, parquet_dir):
