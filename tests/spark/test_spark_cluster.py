@@ -33,6 +33,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.zookeeper]
 
 EVENTS = 1500
 DEMO_TIMEOUT_S = 600  # the demo's three applications each start a driver and an executor JVM
+# Short-lived JVMs on a 2-core machine: the C1 compiler only and the serial collector (as the local
+# session of tests/spark/conftest.py), for the drivers and, through the worker's environment, executors.
+FAST_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
 BROKER_OVERRIDES = {
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
@@ -45,8 +48,15 @@ BROKER_OVERRIDES = {
 def standalone(tmp_path_factory: Any) -> Iterator[Any]:
     from odradek.spark.standalone import StandaloneCluster
 
-    with StandaloneCluster(workers=1, cores_per_worker=2, memory="1g", base_dir=tmp_path_factory.mktemp("spark")) as c:
-        yield c
+    cluster = StandaloneCluster(workers=1, cores_per_worker=2, memory="1g", base_dir=tmp_path_factory.mktemp("spark"))
+    try:
+        with pytest.MonkeyPatch.context() as patch:  # the worker's environment is captured when it starts
+            for name, value in FAST_JVM.items():
+                patch.setenv(name, value)
+            cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +75,7 @@ def test_pipeline_on_standalone_cluster_through_driver_and_leader_kills(
     assert (status.workers, status.cores, status.cores_used) == (1, 2, 0)
     output = tmp_path / "out"
     injector = FaultInjector(kafka, output / "checkpoint", EVENTS_TOPIC, RESULTS_TOPIC, step_timeout_s=30).start()
-    env = {**os.environ, "PYTHONPATH": str(Path(odradek.__file__).resolve().parents[1])}  # this checkout's
+    env = {**os.environ, **FAST_JVM, "PYTHONPATH": str(Path(odradek.__file__).resolve().parents[1])}  # this checkout's
     try:
         demo = subprocess.run(
             [
