@@ -283,6 +283,38 @@ def test_controlled_shutdown_moves_leadership_and_leaves_the_isrs() -> None:
     scenario(check)
 
 
+def test_controlled_shutdown_rewrites_the_partition_states_in_pipelined_requests() -> None:
+    """ControlledShutdown moves every partition of the broker in one batch (Kafka's
+    updateLeaderAndIsr pipelines the batch's writes), not one read-then-write after another: the
+    broker's clients wait for the last of those writes before its LeaderAndIsr."""
+    in_flight = most = 0
+    zk_calls: list[str] = []
+
+    async def check(cluster: ControllerCluster) -> None:
+        nonlocal in_flight, most
+        await cluster.create_topic("t", {0: [2, 1, 3], 1: [2, 3, 1], 2: [3, 2, 1], 3: [2, 1, 3]})
+        zk = cluster.active.zk
+        write = zk.update_leader_and_isr
+
+        async def counted(*args: object) -> object:
+            nonlocal in_flight, most
+            in_flight += 1
+            most = max(most, in_flight)
+            zk_calls.append("write")
+            await asyncio.sleep(0)  # a round trip: the other writes may start meanwhile
+            try:
+                return await write(*args)  # type: ignore[arg-type]
+            finally:
+                in_flight -= 1
+
+        zk.update_leader_and_isr = counted  # type: ignore[method-assign]
+        assert await cluster.active.controlled_shutdown(2) == (ErrorCode.none, [])
+        assert len(zk_calls) == 4 and most == 4  # three leaders moved, one ISR shrunk: all at once
+        assert [(await cluster.state("t", p)).leader for p in range(4)] == [1, 3, 3, 1]
+
+    scenario(check)
+
+
 def test_preferred_replica_election() -> None:
     async def check(cluster: ControllerCluster) -> None:
         await cluster.create_topic("t", {0: [2, 1]})

@@ -210,17 +210,21 @@ class ControllerOperations(ControllerCore):
                     return state.leader, isr
                 return None
 
-            for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition)):
-                if broker_id not in state.replicas or len(state.replicas) <= 1:
-                    continue
-                new = await self._rewrite_state(
-                    tp, list(state.replicas), decide, f"controlled shutdown of broker {broker_id}"
-                )
+            # every partition's read and conditional write pipelined, as Kafka's updateLeaderAndIsr
+            # for the whole batch, rather than two round trips per partition one after the other
+            cause = f"controlled shutdown of broker {broker_id}"
+            moves = [
+                (tp, self._rewrite_state(tp, list(state.replicas), decide, cause))
+                for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition))
+                if broker_id in state.replicas and len(state.replicas) > 1
+            ]
+            results = await asyncio.gather(*(move for _tp, move in moves))
+            for (tp, _move), new in zip(moves, results, strict=True):
                 if new is not None:
                     changed[tp] = new
             for tp, replicas in sorted(self._hosted_by(broker_id).items()):
                 if len(replicas) > 1:  # its replicas go OfflineReplica (Kafka's doControlledShutdown)
-                    self.replica_state_machine.settle(tp, replicas, f"controlled shutdown of broker {broker_id}")
+                    self.replica_state_machine.settle(tp, replicas, cause)
             if changed:
                 await self._send_leader_and_isr(changed)
                 await self._send_update_metadata(changed)
