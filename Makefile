@@ -74,6 +74,9 @@ CHAOS_MINUTES ?= 10
 CHAOS_SEED ?= $(shell date +%s)
 CHAOS_REPORT ?= chaos-report
 chaos: venv
+	@command -v faketime >/dev/null || { echo "installing Debian's faketime (libfaketime) for the clock-skew fault"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get install -y -qq faketime >/dev/null || echo "faketime not installed: the campaign runs without clock faults"; }
 	$(BIN)/python -m chaos --minutes $(CHAOS_MINUTES) --seed $(CHAOS_SEED) --brokers 5 --report-dir $(CHAOS_REPORT)
 
 clean:
