@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: all venv system-packages demo demo-cluster test lint typecheck unit bench fuzz chaos clean
+.PHONY: all venv system-packages demo demo-cluster test lint typecheck unit bench fuzz soak chaos clean
 
 all: test
 
@@ -66,6 +66,10 @@ FUZZ_SEED ?= $(shell date +%s)
 fuzz: venv
 	ODRADEK_FUZZ_FRAMES=$(FUZZ_FRAMES) ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
 		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_client_traffic.py tests/integration/test_fuzz_sasl.py -k mutated
+
+# The suite's leader-kill loop at soak length: 50 kill -9 of partition leaders under an idempotent producer.
+soak: venv
+	ODRADEK_FAILOVER_KILLS=50 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_failover_loop.py
 
 # A fault campaign (chaos/): 5 brokers and ZooKeeper behind the fault-injecting proxy, CHAOS_MINUTES of
 # faults; CHAOS_SEED repeats a schedule. Writes report.txt, report.json and timeline.png to CHAOS_REPORT
