@@ -20,7 +20,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from chaos.history import History, Poll, Send, Txn
-from chaos.workloads import Worker, client_config, records_of
+from chaos.workloads import Worker, client_config, read_committed_member, records_of
 
 __all__ = ["TransformWorkload"]
 
@@ -54,20 +54,7 @@ class TransformWorkload(Worker):
         return producer, f"{self.base_name}.{self.instance}"
 
     def _consumer(self) -> Consumer:
-        consumer = Consumer(
-            client_config(
-                self.bootstrap,
-                **{
-                    "group.id": self.group,
-                    "enable.auto.commit": False,
-                    "auto.offset.reset": "earliest",
-                    "isolation.level": "read_committed",
-                    "session.timeout.ms": 10000,
-                    "heartbeat.interval.ms": 1000,
-                    "max.poll.interval.ms": 60000,
-                },
-            )
-        )
+        consumer = read_committed_member(self.bootstrap, self.group)
 
         def assigned(_consumer: Any, _partitions: Any) -> None:
             self.session += 1

@@ -94,6 +94,25 @@ def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     return config
 
 
+def read_committed_member(bootstrap: str, group: str) -> Consumer:
+    """A read_committed member of consumer group ``group`` that commits by hand, from the
+    earliest offset where the group has none; sessions short enough for the campaign's faults."""
+    return Consumer(
+        client_config(
+            bootstrap,
+            **{
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+                "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 1000,
+                "max.poll.interval.ms": 60000,
+            },
+        )
+    )
+
+
 def records_of(messages: list[Message]) -> tuple[tuple[str, int, int, str], ...]:
     """The ``(topic, partition, offset, value)`` of the messages that are records (not errors)."""
     return tuple(
@@ -205,20 +224,7 @@ class GroupConsumerWorkload(Worker):
 
     def run(self) -> None:
         history = self.history
-        consumer = Consumer(
-            client_config(
-                self.bootstrap,
-                **{
-                    "group.id": self.group,
-                    "enable.auto.commit": False,
-                    "auto.offset.reset": "earliest",
-                    "isolation.level": "read_committed",
-                    "session.timeout.ms": 10000,
-                    "heartbeat.interval.ms": 1000,
-                    "max.poll.interval.ms": 60000,
-                },
-            )
-        )
+        consumer = read_committed_member(self.bootstrap, self.group)
 
         def assigned(_consumer: Any, _partitions: Any) -> None:
             self.session += 1
