@@ -232,3 +232,38 @@ def test_more_batches_than_iov_max_in_one_append(tmp_path: Path) -> None:
     assert [h.base_offset for h in headers] == list(range(1500))
     assert log.segments[0].log_path.stat().st_size == len(payload)
     log.close()
+
+
+def test_a_cancelled_caller_does_not_cancel_its_write(tmp_path: Path) -> None:
+    """The caller of an append written by an I/O thread is cancelled (its connection closed) while
+    the thread writes: the append is still committed and reported to ``on_commit``, and the next
+    append waits for it instead of writing over the same bytes."""
+
+    async def run() -> None:
+        log = Log(tmp_path / "t-0", log_config())
+        log.append_as_leader(batch(4))
+        pool = GatedExecutor("before")
+        committed: list[tuple[int, int]] = []
+        first = asyncio.create_task(
+            log.append_as_leader_async(
+                batch(10, value_size=300),
+                executor=pool,
+                on_commit=lambda info: committed.append((info.first_offset, info.last_offset)),
+            )
+        )
+        await wait_started(pool)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        second = asyncio.create_task(log.append_as_leader_async(batch(3), executor=pool, executor_min_bytes=0))
+        await asyncio.sleep(0.05)
+        assert not second.done()  # held behind the write still in progress
+        pool.gate.set()
+        info = await second
+        assert committed == [(4, 13)]
+        assert (info.first_offset, info.last_offset, log.log_end_offset) == (14, 16, 17)
+        assert [(h.base_offset, h.records_count) for h in stored_batches(log)] == [(0, 4), (4, 10), (14, 3)]
+        pool.shutdown()
+        log.close()
+
+    asyncio.run(run())

@@ -355,7 +355,9 @@ class ReplicaManager:
         truncated while the payload is written, and for idempotent producers INVALID_PRODUCER_EPOCH
         and OUT_OF_ORDER_SEQUENCE_NUMBER; a retried batch already in the log is not appended again
         and gets its original offsets (:mod:`odradek.replication.producer_state`). ``records`` must
-        not change until this returns."""
+        not change until the append is committed. Cancelling this (the request's connection was
+        lost) while an I/O thread writes does not cancel the append: it is committed and recorded
+        in the producer state as if the caller had waited."""
         partition = self._partition_for_append(tp, required_acks)
 
         def producer_check(headers: list[BatchHeader]) -> LogAppendInfo | None:
@@ -365,6 +367,14 @@ class ReplicaManager:
             # an idempotent producer's retry: the original append's offsets
             return LogAppendInfo(duplicate[0], duplicate[1], -1, -1, -1, partition.log.log_start_offset, 0, 0)
 
+        def committed(info: LogAppendInfo) -> None:
+            # under the log's append lock, also when the request was cancelled meanwhile (its
+            # connection closed): the producer state must know every batch in the log, or a
+            # retry of it would be appended again
+            if info.first_offset >= 0:
+                partition.record_appended(records, info.first_offset)
+                partition.wake_follower_waiters()
+
         try:
             info = await partition.log.append_as_leader_async(
                 records,
@@ -372,12 +382,10 @@ class ReplicaManager:
                 executor=self._io_executor,
                 executor_min_bytes=IO_THREAD_MIN_BYTES,
                 producer_check=producer_check,
+                on_commit=committed,
             )
         except OSError as exc:
             raise self.storage_failure(partition, exc) from None
-        if info.first_offset >= 0:
-            partition.record_appended(records, info.first_offset)
-            partition.wake_follower_waiters()
         partition.maybe_increment_high_watermark()
         return info
 

@@ -247,6 +247,7 @@ class Log:
         executor: Executor | None = None,
         executor_min_bytes: int = 0,
         producer_check: Callable[[list[BatchHeader]], LogAppendInfo | None] | None = None,
+        on_commit: Callable[[LogAppendInfo], None] | None = None,
     ) -> LogAppendInfo:
         """:meth:`append_as_leader` for clients, writing payloads of ``executor_min_bytes`` or more
         on ``executor`` (an I/O thread) while the event loop goes on.
@@ -256,15 +257,24 @@ class Log:
         as it was; the log end offset moves only when the write is committed. A log closed,
         truncated or deleted meanwhile fails the append with KafkaStorageError and keeps none of
         its bytes. Retention leaves the active segment alone while a write is in progress.
-        ``records`` must stay unchanged until this returns. ``producer_check`` sees the validated
-        headers under the lock, before offsets are assigned (Kafka checks producer state after the
-        batches): it may raise, or return the answer for a payload that must not be appended.
+        ``records`` must stay unchanged until the append is committed. ``producer_check`` sees the
+        validated headers under the lock, before offsets are assigned (Kafka checks producer state
+        after the batches): it may raise, or return the answer for a payload that must not be
+        appended. ``on_commit`` runs on the loop right after the commit, under the lock.
+
+        Once its offsets are assigned an append is finished whatever happens to the caller, as
+        Kafka's request handler thread finishes an append whose connection closed: cancelling the
+        caller (its connection was lost) while an I/O thread writes leaves the write, the commit
+        and ``on_commit`` to go on, and the lock is held until then, so the next append cannot
+        write over bytes still being written.
         """
         self._check_open()
         headers = check_leader_batches(records, self._config, "client", self._time_ms, self._tp)
         if not headers:
             return self._empty_info()
-        async with self._append_lock:
+        await self._append_lock.acquire()
+        release = True
+        try:
             self._check_open()
             if producer_check is not None and (answer := producer_check(headers)) is not None:
                 return answer
@@ -272,14 +282,48 @@ class Log:
             segment, position = self._segment_for(prepared)
             if executor is None or prepared.size < executor_min_bytes:
                 segment.log.write_at(prepared.chunks, position)
-            else:
-                self._write_in_progress = True
-                try:
-                    loop = asyncio.get_running_loop()
-                    await loop.run_in_executor(executor, segment.log.write_at, prepared.chunks, position)
-                finally:
-                    self._write_in_progress = False
-            return self._commit(segment, position, prepared)
+                return self._committed(segment, position, prepared, on_commit)
+            self._write_in_progress = True
+            write = asyncio.ensure_future(self._write_and_commit(executor, segment, position, prepared, on_commit))
+            write.add_done_callback(_retrieve_result)
+            release = False  # the write's task releases the lock
+            return await asyncio.shield(write)
+        finally:
+            if release:
+                self._append_lock.release()
+
+    async def _write_and_commit(
+        self,
+        executor: Executor,
+        segment: LogSegment,
+        position: int,
+        prepared: PreparedAppend,
+        on_commit: Callable[[LogAppendInfo], None] | None,
+    ) -> LogAppendInfo:
+        """The I/O-thread half of :meth:`append_as_leader_async` (its own task, never cancelled
+        with the caller); releases the append lock when done."""
+        try:
+            try:
+                await asyncio.get_running_loop().run_in_executor(
+                    executor, segment.log.write_at, prepared.chunks, position
+                )
+            finally:
+                self._write_in_progress = False
+            return self._committed(segment, position, prepared, on_commit)
+        finally:
+            self._append_lock.release()
+
+    def _committed(
+        self,
+        segment: LogSegment,
+        position: int,
+        prepared: PreparedAppend,
+        on_commit: Callable[[LogAppendInfo], None] | None,
+    ) -> LogAppendInfo:
+        info = self._commit(segment, position, prepared)
+        if on_commit is not None:
+            on_commit(info)
+        return info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches that already carry their offsets (replication), stored as given.
@@ -614,3 +658,10 @@ class Log:
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaStorageError(f"log of {self._tp} is closed")
+
+
+def _retrieve_result(task: asyncio.Future[LogAppendInfo]) -> None:
+    """Mark the outcome of an append's write task as seen: when its caller was cancelled nobody
+    awaits it, and a failure (e.g. the log closed meanwhile) is not news worth a warning."""
+    if not task.cancelled():
+        task.exception()
