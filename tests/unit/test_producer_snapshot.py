@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from crc32c import crc32c
 
-from odradek.errors import OutOfOrderSequenceError, UnknownProducerIdError
+from odradek.errors import OutOfOrderSequenceError
 from odradek.protocol.records import BatchHeader, Record, build_batch, iter_batches
 from odradek.replication.partition import Partition, PartitionState
 from odradek.storage import Log, TopicPartition
@@ -122,10 +122,11 @@ def test_truncation_removes_later_snapshots_and_reloads(tmp_path: Path) -> None:
     assert all(offset <= cut for offset in _snapshot_offsets(directory))
     assert p.producer_state.producers[5].last_seq == cut - 1
     assert p.producer_state.check(_headers(_batch(5, cut))) is None
+    with pytest.raises(OutOfOrderSequenceError):  # known: cut + 7 is a gap
+        p.producer_state.check(_headers(_batch(5, cut + 7)))
     p.truncate_fully_and_start_at(500)
     assert _snapshot_offsets(directory) == [] and p.producer_state.producers == {}
-    with pytest.raises(UnknownProducerIdError):
-        p.producer_state.check(_headers(_batch(5, cut)))
+    assert p.producer_state.check(_headers(_batch(5, cut + 7))) is None  # forgotten: any sequence
 
 
 def test_dump_log_prints_a_snapshot(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError, UnknownProducerIdError
+from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from odradek.protocol.records import BatchHeader, Record, build_batch, iter_batches
 from odradek.replication.partition import Partition, PartitionState
 from odradek.replication.producer_state import ProducerStateManager
@@ -36,7 +36,7 @@ def test_a_retried_batch_is_a_duplicate_with_its_original_offsets() -> None:
     assert state.check(headers(second)) == (103, 105)
 
 
-def test_gaps_and_old_epochs_are_refused_new_epochs_accepted() -> None:
+def test_gaps_and_old_epochs_are_refused_new_epochs_accepted_from_zero() -> None:
     state = ProducerStateManager()
     state.record_payload(batch(7, 2, 0), 0)
     with pytest.raises(OutOfOrderSequenceError):
@@ -44,9 +44,11 @@ def test_gaps_and_old_epochs_are_refused_new_epochs_accepted() -> None:
     with pytest.raises(InvalidProducerEpochError):
         state.check(headers(batch(7, 1, 3)))
     assert state.check(headers(batch(7, 3, 0))) is None
-    with pytest.raises(UnknownProducerIdError):  # unknown producer in the middle of its sequence
-        state.check(headers(batch(8, 0, 42)))
-    assert state.check(headers(batch(8, 0, 0))) is None  # unknown producer starting at 0: a new one
+    with pytest.raises(OutOfOrderSequenceError, match="new epoch"):  # a bumped epoch starts at 0
+        state.check(headers(batch(7, 3, 3)))
+    # an unknown producer is accepted at any sequence (Kafka 3.9, KIP-360): no UNKNOWN_PRODUCER_ID
+    assert state.check(headers(batch(8, 0, 42))) is None
+    assert state.check(headers(batch(8, 0, 0))) is None
     assert state.check(headers(batch(-1, -1, -1))) is None  # not idempotent
 
 
@@ -60,20 +62,22 @@ def test_only_the_last_five_batches_are_remembered() -> None:
     assert state.check(headers(batch(7, 0, 21))) is None
 
 
-def test_retention_and_expiry_remove_producers_then_unknown_producer_id() -> None:
+def test_retention_and_expiry_remove_producers_then_any_sequence_is_accepted() -> None:
     state = ProducerStateManager()
     state.record_payload(batch(1, 0, 0), 0)  # offsets 0-2
     state.record_payload(batch(2, 0, 0), 3)  # offsets 3-5
+    with pytest.raises(OutOfOrderSequenceError):  # known: a gap
+        state.check(headers(batch(1, 0, 9)))
     assert state.truncate_head(3) == [1] and list(state.producers) == [2]
-    with pytest.raises(UnknownProducerIdError):
-        state.check(headers(batch(1, 0, 3)))
+    assert state.check(headers(batch(1, 0, 9))) is None  # forgotten: accepted where it goes on
     stamp = state.producers[2].last_timestamp
     assert stamp > 0
     assert state.remove_expired(stamp + 999, 1000) == []
     assert state.remove_expired(stamp + 1000, 1000, keep=[2]) == []  # open transaction: kept
+    with pytest.raises(OutOfOrderSequenceError):
+        state.check(headers(batch(2, 0, 9)))
     assert state.remove_expired(stamp + 1000, 1000) == [2]
-    with pytest.raises(UnknownProducerIdError):
-        state.check(headers(batch(2, 0, 3)))
+    assert state.check(headers(batch(2, 0, 9))) is None
 
 
 def test_state_is_rebuilt_from_the_log(tmp_path: Path) -> None:

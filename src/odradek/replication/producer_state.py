@@ -9,10 +9,14 @@ last offset). A leader checks each produced batch that carries a producer id (KI
   first answer was lost): nothing is appended and the answer carries the original offsets;
 - the same epoch and a first sequence that does not follow the last one (with wrap-around after
   2^31-1): OUT_OF_ORDER_SEQUENCE_NUMBER;
-- a newer epoch: accepted (its sequences start anywhere, as Kafka 2.5+ allows, KIP-360);
-- a producer the state does not know, with a first sequence other than 0: UNKNOWN_PRODUCER_ID
-  (its state was removed by retention or expiry; the client resets or bumps its epoch). A
-  first sequence of 0 starts a new producer.
+- a newer epoch: its first sequence must be 0 (else OUT_OF_ORDER_SEQUENCE_NUMBER), as a bumped
+  epoch starts again (KIP-360);
+- a producer the state does not know (it never wrote here, or retention or expiry removed it):
+  accepted at any sequence, as Kafka 2.5+ does (KIP-360; Kafka 3.9's ``ProducerAppendInfo``
+  never answers UNKNOWN_PRODUCER_ID to a Produce). Answering UNKNOWN_PRODUCER_ID instead makes
+  librdkafka bump the producer's epoch and renumber every partition from 0, and a batch that was
+  appended but not acknowledged at that moment is then sent again under the new epoch, where no
+  broker can recognise it as a retry: a duplicate.
 
 Followers and the leader record every appended batch, so a new leader after a failover knows the
 producers' sequences and still recognises the retry of a batch the old leader had replicated.
@@ -31,7 +35,7 @@ import collections
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError, UnknownProducerIdError
+from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from odradek.protocol.records import BatchHeader, iter_batches
 from odradek.storage.producer_snapshot import SnapshotEntry
 
@@ -84,8 +88,9 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerStateEntry] = {}
 
     def check(self, headers: Iterable[BatchHeader]) -> tuple[int, int] | None:
-        """Check a leader append before it is written; (first offset, last offset) of the original
-        when the whole payload is a duplicate, else None. Raises INVALID_PRODUCER_EPOCH or
+        """Check a leader append before it is written (Kafka's ``ProducerAppendInfo.checkSequence``
+        and ``checkProducerEpoch``, rules above); (first offset, last offset) of the original when
+        the whole payload is a duplicate, else None. Raises INVALID_PRODUCER_EPOCH or
         OUT_OF_ORDER_SEQUENCE_NUMBER (nothing must be appended then)."""
         duplicate: tuple[int, int] | None = None
         pending: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, last seq) within this payload
@@ -96,13 +101,14 @@ class ProducerStateManager:
                 continue
             first_seq, last_seq = h.base_sequence, h.base_sequence + h.last_offset_delta
             entry = self.producers.get(h.producer_id)
-            epoch, prev_seq = pending.get(h.producer_id, (entry.epoch, entry.last_seq) if entry else (-1, -1))
-            if entry is None and h.producer_id not in pending and first_seq != 0:
-                raise UnknownProducerIdError(
-                    f"no state for producer {h.producer_id} (removed by retention or expiry) "
-                    f"and its sequence {first_seq} is not 0"
-                )
-            if entry is not None and h.producer_epoch < epoch:
+            if h.producer_id in pending:
+                epoch, prev_seq = pending[h.producer_id]
+            elif entry is not None:
+                epoch, prev_seq = entry.epoch, entry.last_seq
+            else:  # never wrote here, or retention / expiry removed it: any sequence
+                pending[h.producer_id] = (h.producer_epoch, last_seq)
+                continue
+            if h.producer_epoch < epoch:
                 raise InvalidProducerEpochError(
                     f"producer {h.producer_id} epoch {h.producer_epoch} is older than the current {epoch}"
                 )
@@ -111,6 +117,11 @@ class ProducerStateManager:
                 if original is not None:
                     duplicate = (original.first_offset, original.last_offset)
                     continue
+            if h.producer_epoch > epoch and first_seq != 0:
+                raise OutOfOrderSequenceError(
+                    f"invalid sequence number for new epoch {h.producer_epoch} of producer {h.producer_id}: "
+                    f"{first_seq} (the current epoch is {epoch})"
+                )
             if h.producer_epoch == epoch and prev_seq >= 0 and first_seq != _next_seq(prev_seq):
                 raise OutOfOrderSequenceError(
                     f"producer {h.producer_id} epoch {h.producer_epoch}: "
