@@ -99,7 +99,7 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
             cluster.create_topic(TRANSFORM_TOPIC, TRANSFORM_PARTITIONS, 3, {"min.insync.replicas": "2"})
         bootstrap = cluster.bootstrap_servers
         producers: list[Worker] = [  # p1 is the solo client (its own listener, node "solo")
-            ProducerWorkload(history, b, TOPIC, PARTITIONS, f"p{i}", config.rate)
+            ProducerWorkload(history, b, TOPIC, PARTITIONS, f"p{i}", config.rate, config.base_dir / "clients")
             for i, b in enumerate((bootstrap, cluster.solo_bootstrap_servers))
         ]
         consumers: list[Worker] = [GroupConsumerWorkload(history, bootstrap, [TOPIC], GROUP, f"c{i}") for i in range(2)]

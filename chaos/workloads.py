@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import (
@@ -134,18 +136,53 @@ class Worker(threading.Thread):
         self.stopping.set()
 
 
+IDEMPOTENCE_DEBUG = "eos,msg"
+"""librdkafka debug contexts an idempotent producer logs into the report (``log_dir``): ``eos``
+(producer id, epoch bumps and drains with their reason) and ``msg`` (each produce batch's
+partition, base sequence, and error with the actions librdkafka takes)."""
+
+
+def librdkafka_logger(path: Path) -> logging.Logger:
+    """A logger of its own writing librdkafka's log lines to ``path`` (not propagated)."""
+    logger = logging.getLogger(f"chaos.librdkafka.{path}")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    if not logger.handlers:
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+    return logger
+
+
 class ProducerWorkload(Worker):
+    """``log_dir``: where each producer instance writes librdkafka's :data:`IDEMPOTENCE_DEBUG`
+    log (``<name>.librdkafka.log``), so an epoch bump or a retry the checker questions can be
+    traced to its cause; None: errors only, to stderr."""
+
     def __init__(
-        self, history: History, bootstrap: str, topic: str, partitions: int, name: str, rate: float = 100.0
+        self,
+        history: History,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        name: str,
+        rate: float = 100.0,
+        log_dir: Path | None = None,
     ) -> None:
         super().__init__(f"producer-{name}")
         self.history, self.bootstrap, self.topic, self.partitions = history, bootstrap, topic, partitions
-        self.base_name, self.rate = name, rate
+        self.base_name, self.rate, self.log_dir = name, rate, log_dir
         self.instance = 0
         self.pending = 0
 
     def _producer(self) -> tuple[Producer, str]:
         self.instance += 1
+        name = f"{self.base_name}.{self.instance}"
+        extra: dict[str, Any] = {}
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            logger = librdkafka_logger(self.log_dir / f"{name}.librdkafka.log")
+            extra = {"debug": IDEMPOTENCE_DEBUG, "log_level": 7, "logger": logger}
         config = client_config(
             self.bootstrap,
             **{
@@ -154,9 +191,10 @@ class ProducerWorkload(Worker):
                 "linger.ms": 5,
                 "message.timeout.ms": 60000,
                 "request.timeout.ms": 5000,
+                **extra,
             },
         )
-        return Producer(config), f"{self.base_name}.{self.instance}"
+        return Producer(config), name
 
     def run(self) -> None:
         history = self.history
