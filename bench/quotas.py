@@ -8,16 +8,21 @@
    throttle time it is told. Figures: payload bytes acknowledged per second over the first
    consecutive ``--seconds`` periods from the start and from the first throttle (after the initial
    burst), over all periods from the first throttle, each with ``deviation_pct`` from the quota
-   (target: within 10 %), the throttle times the client reported (KIP-219), and per-5-s rates.
-   Kafka's ``Rate`` over 11 windows lets a burst of about ``quota x 10`` through at the start (the
-   rate is taken over at least 10 windows) and again whenever the samples of a burst expire
-   (11 s after its last event); between bursts the throttles add up to a whole window per request
-   (the window taken drops from up to 11 s to 10 s when a sample completes), so the rate
-   alternates between bursts and near silence, and which bursts fall in a period decides its figure.
-2. ``model``: Kafka's algorithm alone in simulated time (the broker's ``ClientQuotaManager``, a
+   (target: within 10 %), the throttle times the client reported (KIP-219), per-5-s rates, and the
+   load average before and after. The broker throttles ``producer_byte_rate`` on a token bucket
+   (a burst of quota x 10 windows, then each request waits until the bucket is back at zero), so
+   after the first throttle the rate holds at the quota; the first period from the start holds
+   the burst on top.
+2. ``model``: the broker's algorithms alone in simulated time (its ``ClientQuotaManager``, a
    greedy client sending 64 KiB requests at 20 MB/s, each after the previous one's throttle), with
-   the same figures: what Kafka's ``Rate`` gives a client that always has data, without a broker,
-   a client library or a shared machine in the way. It bursts as ``hold`` does (see
+   the same figures, for Kafka's ``Rate`` (what Kafka enforces byte rates with), the broker's
+   token bucket, and a bucket with KIP-599's burst (quota x 11 windows):
+   what each gives a client that always has data, without a broker, a client library or a shared
+   machine in the way. Kafka's ``Rate`` lets quota x 10 through at the start (the rate is taken
+   over at least 10 windows) and again whenever the samples of a burst expire (11 s after its last
+   event); between bursts the throttles add up to a whole window per request (the window taken
+   drops from up to 11 s to 10 s when a sample completes), so the rate alternates between bursts
+   and near silence, and which bursts fall in a period decides its figure (see
    docs/performance.md "Client quotas"). Runs in a second.
 3. ``overhead``: two brokers at once, one without quotas (nothing recorded), one where the
    producer's client id has a quota far above what it sends (every Produce request is recorded
