@@ -26,7 +26,7 @@ What throttles differs by key. Kafka enforces ``producer_byte_rate``, ``consumer
 ``round((rate - quota) / quota x window)`` ms (window: the measured one above). A client that
 always has data locks into bursts with it: it may send quota x (num - 1) windows at once, every
 request after the first sample completes is a whole window over and waits that long, and the
-next burst passes when the burst's sample expires, so single 30 s periods land 10 to 20 % off the
+next burst passes when the burst's sample expires, so single 30 s periods land up to 20 % off the
 quota (docs/performance.md "Client quotas"; KIP-599 describes the same flaw of ``Rate``).
 odradek keeps that for ``request_percentage`` but enforces the two byte rates with a
 :class:`TokenBucket` per rate, as Kafka enforces ``controller_mutation_rate`` (KIP-599): tokens
