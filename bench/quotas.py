@@ -8,16 +8,21 @@
    throttle time it is told. Figures: payload bytes acknowledged per second over the first
    consecutive ``--seconds`` periods from the start and from the first throttle (after the initial
    burst), over all periods from the first throttle, each with ``deviation_pct`` from the quota
-   (target: within 10 %), the throttle times the client reported (KIP-219), and per-5-s rates.
-   Kafka's ``Rate`` over 11 windows lets a burst of about ``quota x 10`` through at the start (the
-   rate is taken over at least 10 windows) and again whenever the samples of a burst expire
-   (11 s after its last event); between bursts the throttles add up to a whole window per request
-   (the window taken drops from up to 11 s to 10 s when a sample completes), so the rate
-   alternates between bursts and near silence, and which bursts fall in a period decides its figure.
-2. ``model``: Kafka's algorithm alone in simulated time (the broker's ``ClientQuotaManager``, a
+   (target: within 10 %), the throttle times the client reported (KIP-219), per-5-s rates, and the
+   load average before and after. The broker throttles ``producer_byte_rate`` on a token bucket
+   (a burst of quota x 10 windows, then each request waits until the bucket is back at zero), so
+   after the first throttle the rate holds at the quota; the first period from the start holds
+   the burst on top.
+2. ``model``: the broker's algorithms alone in simulated time (its ``ClientQuotaManager``, a
    greedy client sending 64 KiB requests at 20 MB/s, each after the previous one's throttle), with
-   the same figures: what Kafka's ``Rate`` gives a client that always has data, without a broker,
-   a client library or a shared machine in the way. It bursts as ``hold`` does (see
+   the same figures, for Kafka's ``Rate`` (what Kafka enforces byte rates with), the broker's
+   token bucket, and a bucket with KIP-599's burst (quota x 11 windows):
+   what each gives a client that always has data, without a broker, a client library or a shared
+   machine in the way. Kafka's ``Rate`` lets quota x 10 through at the start (the rate is taken
+   over at least 10 windows) and again whenever the samples of a burst expire (11 s after its last
+   event); between bursts the throttles add up to a whole window per request (the window taken
+   drops from up to 11 s to 10 s when a sample completes), so the rate alternates between bursts
+   and near silence, and which bursts fall in a period decides its figure (see
    docs/performance.md "Client quotas"). Runs in a second.
 3. ``overhead``: two brokers at once, one without quotas (nothing recorded), one where the
    producer's client id has a quota far above what it sends (every Produce request is recorded
@@ -74,6 +79,7 @@ def set_quota(broker: OdradekBroker, rate: int) -> None:
 
 
 def hold(args: argparse.Namespace) -> dict[str, Any]:
+    load_before = os.getloadavg()
     with OdradekBroker() as broker:
         create_topic(broker.bootstrap_servers, "quota", 1)
         set_quota(broker, args.quota)
@@ -117,6 +123,10 @@ def hold(args: argparse.Namespace) -> dict[str, Any]:
         **periods_report(acked, t0, first_throttle, t1, args),
         "throttle_reports": len(throttles),
         "throttle_ms_median": round(median(throttles) * 1000),
+        "load_average_1_5_15_min": {
+            "before": [round(x, 2) for x in load_before],
+            "after": [round(x, 2) for x in os.getloadavg()],
+        },
     }
 
 
@@ -147,28 +157,52 @@ def periods_report(
 
 
 def model(args: argparse.Namespace) -> dict[str, Any]:
-    """Kafka's algorithm alone, in simulated time (no broker, no client library): the broker's
-    ``ClientQuotaManager`` (11 windows of 1 s) and a greedy client that sends a request of
-    ``--model-request-bytes`` as soon as the link (``--model-link-bytes-per-s``) and the channel's
-    throttle allow (the channel is muted for the throttle time from the answer on, KIP-219)."""
+    """The broker's algorithms alone, in simulated time (no broker, no client library): a
+    ``ClientQuotaManager`` (11 windows of 1 s) throttling on Kafka's ``Rate`` (``kafka_rate``), on
+    the token bucket the broker uses (``token_bucket``: burst quota x 10 windows) and on one with
+    KIP-599's burst (``token_bucket_kip599_burst``: quota x 11 windows, for comparison), each
+    against a greedy client that sends a request of ``--model-request-bytes`` as soon as the link
+    (``--model-link-bytes-per-s``) and the channel's throttle allow (the channel is muted for the
+    throttle time from the answer on, KIP-219)."""
+    out: dict[str, Any] = {
+        "request_bytes": args.model_request_bytes,
+        "link_bytes_per_s": args.model_link_bytes_per_s,
+    }
+    for name, bucket, burst_windows in (
+        ("kafka_rate", False, None),
+        ("token_bucket", True, None),
+        ("token_bucket_kip599_burst", True, 11),
+    ):
+        manager = ClientQuotaManager(PRODUCER_BYTE_RATE, token_bucket=bucket)
+        if burst_windows is not None:
+            manager.burst_windows = burst_windows
+        out[name] = greedy_client(manager, args)
+    return out
+
+
+def greedy_client(manager: ClientQuotaManager, args: argparse.Namespace) -> dict[str, Any]:
+    """The simulated greedy client of :func:`model` against ``manager``."""
     now_ms = 0.0
-    manager = ClientQuotaManager(PRODUCER_BYTE_RATE)
-    manager.update_quota((None, CLIENT_ID), float(args.quota))
+    manager.update_quota((None, CLIENT_ID), float(args.quota), now_ms)
     send_ms = args.model_request_bytes / args.model_link_bytes_per_s * 1000
     acked: list[tuple[float, int]] = []
+    throttles: list[int] = []
     first_throttle: float | None = None
     while first_throttle is None or now_ms / 1000 - first_throttle < args.seconds * args.periods:
         now_ms += send_ms
         throttle = manager.record("ANONYMOUS", CLIENT_ID, args.model_request_bytes, now_ms)
         acked.append((now_ms / 1000, args.model_request_bytes))
-        if throttle and first_throttle is None:
-            first_throttle = now_ms / 1000
+        if throttle:
+            throttles.append(throttle)
+            if first_throttle is None:
+                first_throttle = now_ms / 1000
         now_ms += throttle
     return {
-        "request_bytes": args.model_request_bytes,
-        "link_bytes_per_s": args.model_link_bytes_per_s,
+        "burst_bytes": round(manager.burst(float(args.quota))) if manager.token_bucket else None,
         "first_throttle_after_s": round(first_throttle, 2),
         **periods_report(acked, 0.0, first_throttle, now_ms / 1000, args),
+        "throttle_ms_median": round(median([float(t) for t in throttles])),
+        "throttle_ms_max": max(throttles),
     }
 
 

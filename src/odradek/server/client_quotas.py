@@ -18,9 +18,32 @@ under ``users/<default>`` has a rate of its own.
 Rates are Kafka's ``Rate`` over ``quota.window.num`` samples of ``quota.window.size.seconds``:
 the sum of the retained samples divided by the time since the oldest retained sample began,
 taken as at least ``num - 1`` whole windows; a sample not written for ``num`` windows is reset.
-:meth:`ClientQuotaManager.record` adds a value and, when the rate is then above the quota, returns
-Kafka's throttle time ``round((rate - quota) / quota x window)`` in ms (window: the measured one
-above), else 0. Loop-only: called from request handlers and the config change handler.
+Every recorded value goes into its rate, and the rates are what the quota metrics export
+(``kafka_server_produce_byte_rate`` and the others: Kafka's names and values).
+
+What throttles differs by key. Kafka enforces ``producer_byte_rate``, ``consumer_byte_rate`` and
+``request_percentage`` on the ``Rate`` itself: over the quota, the throttle time is
+``round((rate - quota) / quota x window)`` ms (window: the measured one above). A client that
+always has data locks into bursts with it: it may send quota x (num - 1) windows at once, every
+request after the first sample completes is a whole window over and waits that long, and the
+next burst passes when the burst's sample expires, so single 30 s periods land up to 20 % off the
+quota (docs/performance.md "Client quotas"; KIP-599 describes the same flaw of ``Rate``).
+odradek keeps that for ``request_percentage`` but enforces the two byte rates with a
+:class:`TokenBucket` per rate, as Kafka enforces ``controller_mutation_rate`` (KIP-599): tokens
+refill at the quota per second up to a burst of quota x (num - 1) x window seconds (at least one
+window), each request's value is taken out, and when the bucket is below zero the throttle time
+is ``round(-tokens / quota x 1000)`` ms, the time until it is back at zero ((num - 1) windows
+for a quota of 0). The burst is what Kafka's ``Rate`` lets through at the start and
+after idleness, and what one capped Fetch may answer (:meth:`ClientQuotaManager.max_value_in_quota_window`),
+so a full bucket passes exactly one capped Fetch, as Kafka's rate does; KIP-599's ``TokenBucket``
+saves up one window more (``controller_mutation_rate`` keeps that). Over any period after the
+first throttle a greedy client then gets the quota (to within one request), not bursts.
+
+A changed quota applies to the next request. A bucket is first refilled up to the change at the
+quota it had, then keeps its balance (capped at the new burst; a debt stays owed), as Kafka keeps
+a sensor's stat and only changes its ``MetricConfig``; an entity that falls to another level
+uses that level's rate and bucket. :meth:`ClientQuotaManager.record` returns the throttle time
+in ms (0 within the quota). Loop-only: called from request handlers and the config change handler.
 """
 
 from __future__ import annotations
@@ -46,6 +69,7 @@ __all__ = [
     "ClientQuotaManager",
     "ControllerMutationQuotaManager",
     "QuotaRate",
+    "TokenBucket",
     "throttle_time_ms",
 ]
 
@@ -124,6 +148,9 @@ def throttle_time_ms(rate: float, quota: float, window_ms: float) -> int:
 QuotaKey = tuple[str | None, str | None]
 """(user entity, client entity) of a level: a sanitized name, ``<default>``, or None (absent)."""
 
+_Resolved = tuple[float, float, "QuotaRate", "TokenBucket | None"]
+"""(quota, burst, the rate, the bucket or None: throttled on the rate) of a (user, client)."""
+
 
 def _levels(user: str, client: str) -> list[tuple[QuotaKey, tuple[str, str]]]:
     """The levels to look up, most specific first, each with the tags its rate is kept under."""
@@ -141,7 +168,9 @@ def _levels(user: str, client: str) -> list[tuple[QuotaKey, tuple[str, str]]]:
 
 
 class ClientQuotaManager:
-    """One quota key's quotas and rates (Kafka keeps one manager per quota type)."""
+    """One quota key's quotas, rates and (with ``token_bucket``) buckets; Kafka keeps one manager
+    per quota type. ``token_bucket``: throttle on a :class:`TokenBucket` per rate (the broker's
+    ``producer_byte_rate`` and ``consumer_byte_rate``) rather than on the ``Rate`` (Kafka's)."""
 
     def __init__(
         self,
@@ -149,24 +178,39 @@ class ClientQuotaManager:
         samples: int = 11,
         window_s: float = 1.0,
         clock_ms: Callable[[], float] | None = None,
+        token_bucket: bool = False,
     ) -> None:
         self.quota_key = quota_key
         self.samples = samples
         self.window_ms = window_s * 1000.0
         self.clock_ms = clock_ms or (lambda: time.monotonic() * 1000.0)
+        self.token_bucket = token_bucket
+        self.burst_windows = max(samples - 1, 1)
+        """The bucket's burst in windows of the quota (see the module docstring)."""
         self.quotas: dict[QuotaKey, float] = {}
         """Quota by level, from ``/config``; empty: quotas disabled (nothing recorded)."""
         self.rates: dict[tuple[str, str], QuotaRate] = {}
+        self.buckets: dict[tuple[str, str], TokenBucket] = {}
+        """Token buckets by rate tags (kept as the rates are: one per who shares a quota)."""
         self.throttled_ms_total = 0
-        self._resolved: dict[tuple[str, str], tuple[float, QuotaRate] | None] = {}
-        """(user, client) -> (quota, its rate), or None: no quota; cleared when a quota changes."""
+        self._resolved: dict[tuple[str, str], _Resolved | None] = {}
+        """(user, client) -> its quota, rate and bucket, or None: no quota; cleared when a quota changes."""
 
     @property
     def enabled(self) -> bool:
         return bool(self.quotas)
 
-    def update_quota(self, key: QuotaKey, value: float | None) -> None:
-        """Set (or with None remove) the quota of one level (the config change handler)."""
+    def burst(self, quota: float) -> float:
+        """The most a bucket saves up: quota x ``burst_windows`` x window seconds."""
+        return quota * self.burst_windows * self.window_ms / 1000.0
+
+    def update_quota(self, key: QuotaKey, value: float | None, now_ms: float | None = None) -> None:
+        """Set (or with None remove) the quota of one level (the config change handler). Every
+        bucket is refilled up to now at the quota it had, so that time counts at the old quota."""
+        if self.buckets:
+            now = self.clock_ms() if now_ms is None else now_ms
+            for bucket in self.buckets.values():
+                bucket.settle(now)
         if value is None:
             self.quotas.pop(key, None)
         else:
@@ -192,10 +236,16 @@ class ClientQuotaManager:
             resolved = self._resolve(user, client)
         if resolved is None:
             return 0
-        quota, rate = resolved
+        quota, burst, rate, bucket = resolved
         now = self.clock_ms() if now_ms is None else now_ms
         rate.record(value, now)
-        throttle = rate.throttle_ms(quota, now)
+        if bucket is None:
+            throttle = rate.throttle_ms(quota, now)
+        else:
+            tokens = bucket.record(quota, burst, value, now)
+            if tokens >= 0:
+                return 0
+            throttle = round(-tokens / quota * 1000.0) if quota > 0 else int(self.burst_windows * self.window_ms)
         self.throttled_ms_total += throttle
         return throttle
 
@@ -207,10 +257,14 @@ class ClientQuotaManager:
 
     def unrecord(self, user: str, client: str, value: float, now_ms: float | None = None) -> None:
         """Take back ``value`` recorded by :meth:`record` (Kafka's ``unrecordQuotaSensor``: a
-        throttled Fetch answers nothing, so its bytes do not count)."""
+        throttled Fetch answers nothing, so its bytes do not count): out of the rate, back into the bucket."""
         resolved = self._resolved.get((user, client))
         if resolved is not None:
-            resolved[1].record(-value, self.clock_ms() if now_ms is None else now_ms)
+            quota, burst, rate, bucket = resolved
+            now = self.clock_ms() if now_ms is None else now_ms
+            rate.record(-value, now)
+            if bucket is not None:
+                bucket.record(quota, burst, -value, now)
 
     def max_value_in_quota_window(self, user: str, client: str) -> float:
         """What one request may use without a certain throttle when nothing was recorded
@@ -218,7 +272,14 @@ class ClientQuotaManager:
         found = self.quota_for(user, client) if self.quotas else None
         return found[0] * (self.samples - 1) * self.window_ms / 1000.0 if found is not None else float("inf")
 
-    def _resolve(self, user: str, client: str) -> tuple[float, QuotaRate] | None:
+    def bucket_for(self, tags: tuple[str, str]) -> TokenBucket:
+        """The bucket of the rate tagged ``tags`` (created full on first use)."""
+        bucket = self.buckets.get(tags)
+        if bucket is None:
+            bucket = self.buckets[tags] = TokenBucket()
+        return bucket
+
+    def _resolve(self, user: str, client: str) -> _Resolved | None:
         found = self.quota_for(user, client)
         resolved = None
         if found is not None:
@@ -226,7 +287,8 @@ class ClientQuotaManager:
             rate = self.rates.get(tags)
             if rate is None:
                 rate = self.rates[tags] = QuotaRate(self.samples, self.window_ms)
-            resolved = (quota, rate)
+            bucket = self.bucket_for(tags) if self.token_bucket else None
+            resolved = (quota, self.burst(quota), rate, bucket)
         if len(self._resolved) > 100_000:  # many short-lived client ids: start over
             self._resolved.clear()
         self._resolved[(user, client)] = resolved
@@ -236,11 +298,13 @@ class ClientQuotaManager:
 @dataclass(slots=True)
 class TokenBucket:
     """Kafka's ``TokenBucket`` stat (KIP-599): ``tokens`` refill at the quota per second up to the
-    burst (quota x samples x window seconds); a record takes its value out (may go negative).
-    Starts full. Times in ms."""
+    burst; a record takes its value out (may go negative; a negative value puts it back). Starts
+    full. Remembers the quota and burst it last refilled at (:meth:`settle`). Times in ms."""
 
     tokens: float | None = None
     last_ms: float = 0.0
+    quota: float = 0.0
+    burst: float = 0.0
 
     def refill(self, quota: float, burst: float, now_ms: float) -> float:
         if self.tokens is None:
@@ -248,22 +312,30 @@ class TokenBucket:
         else:
             self.tokens = min(burst, self.tokens + quota * (now_ms - self.last_ms) / 1000.0)
         self.last_ms = now_ms
+        self.quota = quota
+        self.burst = burst
         return self.tokens
 
     def record(self, quota: float, burst: float, value: float, now_ms: float) -> float:
         self.tokens = min(burst, self.refill(quota, burst, now_ms) - value)
         return self.tokens
 
+    def settle(self, now_ms: float) -> None:
+        """Refill up to ``now_ms`` at the quota last used (before that quota changes)."""
+        if self.tokens is not None and now_ms > self.last_ms:
+            self.refill(self.quota, self.burst, now_ms)
+
 
 class ControllerMutationQuotaManager(ClientQuotaManager):
     """Kafka's ``ControllerMutationQuotaManager``: ``controller_mutation_rate`` (partitions created
     or deleted per second) with the precedence and sharing of the other quotas, measured by a
-    :class:`TokenBucket` per rate instead of a ``Rate``. :meth:`bucket` is what
-    :mod:`odradek.server.controller_mutation_quota` records into. Loop-only."""
+    :class:`TokenBucket` per rate instead of a ``Rate``, with KIP-599's burst (quota x samples x
+    window). :meth:`bucket` is what :mod:`odradek.server.controller_mutation_quota` records into.
+    Loop-only."""
 
     def __init__(self, samples: int = 11, window_s: float = 1.0, clock_ms: Callable[[], float] | None = None):
-        super().__init__(CONTROLLER_MUTATION_RATE, samples, window_s, clock_ms)
-        self.buckets: dict[tuple[str, str], TokenBucket] = {}
+        super().__init__(CONTROLLER_MUTATION_RATE, samples, window_s, clock_ms, token_bucket=True)
+        self.burst_windows = samples
 
     def bucket(self, user: str, client: str) -> tuple[float, float, TokenBucket] | None:
         """(quota, burst, the shared bucket) for sanitized ``user`` and ``client``; None: no quota."""
@@ -271,10 +343,7 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
         if found is None:
             return None
         quota, tags = found
-        bucket = self.buckets.get(tags)
-        if bucket is None:
-            bucket = self.buckets[tags] = TokenBucket()
-        return quota, quota * self.samples * self.window_ms / 1000.0, bucket
+        return quota, self.burst(quota), self.bucket_for(tags)
 
 
 def parse_entity(entity_type: str, name: str) -> QuotaKey | None:
@@ -312,8 +381,8 @@ class ClientQuotas:
     ``/config`` handlers that feed them (``users`` and ``clients`` entities)."""
 
     def __init__(self, samples: int = 11, window_s: float = 1.0, clock_ms: Callable[[], float] | None = None) -> None:
-        self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, samples, window_s, clock_ms)
-        self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, samples, window_s, clock_ms)
+        self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, samples, window_s, clock_ms, token_bucket=True)
+        self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, samples, window_s, clock_ms, token_bucket=True)
         self.request = ClientQuotaManager(REQUEST_PERCENTAGE, samples, window_s, clock_ms)
         self.controller_mutation = ControllerMutationQuotaManager(samples, window_s, clock_ms)
         self.managers: tuple[ClientQuotaManager, ...] = (
