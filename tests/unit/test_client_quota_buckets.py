@@ -130,3 +130,15 @@ def test_a_zero_quota_throttles_every_request_for_the_bursts_windows() -> None:
     m = _manager(now, samples=3)
     m.update_quota((None, "app"), 0.0)
     assert m.record("u", "app", 1) == 2000  # (3 - 1) windows of 1 s
+
+
+def test_request_percentage_throttles_are_bounded_by_one_window() -> None:
+    """Kafka's ClientRequestQuotaManager: at most quota.window.size.seconds (byte rates unbounded)."""
+    now = [0.0]
+    request = ClientQuotaManager("request_percentage", 11, 1.0, lambda: now[0], bounded=True)
+    unbounded = ClientQuotaManager("request_percentage", 11, 1.0, lambda: now[0])
+    for m in (request, unbounded):
+        m.update_quota((None, "app"), 1.0)
+    assert request.record("u", "app", 500.0) == 1000  # far over: one window
+    assert unbounded.record("u", "app", 500.0) > 1000
+    assert ClientQuotas().request.bounded and not ClientQuotas().produce.bounded

@@ -170,7 +170,9 @@ def _levels(user: str, client: str) -> list[tuple[QuotaKey, tuple[str, str]]]:
 class ClientQuotaManager:
     """One quota key's quotas, rates and (with ``token_bucket``) buckets; Kafka keeps one manager
     per quota type. ``token_bucket``: throttle on a :class:`TokenBucket` per rate (the broker's
-    ``producer_byte_rate`` and ``consumer_byte_rate``) rather than on the ``Rate`` (Kafka's)."""
+    ``producer_byte_rate`` and ``consumer_byte_rate``) rather than on the ``Rate`` (Kafka's).
+    ``bounded``: a throttle time is at most one window (Kafka's ``ClientRequestQuotaManager``
+    bounds ``request_percentage`` throttles so, ``QuotaUtils.boundedThrottleTime``)."""
 
     def __init__(
         self,
@@ -179,8 +181,10 @@ class ClientQuotaManager:
         window_s: float = 1.0,
         clock_ms: Callable[[], float] | None = None,
         token_bucket: bool = False,
+        bounded: bool = False,
     ) -> None:
         self.quota_key = quota_key
+        self.bounded = bounded
         self.samples = samples
         self.window_ms = window_s * 1000.0
         self.clock_ms = clock_ms or (lambda: time.monotonic() * 1000.0)
@@ -241,6 +245,8 @@ class ClientQuotaManager:
         rate.record(value, now)
         if bucket is None:
             throttle = rate.throttle_ms(quota, now)
+            if self.bounded:
+                throttle = min(throttle, int(self.window_ms))
         else:
             tokens = bucket.record(quota, burst, value, now)
             if tokens >= 0:
@@ -383,7 +389,7 @@ class ClientQuotas:
     def __init__(self, samples: int = 11, window_s: float = 1.0, clock_ms: Callable[[], float] | None = None) -> None:
         self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, samples, window_s, clock_ms, token_bucket=True)
         self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, samples, window_s, clock_ms, token_bucket=True)
-        self.request = ClientQuotaManager(REQUEST_PERCENTAGE, samples, window_s, clock_ms)
+        self.request = ClientQuotaManager(REQUEST_PERCENTAGE, samples, window_s, clock_ms, bounded=True)
         self.controller_mutation = ControllerMutationQuotaManager(samples, window_s, clock_ms)
         self.managers: tuple[ClientQuotaManager, ...] = (
             self.produce,
