@@ -35,6 +35,7 @@ from chaos.workloads import (
     Worker,
     ZkGroupWorkload,
     ZkOffsetMonitor,
+    epoch_bumps,
     final_read,
 )
 
@@ -151,6 +152,7 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
         cluster.close()
     for w in workers:
         history.notes += [f"{w.name}: {e}" for e in w.errors[:5]]
+    history.notes += epoch_bumps(config.base_dir / "clients")
     result = check(history)
     return CampaignResult(config, history, result, unavailability(history), time.monotonic() - started)
 

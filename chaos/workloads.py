@@ -50,6 +50,7 @@ __all__ = [
     "ZkGroupWorkload",
     "ZkOffsetMonitor",
     "client_config",
+    "epoch_bumps",
     "final_read",
     "records_of",
 ]
@@ -152,6 +153,20 @@ def librdkafka_logger(path: Path) -> logging.Logger:
         handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(message)s", "%H:%M:%S"))
         logger.addHandler(handler)
     return logger
+
+
+def epoch_bumps(log_dir: Path) -> list[str]:
+    """The epoch bumps and producer id resets the producers' librdkafka logs in ``log_dir`` record,
+    each as ``<log file>: <time> <librdkafka's line, with its reason>``: a bump renumbers every
+    partition from 0, so a batch possibly persisted before it and sent again after it is a duplicate
+    no broker can recognise; the campaign notes them in its report."""
+    found = []
+    for path in sorted(log_dir.glob("*.librdkafka.log")):
+        with path.open(errors="replace") as lines:
+            for line in lines:
+                if "epoch bump" in line or "bumped epoch" in line or ("drain for" in line and "reset" in line):
+                    found.append(f"{path.name}: {line.strip()}")
+    return found
 
 
 class ProducerWorkload(Worker):

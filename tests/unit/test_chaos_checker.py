@@ -196,3 +196,21 @@ def test_the_report_files(tmp_path: Path) -> None:
     report = json.loads(paths["json"].read_text())
     assert report["check"]["counts"]["lost-write"] == 1 and not report["valid"]
     assert paths["timeline"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_epoch_bumps_are_found_in_the_producers_librdkafka_logs(tmp_path: Path) -> None:
+    from chaos.workloads import epoch_bumps
+
+    (tmp_path / "p0.1.librdkafka.log").write_text(
+        "08:29:11.118 DRAIN [rdkafka#producer-4] [thrd:b1]: chaos [2] beginning partition drain:"
+        " drain before retrying\n"
+        "08:29:41.300 DRAIN [rdkafka#producer-4] [thrd:main]: Beginning partition drain in state Assigned"
+        " for PID{Id:1000,Epoch:0} epoch bump for 6 partition(s) with in-flight requests: unknown producer id\n"
+        "08:29:42.700 DRAIN [rdkafka#producer-4] [thrd:main]: All partitions drained,"
+        " bumped epoch to PID{Id:1000,Epoch:1}\n"
+    )
+    (tmp_path / "p1.1.librdkafka.log").write_text("08:29:11.118 MSGSET nothing to see\n")
+    found = epoch_bumps(tmp_path)
+    assert len(found) == 2
+    assert found[0].startswith("p0.1.librdkafka.log: 08:29:41.300") and found[0].endswith("unknown producer id")
+    assert "bumped epoch to PID{Id:1000,Epoch:1}" in found[1]
