@@ -1,5 +1,5 @@
 """``python -m chaos [--minutes M] [--seed S] [--brokers N] [--schedule KIND|mixed] [--unclean]
-[--report-dir D]``: run a fault campaign against a local odradek cluster and write its report.
+[--max-in-flight N] [--report-dir D]``: run a fault campaign against a local odradek cluster and write its report.
 
 Run from the repository root (``PYTHONPATH=src`` or an installed odradek). Prints the text
 report; exit status 0 when the checker found no anomaly, 1 when it found any, 2 on bad arguments.
@@ -36,6 +36,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave clock-skew (libfaketime) out of the mixed schedule (it is in when libfaketime is installed)",
     )
+    parser.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=1,
+        help="max.in.flight.requests.per.connection of the idempotent producers (default 1; librdkafka's "
+        "default 5 lets librdkafka duplicate records itself, docs/reliability.md)",
+    )
     parser.add_argument("--unclean", action="store_true", help="the fixed unclean-election schedule")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--report-dir", default="chaos-report")
@@ -61,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         kinds=KINDS + CLOCK_KINDS if faketime_available() and not args.no_clock else KINDS,
         overrides=overrides,
         base_dir=directory,
+        max_in_flight=args.max_in_flight,
     )
     result = unclean_election(config) if args.unclean else run_campaign(config)
     paths = write_report(result, directory)

@@ -66,6 +66,11 @@ class CampaignConfig:
     zookeeper_group: bool = True
     overrides: dict[str, str] = field(default_factory=dict)
     base_dir: Path = Path("chaos-report")
+    max_in_flight: int = 1
+    """``max.in.flight.requests.per.connection`` of the idempotent producers. 1 by default:
+    with more, librdkafka duplicates records of its own accord (docs/reliability.md "Anomalies",
+    item 3: an epoch bump after OUT_OF_ORDER_SEQUENCE_NUMBER on a pipelined request renumbers a
+    batch that an earlier attempt may have persisted); 5 is librdkafka's default."""
 
 
 @dataclass
@@ -100,7 +105,9 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
             cluster.create_topic(TRANSFORM_TOPIC, TRANSFORM_PARTITIONS, 3, {"min.insync.replicas": "2"})
         bootstrap = cluster.bootstrap_servers
         producers: list[Worker] = [  # p1 is the solo client (its own listener, node "solo")
-            ProducerWorkload(history, b, TOPIC, PARTITIONS, f"p{i}", config.rate, config.base_dir / "clients")
+            ProducerWorkload(
+                history, b, TOPIC, PARTITIONS, f"p{i}", config.rate, config.base_dir / "clients", config.max_in_flight
+            )
             for i, b in enumerate((bootstrap, cluster.solo_bootstrap_servers))
         ]
         consumers: list[Worker] = [GroupConsumerWorkload(history, bootstrap, [TOPIC], GROUP, f"c{i}") for i in range(2)]
@@ -181,7 +188,9 @@ def unclean_election(config: CampaignConfig) -> CampaignResult:
         cluster.create_topic(
             topic, partitions, 3, {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
         )
-        producer = ProducerWorkload(history, cluster.bootstrap_servers, topic, partitions, "p0", config.rate)
+        producer = ProducerWorkload(
+            history, cluster.bootstrap_servers, topic, partitions, "p0", config.rate, max_in_flight=config.max_in_flight
+        )
         producer.start()
         time.sleep(1)
         leader = cluster.leader(topic, 0)

@@ -172,7 +172,8 @@ def epoch_bumps(log_dir: Path) -> list[str]:
 class ProducerWorkload(Worker):
     """``log_dir``: where each producer instance writes librdkafka's :data:`IDEMPOTENCE_DEBUG`
     log (``<name>.librdkafka.log``), so an epoch bump or a retry the checker questions can be
-    traced to its cause; None: errors only, to stderr."""
+    traced to its cause; None: errors only, to stderr. ``max_in_flight``: librdkafka's
+    ``max.in.flight.requests.per.connection`` (see ``CampaignConfig.max_in_flight``)."""
 
     def __init__(
         self,
@@ -183,10 +184,11 @@ class ProducerWorkload(Worker):
         name: str,
         rate: float = 100.0,
         log_dir: Path | None = None,
+        max_in_flight: int = 5,
     ) -> None:
         super().__init__(f"producer-{name}")
         self.history, self.bootstrap, self.topic, self.partitions = history, bootstrap, topic, partitions
-        self.base_name, self.rate, self.log_dir = name, rate, log_dir
+        self.base_name, self.rate, self.log_dir, self.max_in_flight = name, rate, log_dir, max_in_flight
         self.instance = 0
         self.pending = 0
 
@@ -206,6 +208,7 @@ class ProducerWorkload(Worker):
                 "linger.ms": 5,
                 "message.timeout.ms": 60000,
                 "request.timeout.ms": 5000,
+                "max.in.flight.requests.per.connection": self.max_in_flight,
                 **extra,
             },
         )

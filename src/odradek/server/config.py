@@ -473,7 +473,8 @@ BROKER_CONFIGS = (
         "quota.window.num",
         "int",
         11,
-        "Sample windows of the client quotas (producer_byte_rate, consumer_byte_rate, request_percentage).",
+        "Sample windows of the client quotas' rates (producer_byte_rate, consumer_byte_rate, request_percentage); "
+        "the byte rates' token buckets save up (num - 1) windows of quota, `controller_mutation_rate`'s num windows.",
         at_least(1),
     )
     .define("quota.window.size.seconds", "int", 1, "Length of a client quota sample.", at_least(1))
