@@ -20,8 +20,10 @@ from odradek.errors import (
     KafkaStorageError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
+    OutOfOrderSequenceError,
     UnknownTopicOrPartitionError,
 )
+from odradek.protocol.records import Record, build_batch
 from odradek.replication.partition import PartitionState
 from odradek.replication.replica_manager import FetchRequestPartition, ReplicaManager
 from odradek.storage import LogManager, TopicPartition
@@ -365,3 +367,42 @@ def test_a_log_loaded_at_start_up_takes_its_topics_config_on_leader_and_isr(tmp_
     before, after = _run(tmp_path, body)
     assert (before.get("cleanup.policy"), before.segment_bytes) == (["delete"], 1024 * 1024 * 1024)
     assert (after.get("cleanup.policy"), after.segment_bytes) == (["compact"], 4096)
+
+
+def test_an_idempotent_batch_refused_while_the_isr_is_short_then_a_gap_is_out_of_order(tmp_path: Path) -> None:
+    """The answers behind docs/reliability.md "Anomalies" item 3, in Kafka 3.9's order (the ISR check
+    before the sequence check): a batch appended and answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, its
+    retry and the next batch refused NOT_ENOUGH_REPLICAS while the ISR is short (nothing appended);
+    once the ISR is back, the batch after the gap is OUT_OF_ORDER_SEQUENCE_NUMBER, and retries in
+    order store each batch once: the first retry is recognised and gets its original offset."""
+    writes = IsrWrites()
+
+    def idempotent(seq: int) -> bytes:
+        return build_batch([Record(None, b"s%d" % seq)], producer_id=7, producer_epoch=0, base_sequence=seq)
+
+    async def body(rm: ReplicaManager) -> list[Any]:
+        _leader(rm, [1, 2])
+        partition = rm.partitions[TP]
+        out: list[Any] = []
+        first = await rm.append_produced_records(TP, idempotent(0), -1)
+        wait = asyncio.ensure_future(rm.wait_for_acks(TP, first.last_offset + 1, 10_000))
+        await settle()
+        rm.maybe_shrink_isr(now_ms=partition.followers[2].last_caught_up_time_ms + LAG_MS + 1)
+        out.append(await wait)
+        for seq in (0, 1):
+            with pytest.raises(NotEnoughReplicasError):
+                await rm.append_produced_records(TP, idempotent(seq), -1)
+        out.append(partition.log.log_end_offset)
+        await _follower_fetch(rm, 2, partition.log.log_end_offset)  # caught up: back in the ISR
+        await settle()
+        out.append(list(partition.state.isr))
+        with pytest.raises(OutOfOrderSequenceError):
+            await rm.append_produced_records(TP, idempotent(2), -1)
+        out += [(await rm.append_produced_records(TP, idempotent(seq), -1)).first_offset for seq in (0, 1, 2)]
+        return out
+
+    error, end, isr, *offsets = _run(tmp_path, body, writes=writes, min_isr=2)
+    assert error == ErrorCode.not_enough_replicas_after_append
+    assert end == 1  # only the first attempt of sequence 0 is in the log
+    assert sorted(isr) == [1, 2]
+    assert offsets == [0, 1, 2]  # sequence 0 recognised (its original offset), 1 and 2 appended once
