@@ -1,5 +1,5 @@
 """kill -9 of partition leaders, again and again, while a producer writes with acks=all: nothing
-acknowledged is lost (10 kills; ``ODRADEK_FAILOVER_KILLS`` sets another count, ``make soak`` runs 50).
+acknowledged is lost (8 kills; ``ODRADEK_FAILOVER_KILLS`` sets another count, ``make soak`` runs 50).
 
 Three broker processes on a real ZooKeeper (session timeout 3 s for this module), a topic with
 replication factor 3 and ``min.insync.replicas=2``. A confluent-kafka producer (acks=all, retries)
@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(420)]
 
 TOPIC = "failover"
 PARTITIONS = 3
-KILLS = int(os.environ.get("ODRADEK_FAILOVER_KILLS", "10"))  # make soak runs 50
+KILLS = int(os.environ.get("ODRADEK_FAILOVER_KILLS", "8"))  # make soak runs 50
 
 
 @pytest.fixture(scope="module")
