@@ -184,13 +184,14 @@ class ProducerWorkload(Worker):
         name: str,
         rate: float = 100.0,
         log_dir: Path | None = None,
-        max_in_flight: int = 5,
+        max_in_flight: int = 1,
     ) -> None:
         super().__init__(f"producer-{name}")
         self.history, self.bootstrap, self.topic, self.partitions = history, bootstrap, topic, partitions
         self.base_name, self.rate, self.log_dir, self.max_in_flight = name, rate, log_dir, max_in_flight
         self.instance = 0
         self.pending = 0
+        self._loggers: list[logging.Logger] = []
 
     def _producer(self) -> tuple[Producer, str]:
         self.instance += 1
@@ -199,6 +200,7 @@ class ProducerWorkload(Worker):
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             logger = librdkafka_logger(self.log_dir / f"{name}.librdkafka.log")
+            self._loggers.append(logger)
             extra = {"debug": IDEMPOTENCE_DEBUG, "log_level": 7, "logger": logger}
         config = client_config(
             self.bootstrap,
@@ -264,6 +266,10 @@ class ProducerWorkload(Worker):
                 next_at = time.monotonic()
         with contextlib.suppress(KafkaException):
             producer.flush(60)
+        for logger in self._loggers:  # the log files are complete: close them
+            for handler in list(logger.handlers):
+                logger.removeHandler(handler)
+                handler.close()
 
 
 class GroupConsumerWorkload(Worker):
