@@ -51,11 +51,15 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
+# The suite runs on TEST_WORKERS pytest-xdist workers, one test module per group, longest first
+# (tests/conftest.py; docs/development.md says how it is organised). TEST_WORKERS=0 runs it serially.
+TEST_WORKERS ?= 4
 test: venv lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+		--durations=25 tests
 
 unit: venv
-	$(BIN)/python -m pytest -q tests/unit
+	$(BIN)/python -m pytest -q -n 2 tests/unit
 
 bench: venv
 	$(BIN)/python bench/run_all.py

@@ -34,6 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from odradek.free_ports import free_port
+
 __all__ = ["ZooKeeperNotInstalled", "ZooKeeperServer", "four_letter_word"]
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
@@ -43,13 +45,6 @@ JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djav
 
 class ZooKeeperNotInstalled(RuntimeError):
     pass
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def four_letter_word(port: int, word: str, timeout_s: float = 2.0) -> str:
@@ -142,7 +137,7 @@ class ZooKeeperServer:
             self.base_dir = Path(tempfile.mkdtemp(prefix="odradek-zk-"))
         for attempt in range(3):
             if self.port == 0 or attempt > 0:
-                self.port = _free_port()
+                self.port = free_port()
             try:
                 self._spawn(java)
                 return

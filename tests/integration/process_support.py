@@ -10,11 +10,7 @@ import subprocess
 import sys
 import time
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from odradek.free_ports import free_port
 
 
 class BrokerProcess:

@@ -16,16 +16,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from odradek.cli.dump_log import main as dump_log_main
+from odradek.free_ports import free_port
 from odradek.protocol.records import validate_batches
 from odradek.replication.replica_manager import IO_THREAD_MIN_BYTES
 
 from .cli_support import odradek
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _start_broker(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
@@ -100,7 +95,7 @@ def _consume(bootstrap: str, topic: str, partitions: int) -> dict[int, list[byte
     ],
 )
 def test_kill_9_during_produce_loses_no_acknowledged_record(tmp_path: Path, batches: dict[str, int]) -> None:
-    port = _free_port()
+    port = free_port()
     proc = _start_broker(tmp_path, port)
     bootstrap = f"127.0.0.1:{port}"
     acked: set[bytes] = set()
@@ -165,7 +160,7 @@ def test_kill_9_during_produce_loses_no_acknowledged_record(tmp_path: Path, batc
 
 
 def test_flipped_byte_in_tail_is_truncated_at_startup(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = _start_broker(tmp_path, port)
     bootstrap = f"127.0.0.1:{port}"
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})

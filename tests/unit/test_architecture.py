@@ -10,6 +10,7 @@ SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "odradek"
 LAYER = {
     "errors": -2,
     "configdef": -1,
+    "free_ports": -1,
     "protocol": 0,
     "storage": 1,
     "security": 1,

@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from odradek.free_ports import free_port
+
 __all__ = ["ClusterBroker", "LocalCluster", "main"]
 
 T = TypeVar("T")
@@ -53,12 +55,6 @@ def wait_port_free(port: int, attempts: int = 100) -> bool:
         except OSError:
             time.sleep(0.05)
     return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ClusterBroker:

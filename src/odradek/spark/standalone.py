@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from odradek.free_ports import free_port
 
 __all__ = [
     "EXECUTOR_MAIN_CLASS",
@@ -96,12 +97,6 @@ def pyspark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _children(pid: int) -> list[int]:
@@ -196,7 +191,7 @@ class StandaloneCluster:
         """Start the master, then the workers; returns once the master's JSON shows every worker
         ALIVE. Raises RuntimeError (with the log's tail) when that takes over ``start_timeout_s``."""
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        self.port, self.webui_port = _free_port(), _free_port()
+        self.port, self.webui_port = free_port(), free_port()
         try:
             self.master = self._spawn(
                 "master",
@@ -215,7 +210,7 @@ class StandaloneCluster:
                             "--host",
                             "127.0.0.1",
                             "--webui-port",
-                            str(_free_port()),
+                            str(free_port()),
                             "--cores",
                             str(self.cores_per_worker),
                             "--memory",
