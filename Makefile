@@ -55,8 +55,7 @@ typecheck: venv
 # (tests/conftest.py; docs/development.md says how it is organised). TEST_WORKERS=0 runs it serially.
 TEST_WORKERS ?= 4
 test: venv lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
-		--durations=25 tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --durations=25 tests
 
 unit: venv
 	$(BIN)/python -m pytest -q -n 2 tests/unit

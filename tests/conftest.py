@@ -1,10 +1,10 @@
 """Shared test helpers. Broker fixtures come from the ``odradek.testing`` pytest plugin.
 
-How the suite runs in parallel (``make test`` runs ``pytest -n N --dist loadgroup``; see
-docs/development.md): every test module is one pytest-xdist group, so a module's module-scoped
-brokers, clusters and ZooKeeper chroots start once, on one worker; the Spark modules that use the
-session-wide local Spark session share a group, so one worker starts Spark. Groups are handed to
-workers longest first (:func:`_group_rank`), so the long modules do not start last.
+How the suite runs in parallel (``make test`` runs ``pytest -n N``; see docs/development.md): the
+tests are dealt to pytest-xdist workers in groups (:func:`group_of`), one test module a group, so
+a module's module-scoped brokers, clusters and ZooKeeper chroots start once, on one worker, and its
+tests run in their order; the Spark modules that use the session-wide local Spark session share a
+group, so one worker starts Spark. Groups are handed out longest first (:func:`_group_rank`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,32 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     gc.collect()
 
 
+def group_of(nodeid: str) -> str:
+    """The group a test runs in: its module, or :data:`SPARK_SESSION_GROUP` for the Spark modules
+    other than the :data:`LONG_MODULES` (which start Spark clusters of their own)."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("tests/spark/") and path not in LONG_MODULES:
+        return SPARK_SESSION_GROUP
+    return path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Deal whole groups (:func:`group_of`) to the workers, in collection order (which
+    :func:`pytest_collection_modifyitems` sets), each to one worker."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return GroupScheduling(config, log)
+
+
 def _group_rank(item: pytest.Item, group: str) -> tuple[int, int]:
     """Order of the groups: the local Spark session's, the :data:`LONG_MODULES`, the other slow
-    or ZooKeeper modules, the other integration modules, then the process-free unit tests."""
+    or ZooKeeper modules, the other integration modules, then the process-free unit tests. Without
+    ``-n`` only this order applies."""
     path = item.nodeid.split("::", 1)[0]
     if group == SPARK_SESSION_GROUP:
         return 0, 0
@@ -54,25 +77,12 @@ def _group_rank(item: pytest.Item, group: str) -> tuple[int, int]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put every test in its module's xdist group (see the module docstring) and order the groups.
-
-    Runs before pytest-xdist reads the ``xdist_group`` marks; without ``-n`` the marks are inert
-    and only the order changes. A test that already names a group keeps it.
-    """
+    """Order the groups: longest first (:func:`_group_rank`), each group's tests in their order."""
+    groups = {item.nodeid: group_of(item.nodeid) for item in items}
     ranks: dict[str, tuple[int, int]] = {}
-    groups: dict[str, str] = {}
-    for item in items:
-        marker = item.get_closest_marker("xdist_group")
-        if marker is None:
-            path = item.nodeid.split("::", 1)[0]
-            uses_spark = "spark" in getattr(item, "fixturenames", ())
-            group = SPARK_SESSION_GROUP if path.startswith("tests/spark/") and uses_spark else path
-            item.add_marker(pytest.mark.xdist_group(group))
-        else:
-            group = str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
-        groups[item.nodeid] = group
-        ranks[group] = min(ranks.get(group, (9, 0)), _group_rank(item, group))
-    first_seen = {}
+    first_seen: dict[str, int] = {}
     for index, item in enumerate(items):
-        first_seen.setdefault(groups[item.nodeid], index)
+        group = groups[item.nodeid]
+        ranks[group] = min(ranks.get(group, (9, 0)), _group_rank(item, group))
+        first_seen.setdefault(group, index)
     items.sort(key=lambda item: (ranks[groups[item.nodeid]], first_seen[groups[item.nodeid]]))
