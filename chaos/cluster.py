@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.proxy import FaultProxy, Route
-from odradek.cli.cluster import ClusterBroker, free_port, wait_port_free
+from odradek.cli.cluster import ClusterBroker, wait_port_free
+from odradek.free_ports import free_port
 
 __all__ = ["SOLO_CLIENT", "ChaosCluster", "faketime_available", "faketime_env", "node_address"]
 

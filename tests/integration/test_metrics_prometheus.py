@@ -18,7 +18,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.cli.cluster import ClusterBroker, LocalCluster, free_port
+from odradek.cli.cluster import ClusterBroker, LocalCluster
+from odradek.free_ports import free_port
 from odradek.testing_zk import ZooKeeperServer
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(120)]
