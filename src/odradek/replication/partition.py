@@ -1,7 +1,9 @@
 """One partition as a replica: its log plus leadership state (Kafka's ``Partition``).
 
-Holds ``leader_epoch``, ``leader_id``, ``isr``, ``replicas``, the leader epoch cache and, on the
-leader, what it knows of each follower. The rules (SEEDS §3, Kafka's ``Partition.scala``):
+Holds ``leader_epoch``, ``leader_id``, ``isr``, ``replicas`` and, on the leader, what it knows of
+each follower. The partition's :class:`~odradek.storage.log.Log` owns the leader epoch cache, the
+producer and transaction state and the producer snapshots (``epoch_cache``, ``producer_state`` and
+``txn_state`` here are its). The rules (SEEDS §3, Kafka's ``Partition.scala``):
 
 - **High watermark** = the smallest log end offset over the ISR (the leader's included); it only
   moves forward. A follower in the ISR whose log end offset the new leader does not know yet
