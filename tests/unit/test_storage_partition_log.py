@@ -41,6 +41,15 @@ def _state(log: Log) -> dict[int, tuple[int, int, int]]:
     return {pid: (e.epoch, e.last_seq, e.last_offset) for pid, e in log.producer_state.producers.items()}
 
 
+def _fill(log: Log, pid: int, segments: int = 3) -> int:
+    """Append producer ``pid``'s batches of 3 until the log has ``segments`` segments; the next sequence."""
+    seq = 0
+    while log.num_segments < segments:
+        log.append_as_leader(_batch(pid, seq))
+        seq += 3
+    return seq
+
+
 def _snapshots(directory: Path) -> list[int]:
     return sorted(int(f.name[:20]) for f in directory.glob("*.snapshot"))
 
@@ -105,10 +114,7 @@ def test_follower_append_assigns_epochs_and_records_the_leaders_batches(tmp_path
 def test_snapshot_taken_on_roll_holds_the_state_before_the_new_segment(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     log = Log(directory, log_config(segment_bytes=600))
-    seq = 0
-    while log.num_segments < 3:
-        log.append_as_leader(_batch(5, seq))
-        seq += 3
+    _fill(log, 5)
     bases = [s.base_offset for s in log.segments]
     assert _snapshots(directory) == bases[1:]  # one per roll, none for the first segment
     (entry,) = read_snapshot(directory / f"{bases[2]:020d}.snapshot")
@@ -122,10 +128,7 @@ def test_snapshot_taken_on_roll_holds_the_state_before_the_new_segment(tmp_path:
 def test_unclean_stop_recovers_the_producer_state_from_snapshot_and_segments(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     log = Log(directory, log_config(segment_bytes=600))
-    seq = 0
-    while log.num_segments < 3:
-        log.append_as_leader(_batch(5, seq))
-        seq += 3
+    seq = _fill(log, 5)
     log.append_as_leader(_batch(6, 0, txn=True))  # open at the crash
     log.append_as_leader(_batch(5, seq))  # after the last snapshot, in the active segment
     before, ongoing, end = _state(log), dict(log.txn_state.ongoing), log.log_end_offset

@@ -134,6 +134,11 @@ class LocalLog:
             self._log_start_offset,
             self._log_end_offset,
         )
+        self._after_load()
+
+    def _after_load(self) -> None:
+        """Runs at the end of ``__init__``, once the segments are loaded: :class:`~odradek.storage.log.Log`
+        loads the state it keeps beside them here."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._tp}, start={self._log_start_offset}, end={self._log_end_offset})"

@@ -52,7 +52,6 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from pathlib import Path
 from typing import Literal
 
 from odradek.errors import KafkaStorageError
@@ -63,7 +62,6 @@ from odradek.storage.append import (
     check_leader_batches,
     prepare_leader_append,
 )
-from odradek.storage.config import LogConfig
 from odradek.storage.leader_epoch import LeaderEpochFileCache
 from odradek.storage.local_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LocalLog, wall_clock_ms
 from odradek.storage.producer_snapshot import (
@@ -77,7 +75,6 @@ from odradek.storage.producer_snapshot import (
 from odradek.storage.producer_state import NO_PRODUCER_ID, ProducerStateManager
 from odradek.storage.results import LogAppendInfo
 from odradek.storage.segment import LogSegment
-from odradek.storage.topic_partition import TopicPartition
 from odradek.storage.txn_state import TxnState, control_marker
 
 __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "Log", "wall_clock_ms"]
@@ -91,34 +88,17 @@ class Log(LocalLog):
     """A partition's log: :class:`LocalLog` plus producer state, transaction state, leader epoch
     cache and producer snapshots behind the appends. See the module docstring.
 
-    Opening runs the segment loader (recovery), then rebuilds the producer and transaction state;
-    the arguments are :class:`LocalLog`'s.
+    Opening (:class:`LocalLog`'s arguments) runs the segment loader (recovery), then drops the
+    epoch cache's entries past the log end and rebuilds the producer and transaction state.
     """
 
-    def __init__(
-        self,
-        directory: str | Path,
-        config: LogConfig,
-        *,
-        log_start_offset: int = 0,
-        recovery_point: int = 0,
-        high_watermark: int | None = None,
-        had_clean_shutdown: bool = False,
-        time_ms: Callable[[], int] | None = None,
-        topic_partition: TopicPartition | None = None,
-    ) -> None:
-        super().__init__(
-            directory,
-            config,
-            log_start_offset=log_start_offset,
-            recovery_point=recovery_point,
-            high_watermark=high_watermark,
-            had_clean_shutdown=had_clean_shutdown,
-            time_ms=time_ms,
-            topic_partition=topic_partition,
-        )
+    leader_epoch_cache: LeaderEpochFileCache
+    """(epoch, start offset) of every leader epoch in the log (KIP-101)."""
+    producer_state: ProducerStateManager
+    txn_state: TxnState
+
+    def _after_load(self) -> None:
         self.leader_epoch_cache = LeaderEpochFileCache(self._dir)
-        """(epoch, start offset) of every leader epoch in the log (KIP-101)."""
         self.leader_epoch_cache.truncate_from_end(self._log_end_offset + 1)
         self.producer_state = ProducerStateManager()
         self.txn_state = TxnState(self)
