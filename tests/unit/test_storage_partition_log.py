@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -17,6 +21,8 @@ from odradek.storage.producer_snapshot import read_snapshot
 from odradek.storage.txn_index import AbortedTxn
 
 from .storage_support import log_config
+
+T = TypeVar("T")
 
 
 def _batch(pid: int, seq: int, n: int = 3, *, epoch: int = 0, txn: bool = False, leader_epoch: int = 0) -> bytes:
@@ -73,6 +79,44 @@ def test_leader_append_decides_the_producer_state(tmp_path: Path) -> None:
     # the coordinators' appends skip the sequence check (a non-client origin), and are recorded
     log.append_as_leader(_batch(9, 40), 2, origin="coordinator")
     assert _state(log)[9] == (0, 42, 8)
+
+
+class _GatedPool(ThreadPoolExecutor):
+    """One I/O thread whose writes wait for ``gate``; ``started`` is set when one is waiting."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.gate, self.started = threading.Event(), threading.Event()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        def gated() -> T:
+            self.started.set()
+            self.gate.wait(10)
+            return fn(*args, **kwargs)
+
+        return super().submit(gated)
+
+
+def test_an_async_append_whose_caller_is_cancelled_is_still_recorded(tmp_path: Path) -> None:
+    """The producer state is updated with the commit, not by the caller: a retry of a batch whose
+    request was cancelled (its connection lost) while an I/O thread wrote it is a duplicate."""
+
+    async def run() -> None:
+        log = Log(tmp_path / "t-0", log_config())
+        pool = _GatedPool()
+        first = asyncio.create_task(log.append_as_leader_async(_batch(5, 0), 1, executor=pool))
+        while not pool.started.is_set():
+            await asyncio.sleep(0.005)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        pool.gate.set()
+        retry = await log.append_as_leader_async(_batch(5, 0), 1, executor=pool)  # waits for the write
+        assert retry.duplicate and (retry.first_offset, retry.last_offset) == (0, 2)
+        assert log.log_end_offset == 3 and _state(log) == {5: (0, 2, 2)}
+        pool.shutdown()
+
+    asyncio.run(run())
 
 
 def test_leader_append_records_transactions(tmp_path: Path) -> None:
