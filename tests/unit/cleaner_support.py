@@ -10,7 +10,6 @@ from tests.unit.storage_support import Clock, log_config
 
 from odradek.protocol.records import DecodedRecord, Record, build_batch, decode_records
 from odradek.storage import Log
-from odradek.storage.txn_index import AbortedTxn
 
 T0 = 1_700_000_000_000
 
@@ -52,12 +51,14 @@ def append(
 
 
 def marker(log: Log, producer_id: int, commit: bool, *, first_offset: int = -1) -> int:
-    """Append a COMMIT/ABORT control batch; an ABORT also gets its ``.txnindex`` entry."""
+    """Append a COMMIT/ABORT control batch; the log writes an ABORT's ``.txnindex`` entry, from
+    ``first_offset`` (the transaction's first batch) to the marker."""
     key = struct.pack(">hh", 0, 1 if commit else 0)
     value = struct.pack(">hi", 0, 0)
     offset = append(log, [(key, value)], producer_id=producer_id, producer_epoch=0, transactional=True, control=True)
     if not commit:
-        log.active_segment.txn_index.append(AbortedTxn(producer_id, first_offset, offset, offset))
+        last = log.active_segment.txn_index.entries()[-1]
+        assert (last.producer_id, last.first_offset, last.last_offset) == (producer_id, first_offset, offset)
     return offset
 
 

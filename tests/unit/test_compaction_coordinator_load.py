@@ -23,7 +23,6 @@ from odradek.coordinator.runtime import LocalInternalLog
 from odradek.coordinator.transaction.metadata import TransactionState
 from odradek.errors import ErrorCode
 from odradek.protocol.records import Record, build_batch, iter_batches
-from odradek.replication.txn_state import TxnState
 from odradek.storage import Log, LogConfig
 from odradek.storage.cleaner import CleanerConfig, clean_log
 from odradek.storage.topic_partition import TopicPartition
@@ -59,12 +58,8 @@ def clean_copy(history: MemoryOffsetsLog, directory: Path, topic: str, now_ms: i
     logs: dict[int, Log] = {}
     for partition, batches in history.batches.items():
         log = Log(directory / f"{topic}-{partition}", config, time_ms=lambda: now_ms)
-        txns = TxnState(log)  # writes the .txnindex entries of aborts, as the broker's partition does
         for batch in batches:
-            log.append_as_follower(batch)
-            (_, header), *_ = iter_batches(batch)
-            unstable = txns.first_unstable_offset()
-            txns.on_batch(header, header.base_offset, batch, log.log_end_offset if unstable is None else unstable)
+            log.append_as_follower(batch)  # the log writes the .txnindex entries of aborts
         log.roll()
         log.high_watermark = log.log_end_offset
         for at in (now_ms, now_ms + DAY_MS + 1):

@@ -44,9 +44,8 @@ def _partition(path: Path) -> Partition:
 
 
 def _append(p: Partition, data: bytes) -> int:
-    assert p.producer_state.check(_headers(data)) is None
-    info = p.log.append_as_leader(data, 0)
-    p.record_appended(data, info.first_offset)
+    info = p.log.append_as_leader(data, 0)  # checked against and recorded in the producer state
+    assert not info.duplicate
     return int(info.first_offset)
 
 
@@ -92,7 +91,7 @@ def test_written_at_roll_and_loaded_on_restart(tmp_path: Path) -> None:
     with pytest.raises(OutOfOrderSequenceError):
         reopened.producer_state.check(_headers(_batch(5, seq + 10)))
     assert reopened.txn_state.ongoing == {6: 120}
-    reopened.take_producer_snapshot()  # clean shutdown
+    reopened.log.take_producer_snapshot()  # clean shutdown
     assert _snapshot_offsets(directory)[-1] == reopened.log.log_end_offset == 130
     only_snapshot = _partition(directory)  # loaded from the file at the log end, nothing replayed
     assert only_snapshot.producer_state.producers.keys() == {5, 6}

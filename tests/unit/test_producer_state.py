@@ -9,8 +9,8 @@ import pytest
 from odradek.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from odradek.protocol.records import BatchHeader, Record, build_batch, iter_batches
 from odradek.replication.partition import Partition, PartitionState
-from odradek.replication.producer_state import ProducerStateManager
 from odradek.storage import Log, TopicPartition
+from odradek.storage.producer_state import ProducerStateManager
 
 from .storage_support import log_config
 

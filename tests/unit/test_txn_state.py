@@ -42,14 +42,12 @@ def _data(p: Partition, producer_id: int, n: int) -> None:
     records = build_batch(
         [Record(None, b"v")] * n, producer_id=producer_id, producer_epoch=0, base_sequence=0, is_transactional=True
     )
-    info = p.log.append_as_leader(records, 0)
-    p.record_appended(records, info.first_offset)
+    p.log.append_as_leader(records, 0)
 
 
 def _marker(p: Partition, producer_id: int, commit: bool) -> None:
     records = control_batch(producer_id, 0, commit, 0)
-    info = p.log.append_as_leader(records, 0, origin="coordinator")
-    p.record_appended(records, info.first_offset)
+    p.log.append_as_leader(records, 0, origin="coordinator")
 
 
 def test_open_transactions_hold_the_lso_and_aborts_are_indexed(tmp_path: Path) -> None:

@@ -84,6 +84,7 @@ class ReplicaAlterLogDirsManager:
                 if source.closed or rm.partitions.get(tp) is not partition:
                     return
                 source.flush()
+                source.take_producer_snapshot()  # the copy reopens with the producer state as it is now
                 future = lm.future_dir(tp, destination)
                 log.info("Moving %s-%d from %s to %s", tp.topic, tp.partition, source.dir.parent, destination)
                 try:

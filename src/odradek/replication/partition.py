@@ -1,7 +1,9 @@
 """One partition as a replica: its log plus leadership state (Kafka's ``Partition``).
 
-Holds ``leader_epoch``, ``leader_id``, ``isr``, ``replicas``, the leader epoch cache and, on the
-leader, what it knows of each follower. The rules (SEEDS §3, Kafka's ``Partition.scala``):
+Holds ``leader_epoch``, ``leader_id``, ``isr``, ``replicas`` and, on the leader, what it knows of
+each follower. The partition's :class:`~odradek.storage.log.Log` owns the leader epoch cache, the
+producer and transaction state and the producer snapshots (``epoch_cache``, ``producer_state`` and
+``txn_state`` here are its). The rules (SEEDS §3, Kafka's ``Partition.scala``):
 
 - **High watermark** = the smallest log end offset over the ISR (the leader's included); it only
   moves forward. A follower in the ISR whose log end offset the new leader does not know yet
@@ -34,19 +36,10 @@ from dataclasses import dataclass, field, replace
 
 from odradek.errors import ErrorCode, NotLeaderOrFollowerError
 from odradek.metadata.znodes import LeaderAndIsr
-from odradek.protocol.records import LOG_OVERHEAD, iter_batches
-from odradek.replication.producer_state import ProducerStateManager
-from odradek.replication.txn_state import TxnState, control_marker
 from odradek.storage import Log, LogAppendInfo, TopicPartition
 from odradek.storage.leader_epoch import LeaderEpochFileCache
-from odradek.storage.producer_snapshot import (
-    CorruptSnapshotError,
-    SnapshotEntry,
-    delete_snapshots,
-    latest_snapshot,
-    read_snapshot,
-    write_snapshot,
-)
+from odradek.storage.producer_state import ProducerStateManager
+from odradek.storage.txn_state import TxnState
 
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("state.change.logger")
@@ -135,16 +128,20 @@ class Partition:
     _follower_waiters: list[asyncio.Future[None]] = field(default_factory=list)
     _produce_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = field(default_factory=list)
     _isr_update: asyncio.Task[None] | None = None
-    producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
-    txn_state: TxnState = field(init=False)
-    _snapshot_offset: int = -1
 
     def __post_init__(self) -> None:
         if self.epoch_cache is None:
-            self.epoch_cache = LeaderEpochFileCache(self.log.dir)
-        self.epoch_cache.truncate_from_end(self.log.log_end_offset + 1)
-        self.txn_state = TxnState(self.log)
-        self.load_producer_state()
+            self.epoch_cache = self.log.leader_epoch_cache
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        """The log's producer state (:class:`odradek.storage.log.Log` decides it in the append)."""
+        return self.log.producer_state
+
+    @property
+    def txn_state(self) -> TxnState:
+        """The log's transaction state."""
+        return self.log.txn_state
 
     # --- identity ----------------------------------------------------------------------------
 
@@ -163,26 +160,7 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         """``min(first unstable offset, high watermark)``: read_committed reads stop there."""
-        hw = self.high_watermark
-        first_unstable = self.txn_state.first_unstable_offset()
-        return hw if first_unstable is None else min(first_unstable, hw)
-
-    def record_appended(self, records: bytes | memoryview, first_offset: int) -> None:
-        """Producer and transaction state for batches just appended from ``first_offset`` (leader:
-        offsets just assigned; follower: ``first_offset`` -1, the batches carry theirs)."""
-        view = memoryview(records)
-        offset = first_offset
-        for pos, h in iter_batches(records):
-            base = h.base_offset if first_offset < 0 else offset
-            rolled = base == self.log.active_segment.base_offset and base > self.log.segments[0].base_offset
-            if rolled and base > self._snapshot_offset:
-                self.take_producer_snapshot(base)  # this batch rolled a segment: the state before it
-            batch = view[pos : pos + h.batch_length + LOG_OVERHEAD]
-            marker = control_marker(batch) if h.is_control else None
-            self.producer_state.record(h, base, marker[1] if marker else -1)
-            if h.is_transactional:
-                self.txn_state.on_batch(h, base, batch, self.last_stable_offset)
-            offset += h.last_offset_delta + 1
+        return self.log.last_stable_offset
 
     @property
     def in_sync_replica_count(self) -> int:
@@ -279,96 +257,26 @@ class Partition:
     # --- appends -----------------------------------------------------------------------------
 
     def append_records_as_follower(self, records: bytes | memoryview) -> LogAppendInfo:
-        """Append batches fetched from the leader, offsets as the leader assigned them; new
-        epochs seen in the batches go to the epoch cache."""
-        assert self.epoch_cache is not None
-        latest = self.epoch_cache.latest_epoch
-        for _pos, header in iter_batches(records):
-            if header.partition_leader_epoch > latest:
-                latest = header.partition_leader_epoch
-                if header.base_offset >= self.log.log_end_offset:
-                    self.epoch_cache.assign(latest, header.base_offset)
+        """Append batches fetched from the leader, offsets as the leader assigned them
+        (:meth:`odradek.storage.log.Log.append_as_follower`: new epochs in the batches go to the
+        epoch cache, the batches to the producer and transaction state)."""
         info = self.log.append_as_follower(records)
         if self.counters is not None:
             self.counters[FOLLOWER_BYTES_IN] += info.valid_bytes
-        self.record_appended(records, -1)
         return info
 
     def truncate_to(self, offset: int) -> None:
-        """Follower truncation (divergent tail); the epoch cache follows."""
-        assert self.epoch_cache is not None
-        # epochs that start at or after ``offset`` go even when no record does: a broker that led
-        # an epoch without writing in it must not name that epoch in its next fetch
-        self.epoch_cache.truncate_from_end(offset)
-        if self.log.truncate_to(offset):
-            delete_snapshots(self.log.dir, above=offset)
-            self.load_producer_state()
+        """Follower truncation (divergent tail); the log's epoch cache and producer state follow."""
+        self.log.truncate_to(offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Follower whose log lies outside the leader's: start empty at ``offset``."""
         self.log.truncate_fully_and_start_at(offset)
-        delete_snapshots(self.log.dir, above=-1)
-        self.load_producer_state()
 
     def replace_log(self, log_: Log) -> None:
-        """The log moved to another log dir (same contents): the epoch cache and transaction
-        state follow it."""
+        """The log moved to another log dir (same contents, its state loaded from there)."""
         self.log = log_
-        self.epoch_cache = LeaderEpochFileCache(log_.dir)
-        self.txn_state.log = log_
-
-    # --- producer state ------------------------------------------------------------------------
-
-    def load_producer_state(self) -> None:
-        """Producer and transaction state from the newest snapshot at or below the log end offset,
-        then the batch headers after it; from every batch when there is no usable snapshot (an
-        unreadable one is logged and skipped). Producers whose batches retention removed are dropped."""
-        start, entries = self.log.log_start_offset, list[SnapshotEntry]()
-        delete_snapshots(self.log.dir, above=self.log.log_end_offset)
-        found = latest_snapshot(self.log.dir, self.log.log_end_offset)
-        if found is not None:
-            try:
-                entries = read_snapshot(found[1])
-                start = max(start, found[0])
-            except (OSError, CorruptSnapshotError) as e:
-                log.warning("%s: producer snapshot unusable (%s); rebuilding from the log", self.topic_partition, e)
-        self._snapshot_offset = found[0] if found else -1
-        self.producer_state.load(entries)
-        self.txn_state.rebuild(
-            {e.producer_id: e.current_txn_first_offset for e in entries if e.current_txn_first_offset >= 0}
-        )
-        segments = self.log.segments
-        for i, segment in enumerate(segments):
-            if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
-                continue
-            for pos, h in segment.scan_batches():
-                if h.base_offset + h.last_offset_delta < start:
-                    continue
-                marker = control_marker(segment.read_at(pos, h.batch_length + LOG_OVERHEAD)) if h.is_control else None
-                self.producer_state.record(h, h.base_offset, marker[1] if marker else -1)
-                self.txn_state.replay(h)
-        self.producer_state.truncate_head(self.log.log_start_offset)
-
-    def take_producer_snapshot(self, offset: int | None = None) -> None:
-        """Write the producer state up to ``offset`` (default: the log end offset) to
-        ``<offset>.snapshot``; keeps the newest three. A failed write is logged (the state is
-        rebuilt from the log instead)."""
-        offset = self.log.log_end_offset if offset is None else offset
-        entries = self.producer_state.snapshot_entries(self.txn_state.ongoing)
-        try:
-            write_snapshot(self.log.dir, offset, entries)
-            delete_snapshots(self.log.dir)
-        except OSError as e:
-            log.warning("%s: producer snapshot at %d not written: %s", self.topic_partition, offset, e)
-            return
-        self._snapshot_offset = offset
-
-    def expire_producers(self, now_ms: int, expiration_ms: int) -> None:
-        """Retention and ``producer.id.expiration.ms`` (run periodically): producers whose batches
-        are gone or idle that long, and aborted ranges below the log start, are forgotten."""
-        self.producer_state.truncate_head(self.log.log_start_offset)
-        self.txn_state.on_log_start(self.log.log_start_offset)
-        self.producer_state.remove_expired(now_ms, expiration_ms, keep=self.txn_state.ongoing)
+        self.epoch_cache = log_.leader_epoch_cache
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
         self.follower_lag = max(0, leader_high_watermark - self.log.log_end_offset)

@@ -36,7 +36,6 @@ from odradek.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
-from odradek.protocol.records import BatchHeader
 from odradek.replication.alter_log_dirs import ReplicaAlterLogDirsManager
 from odradek.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from odradek.replication.partition import IsrWriter, Partition, PartitionState
@@ -339,8 +338,7 @@ class ReplicaManager:
             info = partition.log.append_as_leader(records, partition.leader_epoch, origin=origin)
         except OSError as exc:
             raise self.storage_failure(partition, exc) from None
-        if info.first_offset >= 0:
-            partition.record_appended(records, info.first_offset)
+        if info.first_offset >= 0 and not info.duplicate:
             partition.wake_follower_waiters()
         partition.maybe_increment_high_watermark()
         if self.on_append is not None:
@@ -354,26 +352,15 @@ class ReplicaManager:
         thread. Errors as :meth:`append_records`, plus KAFKA_STORAGE_ERROR when the log is closed or
         truncated while the payload is written, and for idempotent producers INVALID_PRODUCER_EPOCH
         and OUT_OF_ORDER_SEQUENCE_NUMBER; a retried batch already in the log is not appended again
-        and gets its original offsets (:mod:`odradek.replication.producer_state`). ``records`` must
-        not change until the append is committed. Cancelling this (the request's connection was
-        lost) while an I/O thread writes does not cancel the append: it is committed and recorded
-        in the producer state as if the caller had waited."""
+        and gets its original offsets (the log's producer state decides,
+        :mod:`odradek.storage.producer_state`). ``records`` must not change until the append is
+        committed. Cancelling this (the request's connection was lost) while an I/O thread writes
+        does not cancel the append: it is committed and recorded in the producer state as if the
+        caller had waited, and followers waiting for it are woken."""
         partition = self._partition_for_append(tp, required_acks)
 
-        def producer_check(headers: list[BatchHeader]) -> LogAppendInfo | None:
-            duplicate = partition.producer_state.check(headers)
-            if duplicate is None:
-                return None
-            # an idempotent producer's retry: the original append's offsets
-            return LogAppendInfo(duplicate[0], duplicate[1], -1, -1, -1, partition.log.log_start_offset, 0, 0)
-
-        def committed(info: LogAppendInfo) -> None:
-            # under the log's append lock, also when the request was cancelled meanwhile (its
-            # connection closed): the producer state must know every batch in the log, or a
-            # retry of it would be appended again
-            if info.first_offset >= 0:
-                partition.record_appended(records, info.first_offset)
-                partition.wake_follower_waiters()
+        def committed(_info: LogAppendInfo) -> None:
+            partition.wake_follower_waiters()
 
         try:
             info = await partition.log.append_as_leader_async(
@@ -381,7 +368,6 @@ class ReplicaManager:
                 partition.leader_epoch,
                 executor=self._io_executor,
                 executor_min_bytes=IO_THREAD_MIN_BYTES,
-                producer_check=producer_check,
                 on_commit=committed,
             )
         except OSError as exc:
@@ -576,9 +562,10 @@ class ReplicaManager:
         self._io_executor.shutdown(wait=True)
         for partition in self.partitions.values():
             if not partition.log.closed:
-                partition.take_producer_snapshot()
+                partition.log.take_producer_snapshot()
 
     def expire_producers(self, now_ms: int) -> None:
-        """Every ``producer.id.expiration.check.interval.ms``: see :meth:`Partition.expire_producers`."""
+        """Every ``producer.id.expiration.check.interval.ms``: see
+        :meth:`odradek.storage.log.Log.expire_producers`."""
         for partition in self.partitions.values():
-            partition.expire_producers(now_ms, self.producer_id_expiration_ms)
+            partition.log.expire_producers(now_ms, self.producer_id_expiration_ms)

@@ -1,6 +1,8 @@
 """odradek.storage: one partition on disk, in Kafka's file formats.
 
-* :class:`Log`: a partition directory of segments (append, read, roll, retention, truncation).
+* :class:`Log`: a partition's log (Kafka's ``UnifiedLog``): its segments (``LocalLog``: read,
+  roll, retention, truncation), producer state, transaction state, leader epoch cache and
+  producer snapshots behind ``append_as_leader`` / ``append_as_follower``.
 * :class:`LogSegment`: a ``.log`` file with its ``.index`` and ``.timeindex``.
 * :class:`OffsetIndex`, :class:`TimeIndex`: sparse memory-mapped indexes.
 * :class:`LogManager`: every log of a broker across ``log.dirs`` (load/recover, retention, flush,

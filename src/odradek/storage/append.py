@@ -50,8 +50,10 @@ class PreparedAppend:
     """What one append writes (``chunks``, ``size`` bytes in all) and what it appends.
 
     ``metas`` holds ``(position in the payload, last offset, max timestamp, size)`` per batch, as
-    :meth:`odradek.storage.segment.LogSegment.commit_append` indexes them. ``log_append_time`` is
-    the broker time stamped into the batches, or -1.
+    :meth:`odradek.storage.segment.LogSegment.commit_append` indexes them; ``headers`` the
+    batches' headers as checked, in the same order (their base offsets as received: a leader's
+    offsets are in ``metas``). ``log_append_time`` is the broker time stamped into the batches,
+    or -1.
     """
 
     chunks: list[Buffer]
@@ -63,6 +65,7 @@ class PreparedAppend:
     offset_of_max_timestamp: int
     log_append_time: int
     records_count: int
+    headers: Sequence[BatchHeader] = ()
 
 
 def check_leader_batches(
@@ -146,6 +149,7 @@ def prepare_leader_append(
         offset_of_max_timestamp=offset_of_max,
         log_append_time=-1 if log_append_time_ms is None else log_append_time_ms,
         records_count=count,
+        headers=headers,
     )
 
 
@@ -195,4 +199,5 @@ def check_follower_batches(
         offset_of_max_timestamp=offset_of_max,
         log_append_time=-1,
         records_count=count,
+        headers=headers,
     )

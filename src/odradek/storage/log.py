@@ -1,232 +1,134 @@
-"""One partition's log on disk (Kafka's ``UnifiedLog``/``LocalLog``): a directory of segments.
+"""One partition's log (Kafka's ``UnifiedLog``): segments, producer state, transactions, epochs.
 
-Directory ``<log.dirs>/<topic>-<partition>/`` holding segments named by base offset (see
-:mod:`odradek.storage.segment`). The last segment is the *active* one: appends go there, and it is
-rolled (``maybe_roll``) when it would exceed ``segment.bytes``, is older than ``segment.ms``, or
-has a full index (``segment.index.bytes``).
+:class:`Log` is the one log object of a partition. It extends
+:class:`~odradek.storage.local_log.LocalLog` (the segments) with what Kafka's ``UnifiedLog`` keeps
+beside them, all in the partition directory:
 
-Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset``. The log end offset is
-the next offset to assign; the high watermark is set by the replication layer (a single broker
-sets it to the log end offset after each append) and is persisted only through the
-``replication-offset-checkpoint`` written by ``LogManager.checkpoint``. The recovery point is the
-offset below which everything has been fsynced.
+- the producer state (:class:`~odradek.storage.producer_state.ProducerStateManager`): each
+  idempotent producer's epoch and last sequences, checked and updated inside the append;
+- the transaction state (:class:`~odradek.storage.txn_state.TxnState`): open transactions, the
+  first unstable offset (:attr:`Log.last_stable_offset`), aborted ranges, each abort also written
+  to the ``.txnindex`` of the segment holding its marker;
+- the leader epoch cache (``leader-epoch-checkpoint``, :mod:`odradek.storage.leader_epoch`);
+- producer snapshots (``<offset>.snapshot``, :mod:`odradek.storage.producer_snapshot`): taken
+  whenever a segment rolls, at the new segment's base offset before anything is written to it
+  (Kafka's ``roll``), and by :meth:`Log.take_producer_snapshot` at a clean shutdown; the newest
+  three are kept.
 
-Hot paths never touch records: an append validates batch headers and CRCs and writes the
-producer's bytes with one ``pwritev``, new base offsets and leader epoch in front of each batch
-(:mod:`odradek.storage.append`); a read locates the batch through the segment and offset index
-and returns a byte range of whole stored batches.
+The appends, each answering one :class:`~odradek.storage.results.LogAppendInfo`:
 
-Crash policy: see :mod:`odradek.storage.log_loader` (recovery at open) and ``flush``. Flushing
-follows ``flush.messages``/``flush.ms`` (default: never fsync explicitly, leave it to the OS);
-segments are fsynced after a roll when ``flush_pending_rolls`` runs (the log manager's periodic
-flush), which advances the recovery point.
+- :meth:`Log.append_as_leader` (origin ``client`` or ``coordinator``) and, for clients,
+  :meth:`Log.append_as_leader_async` (large payloads written by an I/O thread): the batches are
+  checked (:func:`~odradek.storage.append.check_leader_batches`); a client's idempotent batches
+  are then checked against the producer state (Kafka 3.9's ``ProducerAppendInfo``:
+  INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER; a retry of a batch still in the state is
+  not appended and is answered with its original offsets, ``duplicate`` set); offsets are
+  assigned, the bytes written and committed, and the batches recorded in the producer and
+  transaction state. The coordinators' appends (markers, internal topics) skip the sequence
+  check, as Kafka's non-client origins do.
+- :meth:`Log.append_as_follower` (the replication origin): batches carrying the leader's offsets;
+  a leader epoch newer than the cache's latest is assigned at its batch's base offset first, then
+  the batches are written and recorded as on the leader.
 
-Threading: not thread-safe. Every method must be called from the broker's asyncio event-loop
-thread. :meth:`Log.append_as_leader_async` hands the write of a large payload to an I/O thread
-(Kafka's request handler threads) and commits it on the loop; the log's other methods stay
-synchronous and see the log as it was until the commit.
+Both record from the batch headers the check returned (no second walk over the payload; only a
+control batch is decoded, for its marker). The state is updated on the event loop right after the
+commit, under the append lock, also when the caller of an asynchronous append was cancelled: the
+producer state knows every batch in the log, or a retry of one would be appended again.
+
+Recovery (at open, after a truncation): the epoch cache drops entries past the log end offset;
+snapshots above the log end offset are deleted; the producer and transaction state come from the
+newest snapshot at or below the log end offset (an unreadable one is logged and skipped) and then
+from the batch headers after it; producers whose last batch lies below the log start offset are
+dropped. A crash before a roll's snapshot or during its write (a ``.tmp`` left over) only makes the
+next open read more batch headers: the segments are the truth, snapshots a shortcut.
+
+Threading: as :class:`~odradek.storage.local_log.LocalLog`, the broker's event-loop thread only;
+only the byte copy of :meth:`Log.append_as_leader_async` runs on an I/O thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from pathlib import Path
 from typing import Literal
 
-from odradek.errors import KafkaStorageError, OffsetOutOfRangeError
-from odradek.protocol.records import BatchHeader
+from odradek.errors import KafkaStorageError
+from odradek.protocol.records import LOG_OVERHEAD, BatchHeader
 from odradek.storage.append import (
     PreparedAppend,
     check_follower_batches,
     check_leader_batches,
     prepare_leader_append,
 )
-from odradek.storage.checkpoint import fsync_dir
-from odradek.storage.config import LogConfig
-from odradek.storage.log_loader import load_segments
-from odradek.storage.log_segments import (
-    find_offset_by_timestamp,
-    flush_segments,
-    latest_timestamp,
-    read_across,
-    remove_segments,
-    replace_segments,
-    truncate_segments,
+from odradek.storage.leader_epoch import LeaderEpochFileCache
+from odradek.storage.local_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LocalLog, wall_clock_ms
+from odradek.storage.producer_snapshot import (
+    CorruptSnapshotError,
+    SnapshotEntry,
+    delete_snapshots,
+    latest_snapshot,
+    read_snapshot,
+    write_snapshot,
 )
-from odradek.storage.results import FetchDataInfo, LogAppendInfo
-from odradek.storage.retention import SegmentPredicate, below_log_start_offset, deletable_segments, retention_passes
+from odradek.storage.producer_state import NO_PRODUCER_ID, ProducerStateManager
+from odradek.storage.results import LogAppendInfo
 from odradek.storage.segment import LogSegment
-from odradek.storage.topic_partition import TopicPartition, parse_topic_partition_dir
+from odradek.storage.txn_state import TxnState, control_marker
 
 __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "Log", "wall_clock_ms"]
 
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
-
 logger = logging.getLogger("odradek.storage.log")
 
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
+Records = bytes | bytearray | memoryview
 
 
-class Log:
-    """A partition log: append, read, roll, retention, truncation, flush. See the module docstring.
+class Log(LocalLog):
+    """A partition's log: :class:`LocalLog` plus producer state, transaction state, leader epoch
+    cache and producer snapshots behind the appends. See the module docstring.
 
-    Opening runs the loader (recovery). ``log_start_offset``, ``recovery_point`` and
-    ``high_watermark`` come from the log dir's checkpoint files (the log manager passes them);
-    ``had_clean_shutdown`` skips recovery of unflushed segments. ``time_ms`` is the clock (ms).
+    Opening (:class:`LocalLog`'s arguments) runs the segment loader (recovery), then drops the
+    epoch cache's entries past the log end and rebuilds the producer and transaction state.
     """
 
-    def __init__(
-        self,
-        directory: str | Path,
-        config: LogConfig,
-        *,
-        log_start_offset: int = 0,
-        recovery_point: int = 0,
-        high_watermark: int | None = None,
-        had_clean_shutdown: bool = False,
-        time_ms: Callable[[], int] | None = None,
-        topic_partition: TopicPartition | None = None,
-    ) -> None:
-        self._dir = Path(directory)
-        tp = topic_partition or parse_topic_partition_dir(self._dir.name)
-        if tp is None:
-            raise ValueError(f"{self._dir.name!r} is not a partition directory name (<topic>-<partition>)")
-        self._tp = tp
-        self._config = config
-        self._time_ms = time_ms or wall_clock_ms
-        self._ident = f"[Log partition={tp}, dir={self._dir.parent}]"
-        self._dir.mkdir(parents=True, exist_ok=True)
-        loaded = load_segments(
-            self._dir,
-            config,
-            log_start_offset=log_start_offset,
-            recovery_point=recovery_point,
-            had_clean_shutdown=had_clean_shutdown,
-            time_ms=self._time_ms,
-            ident=self._ident,
-        )
-        self._segments: list[LogSegment] = loaded.segments
-        self._base_offsets: list[int] = [s.base_offset for s in self._segments]
-        self._log_end_offset = loaded.next_offset
-        self._log_start_offset = loaded.log_start_offset
-        self._recovery_point = loaded.recovery_point
-        self._high_watermark = self._log_start_offset
-        if high_watermark is not None:
-            self.high_watermark = high_watermark
-        self._last_flush_ms = self._time_ms()
-        self._pending_flush_offset: int | None = None
-        self._dir_dirty = False
-        self._closed = False
-        self._append_lock = asyncio.Lock()
-        self._write_in_progress = False
-        self._truncation_point: int | None = None
-        logger.debug(
-            "%s Loaded %d segment(s): start offset %d, end offset %d",
-            self._ident,
-            len(self._segments),
-            self._log_start_offset,
-            self._log_end_offset,
-        )
+    leader_epoch_cache: LeaderEpochFileCache
+    """(epoch, start offset) of every leader epoch in the log (KIP-101)."""
+    producer_state: ProducerStateManager
+    txn_state: TxnState
 
-    def __repr__(self) -> str:
-        return f"Log({self._tp}, start={self._log_start_offset}, end={self._log_end_offset})"
-
-    # --- properties ---------------------------------------------------------------------------
+    def _after_load(self) -> None:
+        self.leader_epoch_cache = LeaderEpochFileCache(self._dir)
+        self.leader_epoch_cache.truncate_from_end(self._log_end_offset + 1)
+        self.producer_state = ProducerStateManager()
+        self.txn_state = TxnState(self)
+        self.load_producer_state()
 
     @property
-    def dir(self) -> Path:
-        return self._dir
+    def last_stable_offset(self) -> int:
+        """``min(first unstable offset, high watermark)``: read_committed reads stop there."""
+        hw = self._high_watermark
+        first_unstable = self.txn_state.first_unstable_offset()
+        return hw if first_unstable is None else min(first_unstable, hw)
 
-    @property
-    def topic_partition(self) -> TopicPartition:
-        return self._tp
-
-    @property
-    def config(self) -> LogConfig:
-        return self._config
-
-    @property
-    def log_start_offset(self) -> int:
-        return self._log_start_offset
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._log_end_offset
-
-    @property
-    def high_watermark(self) -> int:
-        return self._high_watermark
-
-    @high_watermark.setter
-    def high_watermark(self, offset: int) -> None:
-        """Set the high watermark, clamped to ``[log_start_offset, log_end_offset]``."""
-        self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
-
-    @property
-    def recovery_point(self) -> int:
-        return self._recovery_point
-
-    @property
-    def size_in_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
-
-    @property
-    def num_segments(self) -> int:
-        return len(self._segments)
-
-    @property
-    def segments(self) -> tuple[LogSegment, ...]:
-        return tuple(self._segments)
-
-    @property
-    def active_segment(self) -> LogSegment:
-        return self._segments[-1]
-
-    @property
-    def last_flush_time_ms(self) -> int:
-        return self._last_flush_ms
-
-    @property
-    def unflushed_messages(self) -> int:
-        return self._log_end_offset - self._recovery_point
-
-    @property
-    def append_lock(self) -> asyncio.Lock:
-        """Held while an asynchronous append is written; holding it keeps appends out (other
-        appends fail with KafkaStorageError or wait), e.g. while the log is copied elsewhere."""
-        return self._append_lock
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    # --- append -------------------------------------------------------------------------------
+    # --- appends ------------------------------------------------------------------------------
 
     def append_as_leader(
         self,
-        records: bytes | bytearray | memoryview,
+        records: Records,
         leader_epoch: int = 0,
         *,
         origin: Literal["client", "coordinator"] = "client",
     ) -> LogAppendInfo:
-        """Validate, assign offsets from the log end offset, and append a produce payload.
+        """Check, assign offsets from the log end offset, append and record a payload, on the loop.
 
-        Checks of :func:`odradek.storage.append.check_leader_batches` (CorruptRecordError,
-        InvalidRecordError, RecordTooLargeError, RecordValidationError for a client's records);
-        nothing is written unless every batch is valid.
-        Base offsets and ``leader_epoch`` are written over the batches' first bytes as they go to
-        the file; LogAppendTime topics also get the broker time. An empty payload appends nothing
-        (offsets -1 in the result). Raises KafkaStorageError while an asynchronous append is in
-        progress (the appends of one log are serialized by :meth:`append_as_leader_async`).
+        Raises the errors of :func:`odradek.storage.append.check_leader_batches` (CorruptRecordError,
+        InvalidRecordError, RecordTooLargeError, RecordValidationError for a client's records) and,
+        for a client, INVALID_PRODUCER_EPOCH or OUT_OF_ORDER_SEQUENCE_NUMBER; nothing is written
+        unless every batch passes. Base offsets and ``leader_epoch`` are written over the batches'
+        first bytes as they go to the file; LogAppendTime topics also get the broker time. An empty
+        payload appends nothing (offsets -1). Raises KafkaStorageError while an asynchronous append
+        is in progress (the appends of one log are serialized by :meth:`append_as_leader_async`).
         """
         self._check_open()
         headers = check_leader_batches(records, self._config, origin, self._time_ms, self._tp)
@@ -234,39 +136,39 @@ class Log:
             return self._empty_info()
         if self._append_lock.locked():
             raise KafkaStorageError(f"{self._tp}: an asynchronous append is in progress")
+        if origin == "client" and (duplicate := self._check_producers(headers)) is not None:
+            return duplicate
         prepared = self._prepare_leader_append(records, headers, leader_epoch)
         segment, position = self._segment_for(prepared)
         segment.log.write_at(prepared.chunks, position)
-        return self._commit(segment, position, prepared)
+        return self._commit_and_record(records, segment, position, prepared)
 
     async def append_as_leader_async(
         self,
-        records: bytes | bytearray | memoryview,
+        records: Records,
         leader_epoch: int = 0,
         *,
         executor: Executor | None = None,
         executor_min_bytes: int = 0,
-        producer_check: Callable[[list[BatchHeader]], LogAppendInfo | None] | None = None,
         on_commit: Callable[[LogAppendInfo], None] | None = None,
     ) -> LogAppendInfo:
         """:meth:`append_as_leader` for clients, writing payloads of ``executor_min_bytes`` or more
         on ``executor`` (an I/O thread) while the event loop goes on.
 
-        Appends to one log are serialized (an asyncio lock held from offset assignment to commit),
-        so offsets are assigned in arrival order. While the bytes are written, readers see the log
-        as it was; the log end offset moves only when the write is committed. A log closed,
-        truncated or deleted meanwhile fails the append with KafkaStorageError and keeps none of
-        its bytes. Retention leaves the active segment alone while a write is in progress.
-        ``records`` must stay unchanged until the append is committed. ``producer_check`` sees the
-        validated headers under the lock, before offsets are assigned (Kafka checks producer state
-        after the batches): it may raise, or return the answer for a payload that must not be
-        appended. ``on_commit`` runs on the loop right after the commit, under the lock.
+        Appends to one log are serialized (an asyncio lock held from the producer-state check to
+        the commit), so offsets are assigned in arrival order and each client payload is checked
+        against the state every earlier append left. While the bytes are written, readers see the
+        log as it was; the log end offset moves only when the write is committed. A log closed,
+        truncated or deleted meanwhile fails the append with KafkaStorageError and keeps none of its
+        bytes. Retention leaves the active segment alone while a write is in progress. ``records``
+        must stay unchanged until the append is committed. ``on_commit`` runs on the loop right
+        after the commit and the producer-state update, under the lock (not for a duplicate).
 
         Once its offsets are assigned an append is finished whatever happens to the caller, as
         Kafka's request handler thread finishes an append whose connection closed: cancelling the
-        caller (its connection was lost) while an I/O thread writes leaves the write, the commit
-        and ``on_commit`` to go on, and the lock is held until then, so the next append cannot
-        write over bytes still being written.
+        caller (its connection was lost) while an I/O thread writes leaves the write, the commit,
+        the producer-state update and ``on_commit`` to go on, and the lock is held until then, so
+        the next append cannot write over bytes still being written.
         """
         self._check_open()
         headers = check_leader_batches(records, self._config, "client", self._time_ms, self._tp)
@@ -276,15 +178,17 @@ class Log:
         release = True
         try:
             self._check_open()
-            if producer_check is not None and (answer := producer_check(headers)) is not None:
-                return answer
+            if (duplicate := self._check_producers(headers)) is not None:
+                return duplicate
             prepared = self._prepare_leader_append(records, headers, leader_epoch)
             segment, position = self._segment_for(prepared)
             if executor is None or prepared.size < executor_min_bytes:
                 segment.log.write_at(prepared.chunks, position)
-                return self._committed(segment, position, prepared, on_commit)
+                return self._committed(records, segment, position, prepared, on_commit)
             self._write_in_progress = True
-            write = asyncio.ensure_future(self._write_and_commit(executor, segment, position, prepared, on_commit))
+            write = asyncio.ensure_future(
+                self._write_and_commit(executor, records, segment, position, prepared, on_commit)
+            )
             write.add_done_callback(_retrieve_result)
             release = False  # the write's task releases the lock
             return await asyncio.shield(write)
@@ -295,6 +199,7 @@ class Log:
     async def _write_and_commit(
         self,
         executor: Executor,
+        records: Records,
         segment: LogSegment,
         position: int,
         prepared: PreparedAppend,
@@ -309,27 +214,31 @@ class Log:
                 )
             finally:
                 self._write_in_progress = False
-            return self._committed(segment, position, prepared, on_commit)
+            return self._committed(records, segment, position, prepared, on_commit)
         finally:
             self._append_lock.release()
 
     def _committed(
         self,
+        records: Records,
         segment: LogSegment,
         position: int,
         prepared: PreparedAppend,
         on_commit: Callable[[LogAppendInfo], None] | None,
     ) -> LogAppendInfo:
-        info = self._commit(segment, position, prepared)
+        info = self._commit_and_record(records, segment, position, prepared)
         if on_commit is not None:
             on_commit(info)
         return info
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+    def append_as_follower(self, records: Records) -> LogAppendInfo:
         """Append batches that already carry their offsets (replication), stored as given.
 
         Checks of :func:`odradek.storage.append.check_follower_batches` (offsets at or above the
-        log end offset and increasing, headers, CRCs, sizes). An empty payload appends nothing.
+        log end offset and increasing, headers, CRCs, sizes); no producer-state check (the leader
+        made it). A batch whose leader epoch is newer than the cache's latest starts that epoch at
+        its base offset (Kafka's ``maybeAssignEpochStartOffset``). An empty payload appends
+        nothing. Raises KafkaStorageError while an asynchronous append is in progress.
         """
         self._check_open()
         prepared = check_follower_batches(records, self._log_end_offset, self._config.max_message_bytes, self._tp)
@@ -337,327 +246,131 @@ class Log:
             return self._empty_info()
         if self._append_lock.locked():
             raise KafkaStorageError(f"{self._tp}: an asynchronous append is in progress")
+        self._assign_epochs(prepared.headers)
         segment, position = self._segment_for(prepared)
         segment.log.write_at(prepared.chunks, position)
-        return self._commit(segment, position, prepared)
+        return self._commit_and_record(records, segment, position, prepared)
 
-    def _prepare_leader_append(
-        self, records: bytes | bytearray | memoryview, headers: list[BatchHeader], leader_epoch: int
-    ) -> PreparedAppend:
+    def _assign_epochs(self, headers: Sequence[BatchHeader]) -> None:
+        cache = self.leader_epoch_cache
+        latest = cache.latest_epoch
+        for h in headers:
+            if h.partition_leader_epoch > latest:
+                latest = h.partition_leader_epoch
+                if h.base_offset >= self._log_end_offset:
+                    cache.assign(latest, h.base_offset)
+
+    def _prepare_leader_append(self, records: Records, headers: list[BatchHeader], leader_epoch: int) -> PreparedAppend:
         append_time = self._time_ms() if self._config.message_timestamp_type == "LogAppendTime" else None
         return prepare_leader_append(records, headers, self._log_end_offset, leader_epoch, append_time)
 
-    def _empty_info(self) -> LogAppendInfo:
-        return LogAppendInfo(-1, -1, -1, -1, -1, self._log_start_offset, 0, 0)
+    def _check_producers(self, headers: list[BatchHeader]) -> LogAppendInfo | None:
+        """The producer-state check of a client's batches (raises); the answer for a duplicate."""
+        original = self.producer_state.check(headers)
+        if original is None:
+            return None
+        first, last = original
+        return LogAppendInfo(first, last, -1, -1, -1, self._log_start_offset, 0, 0, duplicate=True)
 
-    def _segment_for(self, p: PreparedAppend) -> tuple[LogSegment, int]:
-        """The segment ``p`` goes to (rolling first if needed) and the position it starts at."""
-        segment = self.maybe_roll(p.size, p.max_timestamp, p.last_offset, p.first_offset)
-        return segment, segment.begin_append()
+    def _commit_and_record(
+        self, records: Records, segment: LogSegment, position: int, prepared: PreparedAppend
+    ) -> LogAppendInfo:
+        """Commit ``prepared`` (written at ``position`` of ``segment``), then record its batches in
+        the producer and transaction state; the append's info."""
+        info = self._commit(segment, position, prepared)
+        view = memoryview(records)
+        for h, (pos, last, _ts, size) in zip(prepared.headers, prepared.metas, strict=True):
+            info.transactional |= h.is_transactional
+            info.control |= h.is_control
+            if h.producer_id == NO_PRODUCER_ID:
+                continue
+            base = last - h.last_offset_delta
+            batch = view[pos : pos + size]
+            marker = control_marker(batch) if h.is_control else None
+            self.producer_state.record(h, base, marker[1] if marker else -1)
+            if h.is_transactional:
+                self.txn_state.on_batch(h, base, batch, self.last_stable_offset)
+        return info
 
-    def _commit(self, segment: LogSegment, position: int, p: PreparedAppend) -> LogAppendInfo:
-        """Commit ``p``, written at ``position`` of ``segment``, and move the log end offset."""
-        segment.commit_append(position, p.size, p.metas)
-        self._log_end_offset = p.last_offset + 1
-        if self.unflushed_messages >= self._config.flush_messages:
-            self.flush()
-        return LogAppendInfo(
-            first_offset=p.first_offset,
-            last_offset=p.last_offset,
-            max_timestamp=p.max_timestamp,
-            offset_of_max_timestamp=p.offset_of_max_timestamp,
-            log_append_time=p.log_append_time,
-            log_start_offset=self._log_start_offset,
-            records_count=p.records_count,
-            valid_bytes=p.size,
-        )
-
-    # --- rolling ------------------------------------------------------------------------------
-
-    def maybe_roll(
-        self, messages_size: int, max_timestamp_in_messages: int, max_offset_in_messages: int, first_offset: int
-    ) -> LogSegment:
-        """The segment the next append goes to, rolling a new one first if the active one must roll."""
-        active = self._segments[-1]
-        cfg = self._config
-        reason = active.should_roll(
-            max_segment_bytes=cfg.segment_bytes,
-            max_segment_ms=cfg.segment_ms,
-            messages_size=messages_size,
-            max_timestamp_in_messages=max_timestamp_in_messages,
-            max_offset_in_messages=max_offset_in_messages,
-            now_ms=self._time_ms(),
-        )
-        if reason is None:
-            return active
-        logger.info("%s Rolling new log segment: %s", self._ident, reason)
-        return self.roll(first_offset)
+    # --- rolling and truncation ---------------------------------------------------------------
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
-        """Start a new active segment at ``max(expected_next_offset, log_end_offset)``.
-
-        The old active segment gets its final time-index entry and trimmed indexes; it is fsynced
-        later by :meth:`flush_pending_rolls`. An empty active segment is replaced, not kept.
-        """
-        self._check_open()
-        new_base = max(expected_next_offset or 0, self._log_end_offset)
-        active = self._segments[-1]
-        if active.size == 0:
-            if active.base_offset == new_base:
-                return active
-            self._segments.pop()
-            self._base_offsets.pop()
-            active.delete()
-        else:
-            active.on_become_inactive()
-        segment = self._new_segment(new_base)
-        self._segments.append(segment)
-        self._base_offsets.append(new_base)
-        self._pending_flush_offset = new_base
-        self._dir_dirty = True
+        """:meth:`LocalLog.roll`, then a producer snapshot at the new segment's base offset: the
+        state of every batch before it (Kafka's ``roll``). Not when the active segment stays."""
+        previous = self.active_segment
+        segment = super().roll(expected_next_offset)
+        if segment is not previous:
+            self.take_producer_snapshot(segment.base_offset)
         return segment
-
-    def _new_segment(self, base_offset: int) -> LogSegment:
-        segment = self._open_segment(base_offset, create=True)
-        segment.make_active()
-        return segment
-
-    def _open_segment(self, base_offset: int, *, create: bool = False) -> LogSegment:
-        return LogSegment(
-            self._dir,
-            base_offset,
-            index_interval_bytes=self._config.index_interval_bytes,
-            max_index_size=self._config.segment_index_bytes,
-            time_ms=self._time_ms,
-            create=create,
-        )
-
-    # --- read ---------------------------------------------------------------------------------
-
-    def read(
-        self, fetch_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
-    ) -> FetchDataInfo:
-        """Whole stored batches from the one holding ``fetch_offset``, up to ``max_bytes``.
-
-        Only batches whose last offset is below ``max_offset`` (exclusive; e.g. the high watermark)
-        are returned. With ``min_one_message`` the first batch comes back even if larger than
-        ``max_bytes``. Reads from one segment (the next one when this one has nothing at or after
-        ``fetch_offset``). Empty result when ``fetch_offset`` equals the log end offset or is
-        >= ``max_offset``. Raises OffsetOutOfRangeError when ``fetch_offset`` is below the log start
-        offset or above the log end offset.
-        """
-        self._check_open()
-        start, end = self._log_start_offset, self._log_end_offset
-        if fetch_offset < start or fetch_offset > end:
-            raise OffsetOutOfRangeError(
-                f"Received request for offset {fetch_offset} for partition {self._tp}, "
-                f"but we only have log segments in the range {start} to {end}."
-            )
-        if fetch_offset == end or (max_offset is not None and fetch_offset >= max_offset):
-            return FetchDataInfo(fetch_offset)
-        return read_across(
-            self._segments, self._base_offsets, end, fetch_offset, max(max_bytes, 0), max_offset, min_one_message
-        )
-
-    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` (ListOffsets).
-
-        Also accepts Kafka's special values: -2 -> ``(log_start_offset, -1)``, -1 ->
-        ``(log_end_offset, -1)``, -3 -> :meth:`latest_timestamp`. None when no record qualifies.
-        Decodes only the batch that holds the answer.
-        """
-        self._check_open()
-        if timestamp == EARLIEST_TIMESTAMP:
-            return self._log_start_offset, -1
-        if timestamp == LATEST_TIMESTAMP:
-            return self._log_end_offset, -1
-        if timestamp == MAX_TIMESTAMP:
-            return self.latest_timestamp()
-        return find_offset_by_timestamp(self._segments, self._base_offsets, timestamp, self._log_start_offset)
-
-    def latest_timestamp(self) -> tuple[int, int] | None:
-        """``(offset, max_timestamp)`` of the first record with the largest timestamp (MAX_TIMESTAMP);
-        None for an empty log or one without timestamps."""
-        self._check_open()
-        return latest_timestamp(self._segments)
-
-    # --- retention ----------------------------------------------------------------------------
-
-    def delete_old_segments(self, now_ms: int | None = None) -> int:
-        """Delete whole segments by retention; return how many were deleted.
-
-        Deletes, oldest first and only segments wholly below the high watermark: those below the
-        log start offset; with ``cleanup.policy`` including ``delete``, those whose largest
-        timestamp is more than ``retention.ms`` old, and the oldest while the log minus that
-        segment is still at least ``retention.bytes``. If every segment goes, a new empty active
-        segment is rolled first (Kafka), so the log keeps its end offset. The log start offset
-        moves up to the first remaining segment's base offset.
-        """
-        self._check_open()
-        now = self._time_ms() if now_ms is None else now_ms
-        deleted = self._delete_segments_where(below_log_start_offset(self._log_start_offset), "log start offset")
-        for predicate, reason in retention_passes(self._config, now, lambda: self.size_in_bytes):
-            deleted += self._delete_segments_where(predicate, reason)
-        return deleted
-
-    def delete_records(self, offset: int) -> int:
-        """Raise the log start offset to ``offset`` (DeleteRecords; -1 = the high watermark).
-
-        Raises OffsetOutOfRangeError when ``offset`` is negative (other than -1) or above the high
-        watermark. Segments wholly below the new start are deleted. Returns the log start offset
-        (never lowered).
-        """
-        self._check_open()
-        target = self._high_watermark if offset == -1 else offset
-        if target < 0 or target > self._high_watermark:
-            raise OffsetOutOfRangeError(
-                f"Cannot delete records of {self._tp} up to offset {offset}: "
-                f"it must be between 0 and the high watermark {self._high_watermark}"
-            )
-        if target > self._log_start_offset:
-            logger.info("%s Incrementing log start offset to %d", self._ident, target)
-            self._log_start_offset = target
-            self._recovery_point = max(self._recovery_point, min(target, self._log_end_offset))
-            self._delete_segments_where(below_log_start_offset(target), "log start offset")
-        return self._log_start_offset
-
-    def _delete_segments_where(self, predicate: SegmentPredicate, reason: str) -> int:
-        deletable = deletable_segments(
-            self._segments, predicate, high_watermark=self._high_watermark, log_end_offset=self._log_end_offset
-        )
-        if self._write_in_progress and deletable and deletable[-1] is self._segments[-1]:
-            deletable = deletable[:-1]  # the active segment is being written to: next time
-        if not deletable:
-            return 0
-        if len(deletable) == len(self._segments):
-            self.roll()
-        remove_segments(self._segments, self._base_offsets, deletable, reason, self._ident)
-        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
-        self._high_watermark = max(self._high_watermark, self._log_start_offset)
-        self._recovery_point = max(self._recovery_point, self._log_start_offset)
-        return len(deletable)
-
-    # --- compaction ---------------------------------------------------------------------------
-
-    def replace_segments(self, base_offset: int, old: Sequence[LogSegment]) -> LogSegment:
-        """Swap in the cleaned segment ``base_offset`` (its ``.cleaned`` files, written by the log
-        cleaner) for ``old``, consecutive segments of this log, not the active one, the first at
-        ``base_offset``; return the new segment (:func:`~odradek.storage.log_segments.replace_segments`:
-        checks, crash-safe order, what an OSError means). Offsets, the log start and end offsets,
-        the high watermark and the recovery point do not change. The old segments are closed:
-        reads already handed out by them fail.
-        """
-        self._check_open()
-        return replace_segments(
-            self._dir,
-            self._segments,
-            self._base_offsets,
-            base_offset,
-            old,
-            open_segment=self._open_segment,
-            tp=self._tp,
-            ident=self._ident,
-        )
-
-    def take_truncation_point(self) -> int | None:
-        """The lowest offset this log was truncated to since the last call (None: no truncation);
-        the log cleaner lowers its checkpoint to it (Kafka's ``maybeTruncateCheckpoint``)."""
-        point, self._truncation_point = self._truncation_point, None
-        return point
-
-    def _note_truncation(self, offset: int) -> None:
-        if self._truncation_point is None or offset < self._truncation_point:
-            self._truncation_point = offset
-
-    # --- truncation ---------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> bool:
-        """Remove every batch holding an offset >= ``offset`` (replication); True if anything went.
-
-        Cuts at batch boundaries: if ``offset`` is inside a batch the whole batch goes and the log
-        end offset becomes that batch's base offset. Offsets below the first segment empty the
-        log and restart it at ``offset``. ``offset`` >= log end offset does nothing.
-        """
-        self._check_open()
-        if offset < 0:
-            raise ValueError(f"cannot truncate {self._tp} to a negative offset {offset}")
-        if offset >= self._log_end_offset:
+        """:meth:`LocalLog.truncate_to`; the epoch cache drops the epochs starting at or after
+        ``offset`` even when no batch goes (a broker that led an epoch without writing in it must
+        not name that epoch in its next fetch). When batches went, the snapshots above ``offset``
+        are deleted and the producer and transaction state rebuilt."""
+        self.leader_epoch_cache.truncate_from_end(offset)
+        if not super().truncate_to(offset):
             return False
-        logger.info("%s Truncating to offset %d", self._ident, offset)
-        self._note_truncation(offset)
-        if offset < self._base_offsets[0]:
-            self.truncate_fully_and_start_at(offset)
-            return True
-        end = truncate_segments(self._segments, self._base_offsets, offset)
-        self._log_end_offset = end
-        self._log_start_offset = min(self._log_start_offset, end)
-        self._high_watermark = min(self._high_watermark, end)
-        self._recovery_point = min(self._recovery_point, end)
-        self._pending_flush_offset = None
+        delete_snapshots(self._dir, above=offset)
+        self.load_producer_state()
         return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
-        """Delete every segment and restart the log empty at ``new_offset``."""
-        self._check_open()
-        logger.info("%s Truncating fully and starting at offset %d", self._ident, new_offset)
-        self._note_truncation(new_offset)
-        for seg in self._segments:
-            seg.delete()
-        self._segments = [self._new_segment(new_offset)]
-        self._base_offsets = [new_offset]
-        self._log_end_offset = self._log_start_offset = self._high_watermark = new_offset
-        self._recovery_point = new_offset
-        self._pending_flush_offset = None
-        self._dir_dirty = True
+        """:meth:`LocalLog.truncate_fully_and_start_at`; every snapshot is deleted and the producer
+        and transaction state start empty."""
+        super().truncate_fully_and_start_at(new_offset)
+        delete_snapshots(self._dir, above=-1)
+        self.load_producer_state()
 
-    # --- flush, config, lifecycle -------------------------------------------------------------
+    # --- producer state -----------------------------------------------------------------------
 
-    def flush(self, offset: int | None = None) -> None:
-        """fsync the segments holding offsets in ``[recovery_point, offset)`` (default: all) and
-        move the recovery point to ``offset``."""
-        self._check_open()
-        up_to = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
-        if up_to > self._recovery_point:
-            flush_segments(self._segments, self._base_offsets, self._recovery_point, up_to)
-            self._recovery_point = up_to
-        if self._dir_dirty:
-            fsync_dir(self._dir)
-            self._dir_dirty = False
-        self._last_flush_ms = self._time_ms()
+    def load_producer_state(self) -> None:
+        """Producer and transaction state from the newest snapshot at or below the log end offset,
+        then the batch headers after it; from every batch when there is no usable snapshot (an
+        unreadable one is logged and skipped). Producers whose batches retention removed are dropped."""
+        start, entries = self._log_start_offset, list[SnapshotEntry]()
+        delete_snapshots(self._dir, above=self._log_end_offset)
+        found = latest_snapshot(self._dir, self._log_end_offset)
+        if found is not None:
+            try:
+                entries = read_snapshot(found[1])
+                start = max(start, found[0])
+            except (OSError, CorruptSnapshotError) as e:
+                logger.warning("%s: producer snapshot unusable (%s); rebuilding from the log", self._tp, e)
+        self.producer_state.load(entries)
+        self.txn_state.rebuild(
+            {e.producer_id: e.current_txn_first_offset for e in entries if e.current_txn_first_offset >= 0}
+        )
+        segments = self._segments
+        for i, segment in enumerate(segments):
+            if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
+                continue
+            for pos, h in segment.scan_batches():
+                if h.base_offset + h.last_offset_delta < start:
+                    continue
+                marker = control_marker(segment.read_at(pos, h.batch_length + LOG_OVERHEAD)) if h.is_control else None
+                self.producer_state.record(h, h.base_offset, marker[1] if marker else -1)
+                self.txn_state.replay(h)
+        self.producer_state.truncate_head(self._log_start_offset)
 
-    def flush_pending_rolls(self) -> bool:
-        """fsync the segments rolled since the last call (Kafka's post-roll flush); True if any."""
-        if self._pending_flush_offset is None or self._closed:
-            return False
-        offset, self._pending_flush_offset = self._pending_flush_offset, None
-        self.flush(offset)
-        return True
+    def take_producer_snapshot(self, offset: int | None = None) -> None:
+        """Write the producer state up to ``offset`` (default: the log end offset) to
+        ``<offset>.snapshot``; keeps the newest three. A failed write is logged (the state is
+        rebuilt from the log instead)."""
+        offset = self._log_end_offset if offset is None else offset
+        entries = self.producer_state.snapshot_entries(self.txn_state.ongoing)
+        try:
+            write_snapshot(self._dir, offset, entries)
+            delete_snapshots(self._dir)
+        except OSError as e:
+            logger.warning("%s: producer snapshot at %d not written: %s", self._tp, offset, e)
 
-    def update_config(self, config: LogConfig) -> None:
-        """Use ``config`` from now on (``segment.index.bytes`` applies to new segments)."""
-        self._config = config
-        for seg in self._segments:
-            seg.index_interval_bytes = config.index_interval_bytes
-
-    def close(self) -> None:
-        """Close every segment (final time-index entries, trimmed indexes). No fsync: flush first."""
-        if self._closed:
-            return
-        self._closed = True
-        for seg in self._segments:
-            seg.close()
-
-    def delete(self) -> None:
-        """Close the log and remove its directory."""
-        if not self._closed:
-            self._closed = True
-            for seg in self._segments:
-                seg.delete()
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise KafkaStorageError(f"log of {self._tp} is closed")
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> None:
+        """Retention and ``producer.id.expiration.ms`` (run periodically): producers whose batches
+        are gone or idle that long, and aborted ranges below the log start, are forgotten."""
+        self.producer_state.truncate_head(self._log_start_offset)
+        self.txn_state.on_log_start(self._log_start_offset)
+        self.producer_state.remove_expired(now_ms, expiration_ms, keep=self.txn_state.ongoing)
 
 
 def _retrieve_result(task: asyncio.Future[LogAppendInfo]) -> None:

@@ -21,6 +21,12 @@ class LogAppendInfo:
     offset of the batch that has it; ``log_append_time`` is the broker time stamped into the batches
     for ``message.timestamp.type=LogAppendTime`` topics, else -1. An empty payload gives
     ``first_offset = last_offset = -1`` and ``records_count = valid_bytes = 0``.
+
+    What the partition log decided about the batches: ``duplicate`` when the payload was an
+    idempotent producer's retry of a batch already in the log (nothing was appended; the offsets
+    are the original append's, the other fields -1 or 0, as Kafka answers a duplicate);
+    ``transactional`` / ``control`` when at least one appended batch is transactional / a
+    control batch (a transaction marker).
     """
 
     first_offset: int
@@ -31,6 +37,9 @@ class LogAppendInfo:
     log_start_offset: int
     records_count: int
     valid_bytes: int
+    duplicate: bool = False
+    transactional: bool = False
+    control: bool = False
 
 
 class _SliceSource(Protocol):

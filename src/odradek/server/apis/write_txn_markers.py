@@ -12,7 +12,7 @@ INVALID_PRODUCER_EPOCH when the producer already wrote with a newer epoch on the
 zombie coordinator's marker), REQUEST_TIMED_OUT.
 
 A marker closes the producer's open transaction on the partition, moving the last stable offset;
-an ABORT adds an entry to the segment's ``.txnindex`` (:mod:`odradek.replication.txn_state`). After
+an ABORT adds an entry to the segment's ``.txnindex`` (:mod:`odradek.storage.txn_state`). After
 markers were written to ``__consumer_offsets`` partitions, the group coordinator is told
 (``handle_txn_completion(producer_id, partitions, commit)``) so it can materialise or drop the
 producer's transactional offset commits.

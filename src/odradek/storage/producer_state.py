@@ -18,8 +18,10 @@ last offset). A leader checks each produced batch that carries a producer id (KI
   appended but not acknowledged at that moment is then sent again under the new epoch, where no
   broker can recognise it as a retry: a duplicate.
 
-Followers and the leader record every appended batch, so a new leader after a failover knows the
-producers' sequences and still recognises the retry of a batch the old leader had replicated.
+The partition's log (:class:`odradek.storage.log.Log`) owns it: its leader append checks a
+client's batches against it before assigning offsets, and both appends record every batch they
+write, so a new leader after a failover knows the producers' sequences and still recognises the
+retry of a batch the old leader had replicated.
 Producers go away when retention removes their last batch (:meth:`truncate_head`) or when their
 last batch is older than ``producer.id.expiration.ms`` and they have no open transaction
 (:meth:`remove_expired`). The state survives restarts in producer snapshot files

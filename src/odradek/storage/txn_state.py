@@ -12,7 +12,8 @@ of the segment holding the marker (:mod:`odradek.storage.txn_index`).
   overlaps it (Kafka's ``collectAbortedTransactions``), so the consumer drops their records;
 - leaders and followers track the same batches, so a new leader knows which transactions are open.
 
-On start (and after a truncation) the partition rebuilds it: aborted ranges from the segments'
+The partition's log (:class:`odradek.storage.log.Log`) owns it, records every appended batch in
+it and rebuilds it on open and after a truncation: aborted ranges from the segments'
 ``.txnindex`` files, open transactions from the newest producer snapshot (which records each
 producer's open transaction) and then :meth:`replay` of the batch headers after it. Event loop
 only.
@@ -21,12 +22,14 @@ only.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
+from typing import Protocol
 
 from odradek.protocol.records import BatchHeader, decode_records
-from odradek.storage import Log
+from odradek.storage.segment import LogSegment
 from odradek.storage.txn_index import AbortedTxn, TransactionIndex
 
-__all__ = ["ABORT", "COMMIT", "TxnState", "control_marker", "control_type"]
+__all__ = ["ABORT", "COMMIT", "SegmentSource", "TxnState", "control_marker", "control_type"]
 
 ABORT, COMMIT = 0, 1
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
@@ -53,10 +56,17 @@ def control_type(batch: bytes | memoryview) -> int | None:
     return None if marker is None else marker[0]
 
 
+class SegmentSource(Protocol):
+    """What :class:`TxnState` reads of its log: the segments, oldest first."""
+
+    @property
+    def segments(self) -> Sequence[LogSegment]: ...
+
+
 class TxnState:
     """Open transactions and aborted ranges of one partition's log."""
 
-    def __init__(self, log: Log) -> None:
+    def __init__(self, log: SegmentSource) -> None:
         self.log = log
         self.ongoing: dict[int, int] = {}
         """producer id -> first offset of its open transaction."""
