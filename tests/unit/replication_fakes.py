@@ -36,6 +36,25 @@ class IsrWrites:
         return self.version
 
 
+class RecordingFetchers:
+    """The fetcher manager as the replica manager uses it, recording each call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, TopicPartition, int | None]] = []
+        self.assigned: dict[TopicPartition, tuple[int, int]] = {}
+
+    def add_partition(self, tp: TopicPartition, leader_id: int) -> None:
+        self.calls.append(("add", tp, leader_id))
+        self.assigned[tp] = (leader_id, 0)
+
+    def remove_partition(self, tp: TopicPartition) -> None:
+        self.calls.append(("remove", tp, None))
+        self.assigned.pop(tp, None)
+
+    async def shutdown(self) -> None:
+        self.assigned.clear()
+
+
 class FakeConnection:
     """A leader as a fetcher sees it: ``send`` answers with the queued responses in order and
     records the requests; ``builder`` builds real request messages."""

@@ -28,29 +28,10 @@ from odradek.replication.partition import PartitionState
 from odradek.replication.replica_manager import FetchRequestPartition, ReplicaManager
 from odradek.storage import LogManager, TopicPartition
 
-from .replication_fakes import TP, FakeConnection, IsrWrites, batch, settle
+from .replication_fakes import TP, FakeConnection, IsrWrites, RecordingFetchers, batch, settle
 from .storage_support import log_config
 
 LAG_MS = 1000
-
-
-class RecordingFetchers:
-    """The fetcher manager as the replica manager uses it, recording each call."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, TopicPartition, int | None]] = []
-        self.assigned: dict[TopicPartition, tuple[int, int]] = {}
-
-    def add_partition(self, tp: TopicPartition, leader_id: int) -> None:
-        self.calls.append(("add", tp, leader_id))
-        self.assigned[tp] = (leader_id, 0)
-
-    def remove_partition(self, tp: TopicPartition) -> None:
-        self.calls.append(("remove", tp, None))
-        self.assigned.pop(tp, None)
-
-    async def shutdown(self) -> None:
-        self.assigned.clear()
 
 
 def _manager(tmp_path: Path, writes: IsrWrites | None = None, min_isr: int = 1) -> ReplicaManager:
@@ -88,7 +69,7 @@ def _run(
 
 
 def _leader(rm: ReplicaManager, isr: list[int], epoch: int = 1, zk_version: int = 0) -> None:
-    rm.become_leader_or_follower(TP, PartitionState(1, epoch, isr, [1, 2, 3], 1, zk_version))
+    rm.make_leader_or_follower(TP, PartitionState(1, epoch, isr, [1, 2, 3], 1, zk_version))
 
 
 def _follower_fetch(rm: ReplicaManager, replica_id: int, offset: int) -> Any:
@@ -99,10 +80,10 @@ def _follower_fetch(rm: ReplicaManager, replica_id: int, offset: int) -> Any:
 def test_become_follower_then_leader_starts_and_stops_fetching(tmp_path: Path) -> None:
     async def body(rm: ReplicaManager) -> tuple[list[Any], bool, int]:
         fetchers: RecordingFetchers = rm.fetcher_manager  # type: ignore[assignment]
-        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
-        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))  # same leader and epoch
-        rm.become_leader_or_follower(TP, PartitionState(3, 2, [1, 3], [1, 3], 1, 1))  # a new leader
-        partition = rm.become_leader_or_follower(TP, PartitionState(1, 3, [1, 3], [1, 3], 1, 2))
+        rm.make_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        rm.make_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))  # same leader and epoch
+        rm.make_leader_or_follower(TP, PartitionState(3, 2, [1, 3], [1, 3], 1, 1))  # a new leader
+        partition = rm.make_leader_or_follower(TP, PartitionState(1, 3, [1, 3], [1, 3], 1, 2))
         return fetchers.calls, partition.is_leader, partition.leader_epoch
 
     calls, is_leader, epoch = _run(tmp_path, body)
@@ -115,9 +96,9 @@ def test_each_new_leadership_goes_to_the_state_change_log(tmp_path: Path, caplog
     once per new leader or epoch: what the fault campaign's leader-loss stages are read from."""
 
     async def body(rm: ReplicaManager) -> None:
-        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
-        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))  # no change: no line
-        rm.become_leader_or_follower(TP, PartitionState(1, 2, [1], [1, 2], 1, 1))
+        rm.make_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        rm.make_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))  # no change: no line
+        rm.make_leader_or_follower(TP, PartitionState(1, 2, [1], [1, 2], 1, 1))
 
     with caplog.at_level("INFO", logger="state.change.logger"):
         _run(tmp_path, body)
@@ -134,8 +115,8 @@ def test_each_new_leadership_goes_to_the_state_change_log(tmp_path: Path, caplog
 def test_a_follower_without_a_leader_stops_fetching(tmp_path: Path) -> None:
     async def body(rm: ReplicaManager) -> list[Any]:
         fetchers: RecordingFetchers = rm.fetcher_manager  # type: ignore[assignment]
-        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
-        rm.become_leader_or_follower(TP, PartitionState(-1, 2, [1], [1, 2], 1, 1))
+        rm.make_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        rm.make_leader_or_follower(TP, PartitionState(-1, 2, [1], [1, 2], 1, 1))
         return fetchers.calls
 
     assert _run(tmp_path, body) == [("add", TP, 2), ("remove", TP, None)]
@@ -232,7 +213,7 @@ def test_acks_all_waiting_on_a_leader_that_steps_down_gets_not_leader(tmp_path: 
         info = rm.append_records(TP, batch(2), required_acks=-1)
         wait = asyncio.ensure_future(rm.wait_for_acks(TP, info.last_offset + 1, 10_000))
         await settle()
-        rm.become_leader_or_follower(TP, PartitionState(2, 2, [2], [1, 2], 1, 1))
+        rm.make_leader_or_follower(TP, PartitionState(2, 2, [2], [1, 2], 1, 1))
         return await wait
 
     assert _run(tmp_path, body) == ErrorCode.not_leader_or_follower
@@ -263,7 +244,7 @@ def test_the_isr_shrinks_after_replica_lag_time_max_ms_only(tmp_path: Path) -> N
 def test_stop_replica_stops_fetching_and_deletes_the_log_when_asked(tmp_path: Path) -> None:
     async def body(rm: ReplicaManager) -> tuple[list[Any], bool]:
         fetchers: RecordingFetchers = rm.fetcher_manager  # type: ignore[assignment]
-        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        rm.make_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
         log_dir = rm.partitions[TP].log.dir
         rm.stop_replica(TP, delete=True)
         with pytest.raises(UnknownTopicOrPartitionError):  # gone, not merely led elsewhere
@@ -283,7 +264,7 @@ def test_a_partition_not_hosted_here_is_not_leader_or_follower_if_it_exists_else
 
     async def body(rm: ReplicaManager) -> list[type[Exception]]:
         rm.partition_exists = known.__contains__
-        rm.become_leader_or_follower(TP, PartitionState(1, 1, [1, 2], [1, 2], 1, 0))
+        rm.make_leader_or_follower(TP, PartitionState(1, 1, [1, 2], [1, 2], 1, 0))
         rm.offline_partitions.add(failed)
         raised: list[type[Exception]] = []
         for tp in (elsewhere, failed, missing):
@@ -301,12 +282,12 @@ def test_a_partition_not_hosted_here_is_not_leader_or_follower_if_it_exists_else
 @pytest.mark.parametrize("change", ["become leader", "stop replica"])
 def test_a_fetcher_left_without_partitions_is_stopped_with_its_connection(tmp_path: Path, change: str) -> None:
     async def body(rm: ReplicaManager) -> tuple[bool, bool, dict[Any, Any]]:
-        rm.become_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
+        rm.make_leader_or_follower(TP, PartitionState(2, 1, [1, 2], [1, 2], 1, 0))
         fetcher = rm.fetcher_manager.fetchers[(2, 0)]
         conn = FakeConnection()
         fetcher._conn = conn  # type: ignore[assignment]  # as after its first fetch
         if change == "become leader":
-            rm.become_leader_or_follower(TP, PartitionState(1, 2, [1, 2], [1, 2], 1, 1))
+            rm.make_leader_or_follower(TP, PartitionState(1, 2, [1, 2], [1, 2], 1, 1))
         else:
             rm.stop_replica(TP, delete=False)
         await rm.fetcher_manager.wait_idle_shutdown()

@@ -1,14 +1,17 @@
-"""Partition rules on a real log: high watermark = min ISR log end offset, ISR shrink and expand,
-acks=all completion, follower appends and truncation with the leader epoch cache."""
+"""Partition rules on a real log: high watermark = min ISR log end offset (never moving back), ISR
+shrink and expand (counted and reported once written), the min ISR check and acks=all completion,
+follower appends and truncation with the leader epoch cache."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from odradek.errors import ErrorCode
-from odradek.replication.partition import Partition, PartitionState
-from odradek.storage import Log
+import pytest
+
+from odradek.errors import ErrorCode, NotEnoughReplicasError
+from odradek.replication.partition import ISR_EXPANDS, ISR_SHRINKS, Partition, PartitionState
+from odradek.storage import Log, TopicPartition
 
 from .replication_fakes import TP, IsrWrites, batch
 from .storage_support import log_config
@@ -149,5 +152,60 @@ def test_a_leader_staying_leader_under_a_new_epoch_keeps_its_followers_positions
         assert await waiter == ErrorCode.none
         assert parked.done()
         assert p.followers[3].log_end_offset == 1
+
+    asyncio.run(run())
+
+
+def test_acks_all_is_refused_below_min_insync_replicas_before_the_append(tmp_path: Path) -> None:
+    p = leader(tmp_path, [1], min_isr=2)
+    assert p.min_insync_replicas == 2
+    with pytest.raises(NotEnoughReplicasError):
+        p.check_enough_replicas(-1)
+    p.check_enough_replicas(1)  # acks=1 and acks=0 do not wait for the ISR
+    p.check_enough_replicas(0)
+    p.make_leader(PartitionState(1, 6, [1, 2], [1, 2, 3]), now_ms=0)
+    p.check_enough_replicas(-1)
+
+
+def test_an_acks_all_wait_reached_with_a_short_isr_is_not_enough_replicas_after_append(tmp_path: Path) -> None:
+    async def run() -> None:
+        p = leader(tmp_path, [1, 2], min_isr=2)
+        p.log.append_as_leader(batch(3), 5)
+        waiter = p.wait_for_offset(3)
+        p.make_leader(PartitionState(1, 6, [1], [1, 2, 3]), now_ms=1)  # the controller shrank the ISR
+        assert p.high_watermark == 3
+        assert await waiter == ErrorCode.not_enough_replicas_after_append
+
+    asyncio.run(run())
+
+
+def test_the_high_watermark_never_moves_back(tmp_path: Path) -> None:
+    p = leader(tmp_path, [1, 2])
+    p.log.append_as_leader(batch(4), 5)
+    p.update_follower_fetch_state(2, 4, now_ms=1)
+    assert p.high_watermark == 4
+    p.update_follower_fetch_state(2, 2, now_ms=2)  # a follower that truncated
+    assert not p.maybe_increment_high_watermark()
+    assert p.high_watermark == 4
+
+
+def test_only_written_isr_changes_are_counted_and_reported(tmp_path: Path) -> None:
+    async def run() -> None:
+        writes = IsrWrites()
+        changed: list[TopicPartition] = []
+        counters = [0, 0, 0]
+        p = leader(tmp_path, [1, 2], writes)
+        p.on_isr_change, p.counters = changed.append, counters
+        p.log.append_as_leader(batch(2), 5)
+        p.update_follower_fetch_state(2, 2, now_ms=1)
+        p.update_follower_fetch_state(3, 2, now_ms=1)  # caught up: joins
+        await asyncio.sleep(0.01)
+        assert p.state.isr == [1, 2, 3] and changed == [TP]
+        assert counters[ISR_EXPANDS] == 1 and counters[ISR_SHRINKS] == 0
+        writes.version = 40  # the controller moved the znode to another version
+        p.maybe_shrink_isr(now_ms=5000)
+        await asyncio.sleep(0.01)
+        assert p.state.isr == [1, 2, 3] and changed == [TP]  # not written: not reported
+        assert counters[ISR_SHRINKS] == 0
 
     asyncio.run(run())

@@ -3,8 +3,10 @@
 Kafka's ``LeaderAndIsrRequest``, ``UpdateMetadataRequest`` and ``StopReplicaRequest`` in the shape
 odradek's controller and broker use internally: partitions keyed by :class:`TopicPartition`, states
 as :class:`PartitionState`. :mod:`odradek.controller.messages` turns them into wire messages and
-back (one module per message); the broker's API modules (``server/apis/leader_and_isr.py`` …) call
-the broker's ``handle_*`` methods with them (:class:`ControllerRequestTarget`). Each carries the
+back (one module per message); the broker's API modules (``server/apis/leader_and_isr.py`` …) hand
+them to its replica manager (``become_leader_or_follower``, ``stop_replicas``,
+``maybe_update_metadata_cache``); :class:`ControllerRequestTarget` is a broker as an in-process
+channel delivers them. Each carries the
 sender's ``controller_epoch``; a broker refuses an epoch lower than the highest it has seen
 (STALE_CONTROLLER_EPOCH), which fences a controller that lost its ZooKeeper session.
 

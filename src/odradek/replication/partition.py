@@ -16,9 +16,13 @@ producer and transaction state and the producer snapshots (``epoch_cache``, ``pr
   (and the current epoch's start offset) joins it. **ISR shrink**: a follower in the ISR not
   caught up for ``replica.lag.time.max.ms`` leaves it (``maybe_shrink_isr``, run periodically).
   Either change is written to the partition state znode with a conditional update on its
-  ``zk_version`` by the ``isr_writer`` the replica manager supplies; if the znode changed
-  meanwhile (the controller moved on) the change is dropped and the next LeaderAndIsr decides.
-  One ISR update is in flight at a time.
+  ``zk_version`` by the ``isr_writer`` the replica manager supplies (the broker's is
+  :class:`odradek.replication.isr_writer.ZkIsrWriter`); if the znode changed meanwhile (the
+  controller moved on) the change is dropped and the next LeaderAndIsr decides. A change written
+  is adopted and reported to ``on_isr_change`` (the replica manager's ``isr_changed``, which the
+  broker propagates as an ISR change notification). One ISR update is in flight at a time.
+- **min ISR**: an acks=all append to a leader whose ISR is smaller than ``min.insync.replicas`` is
+  refused before it is written, NOT_ENOUGH_REPLICAS (:meth:`check_enough_replicas`).
 - **acks=all**: :meth:`wait_for_offset` completes when the high watermark reaches the offset
   (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR then holds fewer than
   ``min.insync.replicas``), when the broker stops leading (NOT_LEADER_OR_FOLLOWER) or at the
@@ -34,7 +38,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from odradek.errors import ErrorCode, NotLeaderOrFollowerError
+from odradek.errors import ErrorCode, NotEnoughReplicasError, NotLeaderOrFollowerError
 from odradek.metadata.znodes import LeaderAndIsr
 from odradek.storage import Log, LogAppendInfo, TopicPartition
 from odradek.storage.leader_epoch import LeaderEpochFileCache
@@ -392,12 +396,33 @@ class Partition:
         self.complete_delayed_produces()
         return fut
 
+    @property
+    def min_insync_replicas(self) -> int:
+        """The log's ``min.insync.replicas`` (a topic override, else the broker's default)."""
+        return int(self.log.config.get("min.insync.replicas"))
+
+    def check_enough_replicas(self, required_acks: int) -> None:
+        """Before an append to this leader: with ``required_acks`` -1 (acks=all) an ISR smaller
+        than ``min.insync.replicas`` raises NotEnoughReplicasError and nothing is appended (Kafka's
+        ``appendRecordsToLeader`` check); acks 0 and 1 always pass."""
+        min_isr = self.min_insync_replicas
+        if required_acks == -1 and len(self.state.isr) < min_isr:
+            tp = self.topic_partition
+            raise NotEnoughReplicasError(
+                f"{tp.topic}-{tp.partition} has {len(self.state.isr)} in-sync replicas, "
+                f"fewer than min.insync.replicas={min_isr}"
+            )
+
     def complete_delayed_produces(self) -> None:
+        """Complete the acks=all waits this state decides (Kafka's ``checkEnoughReplicasReachOffset``):
+        NOT_LEADER_OR_FOLLOWER once this broker no longer leads; once the high watermark reached a
+        wait's offset, NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR is then smaller than
+        ``min.insync.replicas``; the others keep waiting."""
         if not self._produce_waiters:
             return
         leader = self.is_leader
         hw = self.high_watermark
-        min_isr = int(self.log.config.get("min.insync.replicas"))
+        min_isr = self.min_insync_replicas
         keep: list[tuple[int, asyncio.Future[ErrorCode]]] = []
         for offset, fut in self._produce_waiters:
             if fut.done():

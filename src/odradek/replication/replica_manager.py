@@ -1,10 +1,11 @@
 """The replica manager: every partition this broker hosts, and the produce/fetch paths.
 
-Kafka's ``ReplicaManager`` in small. It owns the :class:`Partition` objects, applies the
-controller's LeaderAndIsr decisions (``become_leader_or_follower`` / ``stop_replica``), appends
-produced batches to leaders' logs (``append_records``) and serves fetches, long-polling up to
-``max_wait_ms`` until ``min_bytes`` are available (``fetch_messages``: Kafka's DelayedFetch,
-done with futures that appends complete).
+Kafka's ``ReplicaManager`` in small. It owns the :class:`Partition` objects and the replica state
+the controller's requests change (``become_leader_or_follower``, ``stop_replicas`` and the
+controller epoch fence: :mod:`odradek.replication.state_change`), appends produced batches to
+leaders' logs (``append_records``) and serves fetches, long-polling up to ``max_wait_ms`` until
+``min_bytes`` are available (``fetch_messages``: Kafka's DelayedFetch, done with futures that
+appends complete).
 
 Records are never decoded here: appends pass the producer's bytes to the log, fetches return
 the log's stored bytes.
@@ -31,7 +32,6 @@ from odradek.errors import (
     InvalidRequestError,
     KafkaError,
     KafkaStorageError,
-    NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
@@ -40,7 +40,8 @@ from odradek.replication.alter_log_dirs import ReplicaAlterLogDirsManager
 from odradek.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from odradek.replication.partition import IsrWriter, Partition, PartitionState
 from odradek.replication.quota import ReplicationQuota
-from odradek.storage import FileSlice, LogAppendInfo, LogManager, TopicPartition
+from odradek.replication.state_change import ReplicaStateChanges
+from odradek.storage import FileSlice, Log, LogAppendInfo, LogManager, TopicPartition
 from odradek.storage.config import LogConfig
 from odradek.storage.log import wall_clock_ms
 
@@ -128,7 +129,7 @@ class FetchPartitionResult:
     diverging_epoch: tuple[int, int] | None = None
 
 
-class ReplicaManager:
+class ReplicaManager(ReplicaStateChanges):
     """Partitions hosted by one broker. ``log_config_for(topic)`` gives a topic's LogConfig;
     ``partition_exists(tp)`` whether the cluster's metadata (the broker's metadata cache) has the
     partition, which decides how a request for a partition not hosted here is answered
@@ -184,7 +185,7 @@ class ReplicaManager:
 
     # --- state changes from the controller --------------------------------------------------
 
-    def become_leader_or_follower(self, tp: TopicPartition, state: PartitionState) -> Partition:
+    def make_leader_or_follower(self, tp: TopicPartition, state: PartitionState) -> Partition:
         """Create or update the partition (creating its log if needed) with the controller's state.
 
         Leader: followers' states reset, the epoch cache records the new epoch at the log end
@@ -317,6 +318,31 @@ class ReplicaManager:
         partition.check_leader()
         return partition
 
+    def _partition_of(self, log_: Log) -> Partition | None:
+        partition = self.partitions.get(log_.topic_partition)
+        return partition if partition is not None and partition.log is log_ else None
+
+    def cleaner_upper_bound(self, log_: Log) -> int:
+        """How far the log cleaner may clean ``log_``: its partition's last stable offset (the log's
+        high watermark when no hosted partition has this log, e.g. during a log dir move)."""
+        partition = self._partition_of(log_)
+        return partition.last_stable_offset if partition is not None else log_.high_watermark
+
+    def producer_last_offsets(self, log_: Log) -> set[int] | None:
+        """Offsets of each active producer's last data batch and last marker in ``log_``, which the
+        cleaner keeps (emptied if need be) so producer state survives cleaning; None when no hosted
+        partition has this log."""
+        partition = self._partition_of(log_)
+        if partition is None:
+            return None
+        offsets: set[int] = set()
+        for entry in partition.producer_state.producers.values():
+            if entry.batches:
+                offsets.add(entry.batches[-1].last_offset)
+            if entry.last_offset >= 0:
+                offsets.add(entry.last_offset)
+        return offsets
+
     # --- produce -----------------------------------------------------------------------------
 
     def append_records(
@@ -377,13 +403,7 @@ class ReplicaManager:
 
     def _partition_for_append(self, tp: TopicPartition, required_acks: int) -> Partition:
         partition = self.leader_partition(tp)
-        if required_acks == -1:
-            min_isr = int(partition.log.config.get("min.insync.replicas"))
-            if len(partition.state.isr) < min_isr:
-                raise NotEnoughReplicasError(
-                    f"{tp.topic}-{tp.partition} has {len(partition.state.isr)} in-sync replicas, "
-                    f"fewer than min.insync.replicas={min_isr}"
-                )
+        partition.check_enough_replicas(required_acks)
         return partition
 
     # --- fetch -------------------------------------------------------------------------------

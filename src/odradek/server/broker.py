@@ -7,9 +7,11 @@ Start-up (Kafka's ``KafkaServer.startup`` order):
    otherwise the embedded store in ``<first log dir>/metadata`` (or a store passed in, so several
    brokers in one process share one tree); create the top-level znodes; read or create the
    cluster id and check it against each log dir's ``meta.properties``;
-3. build the replica manager and, over it, the group and transaction coordinators from their
-   typed dependencies (:class:`BrokerComponents`; the coordinators are the broker's leadership
-   listeners, told on LeaderAndIsr and StopReplica);
+3. build the replica manager (its ISR writes go through a :class:`ZkIsrWriter`) and, over it, the
+   group and transaction coordinators from their typed dependencies (:class:`BrokerComponents`);
+   wire the replica manager's hooks: a topic's config overrides read before LeaderAndIsr creates
+   its first partition here, the leadership listeners (the coordinators) told of each change
+   LeaderAndIsr and StopReplica make, deleted topics' overrides and metrics forgotten;
 4. load the SCRAM credentials and follow ``/config/changes`` for users; build each listener's
    security (TLS context, SASL mechanisms and JAAS users); bind the listeners (port 0 picks a
    free port) and work out the advertised endpoints;
@@ -37,20 +39,19 @@ from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
 from odradek.controller.events import Reelect
 from odradek.controller.messages import controlled_shutdown
-from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.runtime import LeadershipListener
 from odradek.coordinator.transaction import TransactionCoordinator
-from odradek.errors import ErrorCode, KafkaError, StaleControllerEpochError
+from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclAuthorizer
 from odradek.metadata.config_entities import ZkConfigManager
 from odradek.metadata.config_znodes import ConfigType
 from odradek.metadata.embedded import EmbeddedStore
-from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.scram_credentials import CredentialCache
-from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState, WatchHandle
-from odradek.replication.partition import Partition, PartitionState
+from odradek.metadata.store import CoordinationStore, SessionState, WatchHandle
+from odradek.replication.isr_writer import ISR_CHANGE_PROPAGATION_MS, ZkIsrWriter
+from odradek.replication.partition import Partition
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.admin_manager import AdminManager
@@ -67,7 +68,7 @@ from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
 from odradek.server.socket_server import SocketServer
-from odradek.storage import Log, LogManager, TopicPartition
+from odradek.storage import LogManager, TopicPartition
 from odradek.storage.cleaner import CLEANER_KEYS, CleanerConfig, LogCleaner
 from odradek.storage.config import LogConfig
 from odradek.storage.topic_partition import parse_topic_partition_dir
@@ -76,9 +77,6 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_STEP_TIMEOUT_S = 5
 """Longest a shutdown step that talks to other brokers (fetchers, controller channel) may take."""
-ISR_CHANGE_PROPAGATION_MS = 500
-"""How often a broker writes one ``/isr_change_notification`` for the ISR changes it made (Kafka
-checks every 2,500 ms and batches; the cluster tests want the controller to learn fast)."""
 
 
 class Broker:
@@ -115,6 +113,8 @@ class Broker:
         self.log_cleaner: LogCleaner | None = None
         """Compacts the logs with ``cleanup.policy=compact`` (started with the housekeeping tasks)."""
         self._components: BrokerComponents | None = None
+        self._isr_writer: ZkIsrWriter | None = None
+        """Writes the leaders' ISR changes and their notifications (built with the components)."""
         self.leadership_listeners: list[LeadershipListener] = []
         """Told about every partition this broker starts or stops leading (the coordinators)."""
         self.controller: KafkaController | None = None
@@ -128,7 +128,6 @@ class Broker:
         self.client_quotas = ClientQuotas(config["quota.window.num"], config["quota.window.size.seconds"])
         """``/config/brokers/<id>`` and ``<default>`` over ``server.properties``; swaps :attr:`config`."""
         self.topic_overrides: dict[str, dict[str, str]] = {}
-        self._highest_controller_epoch = 0
         self.broker_epoch = -1  # its registration's czxid (KIP-380): older ones are STALE_BROKER_EPOCH
         self.authorizer: AclAuthorizer | None = None  # with authorizer.class.name, before the listeners
         self._tasks: list[asyncio.Task[None]] = []
@@ -185,18 +184,23 @@ class Broker:
         self.cluster_id = await zk.get_or_create_cluster_id()
         check_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
         self.authorizer = await start_authorizer(self.config, store)
+        self._isr_writer = ZkIsrWriter(self.broker_id, zk)
         self._components = components = build_components(
             self.config,
             zk,
             self.log_manager,
             self.metadata_cache,
             log_config_for=self.log_config_for,
-            isr_writer=self._write_isr,
+            isr_writer=self._isr_writer.write_isr,
             endpoint_for=self._inter_broker_endpoint,
             create_internal_topic=self.admin.create_internal_topic,
             local_address=self._local_address,
         )
         self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
+        rm = components.replica_manager
+        rm.topic_config_loader = self._load_topic_config
+        rm.on_leadership_change = self._notify_leadership
+        rm.on_topics_deleted = self._forget_deleted_topics
         register_broker_reconfigurables(self)
         handlers = quota_config_handlers(self.client_quotas, self.credential_cache.process_config_changes)
         handlers[ConfigType.BROKER] = self.dynamic_config.process_config_changes
@@ -313,8 +317,8 @@ class Broker:
         self.log_cleaner = LogCleaner(
             self._cleaner_config(self.config),
             lm.all_logs,
-            last_stable_offset=self._last_stable_offset,
-            retain_offsets=self._producer_last_offsets,
+            last_stable_offset=self.replica_manager.cleaner_upper_bound,
+            retain_offsets=self.replica_manager.producer_last_offsets,
             log_dir_failure=lm.fail_dir,
         )
         self.log_cleaner.startup()
@@ -330,33 +334,19 @@ class Broker:
         if self.log_cleaner is not None:
             await self.log_cleaner.reconfigure(self._cleaner_config(new))
 
-    def _last_stable_offset(self, log: Log) -> int:
-        """The cleaner's upper bound for ``log``: its partition's LSO (the high watermark without one)."""
-        partition = self.replica_manager.partitions.get(log.topic_partition)
-        return partition.last_stable_offset if partition is not None and partition.log is log else log.high_watermark
-
-    def _producer_last_offsets(self, log: Log) -> set[int] | None:
-        """Last offsets of each active producer's last data batch and last marker: the cleaner keeps
-        those batches (emptied if need be) so producer state survives cleaning."""
-        partition = self.replica_manager.partitions.get(log.topic_partition)
-        if partition is None or partition.log is not log:
-            return None
-        offsets: set[int] = set()
-        for entry in partition.producer_state.producers.values():
-            if entry.batches:
-                offsets.add(entry.batches[-1].last_offset)
-            if entry.last_offset >= 0:
-                offsets.add(entry.last_offset)
-        return offsets
-
     def _start_replication_tasks(self) -> None:
         """ISR shrink every half ``replica.lag.time.max.ms`` (Kafka's isr-expiration task) and ISR
         change notifications every ``ISR_CHANGE_PROPAGATION_MS`` (isr-change-propagation)."""
         rm = self.replica_manager
         lag_ms = int(self.config["replica.lag.time.max.ms"])
         self._every(max(lag_ms // 2, 10), rm.maybe_shrink_isr, "isr-expiration")
-        loop = asyncio.get_running_loop()
-        self._tasks.append(loop.create_task(self._propagate_isr_changes(), name="isr-change-propagation"))
+        isr_writer = self._isr_writer
+        assert isr_writer is not None
+        self._every(
+            ISR_CHANGE_PROPAGATION_MS,
+            lambda _now: isr_writer.propagate_isr_changes(rm.isr_changed),
+            "isr-change-propagation",
+        )
         self._every(int(self.config["producer.id.expiration.check.interval.ms"]), rm.expire_producers, "pid-expiry")
         if self.config["auto.leader.rebalance.enable"]:
             percentage = int(self.config["leader.imbalance.per.broker.percentage"])
@@ -381,40 +371,6 @@ class Broker:
                     log.exception("broker %d: %s task failed", self.broker_id, name)
 
         self._tasks.append(asyncio.get_running_loop().create_task(run(), name=name))
-
-    async def _propagate_isr_changes(self) -> None:
-        while True:
-            await asyncio.sleep(ISR_CHANGE_PROPAGATION_MS / 1000)
-            changed = self.replica_manager.isr_changed
-            if not changed:
-                continue
-            partitions = sorted(changed)
-            changed.clear()
-            try:
-                await self.zk.propagate_isr_changes(partitions)
-            except Exception as exc:
-                log.warning("broker %d: cannot write an ISR change notification: %s", self.broker_id, exc)
-                changed.update(partitions)
-
-    async def _write_isr(self, tp: TopicPartition, state: PartitionState) -> int | None:
-        """The leader's conditional ISR write to the partition state znode (None: it moved)."""
-        znode = state.to_znode()
-        try:
-            try:
-                return await self.zk.update_leader_and_isr(tp, znode, state.zk_version)
-            except BadVersionError:
-                # the znode moved without a new leader epoch (an ISR write this broker lost track of,
-                # a controller's rewrite of the same term): same leader and epoch, so write again on
-                # the version that is there; a new term is the controller's to announce
-                current = await self.zk.get_partition_state(tp)
-                if current is None or (current.leader, current.leader_epoch) != (state.leader, state.leader_epoch):
-                    return None
-                return await self.zk.update_leader_and_isr(tp, znode, current.zk_version)
-        except (BadVersionError, NoNodeError):
-            return None
-        except CoordinationError as exc:  # ZooKeeper unreachable or our session expired
-            log.warning("broker %d: cannot write the ISR of %s-%d: %s", self.broker_id, tp.topic, tp.partition, exc)
-            return None
 
     def _inter_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         """Where to reach ``broker_id`` on the inter-broker listener, from UpdateMetadata."""
@@ -565,10 +521,10 @@ class Broker:
         for topic in {tp.topic for tp in self.replica_manager.partitions}:
             await self.reload_topic_config(topic)
 
-    # --- requests from the controller --------------------------------------------------------
+    # --- the replica manager's hooks ----------------------------------------------------------
     #
-    # Reached through the LeaderAndIsr, UpdateMetadata and StopReplica APIs (server/apis/), which
-    # decode the wire message into odradek.controller.requests and answer with the results.
+    # The controller's requests (LeaderAndIsr, UpdateMetadata, StopReplica: server/apis/) are
+    # applied by the replica manager (odradek.replication.state_change), which calls these.
 
     def _notify_leadership(self, tp: TopicPartition, partition: Partition | None) -> None:
         """Tell the leadership listeners that this broker now leads ``tp`` (``partition`` is
@@ -579,88 +535,17 @@ class Broker:
             else:
                 listener.on_become_follower(tp)
 
-    def _check_epoch(self, epoch: int) -> None:
-        """Refuse a controller epoch older than the highest seen (Kafka's ``controllerEpoch``
-        check in ReplicaManager), else remember it."""
-        if epoch < self._highest_controller_epoch:
-            raise StaleControllerEpochError(f"controller epoch {epoch} is older than {self._highest_controller_epoch}")
-        self._highest_controller_epoch = epoch
+    async def _load_topic_config(self, topic: str) -> None:
+        """Before LeaderAndIsr changes a partition of ``topic``: its overrides from
+        ``/config/topics/<topic>`` and its replication throttles, unless already known."""
+        if topic not in self.topic_overrides:
+            self.topic_overrides[topic] = await self.zk.get_entity_configs("topics", topic)
+            self._apply_topic_throttles(topic)
 
-    async def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> dict[TopicPartition, ErrorCode]:
-        """Apply the controller's partition states; an error code per partition.
-
-        Raises StaleControllerEpochError for an older controller epoch (nothing applied). Per
-        partition, as Kafka's ``becomeLeaderOrFollower``: a leader epoch not newer than the one
-        this broker has is STALE_CONTROLLER_EPOCH (already applied or older); a state whose
-        replicas do not include this broker is UNKNOWN_TOPIC_OR_PARTITION; storage errors map to
-        their codes, anything unexpected to UNKNOWN_SERVER_ERROR (logged).
-        """
-        self._check_epoch(request.controller_epoch)
-        errors: dict[TopicPartition, ErrorCode] = {}
-        for tp, state in request.partition_states.items():
-            current = self.replica_manager.partitions.get(tp)
-            if current is not None and state.leader_epoch <= current.leader_epoch:
-                errors[tp] = ErrorCode.stale_controller_epoch
-                continue
-            if self.broker_id not in state.replicas:
-                errors[tp] = ErrorCode.unknown_topic_or_partition
-                continue
-            try:
-                if tp.topic not in self.topic_overrides:
-                    self.topic_overrides[tp.topic] = await self.zk.get_entity_configs("topics", tp.topic)
-                    self._apply_topic_throttles(tp.topic)
-                partition = self.replica_manager.become_leader_or_follower(tp, state)
-                self._notify_leadership(tp, partition)
-                errors[tp] = ErrorCode.none
-            except KafkaError as exc:
-                errors[tp] = exc.error_code
-            except Exception:
-                log.exception("broker %d: LeaderAndIsr for %s-%d failed", self.broker_id, tp.topic, tp.partition)
-                errors[tp] = ErrorCode.unknown_server_error
-        return errors
-
-    async def handle_update_metadata(self, request: UpdateMetadataRequest) -> None:
-        """Replace the metadata cache's brokers and the given partitions. Raises
-        StaleControllerEpochError for an older controller epoch."""
-        self._check_epoch(request.controller_epoch)
-        self.metadata_cache.update(
-            request.controller_id,
-            request.controller_epoch,
-            request.live_brokers,
-            request.partition_states,
-            request.topic_ids,
-            request.deleted_topics,
-            request.offline_replicas,
-        )
-
-    async def handle_stop_replica(self, request: StopReplicaRequest) -> dict[TopicPartition, ErrorCode]:
-        """Stop (and with ``delete_partitions`` delete) replicas; an error code per partition.
-
-        Raises StaleControllerEpochError for an older controller epoch. A partition whose
-        request leader epoch (v3+, >= 0) is older than the one this broker has answers
-        FENCED_LEADER_EPOCH and stays; a partition this broker does not host is stopped anyway
-        (its log deleted if asked), as Kafka does.
-        """
-        self._check_epoch(request.controller_epoch)
-        errors: dict[TopicPartition, ErrorCode] = {}
-        for tp in request.partitions:
-            epoch = request.leader_epochs.get(tp, -1)
-            current = self.replica_manager.partitions.get(tp)
-            if current is not None and epoch >= 0 and epoch < current.leader_epoch:
-                errors[tp] = ErrorCode.fenced_leader_epoch
-                continue
-            try:
-                self.replica_manager.stop_replica(tp, request.delete_partitions)
-                self._notify_leadership(tp, None)
-                errors[tp] = ErrorCode.none
-            except KafkaError as exc:
-                errors[tp] = exc.error_code
-            except Exception:
-                log.exception("broker %d: StopReplica for %s-%d failed", self.broker_id, tp.topic, tp.partition)
-                errors[tp] = ErrorCode.unknown_server_error
-        if request.delete_partitions:
-            for topic in {tp.topic for tp in request.partitions}:
-                self.topic_overrides.pop(topic, None)
-                if self.topic_stats is not None and not any(t.topic == topic for t in self.replica_manager.partitions):
-                    self.topic_stats.remove_topic(topic)  # no replica of it left here: Kafka drops its metrics
-        return errors
+    def _forget_deleted_topics(self, topics: set[str]) -> None:
+        """After a StopReplica that deleted partitions of ``topics``: their overrides are read
+        again if they come back; a topic with no replica left here loses its metrics, as Kafka's."""
+        for topic in topics:
+            self.topic_overrides.pop(topic, None)
+            if self.topic_stats is not None and not self.replica_manager.hosts_topic(topic):
+                self.topic_stats.remove_topic(topic)

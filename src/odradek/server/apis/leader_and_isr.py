@@ -2,7 +2,7 @@
 
 v0..v7 (Kafka 3.9; the layouts are :mod:`odradek.controller.messages.leader_and_isr`'s). The wire
 message becomes :class:`odradek.controller.requests.LeaderAndIsrRequest` and goes to
-``Broker.handle_leader_and_isr``, which answers an error code per partition. A
+``ReplicaManager.become_leader_or_follower``, which answers an error code per partition. A
 ``controller_epoch`` older than the highest this broker has seen is refused as a whole:
 STALE_CONTROLLER_EPOCH at the top and for every partition, nothing applied (Kafka's
 ``LeaderAndIsrRequest.getErrorResponse``); so are CLUSTER_AUTHORIZATION_FAILED and
@@ -30,7 +30,7 @@ async def handle(ctx: RequestContext) -> Any:
         denied = dict.fromkeys(request.partition_states, refused)
         return message.encode_response(ctx.api_version, refused, denied, request.topic_ids)
     try:
-        errors = await ctx.broker.handle_leader_and_isr(request)
+        errors = await ctx.broker.replica_manager.become_leader_or_follower(request)
     except StaleControllerEpochError:
         stale = dict.fromkeys(request.partition_states, ErrorCode.stale_controller_epoch)
         return message.encode_response(ctx.api_version, ErrorCode.stale_controller_epoch, stale, request.topic_ids)

@@ -1,7 +1,8 @@
 """StopReplica (key 5): the controller tells a broker to stop (and maybe delete) replicas.
 
 v0..v4 (Kafka 3.9; the layouts are :mod:`odradek.controller.messages.stop_replica`'s). A request
-mixing deletions and plain stops (v3+) is applied as two requests. Answers an error code per
+mixing deletions and plain stops (v3+) is applied as two requests, each by
+``ReplicaManager.stop_replicas``. Answers an error code per
 partition (FENCED_LEADER_EPOCH for an older leader epoch), or STALE_CONTROLLER_EPOCH at the top
 and for every partition, nothing applied, when the ``controller_epoch`` is older than the highest
 seen; CLUSTER_AUTHORIZATION_FAILED or STALE_BROKER_EPOCH likewise
@@ -31,7 +32,7 @@ async def handle(ctx: RequestContext) -> Any:
         return message.encode_response(ctx.api_version, refused, {tp: refused for r in requests for tp in r.partitions})
     try:
         for request in requests:
-            errors.update(await ctx.broker.handle_stop_replica(request))
+            errors.update(await ctx.broker.replica_manager.stop_replicas(request))
         top = ErrorCode.none
     except StaleControllerEpochError:
         top = ErrorCode.stale_controller_epoch

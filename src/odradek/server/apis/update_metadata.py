@@ -4,7 +4,7 @@ v0..v8 (Kafka 3.9; the layouts are :mod:`odradek.controller.messages.update_meta
 brokers become registrations, partition states fill the cache; partitions sent with leader -2
 (Kafka's ``LeaderDuringDelete``) belong to deleted topics, which the cache drops. Answers NONE,
 or STALE_CONTROLLER_EPOCH (nothing applied) when the ``controller_epoch`` is older than the
-highest this broker has seen, as Kafka's ``ReplicaManager.maybeUpdateMetadataCache``;
+highest this broker has seen (``ReplicaManager.maybe_update_metadata_cache``, as Kafka's);
 CLUSTER_AUTHORIZATION_FAILED or STALE_BROKER_EPOCH likewise (:mod:`odradek.server.apis.controller_request`).
 """
 
@@ -26,8 +26,21 @@ async def handle(ctx: RequestContext) -> Any:
     refused = refusal(ctx)
     if refused is not None:
         return message.encode_response(ctx.api_version, refused)
+    request = message.decode(ctx.request, ctx.api_version)
+    cache = ctx.broker.metadata_cache
     try:
-        await ctx.broker.handle_update_metadata(message.decode(ctx.request, ctx.api_version))
+        ctx.broker.replica_manager.maybe_update_metadata_cache(
+            request.controller_epoch,
+            lambda: cache.update(
+                request.controller_id,
+                request.controller_epoch,
+                request.live_brokers,
+                request.partition_states,
+                request.topic_ids,
+                request.deleted_topics,
+                request.offline_replicas,
+            ),
+        )
     except StaleControllerEpochError:
         return message.encode_response(ctx.api_version, ErrorCode.stale_controller_epoch)
     return message.encode_response(ctx.api_version, ErrorCode.none)
