@@ -10,6 +10,8 @@
 * :mod:`.clean`: plan / apply on a ``Log``, and :func:`clean_log` (in-process).
 * :mod:`.manager`: Kafka's ``LogCleanerManager`` (checkpoints, selection, uncleanable logs).
 * :mod:`.log_cleaner`: Kafka's ``LogCleaner``: cleans in worker processes, swaps on the loop.
+* :mod:`.lifeline`: the worker processes (and so the forkserver and resource tracker) die with
+  the broker, ``kill -9`` included.
 """
 
 from odradek.storage.cleaner.clean import clean_log

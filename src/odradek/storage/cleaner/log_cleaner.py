@@ -8,6 +8,8 @@ the event loop. The tasks plan on the loop (segment metadata only), hand the pla
 whose workers read the segment files by path and write ``.cleaned`` files
 (:func:`~.segment_cleaner.run_clean`), then validate and swap on the loop (:func:`~.clean.apply_result`).
 Each worker is throttled to ``log.cleaner.io.max.bytes.per.second / log.cleaner.threads``.
+No process outlives the broker: the workers watch a pipe from it and exit when it is gone (also
+after ``kill -9``), and the forkserver and the resource tracker follow (:mod:`~.lifeline`).
 
 Failures: a clean that fails on the log's data (a corrupt batch) marks the partition
 uncleanable with an ERROR log; an I/O error in the worker (e.g. a full disk: ENOSPC while the
@@ -44,6 +46,7 @@ from typing import TYPE_CHECKING
 from odradek.errors import CorruptRecordError, InvalidRecordError
 from odradek.storage.cleaner.clean import apply_result, plan_clean
 from odradek.storage.cleaner.config import CleanerConfig
+from odradek.storage.cleaner.lifeline import broker_lifeline, hold_lifeline
 from odradek.storage.cleaner.manager import LogCleanerManager
 from odradek.storage.cleaner.segment_cleaner import CleanerStats, CleanPlan, CleanResult, run_clean
 from odradek.storage.cleaner.swap import CLEANED_SUFFIX, remove_suffixed
@@ -55,7 +58,7 @@ __all__ = ["LogCleaner"]
 
 logger = logging.getLogger("odradek.storage.cleaner")
 
-_WORKER_MODULES = ["odradek.storage.cleaner.segment_cleaner"]
+_WORKER_MODULES = ["odradek.storage.cleaner.segment_cleaner", "odradek.storage.cleaner.lifeline"]
 
 
 def _wall_ms() -> int:
@@ -126,7 +129,12 @@ class LogCleaner:
     def _new_executor(self) -> ProcessPoolExecutor:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(_WORKER_MODULES)
-        return ProcessPoolExecutor(max_workers=self.config.num_threads, mp_context=ctx)
+        return ProcessPoolExecutor(
+            max_workers=self.config.num_threads,
+            mp_context=ctx,
+            initializer=hold_lifeline,
+            initargs=(broker_lifeline(),),
+        )
 
     def startup(self) -> None:
         """Start the cleaner tasks (on the running loop); nothing when ``log.cleaner.enable`` is false."""
