@@ -11,7 +11,7 @@ import pytest
 from tests.unit.controller_support import ControllerCluster, last_state
 from tests.unit.metadata_support import run
 
-from odradek.controller.events import ControllerContext
+from odradek.controller.context import ControllerContext
 from odradek.controller.messages.update_metadata import LEADER_DURING_DELETE
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.controller.state_machines import (

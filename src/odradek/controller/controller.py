@@ -38,7 +38,6 @@ from odradek.controller.events import (
     BrokerChange,
     ControlledShutdown,
     ControllerChange,
-    ControllerContext,
     ControllerEvent,
     IsrChangeNotification,
     LeaderAndIsrResponseReceived,
@@ -213,7 +212,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         del self._watches[1:]
         self._topic_watches.clear()
         self.channel.shutdown()
-        self.ctx = ControllerContext()
+        self.ctx.reset()
         self.reassignments = {}
 
     async def _on_controller_failover(self) -> None:

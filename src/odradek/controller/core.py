@@ -25,8 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from odradek.controller.channel import ControllerChannelManager, response_errors
+from odradek.controller.context import ControllerContext
 from odradek.controller.election import offline_partition_leader_election
-from odradek.controller.events import ControllerContext, ControllerEvent, LeaderAndIsrResponseReceived, Reassignment
+from odradek.controller.events import ControllerEvent, LeaderAndIsrResponseReceived, Reassignment
 from odradek.controller.requests import LeaderAndIsrRequest, UpdateMetadataRequest
 from odradek.controller.state_machines import (
     PartitionLifecycle,
@@ -63,6 +64,9 @@ class ControllerCore:
         self.channel = channel
         self.unclean_leader_election = unclean_leader_election
         self.ctx = ControllerContext()
+        """Built once; emptied in place (``ctx.reset()``) when the controller resigns."""
+        self.partition_state_machine = PartitionStateMachine(broker_id, self.ctx)
+        self.replica_state_machine = ReplicaStateMachine(broker_id, self.ctx)
         self.reassignments: dict[TopicPartition, Reassignment] = {}
         self.active = False
         self.initialized = False
@@ -89,14 +93,6 @@ class ControllerCore:
         await self._idle.wait()
 
     # --- state machines ----------------------------------------------------------------------
-
-    @property
-    def partition_state_machine(self) -> PartitionStateMachine:
-        return PartitionStateMachine(self.broker_id, self.ctx)
-
-    @property
-    def replica_state_machine(self) -> ReplicaStateMachine:
-        return ReplicaStateMachine(self.broker_id, self.ctx)
 
     def live_for(self, tp: TopicPartition, live: set[int]) -> set[int]:
         """``live`` without the brokers on which ``tp``'s replica is offline."""
