@@ -29,7 +29,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, assert_never
 
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.election import initial_leader_and_isr
@@ -182,6 +182,8 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 await self._on_replicas_offline(broker_id, set(partitions))
             case ShutdownEventThread():
                 pass
+            case _:
+                assert_never(event)
 
     # --- election ----------------------------------------------------------------------------
 
