@@ -7,7 +7,7 @@ runs, the state machines and the event's handler only *add* to it:
 - :meth:`add_leader_and_isr`: partitions a broker must apply (it leads or follows them); also
   asks for UpdateMetadata of those partitions, as Kafka's ``addLeaderAndIsrRequestForBrokers``;
 - :meth:`add_update_metadata`: partitions every live broker must learn (none: only the live
-  brokers), and topics being deleted (their partitions sent with leader -2);
+  brokers); those of topics queued for deletion go out with leader -2;
 - :meth:`add_stop_replica`: partitions a broker must stop (and delete) replicas of.
 
 At the end of the event the task sends it once (:meth:`send_requests_to_brokers`): per broker at
@@ -19,7 +19,7 @@ broker one request of each kind.
 
 Partition states are read from the context when the batch is sent, so a partition changed twice
 in an event goes out once, in its last state; a partition the event forgot (its topic deleted) is
-left out, unless it was added as deleted. Recipients that are no longer live when the batch is
+left out, and so is a topic queued for deletion from LeaderAndIsr. Recipients that are no longer live when the batch is
 sent are skipped (the channel has no queue for them). The batch is emptied by sending it, and by
 :meth:`clear` when the controller resigns mid-event.
 
@@ -28,6 +28,7 @@ Event-task only: every method runs on the controller's event task.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -67,8 +68,6 @@ class ControllerBrokerRequestBatch:
         self._leader_and_isr: dict[int, set[TopicPartition]] = {}
         self._update_metadata: set[TopicPartition] | None = None
         """None: no UpdateMetadata in this batch; a set (maybe empty): one to every live broker."""
-        self._deleted: dict[TopicPartition, PartitionState] = {}
-        self._deleted_topics: set[str] = set()
         self._stop_replica: dict[int, dict[TopicPartition, tuple[bool, int]]] = {}
 
     # --- building ----------------------------------------------------------------------------
@@ -81,8 +80,6 @@ class ControllerBrokerRequestBatch:
         """Forget what was added without sending it."""
         self._leader_and_isr = {}
         self._update_metadata = None
-        self._deleted = {}
-        self._deleted_topics = set()
         self._stop_replica = {}
 
     def is_empty(self) -> bool:
@@ -102,18 +99,12 @@ class ControllerBrokerRequestBatch:
         for tp, state in states.items():
             self.add_leader_and_isr(state.replicas, (tp,))
 
-    def add_update_metadata(
-        self, partitions: Iterable[TopicPartition] = (), deleted: Mapping[TopicPartition, PartitionState] | None = None
-    ) -> None:
+    def add_update_metadata(self, partitions: Iterable[TopicPartition] = ()) -> None:
         """UpdateMetadata to every live broker, listing ``partitions`` (none: the live brokers
-        only) and the partitions of topics being deleted (``deleted``: their last states, sent
-        with leader -2)."""
+        only); those of a topic queued for deletion are sent with leader -2."""
         if self._update_metadata is None:
             self._update_metadata = set()
         self._update_metadata.update(partitions)
-        for tp, state in (deleted or {}).items():
-            self._deleted[tp] = state
-            self._deleted_topics.add(tp.topic)
 
     def add_stop_replica(self, broker_id: int, tp: TopicPartition, delete: bool, leader_epoch: int = -1) -> None:
         """StopReplica of ``tp`` to ``broker_id`` (if live), deleting the replica if ``delete``;
@@ -135,7 +126,8 @@ class ControllerBrokerRequestBatch:
 
     async def _send_leader_and_isr(self) -> None:
         for broker_id, tps in sorted(self._leader_and_isr.items()):
-            states = {tp: self.ctx.states[tp] for tp in tps if tp in self.ctx.states}
+            deleting = self.ctx.topics_to_be_deleted
+            states = {tp: self.ctx.states[tp] for tp in tps if tp in self.ctx.states and tp.topic not in deleting}
             if not states or broker_id not in self.ctx.live_brokers:
                 continue
             topic_ids = {tp.topic: self.ctx.topic_ids[tp.topic] for tp in states}
@@ -147,10 +139,10 @@ class ControllerBrokerRequestBatch:
         if self._update_metadata is None:
             return
         states = {tp: self.ctx.states[tp] for tp in self._update_metadata if tp in self.ctx.states}
-        for tp, state in self._deleted.items():
-            states[tp] = PartitionState(
-                LEADER_DURING_DELETE, state.leader_epoch, state.isr, state.replicas, self.ctx.epoch, state.zk_version
-            )
+        deleted = {tp.topic for tp in states} & self.ctx.topics_to_be_deleted
+        for tp, state in states.items():
+            if tp.topic in deleted:
+                states[tp] = dataclasses.replace(state, leader=LEADER_DURING_DELETE, controller_epoch=self.ctx.epoch)
         offline: dict[TopicPartition, set[int]] = {}
         for broker_id, tps in self.ctx.offline_replicas.items():
             for tp in tps & states.keys():
@@ -161,7 +153,7 @@ class ControllerBrokerRequestBatch:
             list(self.ctx.live_brokers.values()),
             states,
             dict(self.ctx.topic_ids),
-            set(self._deleted_topics),
+            deleted,
             offline,
         )
         for broker_id in sorted(self.ctx.live_brokers):

@@ -419,5 +419,7 @@ class LocalControllerChannel(ControllerChannelManager):
     ) -> bool:
         if not self.has_broker(broker_id):
             return False
-        await self.targets[broker_id].handle_stop_replica(request)
+        errors = await self.targets[broker_id].handle_stop_replica(request)
+        if callback is not None:
+            callback(broker_id, stop_replica.encode_response(stop_replica.MAX_VERSION, ErrorCode.none, errors))
         return True

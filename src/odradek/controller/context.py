@@ -68,6 +68,11 @@ class ControllerContext:
     """Brokers in controlled shutdown: never elected leader again until they re-register."""
     offline_replicas: dict[int, set[TopicPartition]] = field(default_factory=dict)
     """Replicas on live brokers whose log dir failed: never elected until the broker re-registers."""
+    topics_to_be_deleted: set[str] = field(default_factory=set)
+    """Topics queued for deletion (:mod:`odradek.controller.topic_deletion`): no elections, no
+    LeaderAndIsr, and leader -2 in UpdateMetadata until they are gone."""
+    topics_ineligible_for_deletion: set[str] = field(default_factory=set)
+    """Queued topics whose deletion waits for a broker (a replica on a dead broker, a failed answer)."""
     partition_lifecycle: dict[TopicPartition, PartitionLifecycle] = field(default_factory=dict)
     replica_lifecycle: dict[tuple[TopicPartition, int], ReplicaLifecycle] = field(default_factory=dict)
 

@@ -47,6 +47,7 @@ from odradek.controller.events import (
     Startup,
     TopicChange,
     TopicDeletion,
+    TopicDeletionStopReplicaResponseReceived,
     TopicUncleanLeaderElectionEnable,
     ZkPartitionReassignment,
     ZkPreferredReplicaLeaderElection,
@@ -55,6 +56,7 @@ from odradek.controller.log_dirs import ControllerLogDirs
 from odradek.controller.operations import ControllerOperations
 from odradek.controller.reassignment import ControllerReassignment
 from odradek.controller.state_machines import PartitionLifecycle, ReplicaLifecycle
+from odradek.controller.topic_deletion import ControllerTopicDeletion
 from odradek.controller.zk_client import ControllerZkClient
 from odradek.metadata.errors import ControllerMovedError
 from odradek.metadata.store import WatchHandle
@@ -65,7 +67,7 @@ from odradek.storage import TopicPartition
 log = logging.getLogger(__name__)
 
 
-class KafkaController(ControllerOperations, ControllerReassignment, ControllerLogDirs):
+class KafkaController(ControllerOperations, ControllerReassignment, ControllerLogDirs, ControllerTopicDeletion):
     """Controller election and, while active, partition leadership for the whole cluster."""
 
     def __init__(
@@ -76,6 +78,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         unclean_leader_election: bool = False,
     ) -> None:
         super().__init__(broker_id, zk, channel, unclean_leader_election)
+        self.batch.on_stop_replica = self.stop_replica_answered
         self._task: asyncio.Task[None] | None = None
         self._watches: list[WatchHandle] = []
         self._topic_watches: dict[str, WatchHandle] = {}
@@ -183,6 +186,8 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 await self._on_log_dir_event_notification()
             case LeaderAndIsrResponseReceived(broker_id, partitions):
                 await self._on_replicas_offline(broker_id, set(partitions))
+            case TopicDeletionStopReplicaResponseReceived(broker_id, partitions, failed):
+                await self._on_stop_replica_deletion_answered(broker_id, partitions, failed)
             case ShutdownEventThread():
                 pass
             case _:
@@ -238,11 +243,12 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         )
         await self._refresh_brokers()
         await self._load_topics()
+        await self._queue_topic_deletions()  # before any election: queued topics get none
         await self.partition_state_machine.trigger_online_partition_state_change(
             set(self.ctx.assignments), "controller failover"
         )
         self._send_all_metadata()
-        await self._on_topic_deletion_requested()
+        await self._resume_deletions()
         await self._resume_reassignments()
         await self._on_preferred_replica_election_znode()
         await self._on_log_dir_event_notification()
@@ -332,6 +338,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 replica_states.transition(tp, replica, ReplicaLifecycle.NewReplica, "new partition")
 
     def _forget_topic(self, topic: str) -> None:
+        super()._forget_topic(topic)
         handle = self._topic_watches.pop(topic, None)
         if handle is not None:
             handle.cancel()
@@ -377,7 +384,8 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             log.info("controller %d: brokers joined %s, left %s", self.broker_id, sorted(new), sorted(dead))
         for broker_id, what in [*((b, "failed") for b in sorted(dead)), *((b, "registered") for b in sorted(new))]:
             for tp, replicas in self._hosted_by(broker_id).items():
-                self.replica_state_machine.settle(tp, replicas, f"broker {broker_id} {what}")
+                if tp.topic not in self.ctx.topics_to_be_deleted:  # their replicas are the deletion's
+                    self.replica_state_machine.settle(tp, replicas, f"broker {broker_id} {what}")
         # the elections add LeaderAndIsr for their partitions' live replicas and UpdateMetadata to the batch
         await self.partition_state_machine.trigger_online_partition_state_change(
             set(self.ctx.assignments), "broker change"
@@ -390,6 +398,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         else:
             self.batch.add_update_metadata()  # the live brokers changed
         await self._on_reassignment_progress(set(self.reassignments))
+        await self._on_deletion_brokers_changed(new, dead)
 
     async def _on_topics_changed(self, modified: set[str] | None) -> None:
         """A topic was created or deleted (``modified`` None: read the topics not known yet), or
@@ -399,24 +408,3 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             modified = set(await self.zk.get_all_topics()) - set(self.ctx.assignments)
         changed_topics = await self._load_topics(modified)
         await self.partition_state_machine.trigger_online_partition_state_change(changed_topics, cause)
-
-    async def _on_topic_deletion_requested(self) -> None:
-        for topic in await self.zk.get_topic_deletions():
-            assignment = self.ctx.assignments.get(topic) or {}
-            tps = [TopicPartition(topic, p) for p in assignment]
-            deleted_states = {tp: s for tp in tps if (s := self.ctx.states.get(tp)) is not None}
-            self.replica_state_machine.start_deletion({tp: assignment[tp.partition] for tp in tps}, "topic deletion")
-            await self.zk.delete_topic(topic)
-            self.replica_state_machine.complete_deletion({tp: assignment[tp.partition] for tp in tps}, "topic deletion")
-            for tp in tps:
-                if self.partition_state_machine.state(tp) is not PartitionLifecycle.NonExistentPartition:
-                    self.partition_state_machine.transition(
-                        tp, PartitionLifecycle.OfflinePartition, cause="topic deletion"
-                    )
-                    self.partition_state_machine.transition(
-                        tp, PartitionLifecycle.NonExistentPartition, cause="topic deletion"
-                    )
-            self._forget_topic(topic)
-            await self.zk.delete_topic_deletion(topic)
-            log.info("controller %d deleted topic %s", self.broker_id, topic)
-            self.batch.add_update_metadata(deleted=deleted_states)

@@ -37,6 +37,7 @@ __all__ = [
     "Startup",
     "TopicChange",
     "TopicDeletion",
+    "TopicDeletionStopReplicaResponseReceived",
     "TopicUncleanLeaderElectionEnable",
     "ZkPartitionReassignment",
     "ZkPreferredReplicaLeaderElection",
@@ -118,6 +119,16 @@ class LeaderAndIsrResponseReceived:
 
 
 @dataclass(frozen=True)
+class TopicDeletionStopReplicaResponseReceived:
+    """``broker_id`` answered a StopReplica with delete for ``partitions``; ``failed``: those it
+    answered with an error (all of them for a top-level error)."""
+
+    broker_id: int
+    partitions: frozenset[TopicPartition]
+    failed: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
 class ControlledShutdown:
     """ControlledShutdown of ``broker_id``; ``future`` gets (error, partitions it still leads).
     ``broker_epoch``: the one the broker sent (v2+, KIP-380), -1 when not sent."""
@@ -165,6 +176,7 @@ ControllerEvent = (
     | ZkPreferredReplicaLeaderElection
     | LogDirEventNotification
     | LeaderAndIsrResponseReceived
+    | TopicDeletionStopReplicaResponseReceived
     | ControlledShutdown
     | ReplicaLeaderElection
     | ApiPartitionReassignment

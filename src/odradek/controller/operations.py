@@ -77,6 +77,9 @@ class ControllerOperations(ControllerCore):
                 if state is None or replicas is None:
                     results[tp] = ErrorCode.unknown_topic_or_partition
                     continue
+                if tp.topic in self.ctx.topics_to_be_deleted:  # Kafka's answer for a topic being deleted
+                    results[tp] = ErrorCode.invalid_topic_exception
+                    continue
                 if unclean and state.leader in live:  # Kafka's ElectLeaders: an online partition is left
                     results[tp] = ErrorCode.election_not_needed
                     continue
@@ -194,7 +197,9 @@ class ControllerOperations(ControllerCore):
             moves = [
                 (tp, machine.elect(tp, list(state.replicas), strategy, live, cause))
                 for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition))
-                if broker_id in state.replicas and len(state.replicas) > 1
+                if broker_id in state.replicas
+                and len(state.replicas) > 1
+                and tp.topic not in self.ctx.topics_to_be_deleted
             ]
             results = await asyncio.gather(*(move for _tp, move in moves))
             for (tp, _move), new in zip(moves, results, strict=True):
@@ -203,7 +208,11 @@ class ControllerOperations(ControllerCore):
             for tp, replicas in sorted(self._hosted_by(broker_id).items()):
                 if len(replicas) > 1:  # its replicas go OfflineReplica (Kafka's doControlledShutdown)
                     self.replica_state_machine.settle(tp, replicas, cause)
-            remaining = [tp for tp, s in self.ctx.states.items() if s.leader == broker_id and len(s.replicas) > 1]
+            remaining = [
+                tp
+                for tp, s in self.ctx.states.items()
+                if s.leader == broker_id and len(s.replicas) > 1 and tp.topic not in self.ctx.topics_to_be_deleted
+            ]
             log.info(
                 "controller %d: controlled shutdown of broker %d moved %d leaders, %d remain",
                 self.broker_id,

@@ -27,7 +27,8 @@ live)`` -> (leader, ISR) to write, or the :class:`ErrorCode` saying why nothing 
   follows drops it from the ISR; the brokers shutting down leave the ISR either way.
 
 :class:`ZkReplicaStateMachine` adds StopReplica with delete to the batch when a replica goes
-ReplicaDeletionStarted (Kafka's replica state machine does the same).
+ReplicaDeletionStarted (Kafka's replica state machine does the same); a replica that cannot be
+deleted now goes ReplicaDeletionIneligible.
 
 Event-task only: everything here runs on the controller's event task.
 """
@@ -158,20 +159,38 @@ class ZkReplicaStateMachine(ReplicaStateMachine):
         super().__init__(controller_id, ctx)
         self.batch = batch
 
-    def start_deletion(self, replicas: Mapping[TopicPartition, Collection[int]], cause: str) -> None:
-        """Each replica to OfflineReplica then ReplicaDeletionStarted, with StopReplica (delete) to
-        its broker in the batch; a replica already being deleted stays where it is. Replicas on
-        dead brokers go ReplicaDeletionStarted too: the caller marks them ineligible."""
+    def start_deletion(
+        self, replicas: Mapping[TopicPartition, Collection[int]], cause: str, leader_epoch: int | None = None
+    ) -> None:
+        """Each replica to OfflineReplica (through NewReplica if unknown) then
+        ReplicaDeletionStarted, with StopReplica (delete) to its broker in the batch (nothing for
+        a dead broker); a replica already being deleted, or deleted, stays where it is.
+        ``leader_epoch``: the one sent (None: the partition's as the controller knows it)."""
         for tp, ids in replicas.items():
-            self.settle(tp, list(ids), cause)
+            known = self.ctx.states.get(tp)
+            epoch = leader_epoch if leader_epoch is not None else -1 if known is None else known.leader_epoch
             for replica in ids:
-                if self.state(tp, replica) is _R.ReplicaDeletionStarted:
+                current = self.state(tp, replica)
+                if current in (_R.ReplicaDeletionStarted, _R.ReplicaDeletionSuccessful):
                     continue
+                if current is _R.NonExistentReplica:
+                    self.transition(tp, replica, _R.NewReplica, cause)
                 if self.state(tp, replica) is not _R.OfflineReplica:
                     self.transition(tp, replica, _R.OfflineReplica, cause)
                 self.transition(tp, replica, _R.ReplicaDeletionStarted, cause)
-                known = self.ctx.states.get(tp)
-                self.batch.add_stop_replica(replica, tp, True, -1 if known is None else known.leader_epoch)
+                self.batch.add_stop_replica(replica, tp, True, epoch)
+
+    def mark_deletion_ineligible(self, tp: TopicPartition, replica: int, cause: str) -> None:
+        """The replica to ReplicaDeletionIneligible (through NewReplica and OfflineReplica as the
+        table requires); already there: nothing."""
+        current = self.state(tp, replica)
+        if current is _R.ReplicaDeletionIneligible:
+            return
+        if current is _R.NonExistentReplica:
+            self.transition(tp, replica, _R.NewReplica, cause)
+        if self.state(tp, replica) not in (_R.OfflineReplica, _R.ReplicaDeletionStarted):
+            self.transition(tp, replica, _R.OfflineReplica, cause)
+        self.transition(tp, replica, _R.ReplicaDeletionIneligible, cause)
 
     def complete_deletion(self, replicas: Mapping[TopicPartition, Collection[int]], cause: str) -> None:
         """Each replica from ReplicaDeletionStarted to ReplicaDeletionSuccessful and NonExistentReplica."""
@@ -302,13 +321,14 @@ class ZkPartitionStateMachine(PartitionStateMachine):
         """New partitions of ``topics`` to OnlinePartition (first live replica leads, every live
         replica in the ISR) and partitions whose leader or ISR member is not alive through the
         offline strategy (Kafka's ``triggerOnlinePartitionStateChange``); returns the partitions
-        written. A new partition without a live replica stays NewPartition until a broker change.
+        written. Topics queued for deletion are left out. A new partition without a live replica
+        stays NewPartition until a broker change.
 
         A topic's new partitions get their state znodes in one multi (a 1,000-partition topic is
         one write); its elections are pipelined (their reads, then their writes)."""
         live = set(self.ctx.live_brokers) - self.ctx.shutting_down
         changed: dict[TopicPartition, PartitionState] = {}
-        for topic in sorted(topics):
+        for topic in sorted(topics - self.ctx.topics_to_be_deleted):
             created: dict[int, PartitionState] = {}
             unclean: bool | None = None
             elections: list[tuple[TopicPartition, Coroutine[Any, Any, PartitionState | None]]] = []
