@@ -137,3 +137,17 @@ def test_the_batch_merges_what_an_event_adds_and_sends_each_partition_in_its_las
         assert counts(channel, 1) == counts(channel, 2) == (0, 0, 0)
 
     run(main)
+
+
+def test_a_new_controller_without_partitions_still_sends_the_live_brokers() -> None:
+    async def main() -> None:
+        cluster = ControllerCluster()
+        try:
+            await cluster.start(1)
+            assert counts(cluster.channel, 1) == (0, 1, 0)
+            (metadata,) = cluster.channel.sent(1, UpdateMetadataRequest)
+            assert [b.id for b in metadata.live_brokers] == [1] and not metadata.partition_states
+        finally:
+            await cluster.close()
+
+    run(main)

@@ -141,10 +141,15 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 log.exception("controller %d failed processing %s", self.broker_id, type(event).__name__)
             # the event's requests, at most one of each kind per broker; a controller that resigned
             # meanwhile sends nothing (its batch was cleared)
-            if self.active:
-                await self.batch.send_requests_to_brokers()
-            else:
-                self.batch.clear()
+            try:
+                if self.active:
+                    await self.batch.send_requests_to_brokers()
+                else:
+                    self.batch.clear()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller %d failed sending the requests of %s", self.broker_id, type(event).__name__)
             if self._queue.empty():
                 self._idle.set()
 

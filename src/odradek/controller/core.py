@@ -120,3 +120,4 @@ class ControllerCore:
     def _send_all_metadata(self) -> None:
         """Every partition to its live replicas (LeaderAndIsr) and to every live broker (UpdateMetadata)."""
         self.batch.add_leader_and_isr_for_replicas(self.ctx.states)
+        self.batch.add_update_metadata(self.ctx.states)  # also without partitions: the live brokers
