@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from odradek.controller.channel import ControllerChannelManager, ResponseCallback
@@ -171,6 +171,20 @@ class ControllerCluster:
         for controller in self.controllers.values():
             await controller.shutdown()
         await self.store.close()
+
+
+def run_scenario(fn: Callable[[ControllerCluster], Awaitable[None]], *broker_ids: int) -> None:
+    """Run ``fn`` on a started cluster of ``broker_ids`` (closed afterwards), in a fresh event loop."""
+
+    async def main() -> None:
+        cluster = ControllerCluster()
+        try:
+            await cluster.start(*broker_ids)
+            await fn(cluster)
+        finally:
+            await cluster.close()
+
+    asyncio.run(main())
 
 
 def last_state(channel: RecordingChannel, broker_id: int, tp: TopicPartition) -> PartitionState:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 
-from tests.unit.controller_support import ControllerCluster, RecordingChannel
+from tests.unit.controller_support import ControllerCluster, RecordingChannel, run_scenario
 from tests.unit.metadata_support import run
 
 from odradek.controller.batch import ControllerBrokerRequestBatch
@@ -31,15 +31,7 @@ def counts(channel: RecordingChannel, broker_id: int) -> tuple[int, int, int]:
 
 
 def scenario(fn: Callable[[ControllerCluster], Awaitable[None]]) -> None:
-    async def main() -> None:
-        cluster = ControllerCluster()
-        try:
-            await cluster.start(*BROKERS)
-            await fn(cluster)
-        finally:
-            await cluster.close()
-
-    run(main)
+    run_scenario(fn, *BROKERS)
 
 
 def test_a_topic_creation_sends_one_leader_and_isr_and_one_update_metadata_per_live_broker() -> None:
@@ -140,14 +132,9 @@ def test_the_batch_merges_what_an_event_adds_and_sends_each_partition_in_its_las
 
 
 def test_a_new_controller_without_partitions_still_sends_the_live_brokers() -> None:
-    async def main() -> None:
-        cluster = ControllerCluster()
-        try:
-            await cluster.start(1)
-            assert counts(cluster.channel, 1) == (0, 1, 0)
-            (metadata,) = cluster.channel.sent(1, UpdateMetadataRequest)
-            assert [b.id for b in metadata.live_brokers] == [1] and not metadata.partition_states
-        finally:
-            await cluster.close()
+    async def check(cluster: ControllerCluster) -> None:
+        assert counts(cluster.channel, 1) == (0, 1, 0)
+        (metadata,) = cluster.channel.sent(1, UpdateMetadataRequest)
+        assert [b.id for b in metadata.live_brokers] == [1] and not metadata.partition_states
 
-    run(main)
+    run_scenario(check, 1)

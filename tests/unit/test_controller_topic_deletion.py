@@ -8,8 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import pytest
-from tests.unit.controller_support import ControllerCluster
-from tests.unit.metadata_support import run
+from tests.unit.controller_support import ControllerCluster, run_scenario
 
 from odradek.controller.messages.update_metadata import LEADER_DURING_DELETE
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
@@ -34,16 +33,13 @@ def ineligible(caplog: pytest.LogCaptureFixture, tp: TopicPartition, replica: in
 
 
 def scenario(fn: Callable[[ControllerCluster], Awaitable[None]]) -> None:
-    async def main() -> None:
-        cluster = ControllerCluster()
-        try:
-            await cluster.start(1, 2, 3)
-            await cluster.create_topic("t", {0: [2, 3], 1: [3, 2]})
-            await fn(cluster)
-        finally:
-            await cluster.close()
+    """Brokers 1..3 (1 the controller) and topic t: t-0 on [2, 3], t-1 on [3, 2]."""
 
-    run(main)
+    async def with_topic(cluster: ControllerCluster) -> None:
+        await cluster.create_topic("t", {0: [2, 3], 1: [3, 2]})
+        await fn(cluster)
+
+    run_scenario(with_topic, 1, 2, 3)
 
 
 async def delete(cluster: ControllerCluster, topic: str) -> None:
