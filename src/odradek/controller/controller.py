@@ -6,12 +6,15 @@ znode; the winner increments ``/controller_epoch`` and becomes the controller, t
 
 - watches ``/brokers/ids`` (brokers joining and leaving), ``/brokers/topics`` (new topics and
   partitions) and ``/admin/delete_topics`` (deletions);
-- elects partition leaders (``election.py``), writes leader, ISR, ``leader_epoch`` and
+- elects partition leaders through its partition state machine (``zk_state_machines.py``, with
+  the strategies over ``election.py``), which writes leader, ISR, ``leader_epoch`` and
   ``controller_epoch`` to each partition's state znode;
-- sends LeaderAndIsr to the replicas and UpdateMetadata to every live broker, through
+- sends LeaderAndIsr to the replicas and UpdateMetadata to every live broker, gathered in one
+  ``ControllerBrokerRequestBatch`` per event (``batch.py``) and sent when the event ends, through
   :class:`ControllerChannelManager` (one connection and ordered queue per live broker, added when
   ``/brokers/ids/<id>`` appears and dropped when it goes; a broker that re-registers with a new
   start timestamp counts as new and gets the full state again);
+- deletes topics once every replica answered its StopReplica (``topic_deletion.py``);
 - handles ControlledShutdown requests (:meth:`controlled_shutdown`): moves leadership of the
   partitions the broker leads to another live ISR replica and answers with those it still leads.
 

@@ -60,9 +60,7 @@ class ControllerTopicDeletion(ControllerCore):
         """Read ``/admin/delete_topics``: unknown topics are deleted at once, known ones queued."""
         for topic in sorted(await self.zk.get_topic_deletions()):
             if topic in self.ctx.assignments:
-                self.ctx.topics_to_be_deleted.add(topic)
-                if any(tp.topic == topic for tp in self.reassignments):
-                    self.ctx.topics_ineligible_for_deletion.add(topic)  # Kafka waits for the move
+                self.ctx.topics_to_be_deleted.add(topic)  # a move in progress is dropped with the topic
             else:
                 await self.zk.delete_topic(topic)
                 await self.zk.delete_topic_deletion(topic)
