@@ -117,8 +117,9 @@ class _StateChangeLog:
 
 
 class PartitionStateMachine(_StateChangeLog):
-    """Partition states of one controller context (Kafka's ``ZkPartitionStateMachine``, the
-    bookkeeping part: the elections themselves are the controller's)."""
+    """Partition states of one controller context (Kafka's ``PartitionStateMachine``, the
+    bookkeeping part; the elections and their writes are
+    :class:`~odradek.controller.zk_state_machines.ZkPartitionStateMachine`'s)."""
 
     def state(self, tp: TopicPartition) -> PartitionLifecycle:
         return self.ctx.partition_lifecycle.get(tp, _P.NonExistentPartition)
@@ -171,8 +172,8 @@ class PartitionStateMachine(_StateChangeLog):
 
 
 class ReplicaStateMachine(_StateChangeLog):
-    """Replica states of one controller context (Kafka's ``ZkReplicaStateMachine``, the
-    bookkeeping part)."""
+    """Replica states of one controller context (Kafka's ``ReplicaStateMachine``, the bookkeeping
+    part; the requests are :class:`~odradek.controller.zk_state_machines.ZkReplicaStateMachine`'s)."""
 
     def state(self, tp: TopicPartition, replica: int) -> ReplicaLifecycle:
         return self.ctx.replica_lifecycle.get((tp, replica), _R.NonExistentReplica)
