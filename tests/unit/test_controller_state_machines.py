@@ -169,3 +169,29 @@ def test_queued_leader_and_isr_keeps_the_state_it_was_built_with() -> None:
             await cluster.close()
 
     run(main)
+
+
+def test_the_state_machines_are_built_once_and_follow_the_context_through_a_new_election() -> None:
+    async def main() -> None:
+        cluster = ControllerCluster()
+        try:
+            await cluster.start(1)
+            await cluster.create_topic("t", {0: [1]})
+            controller = cluster.active
+            partitions, replicas, ctx = (
+                controller.partition_state_machine,
+                controller.replica_state_machine,
+                controller.ctx,
+            )
+            ctx.shutting_down.add(7)  # something only this election knows
+            await cluster.admin.store.delete("/controller")  # it resigns and is elected again
+            await cluster.settle()
+            assert cluster.active is controller and controller.ctx.epoch == 2
+            assert controller.partition_state_machine is partitions and controller.replica_state_machine is replicas
+            assert controller.ctx is ctx is partitions.ctx is replicas.ctx is controller.batch.ctx
+            assert not ctx.shutting_down  # emptied in place, then loaded again
+            assert partitions.state(T0) is P.OnlinePartition and T0 in ctx.states
+        finally:
+            await cluster.close()
+
+    run(main)
