@@ -2,7 +2,8 @@
 
 One cluster for the module (the tests run in order and build on each other): topic creation with
 replication factor 3, the same Metadata from every broker, produce to every leader, fencing of an
-older controller epoch, topic deletion through StopReplica, and controller failover after kill -9.
+older controller epoch, topic deletion through StopReplica (also with a replica's broker down until it
+returns), and controller failover after kill -9.
 The brokers listen on ``localhost`` and advertise it as it is, so the controller's connections,
 the replica fetchers and the clients all reach brokers by that name.
 """
@@ -315,6 +316,36 @@ def test_deleting_a_topic_removes_its_partition_directories_on_every_broker(clus
     cluster.wait_until(lambda: not any(d.exists() for d in dirs), timeout_s=10, message="directories deleted")
     for broker in cluster.brokers.values():
         assert not [p for p in Path(broker.data_dir).iterdir() if p.name.startswith("gone-")]
+
+
+def test_a_topic_deleted_while_a_replica_is_down_goes_once_its_broker_returns(cluster: LocalCluster) -> None:
+    created = _topics(cluster, "--create", "--topic", "downed", "--partitions", "2", "--replication-factor", "3")
+    assert created.returncode == 0, created.stderr
+    dirs = {b: [Path(broker.data_dir) / f"downed-{p}" for p in range(2)] for b, broker in cluster.brokers.items()}
+    cluster.wait_until(lambda: all(d.is_dir() for ds in dirs.values() for d in ds), timeout_s=5, message="dirs")
+    down = next(b for b in (1, 2, 3) if b != _controller_id(cluster))
+    cluster.stop(down)
+    cluster.wait_until(lambda: cluster.read_znode(f"/brokers/ids/{down}") is None, timeout_s=10, message="deregistered")
+    deleted = _topics(cluster, "--delete", "--topic", "downed")
+    assert deleted.returncode == 0, deleted.stderr
+    up = [d for b, ds in dirs.items() if b != down for d in ds]
+    cluster.wait_until(lambda: not any(d.exists() for d in up), timeout_s=10, message="live replicas deleted")
+    # the controller waits for the stopped broker's replicas: the topic and its deletion mark stay
+    assert cluster.read_znode("/brokers/topics/downed") is not None
+    assert cluster.read_znode("/admin/delete_topics/downed") is not None
+    assert all(d.is_dir() for d in dirs[down])
+    cluster.restart(down)
+    cluster.wait_until(
+        lambda: (
+            cluster.read_znode("/brokers/topics/downed") is None
+            and cluster.read_znode("/admin/delete_topics/downed") is None
+        ),
+        timeout_s=20,
+        message="topic deleted from ZooKeeper",
+    )
+    cluster.wait_until(
+        lambda: not any(d.exists() for d in dirs[down]), timeout_s=10, message="returned replicas deleted"
+    )
 
 
 def test_killing_the_controller_elects_a_new_one_that_updates_every_broker(cluster: LocalCluster) -> None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from odradek.controller.channel import ControllerChannelManager, ResponseCallback
 from odradek.controller.controller import KafkaController
+from odradek.controller.messages import stop_replica
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+from odradek.errors import ErrorCode
 from odradek.metadata.embedded import EmbeddedSession, EmbeddedStore
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr
@@ -34,6 +36,11 @@ class RecordingChannel(ControllerChannelManager):
     def __init__(self, controller_id: int) -> None:
         super().__init__(controller_id)
         self.requests: dict[int, list[Request]] = defaultdict(list)
+        self.stop_replica_errors: dict[int, ErrorCode] = {}
+        """Broker -> the error it answers every StopReplica partition with (default: none)."""
+        self.unanswered: list[tuple[int, StopReplicaRequest, ResponseCallback]] = []
+        """StopReplica requests of brokers in ``silent`` (they never answer)."""
+        self.silent: set[int] = set()
 
     def add_broker(self, info: BrokerInfo) -> None:
         self.brokers[info.id] = info
@@ -69,7 +76,18 @@ class RecordingChannel(ControllerChannelManager):
     async def send_stop_replica(
         self, broker_id: int, request: StopReplicaRequest, callback: ResponseCallback | None = None
     ) -> bool:
-        return self._record(broker_id, request)
+        """Recorded, and answered as a broker would (every partition with
+        ``stop_replica_errors.get(broker_id, none)``) unless the broker is ``silent``."""
+        if not self._record(broker_id, request):
+            return False
+        if callback is not None:
+            if broker_id in self.silent:
+                self.unanswered.append((broker_id, request, callback))
+            else:
+                code = self.stop_replica_errors.get(broker_id, ErrorCode.none)
+                errors = dict.fromkeys(request.partitions, code)
+                callback(broker_id, stop_replica.encode_response(stop_replica.MAX_VERSION, ErrorCode.none, errors))
+        return True
 
     def sent(self, broker_id: int, kind: type[R]) -> list[R]:
         return [r for r in self.requests.get(broker_id, []) if isinstance(r, kind)]
@@ -153,6 +171,20 @@ class ControllerCluster:
         for controller in self.controllers.values():
             await controller.shutdown()
         await self.store.close()
+
+
+def run_scenario(fn: Callable[[ControllerCluster], Awaitable[None]], *broker_ids: int) -> None:
+    """Run ``fn`` on a started cluster of ``broker_ids`` (closed afterwards), in a fresh event loop."""
+
+    async def main() -> None:
+        cluster = ControllerCluster()
+        try:
+            await cluster.start(*broker_ids)
+            await fn(cluster)
+        finally:
+            await cluster.close()
+
+    asyncio.run(main())
 
 
 def last_state(channel: RecordingChannel, broker_id: int, tp: TopicPartition) -> PartitionState:

@@ -11,7 +11,7 @@ import pytest
 from tests.unit.controller_support import ControllerCluster, last_state
 from tests.unit.metadata_support import run
 
-from odradek.controller.events import ControllerContext
+from odradek.controller.context import ControllerContext
 from odradek.controller.messages.update_metadata import LEADER_DURING_DELETE
 from odradek.controller.requests import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from odradek.controller.state_machines import (
@@ -108,7 +108,8 @@ def test_topic_deletion_moves_replicas_through_the_deletion_states(caplog: pytes
             ctx = cluster.active.ctx
             assert {tp.topic for tp in ctx.partition_lifecycle} == {"u"}
             assert {tp.topic for tp, _ in ctx.replica_lifecycle} == {"u"}
-            for broker_id, partitions in ((1, [T0, TopicPartition("t", 1)]), (3, [T0, TopicPartition("t", 1)])):
+            # one StopReplica per broker, for the replicas it hosts (Kafka's replica state machine)
+            for broker_id, partitions in ((1, [T0]), (2, [T0, TopicPartition("t", 1)]), (3, [TopicPartition("t", 1)])):
                 (stop,) = cluster.channel.sent(broker_id, StopReplicaRequest)
                 assert stop.delete_partitions and sorted(stop.partitions) == partitions
             metadata = cluster.channel.sent(2, UpdateMetadataRequest)[-1]
@@ -164,6 +165,32 @@ def test_queued_leader_and_isr_keeps_the_state_it_was_built_with() -> None:
             assert await cluster.active.alter_partition_reassignments({T0: [3, 2, 1]}) == {T0: (0, None)}
             assert cluster.active.ctx.states[T0].replicas == [3, 2, 1]
             assert held.replicas == [1, 2] and last_state(cluster.channel, 1, T0) is held
+        finally:
+            await cluster.close()
+
+    run(main)
+
+
+def test_the_state_machines_are_built_once_and_follow_the_context_through_a_new_election() -> None:
+    async def main() -> None:
+        cluster = ControllerCluster()
+        try:
+            await cluster.start(1)
+            await cluster.create_topic("t", {0: [1]})
+            controller = cluster.active
+            partitions, replicas, ctx = (
+                controller.partition_state_machine,
+                controller.replica_state_machine,
+                controller.ctx,
+            )
+            ctx.shutting_down.add(7)  # something only this election knows
+            await cluster.admin.store.delete("/controller")  # it resigns and is elected again
+            await cluster.settle()
+            assert cluster.active is controller and controller.ctx.epoch == 2
+            assert controller.partition_state_machine is partitions and controller.replica_state_machine is replicas
+            assert controller.ctx is ctx is partitions.ctx is replicas.ctx is controller.batch.ctx
+            assert not ctx.shutting_down  # emptied in place, then loaded again
+            assert partitions.state(T0) is P.OnlinePartition and T0 in ctx.states
         finally:
             await cluster.close()
 

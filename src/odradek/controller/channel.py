@@ -12,15 +12,15 @@ whatever is still queued, when the znode goes (:meth:`remove_broker`). A broker 
 gets the full state from the controller again. Errors in answers are logged (per partition,
 grouped by error code); a broker that lacks the API or every version of it is logged and skipped.
 
-Encoded when queued. A request is turned into its wire message (:mod:`odradek.controller.messages`)
-when it is queued, from the request (an immutable snapshot, see
-:mod:`odradek.controller.requests`) and the live brokers known at that moment, so what a broker
+Encoded when queued. A request is turned into its wire message when it is queued, by its
+builder (:mod:`odradek.controller.messages`: the request, an immutable snapshot, with the live
+brokers known at that moment), so what a broker
 receives is what the controller decided when it queued it, whatever the controller changes while
 the request waits. The version is the one known for the broker when queued: the highest both
 sides support on the task's last connection (ApiVersions), or before any connection the highest
 the controller sends (Kafka 3.9's: LeaderAndIsr v7, StopReplica v4, UpdateMetadata v8). Should the
 connection that finally sends it support another version (the broker restarted with another
-release meanwhile), the same snapshot is encoded again at that version: same data, other layout.
+release meanwhile), the builder encodes the same snapshot again at that version: same data, other layout.
 
 The controller is a broker too and reaches itself through its own listener, like every other
 broker. :class:`LocalControllerChannel` delivers the same requests to in-process targets
@@ -41,7 +41,10 @@ from typing import Any
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import KafkaConnectionError, KafkaProtocolError, KafkaTimeoutError
 from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
-from odradek.controller.messages import endpoint_of, leader_and_isr, stop_replica, update_metadata
+from odradek.controller.messages import RequestBuilder, endpoint_of, leader_and_isr, stop_replica, update_metadata
+from odradek.controller.messages.leader_and_isr import LeaderAndIsrRequestBuilder
+from odradek.controller.messages.stop_replica import StopReplicaRequestBuilder
+from odradek.controller.messages.update_metadata import UpdateMetadataRequestBuilder
 from odradek.controller.requests import (
     ControllerRequestTarget,
     LeaderAndIsrRequest,
@@ -90,15 +93,15 @@ class QueuedRequest:
     version: int
     message: Any
     """The kio request message at ``version``."""
-    encode: Callable[[int], Any]
-    """version -> the same snapshot's message at that version (if the broker needs another one)."""
+    builder: RequestBuilder
+    """The same snapshot's message at another version (if the broker needs another one)."""
     callback: ResponseCallback | None = None
     topic_names: Mapping[str, str] | None = None
     """Topic id (as text) -> name, to name partitions in log lines (LeaderAndIsr v5+ answers by id)."""
 
     def message_at(self, version: int) -> Any:
         """The wire message at ``version``: the one encoded when queued, or the snapshot encoded again."""
-        return self.message if version == self.version else self.encode(version)
+        return self.message if version == self.version else self.builder.build(version)
 
 
 def response_errors(
@@ -331,7 +334,7 @@ class ControllerChannelManager:
         self,
         broker_id: int,
         api_key: ApiKey,
-        encode: Callable[[int], Any],
+        builder: RequestBuilder,
         callback: ResponseCallback | None,
         topic_names: Mapping[str, str] | None = None,
     ) -> bool:
@@ -341,40 +344,29 @@ class ControllerChannelManager:
         if sender is None:
             return False
         version = sender.version_for(api_key)
-        sender.enqueue(QueuedRequest(api_key, version, encode(version), encode, callback, topic_names))
+        sender.enqueue(QueuedRequest(api_key, version, builder.build(version), builder, callback, topic_names))
         return True
 
     async def send_leader_and_isr(
         self, broker_id: int, request: LeaderAndIsrRequest, callback: ResponseCallback | None = None
     ) -> bool:
         """Queue LeaderAndIsr for ``broker_id``; False if the broker has no queue (not live)."""
-        brokers = dict(self.brokers)
-        listener = self.listener
-        epoch = self._epoch(broker_id)
-        return self._enqueue(
-            broker_id,
-            ApiKey.LEADER_AND_ISR,
-            lambda v: leader_and_isr.encode(request, v, brokers, listener, epoch),
-            callback,
-            {str(topic_id): topic for topic, topic_id in request.topic_ids.items()},
-        )
+        builder = LeaderAndIsrRequestBuilder(request, dict(self.brokers), self.listener, self._epoch(broker_id))
+        return self._enqueue(broker_id, ApiKey.LEADER_AND_ISR, builder, callback, builder.topic_names())
 
     async def send_update_metadata(
         self, broker_id: int, request: UpdateMetadataRequest, callback: ResponseCallback | None = None
     ) -> bool:
         """Queue UpdateMetadata for ``broker_id``; False if the broker has no queue."""
-        listener = self.listener
-        epoch = self._epoch(broker_id)
-        return self._enqueue(
-            broker_id, ApiKey.UPDATE_METADATA, lambda v: update_metadata.encode(request, v, listener, epoch), callback
-        )
+        builder = UpdateMetadataRequestBuilder(request, self.listener, self._epoch(broker_id))
+        return self._enqueue(broker_id, ApiKey.UPDATE_METADATA, builder, callback)
 
     async def send_stop_replica(
         self, broker_id: int, request: StopReplicaRequest, callback: ResponseCallback | None = None
     ) -> bool:
         """Queue StopReplica for ``broker_id``; False if the broker has no queue."""
-        epoch = self._epoch(broker_id)
-        return self._enqueue(broker_id, ApiKey.STOP_REPLICA, lambda v: stop_replica.encode(request, v, epoch), callback)
+        builder = StopReplicaRequestBuilder(request, self._epoch(broker_id))
+        return self._enqueue(broker_id, ApiKey.STOP_REPLICA, builder, callback)
 
     def _epoch(self, broker_id: int) -> int:
         """The broker epoch of ``broker_id``'s registration as last read (KIP-380), sent in its
@@ -427,5 +419,7 @@ class LocalControllerChannel(ControllerChannelManager):
     ) -> bool:
         if not self.has_broker(broker_id):
             return False
-        await self.targets[broker_id].handle_stop_replica(request)
+        errors = await self.targets[broker_id].handle_stop_replica(request)
+        if callback is not None:
+            callback(broker_id, stop_replica.encode_response(stop_replica.MAX_VERSION, ErrorCode.none, errors))
         return True

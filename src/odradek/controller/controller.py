@@ -6,12 +6,15 @@ znode; the winner increments ``/controller_epoch`` and becomes the controller, t
 
 - watches ``/brokers/ids`` (brokers joining and leaving), ``/brokers/topics`` (new topics and
   partitions) and ``/admin/delete_topics`` (deletions);
-- elects partition leaders (``election.py``), writes leader, ISR, ``leader_epoch`` and
+- elects partition leaders through its partition state machine (``zk_state_machines.py``, with
+  the strategies over ``election.py``), which writes leader, ISR, ``leader_epoch`` and
   ``controller_epoch`` to each partition's state znode;
-- sends LeaderAndIsr to the replicas and UpdateMetadata to every live broker, through
+- sends LeaderAndIsr to the replicas and UpdateMetadata to every live broker, gathered in one
+  ``ControllerBrokerRequestBatch`` per event (``batch.py``) and sent when the event ends, through
   :class:`ControllerChannelManager` (one connection and ordered queue per live broker, added when
   ``/brokers/ids/<id>`` appears and dropped when it goes; a broker that re-registers with a new
   start timestamp counts as new and gets the full state again);
+- deletes topics once every replica answered its StopReplica (``topic_deletion.py``);
 - handles ControlledShutdown requests (:meth:`controlled_shutdown`): moves leadership of the
   partitions the broker leads to another live ISR replica and answers with those it still leads.
 
@@ -25,20 +28,17 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import assert_never
 
 from odradek.controller.channel import ControllerChannelManager
-from odradek.controller.election import initial_leader_and_isr
 from odradek.controller.events import (
     ApiPartitionReassignment,
     BrokerChange,
     ControlledShutdown,
     ControllerChange,
-    ControllerContext,
     ControllerEvent,
     IsrChangeNotification,
     LeaderAndIsrResponseReceived,
@@ -50,16 +50,16 @@ from odradek.controller.events import (
     Startup,
     TopicChange,
     TopicDeletion,
+    TopicDeletionStopReplicaResponseReceived,
     TopicUncleanLeaderElectionEnable,
     ZkPartitionReassignment,
     ZkPreferredReplicaLeaderElection,
 )
 from odradek.controller.log_dirs import ControllerLogDirs
-from odradek.controller.messages.update_metadata import LEADER_DURING_DELETE
 from odradek.controller.operations import ControllerOperations
 from odradek.controller.reassignment import ControllerReassignment
-from odradek.controller.requests import StopReplicaRequest
 from odradek.controller.state_machines import PartitionLifecycle, ReplicaLifecycle
+from odradek.controller.topic_deletion import ControllerTopicDeletion
 from odradek.controller.zk_client import ControllerZkClient
 from odradek.metadata.errors import ControllerMovedError
 from odradek.metadata.store import WatchHandle
@@ -70,7 +70,7 @@ from odradek.storage import TopicPartition
 log = logging.getLogger(__name__)
 
 
-class KafkaController(ControllerOperations, ControllerReassignment, ControllerLogDirs):
+class KafkaController(ControllerOperations, ControllerReassignment, ControllerLogDirs, ControllerTopicDeletion):
     """Controller election and, while active, partition leadership for the whole cluster."""
 
     def __init__(
@@ -81,6 +81,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         unclean_leader_election: bool = False,
     ) -> None:
         super().__init__(broker_id, zk, channel, unclean_leader_election)
+        self.batch.on_stop_replica = self.stop_replica_answered
         self._task: asyncio.Task[None] | None = None
         self._watches: list[WatchHandle] = []
         self._topic_watches: dict[str, WatchHandle] = {}
@@ -127,6 +128,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             if isinstance(event, ShutdownEventThread):
                 self._idle.set()
                 return
+            self.batch.new_batch()
             try:
                 await self._process(event)
             except asyncio.CancelledError:
@@ -140,6 +142,17 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 self.put(Reelect())
             except Exception:
                 log.exception("controller %d failed processing %s", self.broker_id, type(event).__name__)
+            # the event's requests, at most one of each kind per broker; a controller that resigned
+            # meanwhile sends nothing (its batch was cleared)
+            try:
+                if self.active:
+                    await self.batch.send_requests_to_brokers()
+                else:
+                    self.batch.clear()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller %d failed sending the requests of %s", self.broker_id, type(event).__name__)
             if self._queue.empty():
                 self._idle.set()
 
@@ -181,8 +194,12 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 await self._on_log_dir_event_notification()
             case LeaderAndIsrResponseReceived(broker_id, partitions):
                 await self._on_replicas_offline(broker_id, set(partitions))
+            case TopicDeletionStopReplicaResponseReceived(broker_id, partitions, failed):
+                await self._on_stop_replica_deletion_answered(broker_id, partitions, failed)
             case ShutdownEventThread():
                 pass
+            case _:
+                assert_never(event)
 
     # --- election ----------------------------------------------------------------------------
 
@@ -213,7 +230,8 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         del self._watches[1:]
         self._topic_watches.clear()
         self.channel.shutdown()
-        self.ctx = ControllerContext()
+        self.batch.clear()
+        self.ctx.reset()
         self.reassignments = {}
 
     async def _on_controller_failover(self) -> None:
@@ -233,9 +251,12 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         )
         await self._refresh_brokers()
         await self._load_topics()
-        await self._elect_where_needed(set(self.ctx.assignments), "controller failover")
-        await self._send_all_metadata()
-        await self._on_topic_deletion_requested()
+        await self._queue_topic_deletions()  # before any election: queued topics get none
+        await self.partition_state_machine.trigger_online_partition_state_change(
+            set(self.ctx.assignments), "controller failover"
+        )
+        self._send_all_metadata()
+        await self._resume_deletions()
         await self._resume_reassignments()
         await self._on_preferred_replica_election_znode()
         await self._on_log_dir_event_notification()
@@ -325,6 +346,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 replica_states.transition(tp, replica, ReplicaLifecycle.NewReplica, "new partition")
 
     def _forget_topic(self, topic: str) -> None:
+        super()._forget_topic(topic)
         handle = self._topic_watches.pop(topic, None)
         if handle is not None:
             handle.cancel()
@@ -339,76 +361,15 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         for tp in [tp for tp in self.reassignments if tp.topic == topic]:
             del self.reassignments[tp]  # a topic deleted while it moved
 
-    async def _elect_where_needed(self, topics: set[str], cause: str) -> dict[TopicPartition, PartitionState]:
-        """Initialise new partitions (NewPartition -> OnlinePartition) and re-elect partitions
-        whose leader is not alive (Kafka's ``triggerOnlinePartitionStateChange``); ``cause`` goes
-        to the state-change log.
-
-        New partitions of a topic get their state znodes in one multi (a 1,000-partition topic
-        is one write, not 1,000); re-elections are conditional updates, one per partition, a
-        topic's sent together (their reads, then their writes, pipelined). A new
-        partition without a live replica stays NewPartition until a broker change.
-        """
-        live = set(self.ctx.live_brokers) - self.ctx.shutting_down
-        changed: dict[TopicPartition, PartitionState] = {}
-        for topic in sorted(topics):
-            created: dict[int, PartitionState] = {}
-            unclean: bool | None = None
-            elections: list[tuple[TopicPartition, Coroutine[Any, Any, PartitionState | None]]] = []
-            for partition, replicas in sorted(self.ctx.assignments[topic].items()):
-                tp = TopicPartition(topic, partition)
-                state = self.ctx.states.get(tp)
-                if state is None:
-                    initial = initial_leader_and_isr(replicas, live)
-                    if initial is not None:
-                        first_leader, isr = initial
-                        created[partition] = PartitionState(first_leader, 0, isr, list(replicas), self.ctx.epoch, 0)
-                    else:
-                        self.partition_state_machine.log(
-                            logging.WARNING,
-                            f"Controller {self.broker_id} epoch {self.ctx.epoch} encountered error during state "
-                            f"change of partition {topic}-{partition} from NewPartition to OnlinePartition, assigned "
-                            f"replicas are [{','.join(map(str, replicas))}], live brokers are {sorted(live)}. "
-                            "No assigned replica is alive.",
-                            cause,
-                        )
-                    continue
-                live_tp = self.live_for(tp, live)
-                if state.leader in live_tp and all(r in live_tp for r in state.isr):
-                    if state.replicas != replicas:  # a new state: the old one may be in a queued request
-                        self.ctx.states[tp] = dataclasses.replace(state, replicas=list(replicas))
-                        self.replica_state_machine.settle(tp, replicas, cause)
-                    continue
-                if unclean is None:
-                    unclean = await self._unclean_election_enabled(topic)
-                elections.append((tp, self._update_state(tp, replicas, live_tp, unclean, cause)))
-            # pipelined, as Kafka's updateLeaderAndIsr: one round of reads and one of writes for the
-            # topic's partitions rather than two round trips per partition
-            results = await asyncio.gather(*(update for _tp, update in elections))
-            for (tp, _update), new in zip(elections, results, strict=True):
-                if new is not None:
-                    changed[tp] = new
-            if created:
-                await self.zk.create_partition_states(
-                    topic, {p: s.to_znode() for p, s in created.items()}, self.ctx.epoch_zk_version
-                )
-                for partition, new in created.items():
-                    tp = TopicPartition(topic, partition)
-                    self.ctx.states[tp] = changed[tp] = new
-                    self.partition_state_machine.transition(tp, PartitionLifecycle.OnlinePartition, new, cause)
-                    self.replica_state_machine.settle(tp, new.replicas, cause)
-        return changed
-
     async def _on_topic_config_change(self) -> None:
         """A topic config changed (``/config/changes``): OfflinePartition partitions are elected
         again, so ``unclean.leader.election.enable=true`` on an offline topic takes effect at once
         (Kafka's TopicUncleanLeaderElectionEnable)."""
         lifecycle = self.ctx.partition_lifecycle
         offline = {tp.topic for tp, st in lifecycle.items() if st is PartitionLifecycle.OfflinePartition}
-        changed = await self._elect_where_needed(offline & set(self.ctx.assignments), "topic config change")
-        if changed:
-            await self._send_leader_and_isr(changed)
-            await self._send_update_metadata(changed)
+        await self.partition_state_machine.trigger_online_partition_state_change(
+            offline & set(self.ctx.assignments), "topic config change"
+        )
 
     async def _on_isr_change_notification(self) -> None:
         """Leaders changed ISRs: read the partitions' states and tell every broker (UpdateMetadata)."""
@@ -420,7 +381,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             if current is not None and replicas is not None:
                 self.ctx.states[tp] = changed[tp] = PartitionState.from_znode(current, replicas)
         if changed:
-            await self._send_update_metadata(changed)
+            self.batch.add_update_metadata(changed)
             await self._on_reassignment_progress(set(changed))
 
     # --- events ------------------------------------------------------------------------------
@@ -431,20 +392,21 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
             log.info("controller %d: brokers joined %s, left %s", self.broker_id, sorted(new), sorted(dead))
         for broker_id, what in [*((b, "failed") for b in sorted(dead)), *((b, "registered") for b in sorted(new))]:
             for tp, replicas in self._hosted_by(broker_id).items():
-                self.replica_state_machine.settle(tp, replicas, f"broker {broker_id} {what}")
-        changed = await self._elect_where_needed(set(self.ctx.assignments), "broker change")
+                if tp.topic not in self.ctx.topics_to_be_deleted:  # their replicas are the deletion's
+                    self.replica_state_machine.settle(tp, replicas, f"broker {broker_id} {what}")
+        # the elections add LeaderAndIsr for their partitions' live replicas and UpdateMetadata to the batch
+        await self.partition_state_machine.trigger_online_partition_state_change(
+            set(self.ctx.assignments), "broker change"
+        )
         if new:
             # a (re)joining broker gets every partition it hosts; every broker the full metadata
-            if changed:
-                await self._send_leader_and_isr(changed, set(self.ctx.live_brokers) - new)
-            await self._send_leader_and_isr(dict(self.ctx.states), new)
-            await self._send_update_metadata(dict(self.ctx.states))
-        elif changed:
-            await self._send_leader_and_isr(changed)
-            await self._send_update_metadata(changed)
+            for tp, state in self.ctx.states.items():
+                self.batch.add_leader_and_isr(new & set(state.replicas), (tp,))
+            self.batch.add_update_metadata(self.ctx.states)
         else:
-            await self._send_update_metadata({})
+            self.batch.add_update_metadata()  # the live brokers changed
         await self._on_reassignment_progress(set(self.reassignments))
+        await self._on_deletion_brokers_changed(new, dead)
 
     async def _on_topics_changed(self, modified: set[str] | None) -> None:
         """A topic was created or deleted (``modified`` None: read the topics not known yet), or
@@ -453,39 +415,4 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         if modified is None:
             modified = set(await self.zk.get_all_topics()) - set(self.ctx.assignments)
         changed_topics = await self._load_topics(modified)
-        changed = await self._elect_where_needed(changed_topics, cause)
-        if changed:
-            await self._send_leader_and_isr(changed)
-            await self._send_update_metadata(changed)
-
-    async def _on_topic_deletion_requested(self) -> None:
-        for topic in await self.zk.get_topic_deletions():
-            assignment = self.ctx.assignments.get(topic) or {}
-            replicas = {r for rs in assignment.values() for r in rs}
-            tps = [TopicPartition(topic, p) for p in assignment]
-            deleted_states = {
-                tp: PartitionState(
-                    LEADER_DURING_DELETE, s.leader_epoch, s.isr, s.replicas, self.ctx.epoch, s.zk_version
-                )
-                for tp in tps
-                if (s := self.ctx.states.get(tp)) is not None
-            }
-            self._start_replica_deletion({tp: assignment[tp.partition] for tp in tps}, "topic deletion")
-            for broker_id in replicas:
-                await self.channel.send_stop_replica(
-                    broker_id, StopReplicaRequest(self.broker_id, self.ctx.epoch, tps, True)
-                )
-            await self.zk.delete_topic(topic)
-            self._complete_replica_deletion({tp: assignment[tp.partition] for tp in tps}, "topic deletion")
-            for tp in tps:
-                if self.partition_state_machine.state(tp) is not PartitionLifecycle.NonExistentPartition:
-                    self.partition_state_machine.transition(
-                        tp, PartitionLifecycle.OfflinePartition, cause="topic deletion"
-                    )
-                    self.partition_state_machine.transition(
-                        tp, PartitionLifecycle.NonExistentPartition, cause="topic deletion"
-                    )
-            self._forget_topic(topic)
-            await self.zk.delete_topic_deletion(topic)
-            log.info("controller %d deleted topic %s", self.broker_id, topic)
-            await self._send_update_metadata(deleted_states, {topic})
+        await self.partition_state_machine.trigger_online_partition_state_change(changed_topics, cause)

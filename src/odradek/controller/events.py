@@ -1,5 +1,5 @@
-"""The controller's events and its view of the cluster (Kafka's ``ControllerEvent`` and
-``ControllerContext``).
+"""The controller's events (Kafka's ``ControllerEvent``); its view of the cluster is
+:class:`~odradek.controller.context.ControllerContext`.
 
 Events are queued by ZooKeeper watches, by requests (ControlledShutdown, ElectLeaders,
 AlterPartitionReassignments) and by LeaderAndIsr answers, and processed one at a time by the
@@ -14,13 +14,9 @@ Plain data: safe anywhere; the futures are completed on the controller's loop.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import dataclass, field
 
-from odradek.controller.state_machines import PartitionLifecycle, ReplicaLifecycle
 from odradek.errors import ErrorCode
-from odradek.metadata.znodes import BrokerInfo
-from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
 __all__ = [
@@ -29,7 +25,6 @@ __all__ = [
     "BrokerChange",
     "ControlledShutdown",
     "ControllerChange",
-    "ControllerContext",
     "ControllerEvent",
     "IsrChangeNotification",
     "LeaderAndIsrResponseReceived",
@@ -42,6 +37,7 @@ __all__ = [
     "Startup",
     "TopicChange",
     "TopicDeletion",
+    "TopicDeletionStopReplicaResponseReceived",
     "TopicUncleanLeaderElectionEnable",
     "ZkPartitionReassignment",
     "ZkPreferredReplicaLeaderElection",
@@ -123,6 +119,16 @@ class LeaderAndIsrResponseReceived:
 
 
 @dataclass(frozen=True)
+class TopicDeletionStopReplicaResponseReceived:
+    """``broker_id`` answered a StopReplica with delete for ``partitions``; ``failed``: those it
+    answered with an error (all of them for a top-level error)."""
+
+    broker_id: int
+    partitions: frozenset[TopicPartition]
+    failed: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
 class ControlledShutdown:
     """ControlledShutdown of ``broker_id``; ``future`` gets (error, partitions it still leads).
     ``broker_epoch``: the one the broker sent (v2+, KIP-380), -1 when not sent."""
@@ -170,6 +176,7 @@ ControllerEvent = (
     | ZkPreferredReplicaLeaderElection
     | LogDirEventNotification
     | LeaderAndIsrResponseReceived
+    | TopicDeletionStopReplicaResponseReceived
     | ControlledShutdown
     | ReplicaLeaderElection
     | ApiPartitionReassignment
@@ -200,41 +207,3 @@ class Reassignment:
     def removing(self) -> list[int]:
         leaving = [r for r in self.original + self.superseded if r not in self.target]
         return list(dict.fromkeys(leaving))
-
-
-@dataclass
-class ControllerContext:
-    """What the active controller knows (Kafka's ``ControllerContext``); a new one at every
-    election. ``states`` maps each partition to its current (immutable) state: a change replaces
-    the entry. ``partition_lifecycle`` and ``replica_lifecycle`` are the states of
-    :mod:`odradek.controller.state_machines`."""
-
-    epoch: int = 0
-    epoch_zk_version: int = -1
-    """The version of ``/controller_epoch`` this controller wrote when elected: every partition state
-    write is conditional on it (Kafka's ``controllerEpochZkVersion``), so a deposed controller's
-    writes fail with ControllerMovedError instead of overwriting its successor's."""
-    live_brokers: dict[int, BrokerInfo] = field(default_factory=dict)
-    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
-    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
-    states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
-    shutting_down: set[int] = field(default_factory=set)
-    """Brokers in controlled shutdown: never elected leader again until they re-register."""
-    offline_replicas: dict[int, set[TopicPartition]] = field(default_factory=dict)
-    """Replicas on live brokers whose log dir failed: never elected until the broker re-registers."""
-    partition_lifecycle: dict[TopicPartition, PartitionLifecycle] = field(default_factory=dict)
-    replica_lifecycle: dict[tuple[TopicPartition, int], ReplicaLifecycle] = field(default_factory=dict)
-
-    def live_for(self, tp: TopicPartition, live: set[int]) -> set[int]:
-        """``live`` without the brokers on which ``tp``'s replica is offline (a failed log dir)."""
-        offline = {b for b, tps in self.offline_replicas.items() if tp in tps}
-        return live - offline if offline else live
-
-    def replica_online(self, tp: TopicPartition, replica: int) -> bool:
-        """Kafka's ``isReplicaOnline``: the broker is alive, not shutting down, and ``tp``'s log
-        dir on it has not failed."""
-        return (
-            replica in self.live_brokers
-            and replica not in self.shutting_down
-            and tp not in self.offline_replicas.get(replica, ())
-        )

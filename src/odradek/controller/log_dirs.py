@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 
 from odradek.controller.core import ControllerCore
-from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
 log = logging.getLogger("odradek.controller.controller")
@@ -46,7 +45,7 @@ class ControllerLogDirs(ControllerCore):
                 broker_id,
                 len(hosted),
             )
-            await self._send_leader_and_isr(hosted, {broker_id})
+            self.batch.add_leader_and_isr({broker_id}, hosted)
 
     async def _on_replicas_offline(self, broker_id: int, partitions: set[TopicPartition]) -> None:
         known = {tp for tp in partitions if tp in self.ctx.states}
@@ -63,15 +62,12 @@ class ControllerLogDirs(ControllerCore):
             ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(known)[:10]) + (" …" if len(known) > 10 else ""),
         )
         live = set(self.ctx.live_brokers) - self.ctx.shutting_down
-        changed: dict[TopicPartition, PartitionState] = {}
         for tp in sorted(known):
             state = self.ctx.states[tp]
-            unclean = await self._unclean_election_enabled(tp.topic)
+            unclean = await self.partition_state_machine.unclean_election_enabled(tp.topic)
             cause = f"log dir failure on broker {broker_id}"
-            new = await self._update_state(tp, state.replicas, self.live_for(tp, live), unclean, cause)
-            if new is not None:
-                changed[tp] = new
-        if changed:
-            await self._send_leader_and_isr(changed)
+            await self.partition_state_machine.elect_offline(
+                tp, state.replicas, self.live_for(tp, live), unclean, cause
+            )
         # every broker learns the offline replicas (Metadata's offline_replicas), changed or not
-        await self._send_update_metadata({tp: self.ctx.states[tp] for tp in known})
+        self.batch.add_update_metadata(known)

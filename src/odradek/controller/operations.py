@@ -4,9 +4,10 @@
 A part of :class:`~odradek.controller.controller.KafkaController` over
 :class:`~odradek.controller.core.ControllerCore`: each public coroutine queues an event and waits
 for its result, and the ``_on_*`` handlers run on the controller's event task, like every other
-change of its state. Every partition change goes through ``ControllerCore._rewrite_state`` (a
-fresh read of the state znode, the leader epoch + 1, a conditional write, the state-change log),
-then LeaderAndIsr to the replicas and UpdateMetadata to every broker.
+change of its state. Every partition change is an election of the partition state machine with
+the operation's strategy (a fresh read of the state znode, the leader epoch + 1, a conditional
+write, the state-change log), which adds LeaderAndIsr to the replicas and UpdateMetadata to every
+broker to the event's request batch.
 
 Runs on the broker's event loop.
 """
@@ -18,12 +19,13 @@ import json
 import logging
 
 from odradek.controller.core import ControllerCore
-from odradek.controller.election import (
-    controlled_shutdown_leader_election,
-    offline_partition_leader_election,
-    preferred_replica_leader_election,
-)
 from odradek.controller.events import ControlledShutdown, ReplicaLeaderElection
+from odradek.controller.zk_state_machines import (
+    ControlledShutdownPartitionLeaderElectionStrategy,
+    LeaderElectionStrategy,
+    OfflinePartitionLeaderElectionStrategy,
+    PreferredReplicaPartitionLeaderElectionStrategy,
+)
 from odradek.errors import ErrorCode
 from odradek.metadata.errors import ControllerMovedError
 from odradek.replication.partition import PartitionState
@@ -62,51 +64,39 @@ class ControllerOperations(ControllerCore):
             if not self.active:
                 return
             live = set(self.ctx.live_brokers) - self.ctx.shutting_down
-            changed: dict[TopicPartition, PartitionState] = {}
+            strategy: LeaderElectionStrategy = (
+                OfflinePartitionLeaderElectionStrategy(allow_unclean=True)
+                if unclean
+                else PreferredReplicaPartitionLeaderElectionStrategy()
+            )
+            cause = "unclean leader election" if unclean else "preferred replica leader election"
+            moved = 0
             for tp in sorted(partitions if partitions is not None else set(self.ctx.states)):
                 state = self.ctx.states.get(tp)
                 replicas = self.ctx.assignments.get(tp.topic, {}).get(tp.partition)
                 if state is None or replicas is None:
                     results[tp] = ErrorCode.unknown_topic_or_partition
                     continue
-                outcome: list[ErrorCode] = [ErrorCode.none]
-
-                def decide(
-                    current: PartitionState, replicas: list[int] = replicas, outcome: list[ErrorCode] = outcome
-                ) -> tuple[int, list[int]] | None:
-                    if unclean:
-                        if current.leader in live:
-                            outcome[0] = ErrorCode.election_not_needed
-                            return None
-                        elected = offline_partition_leader_election(replicas, current.isr, live, True)
-                        if elected is None:
-                            outcome[0] = ErrorCode.eligible_leaders_not_available
-                            return None
-                        return elected, [r for r in current.isr if r in live] or [elected]
-                    if current.leader == replicas[0]:
-                        outcome[0] = ErrorCode.election_not_needed
-                        return None
-                    preferred = preferred_replica_leader_election(replicas, current.isr, live)
-                    if preferred is None:
-                        outcome[0] = ErrorCode.preferred_leader_not_available
-                        return None
-                    return preferred, list(current.isr)
-
-                new = await self._rewrite_state(
-                    tp, replicas, decide, "unclean leader election" if unclean else "preferred replica leader election"
-                )
-                if new is not None:
-                    changed[tp] = new
-                results[tp] = outcome[0]
-            if changed:
+                if tp.topic in self.ctx.topics_to_be_deleted:  # Kafka's answer for a topic being deleted
+                    results[tp] = ErrorCode.invalid_topic_exception
+                    continue
+                if unclean and state.leader in live:  # Kafka's ElectLeaders: an online partition is left
+                    results[tp] = ErrorCode.election_not_needed
+                    continue
+                new = await self.partition_state_machine.elect(tp, replicas, strategy, live, cause)
+                if isinstance(new, ErrorCode):
+                    results[tp] = new
+                elif new.leader < 0:
+                    results[tp] = ErrorCode.eligible_leaders_not_available
+                else:
+                    results[tp], moved = ErrorCode.none, moved + 1
+            if moved:
                 log.info(
                     "controller %d: %s election moved %d leaders",
                     self.broker_id,
                     "unclean" if unclean else "preferred",
-                    len(changed),
+                    moved,
                 )
-                await self._send_leader_and_isr(changed)
-                await self._send_update_metadata(changed)
         finally:
             if not future.done():
                 future.set_result(results if self.active else None)
@@ -199,36 +189,30 @@ class ControllerOperations(ControllerCore):
             self.ctx.shutting_down.add(broker_id)
             changed: dict[TopicPartition, PartitionState] = {}
             live = set(self.ctx.live_brokers)
-            shutting = self.ctx.shutting_down
-
-            def decide(state: PartitionState) -> tuple[int, list[int]] | None:
-                isr = [r for r in state.isr if r not in shutting]
-                if state.leader == broker_id:
-                    leader = controlled_shutdown_leader_election(state.replicas, state.isr, live, shutting)
-                    return None if leader is None else (leader, isr)
-                if broker_id in state.isr and isr:  # a follower leaves the ISR (OfflineReplica)
-                    return state.leader, isr
-                return None
-
+            strategy = ControlledShutdownPartitionLeaderElectionStrategy(broker_id, frozenset(self.ctx.shutting_down))
             # every partition's read and conditional write pipelined, as Kafka's updateLeaderAndIsr
             # for the whole batch, rather than two round trips per partition one after the other
             cause = f"controlled shutdown of broker {broker_id}"
+            machine = self.partition_state_machine
             moves = [
-                (tp, self._rewrite_state(tp, list(state.replicas), decide, cause))
+                (tp, machine.elect(tp, list(state.replicas), strategy, live, cause))
                 for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition))
-                if broker_id in state.replicas and len(state.replicas) > 1
+                if broker_id in state.replicas
+                and len(state.replicas) > 1
+                and tp.topic not in self.ctx.topics_to_be_deleted
             ]
             results = await asyncio.gather(*(move for _tp, move in moves))
             for (tp, _move), new in zip(moves, results, strict=True):
-                if new is not None:
+                if not isinstance(new, ErrorCode):
                     changed[tp] = new
             for tp, replicas in sorted(self._hosted_by(broker_id).items()):
                 if len(replicas) > 1:  # its replicas go OfflineReplica (Kafka's doControlledShutdown)
                     self.replica_state_machine.settle(tp, replicas, cause)
-            if changed:
-                await self._send_leader_and_isr(changed)
-                await self._send_update_metadata(changed)
-            remaining = [tp for tp, s in self.ctx.states.items() if s.leader == broker_id and len(s.replicas) > 1]
+            remaining = [
+                tp
+                for tp, s in self.ctx.states.items()
+                if s.leader == broker_id and len(s.replicas) > 1 and tp.topic not in self.ctx.topics_to_be_deleted
+            ]
             log.info(
                 "controller %d: controlled shutdown of broker %d moved %d leaders, %d remain",
                 self.broker_id,

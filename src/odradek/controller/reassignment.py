@@ -33,13 +33,11 @@ import logging
 import uuid
 
 from odradek.controller.core import ControllerCore
-from odradek.controller.election import reassign_partition_leader_election
 from odradek.controller.events import AlterResult, ApiPartitionReassignment, Reassignment
-from odradek.controller.requests import StopReplicaRequest
+from odradek.controller.zk_state_machines import ReassignPartitionLeaderElectionStrategy
 from odradek.errors import ErrorCode
 from odradek.metadata.errors import NoNodeError
 from odradek.metadata.znodes import PartitionAssignment
-from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
 log = logging.getLogger("odradek.controller.controller")
@@ -178,17 +176,15 @@ class ControllerReassignment(ControllerCore):
             if self.reassignments.pop(tp, None) is not None or target != original:
                 self.ctx.assignments[tp.topic][tp.partition] = list(target)
                 await self._write_assignment(tp.topic)
-                state = self.ctx.states[tp] = dataclasses.replace(self.ctx.states[tp], replicas=list(target))
-                await self._send_update_metadata({tp: state})
+                self.ctx.states[tp] = dataclasses.replace(self.ctx.states[tp], replicas=list(target))
+                self.batch.add_update_metadata((tp,))
             return
         self.reassignments[tp] = move
         self.ctx.assignments[tp.topic][tp.partition] = move.replicas
         await self._write_assignment(tp.topic)
         self.replica_state_machine.settle(tp, move.replicas, "reassignment started")  # NewReplica -> OnlineReplica
-        new = await self._rewrite_state(tp, move.replicas, lambda s: (s.leader, list(s.isr)), "reassignment started")
-        if new is not None:
-            await self._send_leader_and_isr({tp: new})
-            await self._send_update_metadata({tp: new})
+        # LeaderAndIsr to every replica of RS (the new ones create their logs), UpdateMetadata to all
+        await self.partition_state_machine.bump_leader_epoch(tp, move.replicas, "reassignment started")
         log.info(
             "controller %d: reassigning %s-%d from %s to %s (adding %s, removing %s)",
             self.broker_id,
@@ -212,28 +208,19 @@ class ControllerReassignment(ControllerCore):
         if move is None or state is None or not all(r in state.isr for r in move.target):
             return
         live = set(self.ctx.live_brokers) - self.ctx.shutting_down
-
-        def decide(current: PartitionState) -> tuple[int, list[int]] | None:
-            isr = [r for r in current.isr if r in move.target]
-            if current.leader in move.target and current.leader in live:
-                return current.leader, isr
-            leader = reassign_partition_leader_election(move.target, isr, live)
-            return -1 if leader is None else leader, isr
-
-        new = await self._rewrite_state(tp, list(move.target), decide, "reassignment completed")
-        if new is None:
+        strategy = ReassignPartitionLeaderElectionStrategy(tuple(move.target))
+        cause = "reassignment completed"
+        # LeaderAndIsr to TRS and UpdateMetadata to every broker (the election), StopReplica with
+        # delete to the removed replicas (their deletion): all in this event's batch
+        new = await self.partition_state_machine.elect(tp, list(move.target), strategy, live, cause)
+        if isinstance(new, ErrorCode):
             return
         del self.reassignments[tp]
-        self._start_replica_deletion({tp: move.removing}, "reassignment completed")
+        self.replica_state_machine.start_deletion({tp: move.removing}, cause)
         self.ctx.assignments[tp.topic][tp.partition] = list(move.target)
         await self._write_assignment(tp.topic)
-        await self._send_leader_and_isr({tp: new})
-        for broker_id in move.removing:
-            if broker_id in self.ctx.live_brokers:
-                request = StopReplicaRequest(self.broker_id, self.ctx.epoch, [tp], True, {tp: new.leader_epoch})
-                await self.channel.send_stop_replica(broker_id, request)
-        self._complete_replica_deletion({tp: move.removing}, "reassignment completed")
-        await self._send_update_metadata({tp: new})
+        # odradek does not wait for these StopReplica answers (a topic deletion does)
+        self.replica_state_machine.complete_deletion({tp: move.removing}, cause)
         await self._leave_znode(tp)
         log.info(
             "controller %d: reassignment of %s-%d to %s completed", self.broker_id, tp.topic, tp.partition, move.target

@@ -42,15 +42,11 @@ Runs on the controller's event task.
 
 from __future__ import annotations
 
-import enum
 import logging
-from typing import TYPE_CHECKING
 
+from odradek.controller.context import ControllerContext, PartitionLifecycle, ReplicaLifecycle
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
-
-if TYPE_CHECKING:
-    from odradek.controller.events import ControllerContext
 
 __all__ = [
     "VALID_PREVIOUS_PARTITION_STATES",
@@ -64,33 +60,6 @@ __all__ = [
 ]
 
 state_change_logger = logging.getLogger("state.change.logger")
-
-
-class PartitionLifecycle(enum.Enum):
-    """Kafka's ``PartitionState``."""
-
-    NonExistentPartition = "NonExistentPartition"
-    NewPartition = "NewPartition"
-    OnlinePartition = "OnlinePartition"
-    OfflinePartition = "OfflinePartition"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class ReplicaLifecycle(enum.Enum):
-    """Kafka's ``ReplicaState``."""
-
-    NewReplica = "NewReplica"
-    OnlineReplica = "OnlineReplica"
-    OfflineReplica = "OfflineReplica"
-    ReplicaDeletionStarted = "ReplicaDeletionStarted"
-    ReplicaDeletionSuccessful = "ReplicaDeletionSuccessful"
-    ReplicaDeletionIneligible = "ReplicaDeletionIneligible"
-    NonExistentReplica = "NonExistentReplica"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 _P = PartitionLifecycle
@@ -148,8 +117,9 @@ class _StateChangeLog:
 
 
 class PartitionStateMachine(_StateChangeLog):
-    """Partition states of one controller context (Kafka's ``ZkPartitionStateMachine``, the
-    bookkeeping part: the elections themselves are the controller's)."""
+    """Partition states of one controller context (Kafka's ``PartitionStateMachine``, the
+    bookkeeping part; the elections and their writes are
+    :class:`~odradek.controller.zk_state_machines.ZkPartitionStateMachine`'s)."""
 
     def state(self, tp: TopicPartition) -> PartitionLifecycle:
         return self.ctx.partition_lifecycle.get(tp, _P.NonExistentPartition)
@@ -202,8 +172,8 @@ class PartitionStateMachine(_StateChangeLog):
 
 
 class ReplicaStateMachine(_StateChangeLog):
-    """Replica states of one controller context (Kafka's ``ZkReplicaStateMachine``, the
-    bookkeeping part)."""
+    """Replica states of one controller context (Kafka's ``ReplicaStateMachine``, the bookkeeping
+    part; the requests are :class:`~odradek.controller.zk_state_machines.ZkReplicaStateMachine`'s)."""
 
     def state(self, tp: TopicPartition, replica: int) -> ReplicaLifecycle:
         return self.ctx.replica_lifecycle.get((tp, replica), _R.NonExistentReplica)

@@ -14,10 +14,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from odradek.controller.messages import ZERO_UUID, by_topic, endpoint_of, sorted_partitions
-from odradek.controller.requests import LeaderAndIsrRequest
+from odradek.controller.messages import (
+    ZERO_UUID,
+    by_topic,
+    endpoint_of,
+    frozen_states,
+    set_frozen,
+    sorted_partitions,
+)
 from odradek.errors import ErrorCode
 from odradek.metadata.znodes import BrokerInfo
 from odradek.protocol.api_keys import ApiKey
@@ -26,12 +34,37 @@ from odradek.protocol.messages import build, nested
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
-__all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "decode", "encode", "encode_response", "response_errors"]
+__all__ = [
+    "API_KEY",
+    "MAX_VERSION",
+    "MIN_VERSION",
+    "LeaderAndIsrRequest",
+    "LeaderAndIsrRequestBuilder",
+    "decode",
+    "encode",
+    "encode_response",
+    "response_errors",
+]
 
 API_KEY = ApiKey.LEADER_AND_ISR
 MIN_VERSION = VERSIONS[API_KEY].start
 MAX_VERSION = VERSIONS[API_KEY].stop - 1
 """v7: what Kafka 3.9's ZooKeeper controller sends, and the highest this broker answers."""
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrRequest:
+    """The partitions' states a broker must apply: it leads those whose ``leader`` it is and
+    follows the others; ``topic_ids`` name each topic's id (sent from v5)."""
+
+    controller_id: int
+    controller_epoch: int
+    partition_states: Mapping[TopicPartition, PartitionState]
+    topic_ids: Mapping[str, uuid.UUID]
+
+    def __post_init__(self) -> None:
+        set_frozen(self, "partition_states", frozen_states(self.partition_states))
+        set_frozen(self, "topic_ids", MappingProxyType(dict(self.topic_ids)))
 
 
 def encode(
@@ -93,6 +126,25 @@ def encode(
         live_leaders=tuple(live_leaders),
         **layout,
     )
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrRequestBuilder:
+    """``request`` as queued for one broker: ``brokers`` (the registrations known when queued)
+    give the leaders' ``listener`` endpoints; ``broker_epoch`` is the receiver's (KIP-380)."""
+
+    request: LeaderAndIsrRequest
+    brokers: Mapping[int, BrokerInfo] = field(default_factory=dict)
+    listener: str = "PLAINTEXT"
+    broker_epoch: int = -1
+
+    def build(self, version: int) -> Any:
+        """The wire request at ``version``."""
+        return encode(self.request, version, self.brokers, self.listener, self.broker_epoch)
+
+    def topic_names(self) -> dict[str, str]:
+        """Topic id (as text) -> name, to name the partitions of a v5+ answer."""
+        return {str(topic_id): topic for topic, topic_id in self.request.topic_ids.items()}
 
 
 def wire_partition_states(message: Any, version: int) -> list[tuple[str, Any]]:

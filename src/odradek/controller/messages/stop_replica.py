@@ -12,11 +12,12 @@ Pure functions: safe from any thread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from odradek.controller.messages import by_topic, sorted_partitions
-from odradek.controller.requests import StopReplicaRequest
+from odradek.controller.messages import by_topic, set_frozen, sorted_partitions
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.inter_broker_messages import VERSIONS, request_class, response_class
@@ -28,6 +29,8 @@ __all__ = [
     "EPOCH_DURING_DELETE",
     "MAX_VERSION",
     "MIN_VERSION",
+    "StopReplicaRequest",
+    "StopReplicaRequestBuilder",
     "decode",
     "encode",
     "encode_response",
@@ -40,6 +43,22 @@ MAX_VERSION = VERSIONS[API_KEY].stop - 1
 """v4: what Kafka 3.9's ZooKeeper controller sends, and the highest this broker answers."""
 
 EPOCH_DURING_DELETE = -2
+
+
+@dataclass(frozen=True)
+class StopReplicaRequest:
+    """``leader_epochs``: the leader epoch the controller knows per partition (StopReplica v3+);
+    missing means -1 (any epoch). Deletions go out with -2 (Kafka's ``EpochDuringDelete``)."""
+
+    controller_id: int
+    controller_epoch: int
+    partitions: Sequence[TopicPartition]
+    delete_partitions: bool
+    leader_epochs: Mapping[TopicPartition, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        set_frozen(self, "partitions", tuple(self.partitions))
+        set_frozen(self, "leader_epochs", MappingProxyType(dict(self.leader_epochs)))
 
 
 def encode(request: StopReplicaRequest, version: int, broker_epoch: int = -1) -> Any:
@@ -88,6 +107,18 @@ def encode(request: StopReplicaRequest, version: int, broker_epoch: int = -1) ->
         delete_partitions=request.delete_partitions,
         **fields,
     )
+
+
+@dataclass(frozen=True)
+class StopReplicaRequestBuilder:
+    """``request`` as queued for one broker; ``broker_epoch`` is the receiver's (KIP-380)."""
+
+    request: StopReplicaRequest
+    broker_epoch: int = -1
+
+    def build(self, version: int) -> Any:
+        """The wire request at ``version``."""
+        return encode(self.request, version, self.broker_epoch)
 
 
 def decode(message: Any, version: int) -> list[StopReplicaRequest]:

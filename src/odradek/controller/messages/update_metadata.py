@@ -14,11 +14,13 @@ Pure functions: safe from any thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from odradek.controller.messages import ZERO_UUID, by_topic, endpoint_of
-from odradek.controller.requests import UpdateMetadataRequest
+from odradek.controller.messages import ZERO_UUID, by_topic, endpoint_of, frozen_states, set_frozen
 from odradek.errors import ErrorCode
 from odradek.metadata.znodes import BrokerInfo
 from odradek.protocol.api_keys import ApiKey
@@ -33,6 +35,8 @@ __all__ = [
     "MAX_VERSION",
     "MIN_VERSION",
     "SECURITY_PROTOCOL_IDS",
+    "UpdateMetadataRequest",
+    "UpdateMetadataRequestBuilder",
     "brokers_from_wire",
     "decode",
     "encode",
@@ -47,6 +51,30 @@ MAX_VERSION = VERSIONS[API_KEY].stop - 1
 LEADER_DURING_DELETE = -2
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 """Kafka's ``SecurityProtocol`` ids, as UpdateMetadata carries them."""
+
+
+@dataclass(frozen=True)
+class UpdateMetadataRequest:
+    """``deleted_topics``: topics whose partitions (listed in ``partition_states`` when known)
+    the brokers must drop from their metadata cache. ``offline_replicas``: replicas on a failed log
+    dir of a live broker, per partition (a dead broker's replicas are offline without being listed)."""
+
+    controller_id: int
+    controller_epoch: int
+    live_brokers: Sequence[BrokerInfo]
+    partition_states: Mapping[TopicPartition, PartitionState]
+    topic_ids: Mapping[str, uuid.UUID]
+    deleted_topics: Set[str]
+    offline_replicas: Mapping[TopicPartition, Set[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        set_frozen(self, "live_brokers", tuple(self.live_brokers))  # BrokerInfo is frozen
+        set_frozen(self, "partition_states", frozen_states(self.partition_states))
+        set_frozen(self, "topic_ids", MappingProxyType(dict(self.topic_ids)))
+        set_frozen(self, "deleted_topics", frozenset(self.deleted_topics))
+        set_frozen(
+            self, "offline_replicas", MappingProxyType({tp: frozenset(r) for tp, r in self.offline_replicas.items()})
+        )
 
 
 def _live_broker(cls: type, info: BrokerInfo, version: int, listener: str) -> Any:
@@ -124,6 +152,20 @@ def encode(request: UpdateMetadataRequest, version: int, listener: str, broker_e
         **layout,
         live_brokers=tuple(_live_broker(cls, b, version, listener) for b in brokers),
     )
+
+
+@dataclass(frozen=True)
+class UpdateMetadataRequestBuilder:
+    """``request`` as queued for one broker: ``listener`` names each broker's v0 host/port;
+    ``broker_epoch`` is the receiver's (KIP-380)."""
+
+    request: UpdateMetadataRequest
+    listener: str = "PLAINTEXT"
+    broker_epoch: int = -1
+
+    def build(self, version: int) -> Any:
+        """The wire request at ``version``."""
+        return encode(self.request, version, self.listener, self.broker_epoch)
 
 
 def brokers_from_wire(live_brokers: Iterable[Any], version: int) -> list[BrokerInfo]:
