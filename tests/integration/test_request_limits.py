@@ -1,0 +1,193 @@
+"""Requests whose numbers ask for huge work, against a broker process: each is answered at once
+with Kafka's error (or, over the entry limit, its connection is closed), the broker's RSS stays
+bounded, its event loop never stalls, and it keeps serving."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import socket
+import struct
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.errors import ErrorCode
+from odradek.protocol.codec import api_schema, decode_response, encode_request
+from odradek.protocol.messages import build, nested
+
+from .process_support import BrokerProcess, free_port
+
+HUGE = 2**31 - 1
+RSS_GROWTH_BOUND = 100 * 1024 * 1024
+ANSWER_WITHIN_S = 3.0
+PER_BROKER = 400
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    data = tmp_path_factory.mktemp("limits") / "data"
+    metrics_port = free_port()
+    proc = BrokerProcess(
+        data,
+        {
+            "metrics.listener": f"http://127.0.0.1:{metrics_port}",
+            "odradek.max.partitions.per.broker": str(PER_BROKER),
+            "auto.create.topics.enable": "false",
+        },
+    )
+    proc.metrics_port = metrics_port  # type: ignore[attr-defined]
+    proc.start()
+    admin = AdminClient({"bootstrap.servers": proc.bootstrap_servers})
+    for future in admin.create_topics([NewTopic("existing", 2, 1)]).values():
+        future.result(30)
+    yield proc
+    proc.stop()
+
+
+def _call(broker: BrokerProcess, api_key: int, version: int, request: Any) -> Any:
+    """Send one request on a new connection; its decoded response, or None if the broker closed."""
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=ANSWER_WITHIN_S) as s:
+        s.sendall(encode_request(api_schema(api_key, version), 1, "limits", request))
+        head = b""
+        while len(head) < 4:
+            chunk = s.recv(4 - len(head))
+            if not chunk:
+                return None
+            head += chunk
+        (size,) = struct.unpack(">i", head)
+        body = b""
+        while len(body) < size:
+            chunk = s.recv(size - len(body))
+            assert chunk, "connection closed mid-response"
+            body += chunk
+    return decode_response(api_key, version, body)[1]
+
+
+def _create_topics(broker: BrokerProcess, *topics: dict[str, Any], validate_only: bool = False) -> list[Any]:
+    schema = api_schema(19, 7)
+    entry, assignment = (
+        nested(schema.request_type, "CreatableTopic"),
+        nested(schema.request_type, "CreatableReplicaAssignment"),
+    )
+    request = build(
+        schema.request_type,
+        topics=tuple(
+            build(
+                entry,
+                name=t["name"],
+                num_partitions=t.get("partitions", -1),
+                replication_factor=t.get("rf", -1),
+                assignments=tuple(
+                    build(assignment, partition_index=p, broker_ids=tuple(b)) for p, b in t.get("assign", {}).items()
+                ),
+                configs=(),
+            )
+            for t in topics
+        ),
+        timeout=datetime.timedelta(milliseconds=HUGE),
+        validate_only=validate_only,
+    )
+    return list(_call(broker, 19, 7, request).topics)
+
+
+def _create_partitions(broker: BrokerProcess, name: str, count: int) -> Any:
+    schema = api_schema(37, 3)
+    topic = build(nested(schema.request_type, "CreatePartitionsTopic"), name=name, count=count, assignments=None)
+    request = build(schema.request_type, topics=(topic,), timeout=datetime.timedelta(seconds=30), validate_only=False)
+    return _call(broker, 37, 3, request).results[0]
+
+
+def _metric(broker: BrokerProcess, name: str) -> float:
+    port = broker.metrics_port  # type: ignore[attr-defined]
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    match = re.search(rf"^{name} (\S+)$", text, re.M)
+    assert match, name
+    return float(match.group(1))
+
+
+class _RssPeak:
+    def __init__(self, broker: BrokerProcess) -> None:
+        self.broker, self.base, self.peak = broker, broker.rss_bytes(), 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.broker.rss_bytes())
+            self._stop.wait(0.05)
+
+    def __enter__(self) -> _RssPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _timed(call: Any) -> tuple[Any, float]:
+    started = time.monotonic()
+    result = call()
+    return result, time.monotonic() - started
+
+
+def test_huge_create_topics_are_refused_at_once_with_kafkas_errors(broker: BrokerProcess) -> None:
+    with _RssPeak(broker) as rss:
+        results, took = _timed(
+            lambda: _create_topics(
+                broker,
+                {"name": "existing", "partitions": HUGE, "rf": 1},
+                {"name": "fresh", "partitions": HUGE, "rf": 1},
+                {"name": "too-many-replicas", "partitions": 1, "rf": 32000},
+                {"name": "unknown-broker", "assign": {0: [0, 7]}},
+                {"name": "over-the-cluster", "partitions": PER_BROKER + 1, "rf": 1},
+            )
+        )
+    assert took < ANSWER_WITHIN_S
+    errors = {r.name: (r.error_code, r.error_message) for r in results}
+    assert errors["existing"][0] == ErrorCode.invalid_partitions
+    assert "odradek.max.partitions.per.request=2000" in errors["existing"][1]
+    assert errors["fresh"][0] == ErrorCode.invalid_partitions
+    assert errors["too-many-replicas"][0] == ErrorCode.invalid_replication_factor
+    assert errors["unknown-broker"][0] == ErrorCode.invalid_replica_assignment
+    assert errors["over-the-cluster"][0] == ErrorCode.policy_violation
+    assert f"odradek.max.partitions.per.broker={PER_BROKER}" in errors["over-the-cluster"][1]
+    assert rss.peak - rss.base < RSS_GROWTH_BOUND
+    assert _metric(broker, "odradek_eventloop_stall_max_seconds") < 0.5
+
+
+def test_huge_create_partitions_is_refused_at_once(broker: BrokerProcess) -> None:
+    with _RssPeak(broker) as rss:
+        result, took = _timed(lambda: _create_partitions(broker, "existing", HUGE))
+    assert took < ANSWER_WITHIN_S
+    assert result.error_code == ErrorCode.invalid_partitions
+    assert "odradek.max.partitions.per.request" in result.error_message
+    over = _create_partitions(broker, "existing", PER_BROKER + 2)  # 2 + 400 new > 400 on one broker
+    assert over.error_code == ErrorCode.policy_violation
+    grown = _create_partitions(broker, "existing", 4)
+    assert grown.error_code == ErrorCode.none
+    assert rss.peak - rss.base < RSS_GROWTH_BOUND
+    assert _metric(broker, "odradek_eventloop_stall_max_seconds") < 0.5
+
+
+def test_a_request_over_the_entry_limit_closes_only_its_connection(broker: BrokerProcess) -> None:
+    schema = api_schema(3, 12)
+    topic = nested(schema.request_type, "MetadataRequestTopic")
+    many = tuple(build(topic, name=f"t{i}", topic_id=None) for i in range(50001))
+    request = build(
+        schema.request_type, topics=many, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    assert _call(broker, 3, 12, request) is None
+    few = build(
+        schema.request_type, topics=many[:3], allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    answer = _call(broker, 3, 12, few)
+    assert [t.error_code for t in answer.topics] == [ErrorCode.unknown_topic_or_partition] * 3
+    assert "odradek.request.max.entries=50000" in Path(broker.log_path).read_text()
