@@ -64,6 +64,7 @@ from odradek.server.listeners import bind_listeners, controller_listener, regist
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.meta_properties import check_meta_properties
 from odradek.server.metadata_cache import MetadataCache
+from odradek.server.pacing import Pacer
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
 from odradek.server.socket_server import SocketServer
@@ -597,7 +598,9 @@ class Broker:
         """
         self._check_epoch(request.controller_epoch)
         errors: dict[TopicPartition, ErrorCode] = {}
+        pacer = Pacer()  # thousands of partitions: the loop gets a turn every slice
         for tp, state in request.partition_states.items():
+            await pacer.step()
             current = self.replica_manager.partitions.get(tp)
             if current is not None and state.leader_epoch <= current.leader_epoch:
                 errors[tp] = ErrorCode.stale_controller_epoch
@@ -643,7 +646,9 @@ class Broker:
         """
         self._check_epoch(request.controller_epoch)
         errors: dict[TopicPartition, ErrorCode] = {}
+        pacer = Pacer()
         for tp in request.partitions:
+            await pacer.step()
             epoch = request.leader_epochs.get(tp, -1)
             current = self.replica_manager.partitions.get(tp)
             if current is not None and epoch >= 0 and epoch < current.leader_epoch:

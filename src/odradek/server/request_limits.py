@@ -51,7 +51,7 @@ LIMIT_CONFIGS = (
     .define(
         MAX_PARTITIONS_PER_REQUEST,
         "int",
-        2000,
+        1000,
         "odradek's own key: partitions one topic of a CreateTopics or CreatePartitions request (or an "
         "auto-creation) may add; more is refused with INVALID_PARTITIONS before any replica is assigned.",
         at_least(1),
