@@ -13,6 +13,8 @@ from kio.static.primitive import i16, i32, i32Timedelta
 
 from odradek.errors import InvalidPartitionsError, PolicyViolationError
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.codec import api_schema
+from odradek.protocol.messages import build, nested
 from odradek.replication.partition import PartitionState
 from odradek.server.config import KafkaConfig
 from odradek.server.metadata_cache import MetadataCache
@@ -114,3 +116,15 @@ def test_the_cluster_total_counts_the_cache_and_creations_under_way() -> None:
     assert limits.reserved == 0
     with limits.reserve("c", 30, 2, 2):  # 40 + 60 replicas on 2 brokers: 100 allowed
         pass
+
+
+def test_config_and_acl_requests_are_bounded_by_their_resources() -> None:
+    schema = api_schema(32, 4)
+    resource = nested(schema.request_type, "DescribeConfigsResource")
+    entries = tuple(build(resource, resource_type=2, resource_name=f"t{i}", configuration_keys=None) for i in range(11))
+    config = KafkaConfig({"odradek.request.max.resources": "10"})
+    request = build(schema.request_type, resources=entries[:10], include_synonyms=False, include_documentation=False)
+    assert bound_request(ApiKey.DESCRIBE_CONFIGS, request, config) is request
+    over = build(schema.request_type, resources=entries, include_synonyms=False, include_documentation=False)
+    with pytest.raises(RequestTooLarge, match=r"11 resources, more than odradek\.request\.max\.resources=10"):
+        bound_request(ApiKey.DESCRIBE_CONFIGS, over, config)

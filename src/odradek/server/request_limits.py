@@ -10,9 +10,12 @@ checked before any allocation proportional to the number asked for.
 - :func:`bound_request` runs in the request handler right after decoding, for every API: a request
   with more array entries in all than ``odradek.request.max.entries`` is handled as a frame over
   ``socket.request.max.bytes`` is (the connection is closed with a log line naming the key; Kafka
-  has no per-API error for it); a ``timeout`` / ``max_wait`` above
-  ``odradek.request.max.timeout.ms`` is lowered to it; a consumer Fetch's ``max_bytes`` above
-  ``fetch.max.bytes`` is lowered to it (Kafka's KIP-541 cap; a follower's is not).
+  has no per-API error for it), and so is a DescribeConfigs / AlterConfigs /
+  IncrementalAlterConfigs / DeleteAcls / CreateAcls with more resources, filters or creations than
+  ``odradek.request.max.resources`` (each entry costs a config table or a pass over the ACLs);
+  a ``timeout`` / ``max_wait`` above ``odradek.request.max.timeout.ms`` is lowered to it; a
+  consumer Fetch's ``max_bytes`` above ``fetch.max.bytes`` is lowered to it (Kafka's KIP-541 cap;
+  a follower's is not).
 - :class:`PartitionLimits` checks what a CreateTopics or CreatePartitions topic (or an
   auto-creation) adds, from the admin manager, before replicas are assigned:
   more than ``odradek.max.partitions.per.request`` new partitions is INVALID_PARTITIONS, and
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
 MAX_PARTITIONS_PER_REQUEST = "odradek.max.partitions.per.request"
 MAX_PARTITIONS_PER_BROKER = "odradek.max.partitions.per.broker"
 MAX_ENTRIES = "odradek.request.max.entries"
+MAX_RESOURCES = "odradek.request.max.resources"
 MAX_TIMEOUT_MS = "odradek.request.max.timeout.ms"
 FETCH_MAX_BYTES = "fetch.max.bytes"
 LOOP_STALL_THRESHOLD_MS = "odradek.loop.stall.threshold.ms"
@@ -72,6 +76,15 @@ LIMIT_CONFIGS = (
         "odradek's own key: array entries (topics, partitions, configs, ACL filters, ...) one request may "
         "carry, counted over all its arrays; a request with more closes the connection, as a frame over "
         "socket.request.max.bytes does.",
+        at_least(1),
+    )
+    .define(
+        MAX_RESOURCES,
+        "int",
+        1000,
+        "odradek's own key: resources of one DescribeConfigs, AlterConfigs or IncrementalAlterConfigs "
+        "request, filters of one DeleteAcls, creations of one CreateAcls (each costs a whole config table "
+        "or a pass over the ACLs); more closes the connection, as odradek.request.max.entries does.",
         at_least(1),
     )
     .define(
@@ -109,6 +122,17 @@ principals with CLUSTER_ACTION): their size grows with the cluster, so no entry 
 def setting(config: KafkaConfig | Mapping[str, Any], key: str) -> Any:
     """``key``'s value in ``config``, or its default where ``config`` lacks it (a partial mapping)."""
     return config.get(key, LIMIT_CONFIGS.keys[key].default)
+
+
+AMPLIFYING_ARRAYS: dict[int, str] = {
+    ApiKey.DESCRIBE_CONFIGS: "resources",
+    ApiKey.ALTER_CONFIGS: "resources",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "resources",
+    ApiKey.DELETE_ACLS: "filters",
+    ApiKey.CREATE_ACLS: "creations",
+}
+"""The top-level array of the APIs whose every entry costs far more than its bytes, bounded by
+``odradek.request.max.resources``."""
 
 
 class RequestTooLarge(Exception):
@@ -164,6 +188,14 @@ def bound_request(api_key: int, request: Any, config: KafkaConfig | Mapping[str,
     entries = count_entries(request, limit)
     if entries > limit:
         raise RequestTooLarge(f"request of API key {api_key} carries more than {MAX_ENTRIES}={limit} array entries")
+    amplifying = AMPLIFYING_ARRAYS.get(api_key)
+    if amplifying is not None:
+        resources = len(getattr(request, amplifying, None) or ())
+        if resources > setting(config, MAX_RESOURCES):
+            raise RequestTooLarge(
+                f"request of API key {api_key} carries {resources} {amplifying}, more than "
+                f"{MAX_RESOURCES}={setting(config, MAX_RESOURCES)}"
+            )
     changes: dict[str, Any] = {}
     cap_ms = setting(config, MAX_TIMEOUT_MS)
     for name in ("timeout", "max_wait"):
