@@ -210,6 +210,10 @@ class AdminManager:
         validate_only: bool,
         timeout_ms: int = 30000,
     ) -> None:
+        try:
+            validate_topic_name(name)  # no znode path can hold an illegal name
+        except InvalidTopicError:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.") from None
         current, topic_id = await self.broker.zk.get_topic_assignment(name)
         if current is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")

@@ -81,7 +81,7 @@ LIMIT_CONFIGS = (
     .define(
         MAX_RESOURCES,
         "int",
-        1000,
+        100,
         "odradek's own key: resources of one DescribeConfigs, AlterConfigs or IncrementalAlterConfigs "
         "request, filters of one DeleteAcls, creations of one CreateAcls (each costs a whole config table "
         "or a pass over the ACLs); more closes the connection, as odradek.request.max.entries does.",
