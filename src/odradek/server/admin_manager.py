@@ -36,6 +36,7 @@ from odradek.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from odradek.server.policies import AlterConfigRequest, CreateTopicRequest, Policies
 from odradek.server.replica_assignment import assign_replicas, check_replication_factor
 from odradek.server.request_limits import PartitionLimits
 from odradek.storage.config import TOPIC_CONFIGS, LogConfig
@@ -69,6 +70,9 @@ class AdminManager:
         self.broker = broker
         self.limits = PartitionLimits(broker.config, broker.metadata_cache)
         """What one topic may add and the cluster may hold (:mod:`odradek.server.request_limits`)."""
+        config = broker.config
+        self.policies = Policies(config if isinstance(config, Mapping) else config.values)
+        """``create.topic.policy.class.name`` and ``alter.config.policy.class.name``."""
 
     @property
     def config(self) -> KafkaConfig:
@@ -124,6 +128,16 @@ class AdminManager:
             log_config = LogConfig.from_props(overrides, self.config.log_config_defaults())
             if name in await self.broker.zk.get_all_topics():
                 raise TopicExistsError(f"Topic '{name}' already exists.")
+            explicit = bool(assignments)
+            self.policies.check_create_topic(
+                CreateTopicRequest(
+                    name,
+                    None if explicit else partitions,
+                    None if explicit else rf,
+                    assignment if explicit else None,
+                    overrides,
+                )
+            )
             if validate_only:
                 return assignment, log_config
             await self.broker.zk.create_topic_assignment(name, assignment, overrides)
@@ -275,6 +289,7 @@ class AdminManager:
             if key not in TOPIC_CONFIGS:
                 raise InvalidConfigError(f"Unknown topic config name: {key}")
             TOPIC_CONFIGS.validate_one(key, value)
+        self.policies.check_alter_config(AlterConfigRequest("TOPIC", name, dict(overrides)))
         if validate_only:
             return
         await self.broker.zk.set_entity_configs("topics", name, dict(overrides))
