@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import datetime
 import re
-import socket
-import struct
 import threading
 import time
 import urllib.request
@@ -19,14 +17,13 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.errors import ErrorCode
-from odradek.protocol.codec import api_schema, decode_response, encode_request
+from odradek.protocol.codec import api_schema
 from odradek.protocol.messages import build, nested
 
+from .limits_support import ANSWER_WITHIN_S, HUGE, call, create_topics_request
 from .process_support import BrokerProcess, free_port
 
-HUGE = 2**31 - 1
 RSS_GROWTH_BOUND = 100 * 1024 * 1024
-ANSWER_WITHIN_S = 3.0
 PER_BROKER = 400
 
 
@@ -51,57 +48,15 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     proc.stop()
 
 
-def _call(broker: BrokerProcess, api_key: int, version: int, request: Any, wait_s: float = ANSWER_WITHIN_S) -> Any:
-    """Send one request on a new connection; its decoded response, or None if the broker closed."""
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=wait_s) as s:
-        s.sendall(encode_request(api_schema(api_key, version), 1, "limits", request))
-        head = b""
-        while len(head) < 4:
-            chunk = s.recv(4 - len(head))
-            if not chunk:
-                return None
-            head += chunk
-        (size,) = struct.unpack(">i", head)
-        body = b""
-        while len(body) < size:
-            chunk = s.recv(size - len(body))
-            assert chunk, "connection closed mid-response"
-            body += chunk
-    return decode_response(api_key, version, body)[1]
-
-
 def _create_topics(broker: BrokerProcess, *topics: dict[str, Any], wait_s: float = ANSWER_WITHIN_S) -> list[Any]:
-    schema = api_schema(19, 7)
-    entry, assignment = (
-        nested(schema.request_type, "CreatableTopic"),
-        nested(schema.request_type, "CreatableReplicaAssignment"),
-    )
-    request = build(
-        schema.request_type,
-        topics=tuple(
-            build(
-                entry,
-                name=t["name"],
-                num_partitions=t.get("partitions", -1),
-                replication_factor=t.get("rf", -1),
-                assignments=tuple(
-                    build(assignment, partition_index=p, broker_ids=tuple(b)) for p, b in t.get("assign", {}).items()
-                ),
-                configs=(),
-            )
-            for t in topics
-        ),
-        timeout=datetime.timedelta(milliseconds=HUGE),
-        validate_only=False,
-    )
-    return list(_call(broker, 19, 7, request, wait_s).topics)
+    return list(call(broker, 19, 7, create_topics_request(*topics), wait_s).topics)
 
 
 def _create_partitions(broker: BrokerProcess, name: str, count: int) -> Any:
     schema = api_schema(37, 3)
     topic = build(nested(schema.request_type, "CreatePartitionsTopic"), name=name, count=count, assignments=None)
     request = build(schema.request_type, topics=(topic,), timeout=datetime.timedelta(seconds=30), validate_only=False)
-    return _call(broker, 37, 3, request).results[0]
+    return call(broker, 37, 3, request).results[0]
 
 
 def _metric(broker: BrokerProcess, name: str) -> float:
@@ -184,11 +139,11 @@ def test_a_request_over_the_entry_limit_closes_only_its_connection(broker: Broke
     request = build(
         schema.request_type, topics=many, allow_auto_topic_creation=False, include_topic_authorized_operations=False
     )
-    assert _call(broker, 3, 12, request) is None
+    assert call(broker, 3, 12, request) is None
     few = build(
         schema.request_type, topics=many[:3], allow_auto_topic_creation=False, include_topic_authorized_operations=False
     )
-    answer = _call(broker, 3, 12, few)
+    answer = call(broker, 3, 12, few)
     assert [t.error_code for t in answer.topics] == [ErrorCode.unknown_topic_or_partition] * 3
     assert "odradek.request.max.entries=50000" in Path(broker.log_path).read_text()
 
