@@ -19,23 +19,30 @@ class HasPort(Protocol):
     def port(self) -> int: ...
 
 
+def recv_frame(s: socket.socket) -> bytes | None:
+    """One response frame, or None if the broker closed the connection."""
+    head = b""
+    while len(head) < 4:
+        chunk = s.recv(4 - len(head))
+        if not chunk:
+            return None
+        head += chunk
+    (size,) = struct.unpack(">i", head)
+    body = b""
+    while len(body) < size:
+        chunk = s.recv(size - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return body
+
+
 def call(broker: HasPort, api_key: int, version: int, request: Any, wait_s: float = ANSWER_WITHIN_S) -> Any:
     """Send one request on a new connection; its decoded response, or None if the broker closed."""
     with socket.create_connection(("127.0.0.1", broker.port), timeout=wait_s) as s:
         s.sendall(encode_request(api_schema(api_key, version), 1, "limits", request))
-        head = b""
-        while len(head) < 4:
-            chunk = s.recv(4 - len(head))
-            if not chunk:
-                return None
-            head += chunk
-        (size,) = struct.unpack(">i", head)
-        body = b""
-        while len(body) < size:
-            chunk = s.recv(size - len(body))
-            assert chunk, "connection closed mid-response"
-            body += chunk
-    return decode_response(api_key, version, body)[1]
+        body = recv_frame(s)
+    return None if body is None else decode_response(api_key, version, body)[1]
 
 
 def create_topics_request(*topics: dict[str, Any]) -> Any:

@@ -21,11 +21,12 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.server.apis import API_HANDLERS
 
+from .fuzz_support import consume_all
 from .process_support import BrokerProcess, free_port
 from .semantic_fuzz import run_semantic_fuzz
 
@@ -72,19 +73,6 @@ def _produce(bootstrap: str) -> list[tuple[int, bytes, bytes]]:
     return sent
 
 
-def _consume(bootstrap: str, expected: int) -> list[tuple[int, bytes, bytes]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "semantic-verify", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(2)])
-    got: list[tuple[int, bytes, bytes]] = []
-    deadline = time.monotonic() + 30
-    while len(got) < expected and time.monotonic() < deadline:
-        for msg in consumer.consume(500, 0.5):
-            assert msg.error() is None, msg.error()
-            got.append((msg.partition(), msg.key(), msg.value()))
-    consumer.close()
-    return got
-
-
 def test_semantically_mutated_requests(broker: BrokerProcess) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.create_topics([NewTopic(TOPIC, 2, 1)])[TOPIC].result(30)
@@ -126,5 +114,5 @@ def test_semantically_mutated_requests(broker: BrokerProcess) -> None:
     log = broker.log_text()
     assert "Traceback" not in log, log[log.index("Traceback") - 300 : log.index("Traceback") + 3000]
     assert stall < STALL_BOUND_S, [line for line in log.splitlines() if "event loop stalled" in line][-5:]
-    got = _consume(broker.bootstrap_servers, len(before))
+    got = consume_all(broker.bootstrap_servers, TOPIC, 2, len(before))
     assert sorted(got) == sorted(before)

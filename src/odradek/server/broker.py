@@ -50,6 +50,7 @@ from odradek.metadata.errors import CoordinationError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.scram_credentials import CredentialCache
 from odradek.metadata.store import BadVersionError, CoordinationStore, NoNodeError, SessionState, WatchHandle
+from odradek.replication.pacing import Pacer
 from odradek.replication.partition import Partition, PartitionState
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
@@ -64,7 +65,6 @@ from odradek.server.listeners import bind_listeners, controller_listener, regist
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.meta_properties import check_meta_properties
 from odradek.server.metadata_cache import MetadataCache
-from odradek.server.pacing import Pacer
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
 from odradek.server.socket_server import SocketServer

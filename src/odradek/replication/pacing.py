@@ -6,15 +6,19 @@ costs one ``time.monotonic()`` and, once the slice is used up, one ``await async
 no request holds the loop for much longer than a slice (default 20 ms, well under the loop
 watchdog's 100 ms) and other connections, timers and heartbeats keep being served in between.
 
-Event loop only; a Pacer belongs to one loop over items (not shared between tasks).
+Event loop only; a Pacer belongs to one loop over items (not shared between tasks). For a loop
+whose steps are calls into a component (a Produce handler appending to each of its partitions),
+the component awaits :func:`pace` instead: one Pacer per thread (per event loop) shared by every
+caller, so any run of such calls longer than a slice gives the loop a turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
-__all__ = ["DEFAULT_SLICE_S", "Pacer"]
+__all__ = ["DEFAULT_SLICE_S", "Pacer", "pace"]
 
 DEFAULT_SLICE_S = 0.02
 
@@ -36,3 +40,14 @@ class Pacer:
             await asyncio.sleep(0)
             self.yields += 1
             self._started = time.monotonic()
+
+
+_shared = threading.local()
+
+
+async def pace() -> None:
+    """A step of this thread's shared Pacer (see the module docstring)."""
+    pacer = getattr(_shared, "pacer", None)
+    if pacer is None:
+        pacer = _shared.pacer = Pacer()
+    await pacer.step()
