@@ -67,7 +67,7 @@ FUZZ_SEED ?= $(shell date +%s)
 fuzz: venv
 	ODRADEK_FUZZ_FRAMES=$(FUZZ_FRAMES) ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
 		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_client_traffic.py tests/integration/test_fuzz_sasl.py -k mutated
-	ODRADEK_SEMANTIC_REQUESTS=0 ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
+	ODRADEK_SEMANTIC_REQUESTS=0 ODRADEK_SEMANTIC_ARRAY=3000 ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
 		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_semantic.py
 
 # The suite's leader-kill loop at soak length: 50 kill -9 of partition leaders under an idempotent producer.

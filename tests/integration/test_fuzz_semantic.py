@@ -3,8 +3,9 @@
 The broker has a client listener and a separate inter-broker one (the controller's APIs sent by
 a client are refused, as Kafka does without an authorizer), and its metrics listener. Records are
 written before the run to a topic the corpus never names. ``ODRADEK_SEMANTIC_REQUESTS`` (default
-1000, a seeded sample; 0: every mutation, as ``make fuzz`` runs) and ``ODRADEK_FUZZ_SEED`` size the
-run. Afterwards: every request was answered or its connection closed (only Fetch, JoinGroup and
+1000, a seeded sample; 0: every mutation, as ``make fuzz`` runs), ``ODRADEK_SEMANTIC_ARRAY`` (the
+long arrays' length, see :mod:`.semantic_fuzz`) and ``ODRADEK_FUZZ_SEED`` size the run.
+Afterwards: every request was answered or its connection closed (only Fetch, JoinGroup and
 SyncGroup may wait), every served API was sent, the broker is alive with no traceback in its log,
 its RSS never exceeded its base + 200 MB, the event loop watchdog saw no stall over 250 ms, and
 the earlier records read back byte for byte.

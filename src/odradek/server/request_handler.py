@@ -30,10 +30,11 @@ from odradek.errors import InvalidRequestError, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import (
     api_schema,
+    decode_request,
+    encode_response,
     parse_request_header,
     peek_api,
 )
-from odradek.server import off_loop
 from odradek.server.apis import API_HANDLERS, api_versions
 from odradek.server.client_quotas import client_throttles, quota_identity
 from odradek.server.request import RequestContext
@@ -116,7 +117,7 @@ class RequestHandler:
         try:
             schema = api_schema(api_key, api_version)
             header = parse_request_header(frame, schema.flexible)
-            decoded = await off_loop.decode(schema, frame, header.size)
+            decoded = decode_request(schema, frame, header.size)
             request = bound_request(api_key, decoded, getattr(self.broker, "config", {}))
         except (InvalidRequestError, UnsupportedVersionError, RequestTooLarge) as exc:
             raise CloseConnection(str(exc)) from None
@@ -141,7 +142,7 @@ class RequestHandler:
             return SendfileResponse(response)  # handlers that frame their own parts (Fetch)
         if isinstance(response, (bytes, bytearray)):
             return SendResponse(response)
-        return SendResponse(await off_loop.encode(schema, correlation_id, response))
+        return SendResponse(encode_response(schema, correlation_id, response))
 
     async def _throttle(self, ctx: RequestContext, connection: ConnectionInfo, response: Any, started: float) -> Any:
         """Kafka's quota step after a request: record ``request_percentage`` (handler time per
