@@ -72,7 +72,7 @@ LIMIT_CONFIGS = (
     .define(
         MAX_ENTRIES,
         "int",
-        50000,
+        10000,
         "odradek's own key: array entries (topics, partitions, configs, ACL filters, ...) one request may "
         "carry, counted over all its arrays; a request with more closes the connection, as a frame over "
         "socket.request.max.bytes does.",
