@@ -63,12 +63,15 @@ unit: venv
 bench: venv
 	$(BIN)/python bench/run_all.py
 
-# 1,000,000 mutated client frames against a broker process (the suite runs 100,000); FUZZ_SEED to repeat a run.
+# 1,000,000 mutated client frames against a broker process (the suite runs 100,000), then every
+# semantic mutation of the recorded requests (the suite sends a seeded 1,000); FUZZ_SEED to repeat a run.
 FUZZ_FRAMES ?= 1000000
 FUZZ_SEED ?= $(shell date +%s)
 fuzz: venv
 	ODRADEK_FUZZ_FRAMES=$(FUZZ_FRAMES) ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
 		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_client_traffic.py tests/integration/test_fuzz_sasl.py -k mutated
+	ODRADEK_SEMANTIC_REQUESTS=0 ODRADEK_SEMANTIC_ARRAY=3000 ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
+		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_semantic.py
 
 # The suite's leader-kill loop at soak length: 50 kill -9 of partition leaders under an idempotent producer.
 soak: venv

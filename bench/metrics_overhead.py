@@ -135,7 +135,12 @@ def produce_paired(args: argparse.Namespace) -> dict[str, Any]:
 def scrape(args: argparse.Namespace) -> dict[str, Any]:
     port = free_port()
     url = f"http://127.0.0.1:{port}/metrics"
-    with OdradekBroker(overrides={"metrics.listener": f"http://127.0.0.1:{port}"}) as broker:
+    # one topic of them all: above the default odradek.max.partitions.per.request and per.broker
+    limits = {
+        "odradek.max.partitions.per.request": str(max(args.scrape_partitions, 1)),
+        "odradek.max.partitions.per.broker": str(max(args.scrape_partitions + 200, 4000)),
+    }
+    with OdradekBroker(overrides={"metrics.listener": f"http://127.0.0.1:{port}", **limits}) as broker:
         t0 = time.perf_counter()
         create_topic(broker.bootstrap_servers, "many", args.scrape_partitions, timeout=300)
         created_s = time.perf_counter() - t0

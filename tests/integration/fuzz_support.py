@@ -50,6 +50,23 @@ LENGTH_VALUES_32 = (-1, -2, 0, 0x7FFFFFFF, -0x80000000, 0x7A6700FF, 0x01000000, 
 HUGE_VARINTS = (b"\xff\xff\xff\xff\x0f", b"\xff\xff\xff\x7f", b"\x80\x80\x80\x80\x80\x01", b"\x00", b"\x01")
 
 
+def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[tuple[int, bytes, bytes]]:
+    """``(partition, key, value)`` of the records of ``topic`` from offset 0, until ``expected``
+    arrived or 30 s passed."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: list[tuple[int, bytes, bytes]] = []
+    deadline = time.monotonic() + 30
+    while len(got) < expected and time.monotonic() < deadline:
+        for msg in consumer.consume(500, 0.5):
+            assert msg.error() is None, msg.error()
+            got.append((msg.partition(), msg.key(), msg.value()))
+    consumer.close()
+    return got
+
+
 def load_corpus(directory: pathlib.Path = CORPUS) -> list[bytes]:
     """Every recorded frame (size prefix included) of every client file."""
     frames: list[bytes] = []
@@ -161,6 +178,16 @@ Connect = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWrite
 """Opens one connection, ready for requests (e.g. authenticated on a SASL listener)."""
 
 
+async def close_quietly(writer: asyncio.StreamWriter | None) -> None:
+    """Close a fuzzing connection (if open), ignoring what the broker did to it."""
+    if writer is not None:
+        writer.close()
+        try:
+            await writer.wait_closed()
+        except OSError:
+            pass
+
+
 async def _worker(
     port: int, mutator: Mutator, budget: list[int], stats: FuzzStats, timeout: float, connect: Connect | None = None
 ) -> None:
@@ -169,12 +196,7 @@ async def _worker(
 
     async def drop() -> None:
         nonlocal reader, writer
-        if writer is not None:
-            writer.close()
-            try:
-                await writer.wait_closed()
-            except OSError:
-                pass
+        await close_quietly(writer)
         reader = writer = None
 
     try:

@@ -15,29 +15,13 @@ from odradek.protocol.codec import api_schema, decode_response, encode_request
 from odradek.protocol.messages import build, nested
 from odradek.testing import BrokerRunner
 
+from .limits_support import recv_frame as _recv_frame
+
 
 def _connect(broker: BrokerRunner) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
     s.settimeout(5)
     return s
-
-
-def _recv_frame(s: socket.socket) -> bytes | None:
-    """One response frame, or None if the broker closed the connection."""
-    head = b""
-    while len(head) < 4:
-        chunk = s.recv(4 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    (size,) = struct.unpack(">i", head)
-    body = b""
-    while len(body) < size:
-        chunk = s.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
 
 
 def _closed(s: socket.socket) -> bool:

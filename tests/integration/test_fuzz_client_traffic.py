@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .fuzz_support import PROBE, run_fuzz
+from .fuzz_support import PROBE, consume_all, run_fuzz
 from .process_support import BrokerProcess
 
 FRAMES = int(os.environ.get("ODRADEK_FUZZ_FRAMES", "100000"))
@@ -59,16 +59,7 @@ def _produce(bootstrap: str, count: int, prefix: str) -> list[tuple[int, bytes, 
 
 
 def _consume_all(bootstrap: str, expected: int) -> list[tuple[int, bytes, bytes]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(3)])
-    got: list[tuple[int, bytes, bytes]] = []
-    deadline = time.monotonic() + 30
-    while len(got) < expected and time.monotonic() < deadline:
-        for msg in consumer.consume(500, 0.5):
-            assert msg.error() is None, msg.error()
-            got.append((msg.partition(), msg.key(), msg.value()))
-    consumer.close()
-    return got
+    return consume_all(bootstrap, TOPIC, 3, expected)
 
 
 def _sample_rss(broker: BrokerProcess, stop: threading.Event, peak: list[int]) -> None:

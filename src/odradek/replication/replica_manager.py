@@ -38,6 +38,7 @@ from odradek.errors import (
 )
 from odradek.replication.alter_log_dirs import ReplicaAlterLogDirsManager
 from odradek.replication.fetcher import FetcherConfig, ReplicaFetcherManager
+from odradek.replication.pacing import Pacer, pace
 from odradek.replication.partition import IsrWriter, Partition, PartitionState
 from odradek.replication.quota import ReplicationQuota
 from odradek.replication.state_change import ReplicaStateChanges
@@ -383,6 +384,7 @@ class ReplicaManager(ReplicaStateChanges):
         committed. Cancelling this (the request's connection was lost) while an I/O thread writes
         does not cancel the append: it is committed and recorded in the producer state as if the
         caller had waited, and followers waiting for it are woken."""
+        await pace()  # a Produce may name thousands of partitions: the loop gets a turn every slice
         partition = self._partition_for_append(tp, required_acks)
 
         def committed(_info: LogAppendInfo) -> None:
@@ -478,7 +480,7 @@ class ReplicaManager(ReplicaStateChanges):
         is larger than both (KIP-74), so a consumer can always make progress. ``on_delay`` is
         called once if the fetch starts waiting (it enters Kafka's fetch purgatory).
         """
-        results = self._read_all(requests, max_bytes, isolation_level, replica_id)
+        results = await self._read_all(requests, max_bytes, isolation_level, replica_id)
         if max_wait_ms <= 0 or self._satisfied(results, min_bytes):
             return results
         loop = asyncio.get_running_loop()
@@ -500,18 +502,21 @@ class ReplicaManager(ReplicaStateChanges):
             finally:
                 for partition in watched:
                     partition.remove_waiter(waiter)
-            results = self._read_all(requests, max_bytes, isolation_level, replica_id)
+            results = await self._read_all(requests, max_bytes, isolation_level, replica_id)
             if self._satisfied(results, min_bytes):
                 return results
-        return self._read_all(requests, max_bytes, isolation_level, replica_id)
+        return await self._read_all(requests, max_bytes, isolation_level, replica_id)
 
-    def _read_all(
+    async def _read_all(
         self, requests: Sequence[FetchRequestPartition], max_bytes: int, isolation_level: int, replica_id: int
     ) -> list[FetchPartitionResult]:
+        """Read the partitions in order, giving the loop a turn every slice (a Fetch may name thousands)."""
         results: list[FetchPartitionResult] = []
         remaining = max_bytes
         min_one = True
+        pacer = Pacer()
         for req in requests:
+            await pacer.step()
             limit = max(0, min(req.partition_max_bytes, remaining))
             capped = FetchRequestPartition(
                 req.topic_partition, req.fetch_offset, limit, req.current_leader_epoch, req.last_fetched_epoch

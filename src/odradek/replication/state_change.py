@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 from odradek.errors import ErrorCode, KafkaError, StaleControllerEpochError
+from odradek.replication.pacing import Pacer
 from odradek.replication.partition import Partition, PartitionState
 from odradek.storage import TopicPartition
 
@@ -121,7 +122,9 @@ class ReplicaStateChanges(ABC):
         """
         self.update_controller_epoch(request.controller_epoch)
         errors: dict[TopicPartition, ErrorCode] = {}
+        pacer = Pacer()  # thousands of partitions: the loop gets a turn every slice
         for tp, state in request.partition_states.items():
+            await pacer.step()
             current = self.partitions.get(tp)
             if current is not None and state.leader_epoch <= current.leader_epoch:
                 errors[tp] = ErrorCode.stale_controller_epoch
@@ -144,7 +147,9 @@ class ReplicaStateChanges(ABC):
         """
         self.update_controller_epoch(request.controller_epoch)
         errors: dict[TopicPartition, ErrorCode] = {}
+        pacer = Pacer()
         for tp in request.partitions:
+            await pacer.step()
             epoch = request.leader_epochs.get(tp, -1)
             current = self.partitions.get(tp)
             if current is not None and 0 <= epoch < current.leader_epoch:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -35,7 +36,9 @@ from odradek.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
-from odradek.server.replica_assignment import assign_replicas
+from odradek.server.policies import AlterConfigRequest, CreateTopicRequest, Policies
+from odradek.server.replica_assignment import assign_replicas, check_replication_factor
+from odradek.server.request_limits import PartitionLimits
 from odradek.storage.config import TOPIC_CONFIGS, LogConfig
 
 if TYPE_CHECKING:
@@ -65,6 +68,11 @@ def validate_topic_name(name: str) -> None:
 class AdminManager:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self.limits = PartitionLimits(broker.config, broker.metadata_cache)
+        """What one topic may add and the cluster may hold (:mod:`odradek.server.request_limits`)."""
+        config = broker.config
+        self.policies = Policies(config if isinstance(config, Mapping) else config.values)
+        """``create.topic.policy.class.name`` and ``alter.config.policy.class.name``."""
 
     @property
     def config(self) -> KafkaConfig:
@@ -101,8 +109,7 @@ class AdminManager:
                     "Both numPartitions or replicationFactor and replicasAssignments were set. "
                     "Both cannot be used at the same time."
                 )
-            assignment = {int(p): [int(r) for r in rs] for p, rs in assignments.items()}
-            self._validate_assignment(assignment, live, 0)
+            partitions, rf = len(assignments), len(next(iter(assignments.values())))
         else:
             partitions = self.config["num.partitions"] if num_partitions == -1 else num_partitions
             rf = self.config["default.replication.factor"] if replication_factor == -1 else replication_factor
@@ -110,16 +117,32 @@ class AdminManager:
                 raise InvalidPartitionsError(f"Number of partitions must be larger than 0, got {partitions}.")
             if rf < 1:
                 raise InvalidReplicationFactorError(f"Replication factor must be larger than 0, got {rf}.")
-            assignment = assign_replicas(live, partitions, rf, racks=await self._racks())
-        overrides = {k: v for k, v in (configs or {}).items() if v is not None}
-        log_config = LogConfig.from_props(overrides, self.config.log_config_defaults())
-        if name in await self.broker.zk.get_all_topics():
-            raise TopicExistsError(f"Topic '{name}' already exists.")
-        if validate_only:
-            return assignment, log_config
-        await self.broker.zk.create_topic_assignment(name, assignment, overrides)
-        log.info("created topic %s with %d partitions", name, len(assignment))
-        await self.wait_for_metadata(lambda: self._has_leaders(name, len(assignment)), timeout_ms)
+            check_replication_factor(rf, len(live))
+        with self.limits.reserve(name, partitions, rf, len(live)):
+            if assignments:
+                assignment = {int(p): [int(r) for r in rs] for p, rs in assignments.items()}
+                self._validate_assignment(assignment, live, 0)
+            else:
+                assignment = assign_replicas(live, partitions, rf, racks=await self._racks())
+            overrides = {k: v for k, v in (configs or {}).items() if v is not None}
+            log_config = LogConfig.from_props(overrides, self.config.log_config_defaults())
+            if name in await self.broker.zk.get_all_topics():
+                raise TopicExistsError(f"Topic '{name}' already exists.")
+            explicit = bool(assignments)
+            self.policies.check_create_topic(
+                CreateTopicRequest(
+                    name,
+                    None if explicit else partitions,
+                    None if explicit else rf,
+                    assignment if explicit else None,
+                    overrides,
+                )
+            )
+            if validate_only:
+                return assignment, log_config
+            await self.broker.zk.create_topic_assignment(name, assignment, overrides)
+            log.info("created topic %s with %d partitions", name, len(assignment))
+            await self.wait_for_metadata(lambda: self._has_leaders(name, len(assignment)), timeout_ms)
         return assignment, log_config
 
     def _has_leaders(self, name: str, partitions: int) -> bool:
@@ -201,6 +224,10 @@ class AdminManager:
         validate_only: bool,
         timeout_ms: int = 30000,
     ) -> None:
+        try:
+            validate_topic_name(name)  # no znode path can hold an illegal name
+        except InvalidTopicError:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.") from None
         current, topic_id = await self.broker.zk.get_topic_assignment(name)
         if current is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
@@ -213,6 +240,22 @@ class AdminManager:
             raise InvalidPartitionsError(f"Topic already has {existing} partitions.")
         rf = len(next(iter(current.values())))
         live = await self._live_brokers()
+        with self.limits.reserve(name, count - existing, rf, len(live)):
+            await self._add_partitions(name, current, topic_id, count, assignments, live, validate_only, timeout_ms)
+
+    async def _add_partitions(
+        self,
+        name: str,
+        current: Mapping[int, Sequence[int]],
+        topic_id: uuid.UUID,
+        count: int,
+        assignments: Sequence[Sequence[int]] | None,
+        live: Sequence[int],
+        validate_only: bool,
+        timeout_ms: int,
+    ) -> None:
+        existing = len(current)
+        rf = len(next(iter(current.values())))
         if assignments:
             if len(assignments) != count - existing:
                 raise InvalidRequestError(
@@ -246,6 +289,7 @@ class AdminManager:
             if key not in TOPIC_CONFIGS:
                 raise InvalidConfigError(f"Unknown topic config name: {key}")
             TOPIC_CONFIGS.validate_one(key, value)
+        self.policies.check_alter_config(AlterConfigRequest("TOPIC", name, dict(overrides)))
         if validate_only:
             return
         await self.broker.zk.set_entity_configs("topics", name, dict(overrides))

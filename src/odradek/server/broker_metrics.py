@@ -49,8 +49,10 @@ from odradek.metrics.collectors import (
 )
 from odradek.metrics.http import MetricsHttpServer, parse_listener
 from odradek.metrics.loop_probe import EventLoopProbe
+from odradek.metrics.loop_watchdog import LoopWatchdog
 from odradek.metrics.request_metrics import RequestMetrics
 from odradek.replication.replica_manager import LATEST_TIMESTAMP
+from odradek.server.request_limits import LOOP_STALL_THRESHOLD_MS, setting
 from odradek.server.request_log import REQUEST_LOGGER, RequestLog
 
 if TYPE_CHECKING:
@@ -80,6 +82,8 @@ class BrokerMetrics:
         self.request_metrics = RequestMetrics() if enabled else None
         self.registry = CollectorRegistry(auto_describe=False)
         self.probe = EventLoopProbe()
+        self.watchdog = LoopWatchdog(setting(broker.config, LOOP_STALL_THRESHOLD_MS) / 1000)
+        """Logs event loop stalls; runs from the end of start-up whether or not metrics are enabled."""
         self.session = SessionCollector()
         self.http: MetricsHttpServer | None = None
         self.bound: tuple[str, int] | None = None
@@ -119,6 +123,7 @@ class BrokerMetrics:
             self.topic_stats,
             self.request_metrics,
             self.probe,
+            self.watchdog,
             self.session,
             ConnectionCollector(connection_counts),
             ClientQuotaCollector(quota_rates),
@@ -138,7 +143,9 @@ class BrokerMetrics:
         self.registry.register(self._cleaner)
 
     async def start(self) -> None:
-        """Register the collectors and start the probe and the listener (no-op when disabled)."""
+        """Start the loop watchdog; register the collectors and start the probe and the listener
+        (only the watchdog when disabled)."""
+        self.watchdog.start()
         if self.address is None:
             return
         self._register_collectors()
@@ -155,6 +162,7 @@ class BrokerMetrics:
             self._watch.cancel()
             self._watch = None
         await self.probe.stop()
+        self.watchdog.stop()
         if self.http is not None:
             await self.http.stop()
             self.http = None

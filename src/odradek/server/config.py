@@ -26,6 +26,8 @@ from odradek.metadata.authorizer import is_acl_authorizer
 from odradek.security.listener_config import LISTENER_PREFIX, listener_config
 from odradek.security.tls import SSL_CONFIG
 from odradek.security.zookeeper_auth import ZkSaslCredentials, zookeeper_sasl_credentials
+from odradek.server.policies import POLICY_CONFIGS
+from odradek.server.request_limits import LIMIT_CONFIGS
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, gzip_level, metadata_version
 
 HOUR_MS = 3600 * 1000
@@ -642,8 +644,8 @@ BROKER_CONFIGS = (
     .define("request.timeout.ms", "int", 30000, "Timeout of requests the broker sends.", between(1, 2**31 - 1))
 )
 
-for _ssl_key in SSL_CONFIG.keys.values():
-    BROKER_CONFIGS.define(_ssl_key.name, _ssl_key.type, _ssl_key.default, _ssl_key.doc, _ssl_key.validator)
+for _key in (*SSL_CONFIG.keys.values(), *LIMIT_CONFIGS.keys.values(), *POLICY_CONFIGS.keys.values()):
+    BROKER_CONFIGS.define(_key.name, _key.type, _key.default, _key.doc, _key.validator)
 for _java_key in ("ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.provider"):
     BROKER_CONFIGS.define(_java_key, "string", None, "Accepted and ignored (a Java setting).")
 BROKER_CONFIGS.define("ssl.secure.random.implementation", "string", None, "Accepted and ignored (a Java setting).")

@@ -39,6 +39,14 @@ def rack_alternated(racks: Mapping[int, str]) -> list[int]:
     return out
 
 
+def check_replication_factor(replication_factor: int, brokers: int) -> None:
+    """Raise InvalidReplicationFactorError when ``replication_factor`` exceeds ``brokers``."""
+    if replication_factor > brokers:
+        raise InvalidReplicationFactorError(
+            f"Replication factor: {replication_factor} larger than available brokers: {brokers}."
+        )
+
+
 def assign_replicas(
     brokers: Sequence[int],
     partitions: int,
@@ -50,10 +58,7 @@ def assign_replicas(
     """Replicas for partitions ``start_partition .. + partitions - 1``; ``start_index`` fixes the
     random start (and shift) for tests and tools; ``racks`` maps broker id to ``broker.rack``."""
     n = len(brokers)
-    if replication_factor > n:
-        raise InvalidReplicationFactorError(
-            f"Replication factor: {replication_factor} larger than available brokers: {n}."
-        )
+    check_replication_factor(replication_factor, n)
     known = {b: r for b, r in (racks or {}).items() if b in brokers and r is not None}
     if known and len(known) != n:
         raise InvalidReplicaAssignmentError("Not all brokers have rack information for replica rack aware assignment.")

@@ -7,8 +7,9 @@ encodes its response. Version negotiation follows Kafka:
 - ApiVersions at a version we do not support is answered with a v0 ApiVersions response
   carrying UNSUPPORTED_VERSION and our full version table (KIP-511), so the client can retry
   with a version we know;
-- any other unsupported version, an unknown API key, or a body that does not decode closes the
-  connection (:class:`~odradek.server.request_channel.CloseConnection`), as Kafka does.
+- any other unsupported version, an unknown API key, a body that does not decode, or one over
+  the limits of :func:`~odradek.server.request_limits.bound_request` closes the connection
+  (:class:`~odradek.server.request_channel.CloseConnection`), as Kafka does.
 
 The answer is a :data:`~odradek.server.request_channel.Response`: the encoded frame, the parts of a
 Fetch frame that carry file ranges, or nothing (Produce with acks=0).
@@ -45,6 +46,7 @@ from odradek.server.request_channel import (
     SendfileResponse,
     SendResponse,
 )
+from odradek.server.request_limits import RequestTooLarge, bound_request
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
@@ -115,8 +117,9 @@ class RequestHandler:
         try:
             schema = api_schema(api_key, api_version)
             header = parse_request_header(frame, schema.flexible)
-            request = decode_request(schema, frame, header.size)
-        except (InvalidRequestError, UnsupportedVersionError) as exc:
+            decoded = decode_request(schema, frame, header.size)
+            request = bound_request(api_key, decoded, getattr(self.broker, "config", {}))
+        except (InvalidRequestError, UnsupportedVersionError, RequestTooLarge) as exc:
             raise CloseConnection(str(exc)) from None
         if api_key not in SERVED_DURING_STARTUP and not self.broker.serving.is_set():
             await self.broker.serving.wait()
