@@ -1,4 +1,4 @@
-"""What a request handler receives: the decoded header and body and the broker it runs on.
+"""What a request handler receives: the decoded header and body and the services it may use.
 
 Handlers live in :mod:`odradek.server.apis`, one module per API, each with ``API_KEY``,
 ``MIN_VERSION``, ``MAX_VERSION`` and ``async def handle(ctx) -> response | None`` (None: send
@@ -19,12 +19,13 @@ from odradek.server.request_channel import RequestTimes
 from odradek.server.session import PLAINTEXT_SESSION, Session
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+    from odradek.server.services import ApiServices
 
 
 @dataclass(slots=True)
 class RequestContext:
-    broker: Broker
+    services: ApiServices
+    """The broker's services (:mod:`odradek.server.services`); handlers never see the broker itself."""
     header: RequestHeader
     schema: ApiSchema
     request: Any

@@ -29,7 +29,7 @@ MAX_VERSION = 3
 
 async def handle(ctx: RequestContext) -> Any:
     creations = ctx.request.creations
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     results: list[AclCreateResult | None] = [None] * len(creations)
     refused = refusal(ctx, AclOperation.ALTER)
     if refused is not None or authorizer is None:

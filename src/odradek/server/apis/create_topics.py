@@ -69,7 +69,7 @@ def timeout_ms_of(request: Any) -> int:
 
 
 def _leaders_ready(ctx: RequestContext, name: str, partitions: int) -> bool:
-    meta = ctx.broker.metadata_cache.topic(name)
+    meta = ctx.services.metadata_cache.topic(name)
     return (
         meta is not None
         and len(meta.partitions) >= partitions
@@ -85,7 +85,7 @@ async def _create(ctx: RequestContext, topic: Any, validate_only: bool, timeout_
             raise InvalidConfigError(f"Null value not supported for topic configs: {','.join(nulls)}")
         configs = {c.name: c.value for c in topic.configs}
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
-        assignment, _log_config = await ctx.broker.admin.create_topic(
+        assignment, _log_config = await ctx.services.admin.create_topic(
             topic.name,
             num_partitions=topic.num_partitions,
             replication_factor=topic.replication_factor,
@@ -96,9 +96,9 @@ async def _create(ctx: RequestContext, topic: Any, validate_only: bool, timeout_
         )
         result.num_partitions = len(assignment)
         result.replication_factor = len(next(iter(assignment.values()), []))
-        result.configs = topic_config_entries(ctx.broker, configs)
+        result.configs = topic_config_entries(ctx.services, configs)
         if not validate_only:
-            meta = ctx.broker.metadata_cache.topic(topic.name)
+            meta = ctx.services.metadata_cache.topic(topic.name)
             if meta is not None:
                 result.topic_id = meta.topic_id
             if timeout_ms > 0 and not _leaders_ready(ctx, topic.name, len(assignment)):

@@ -27,7 +27,7 @@ MAX_VERSION = 3
 
 async def handle(ctx: RequestContext) -> Any:
     filters = ctx.request.filters
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     results: list[AclDeleteResult | None] = [None] * len(filters)
     refused = refusal(ctx, AclOperation.ALTER)
     if refused is not None or authorizer is None:

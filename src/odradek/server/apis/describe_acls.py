@@ -31,7 +31,7 @@ def _answer(ctx: RequestContext, error: ErrorCode, message: str | None, resource
 
 
 async def handle(ctx: RequestContext) -> Any:
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     refused = refusal(ctx, AclOperation.DESCRIBE)
     if refused is not None or authorizer is None:
         return _answer(ctx, *(refused or (ErrorCode.security_disabled, None)))

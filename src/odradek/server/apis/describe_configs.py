@@ -56,7 +56,7 @@ from odradek.server.request import RequestContext
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+    from odradek.server.services import ApiServices
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 MIN_VERSION = 1
@@ -135,7 +135,7 @@ def _static_text(raw: Any, key: ConfigKey | None) -> str | None:
 
 
 def _broker_synonyms(
-    broker: Broker, name: str, names: Sequence[str], sensitive: bool, per_broker: bool = True
+    broker: ApiServices, name: str, names: Sequence[str], sensitive: bool, per_broker: bool = True
 ) -> list[tuple[str, str | None, int]]:
     """Kafka's ``ConfigHelper.configSynonyms``: (key, value, source) for each of ``names`` set in
     ``/config/brokers/<id>`` (unless ``per_broker`` is false: the cluster default resource), then
@@ -165,7 +165,7 @@ def _broker_synonyms(
     return out
 
 
-def _topic_synonyms(broker: Broker, name: str, sensitive: bool) -> list[tuple[str, str | None, int]]:
+def _topic_synonyms(broker: ApiServices, name: str, sensitive: bool) -> list[tuple[str, str | None, int]]:
     """The broker-level synonyms of topic key ``name`` (none for keys without a broker default)."""
     broker_key = BROKER_SYNONYMS.get(name)
     if broker_key is None:
@@ -181,7 +181,7 @@ def _wanted(keys: Iterable[str], requested: Sequence[str] | None) -> list[str]:
 
 
 def topic_config_entries(
-    broker: Broker,
+    broker: ApiServices,
     overrides: Mapping[str, str],
     requested: Sequence[str] | None = None,
     include_documentation: bool = False,
@@ -218,7 +218,7 @@ def topic_config_entries(
 
 
 def broker_config_entries(
-    broker: Broker,
+    broker: ApiServices,
     requested: Sequence[str] | None = None,
     include_documentation: bool = False,
     per_broker: bool = True,
@@ -253,7 +253,7 @@ def broker_config_entries(
     return entries
 
 
-def _listener_entries(broker: Broker, requested: Sequence[str] | None) -> list[ConfigEntry]:
+def _listener_entries(broker: ApiServices, requested: Sequence[str] | None) -> list[ConfigEntry]:
     """The ``listener.name.<l>.<key>`` keys set (statically or dynamically), as Kafka lists them:
     synonyms the prefixed key then ``<key>``; sensitive (value null) when ``<key>`` is a password
     or not a known key (Kafka's ``maybeSensitive``); never read-only."""
@@ -279,7 +279,7 @@ def _listener_entries(broker: Broker, requested: Sequence[str] | None) -> list[C
     return entries
 
 
-async def topic_exists(broker: Broker, name: str) -> bool:
+async def topic_exists(broker: ApiServices, name: str) -> bool:
     """Whether ``name`` is a topic: in this broker's metadata cache or in the metadata store."""
     if broker.metadata_cache.topic(name) is not None:
         return True
@@ -287,7 +287,7 @@ async def topic_exists(broker: Broker, name: str) -> bool:
 
 
 async def _describe(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
-    broker = ctx.broker
+    broker = ctx.services
     requested = resource.configuration_keys
     include_doc = bool(getattr(ctx.request, "include_documentation", False))
     if resource.resource_type == RESOURCE_TOPIC:

@@ -24,7 +24,7 @@ async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return ctx.response(throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed)
-    error = ctx.broker.group_coordinator.heartbeat(
+    error = ctx.services.group_coordinator.heartbeat(
         req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id
     )
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=error)

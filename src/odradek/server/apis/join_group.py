@@ -57,7 +57,7 @@ async def handle(ctx: RequestContext) -> Any:
         )
     session_ms = millis(req.session_timeout)
     rebalance = getattr(req, "rebalance_timeout", None)
-    result = await ctx.broker.group_coordinator.join_group(
+    result = await ctx.services.group_coordinator.join_group(
         JoinRequest(
             group_id=req.group_id,
             member_id=req.member_id,

@@ -25,7 +25,7 @@ MAX_VERSION = 9
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    rm = ctx.broker.replica_manager
+    rm = ctx.services.replica_manager
     isolation = getattr(req, "isolation_level", 0)
     topics = []
     described = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, req.topics, lambda t: t.name)

@@ -46,7 +46,7 @@ async def _commit_to_zookeeper(
     results: dict[TopicPartition, ErrorCode] = {}
     for tp, offset in valid.items():
         try:
-            await ctx.broker.zk.set_consumer_offset(ctx.request.group_id, tp, offset)
+            await ctx.services.zk.set_consumer_offset(ctx.request.group_id, tp, offset)
             results[tp] = ErrorCode.none
         except Exception:
             log.exception("writing the ZooKeeper offset of %s for group %s failed", tp, ctx.request.group_id)
@@ -57,7 +57,7 @@ async def _commit_to_zookeeper(
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     version = ctx.api_version
-    broker = ctx.broker
+    broker = ctx.services
     now = int(time.time() * 1000)
     retention = millis(getattr(req, "retention_time", -1))
     max_metadata = int(broker.config["offset.metadata.max.bytes"])

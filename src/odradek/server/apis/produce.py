@@ -65,7 +65,7 @@ _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 def _log_start_offset(ctx: RequestContext, tp: TopicPartition) -> int:
     """The partition's log start offset, as Kafka reports it with per-record errors (-1 if unknown)."""
     try:
-        return ctx.broker.replica_manager.get_partition(tp).log.log_start_offset
+        return ctx.services.replica_manager.get_partition(tp).log.log_start_offset
     except KafkaError:
         return -1
 
@@ -100,7 +100,7 @@ async def _append(ctx: RequestContext, name: str, pdata: Any, acks: int) -> _Ans
     else:
         tp = TopicPartition(name, pdata.index)
         try:
-            info = await ctx.broker.replica_manager.append_produced_records(tp, pdata.records, acks)
+            info = await ctx.services.replica_manager.append_produced_records(tp, pdata.records, acks)
             answer.base_offset = info.first_offset
             answer.records_count, answer.valid_bytes = info.records_count, info.valid_bytes
             answer.log_start = info.log_start_offset
@@ -128,7 +128,7 @@ async def _wait_for_isr(ctx: RequestContext, answers: dict[str, list[_Answer]], 
     waiting = [(name, a) for name, parts in answers.items() for a in parts if a.required_offset >= 0]
     if not waiting:
         return
-    rm = ctx.broker.replica_manager
+    rm = ctx.services.replica_manager
     results = await asyncio.gather(
         *(rm.wait_for_acks(TopicPartition(name, a.index), a.required_offset, timeout_ms) for name, a in waiting)
     )
@@ -173,7 +173,7 @@ def _refusals(ctx: RequestContext, req: Any) -> dict[str, ErrorCode]:
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    broker = ctx.broker
+    broker = ctx.services
     acks = req.acks
     with_record_errors = ctx.has("BatchIndexAndErrorMessage")  # v8+
     answers: dict[str, list[_Answer]] = {}

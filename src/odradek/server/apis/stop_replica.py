@@ -31,7 +31,7 @@ async def handle(ctx: RequestContext) -> Any:
         return message.encode_response(ctx.api_version, refused, {tp: refused for r in requests for tp in r.partitions})
     try:
         for request in requests:
-            errors.update(await ctx.broker.handle_stop_replica(request))
+            errors.update(await ctx.services.handle_stop_replica(request))
         top = ErrorCode.none
     except StaleControllerEpochError:
         top = ErrorCode.stale_controller_epoch

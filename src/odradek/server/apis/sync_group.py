@@ -33,7 +33,7 @@ async def handle(ctx: RequestContext) -> Any:
     elif ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):
         result = SyncGroupResult(ErrorCode.inconsistent_group_protocol)
     else:
-        result = await ctx.broker.group_coordinator.sync_group(
+        result = await ctx.services.group_coordinator.sync_group(
             req.group_id,
             req.generation_id,
             req.member_id,

@@ -27,7 +27,7 @@ async def handle(ctx: RequestContext) -> Any:
     if refused is not None:
         return message.encode_response(ctx.api_version, refused)
     try:
-        await ctx.broker.handle_update_metadata(message.decode(ctx.request, ctx.api_version))
+        await ctx.services.handle_update_metadata(message.decode(ctx.request, ctx.api_version))
     except StaleControllerEpochError:
         return message.encode_response(ctx.api_version, ErrorCode.stale_controller_epoch)
     return message.encode_response(ctx.api_version, ErrorCode.none)
