@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from odradek.protocol.codec import ApiSchema, RequestHeader
 from odradek.protocol.messages import build, nested
@@ -19,16 +19,30 @@ from odradek.server.request_channel import RequestTimes
 from odradek.server.session import PLAINTEXT_SESSION, Session
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from odradek.server.services import ApiServices
+
+    Req = TypeVar("Req", default=Any)
+else:
+    from typing import TypeVar
+
+    Req = TypeVar("Req")
 
 
 @dataclass(slots=True)
-class RequestContext:
+class RequestContext(Generic[Req]):
+    """One request's context. ``Req`` is the request body's type as the handler declares it: a
+    union over the kio request classes of the versions it serves (e.g.
+    :data:`odradek.server.apis.produce.ProduceRequest`), so field accesses are checked; a bare
+    ``RequestContext`` is ``RequestContext[Any]``. The dispatch decodes the body for the version in
+    the header, so the object is always one of the union's classes."""
+
     services: ApiServices
     """The broker's services (:mod:`odradek.server.services`); handlers never see the broker itself."""
     header: RequestHeader
     schema: ApiSchema
-    request: Any
+    request: Req
     client_host: str
     connection_id: str
     session: Session = PLAINTEXT_SESSION

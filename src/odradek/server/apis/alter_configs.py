@@ -22,7 +22,7 @@ import datetime
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from odradek.protocol.api_keys import ApiKey
@@ -30,6 +30,9 @@ from odradek.server.admin_manager import validate_topic_name
 from odradek.server.apis.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, topic_exists
 from odradek.server.auth_helper import AclOperation, config_refusal
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import AlterConfigsRequest
 
 API_KEY = ApiKey.ALTER_CONFIGS
 MIN_VERSION = 0
@@ -104,5 +107,5 @@ async def answer_resources(
     return ctx.response(throttle_time=datetime.timedelta(0), responses=tuple(responses))
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[AlterConfigsRequest]) -> Any:
     return await answer_resources(ctx, _alter, "AlterConfigs")

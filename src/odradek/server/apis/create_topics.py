@@ -30,7 +30,7 @@ import logging
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, InvalidConfigError, KafkaError
 from odradek.protocol.api_keys import ApiKey
@@ -42,6 +42,9 @@ from odradek.server.controller_mutation_quota import (
     controller_mutation_quota,
 )
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import CreateTopicsRequest
 
 API_KEY = ApiKey.CREATE_TOPICS
 MIN_VERSION = 2
@@ -129,16 +132,16 @@ async def _create_within_quota(
     return results
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[CreateTopicsRequest]) -> Any:
     req = ctx.request
     timeout_ms = timeout_ms_of(req)
     validate_only = bool(req.validate_only)
     counts = Counter(t.name for t in req.topics)
     duplicates = {name for name, n in counts.items() if n > 1}
     if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False):
-        creatable = {t.name for t in req.topics}
+        creatable = {str(t.name) for t in req.topics}
     else:
-        creatable = filter_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, req.topics, lambda t: t.name)
+        creatable = filter_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, [t.name for t in req.topics])
     wanted = [t for t in req.topics if t.name not in duplicates and t.name in creatable]
     quota = None if validate_only else controller_mutation_quota(ctx)
     if quota is None:

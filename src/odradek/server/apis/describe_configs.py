@@ -56,6 +56,7 @@ from odradek.server.request import RequestContext
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 if TYPE_CHECKING:
+    from odradek.server.apis.request_types import DescribeConfigsRequest
     from odradek.server.services import ApiServices
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
@@ -332,7 +333,7 @@ def _entry(ctx: RequestContext, entry: ConfigEntry, include_synonyms: bool) -> A
     )
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DescribeConfigsRequest]) -> Any:
     include_synonyms = bool(ctx.request.include_synonyms)
     results = []
     for resource in ctx.request.resources:

@@ -8,19 +8,22 @@ COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR. While the coordinator loads it answe
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import HeartbeatRequest
+
 API_KEY = ApiKey.HEARTBEAT
 MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[HeartbeatRequest]) -> Any:
     req = ctx.request
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return ctx.response(throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed)

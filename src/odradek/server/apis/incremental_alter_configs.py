@@ -19,7 +19,7 @@ broker's event loop.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import InvalidConfigError, InvalidRequestError
 from odradek.protocol.api_keys import ApiKey
@@ -27,6 +27,9 @@ from odradek.server.apis.alter_configs import answer_resources, check_resource, 
 from odradek.server.apis.describe_configs import RESOURCE_BROKER, render_value
 from odradek.server.request import RequestContext
 from odradek.storage.config import TOPIC_CONFIGS
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import IncrementalAlterConfigsRequest
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 MIN_VERSION = 0
@@ -93,5 +96,5 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Non
     await ctx.services.admin.set_topic_overrides(name, updated, validate_only)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[IncrementalAlterConfigsRequest]) -> Any:
     return await answer_resources(ctx, _alter, "IncrementalAlterConfigs")

@@ -14,13 +14,16 @@ INCONSISTENT_GROUP_PROTOCOL, GROUP_MAX_SIZE_REACHED, REBALANCE_IN_PROGRESS.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group.member import JoinRequest
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import JoinGroupRequest
 
 API_KEY = ApiKey.JOIN_GROUP
 MIN_VERSION = 0
@@ -40,7 +43,7 @@ def millis(value: datetime.timedelta | int) -> int:
     return int(value)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[JoinGroupRequest]) -> Any:
     req = ctx.request
     version = ctx.api_version
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
@@ -32,6 +32,9 @@ from odradek.server.apis.join_group import millis
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import OffsetCommitRequest
 
 API_KEY = ApiKey.OFFSET_COMMIT
 MIN_VERSION = 0
@@ -54,7 +57,7 @@ async def _commit_to_zookeeper(
     return results
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[OffsetCommitRequest]) -> Any:
     req = ctx.request
     version = ctx.api_version
     broker = ctx.services
@@ -64,7 +67,7 @@ async def handle(ctx: RequestContext) -> Any:
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     group_allowed = authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id)
-    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, req.topics, lambda t: t.name)
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, [t.name for t in req.topics])
     for topic in req.topics:
         meta = broker.metadata_cache.topic(topic.name)
         for p in topic.partitions:
@@ -88,7 +91,7 @@ async def handle(ctx: RequestContext) -> Any:
                     leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
                     expire_timestamp_ms=commit_ts + retention if 2 <= version <= 4 and retention >= 0 else None,
                 )
-    if version == 0:
+    if isinstance(req, legacy.OffsetCommitRequestV0):  # v0
         errors.update(await _commit_to_zookeeper(ctx, {tp: v.offset for tp, v in offsets.items()}))
     elif offsets:
         errors.update(

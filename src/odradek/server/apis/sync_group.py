@@ -11,7 +11,7 @@ UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PR
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group.member import SyncGroupResult
 from odradek.errors import ErrorCode
@@ -19,12 +19,15 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import SyncGroupRequest
+
 API_KEY = ApiKey.SYNC_GROUP
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[SyncGroupRequest]) -> Any:
     req = ctx.request
     protocol_type = getattr(req, "protocol_type", None)
     protocol_name = getattr(req, "protocol_name", None)
