@@ -17,6 +17,7 @@ from odradek.replication.partition import PartitionState
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal
 from odradek.server.client_quotas import ClientQuotas
 from odradek.server.config import KafkaConfig
+from odradek.server.dynamic_config import DynamicBrokerConfig
 from odradek.server.metadata_cache import TopicMetadata
 from odradek.server.request import RequestContext
 from odradek.server.services import ApiServices
@@ -115,12 +116,34 @@ class FakeGroupCoordinator:
 
 @dataclass
 class FakeAdmin:
-    """Topic creation requests as the admin manager receives them."""
+    """The admin manager's topic calls: auto-creations and overrides recorded, overrides stored by
+    topic in ``overrides``."""
 
     auto_created: list[str] = field(default_factory=list)
+    overrides: dict[str, dict[str, str]] = field(default_factory=dict)
+    validated: list[tuple[str, dict[str, str]]] = field(default_factory=list)
 
     async def maybe_auto_create(self, name: str, _produce: bool) -> None:
         self.auto_created.append(name)
+
+    async def topic_overrides(self, name: str) -> dict[str, str]:
+        return dict(self.overrides.get(name, {}))
+
+    async def set_topic_overrides(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
+        if validate_only:
+            self.validated.append((name, overrides))
+        else:
+            self.overrides[name] = overrides
+
+
+@dataclass
+class FakeZk:
+    """The metadata store client: the topics it lists."""
+
+    topics: set[str] = field(default_factory=set)
+
+    async def get_all_topics(self) -> set[str]:
+        return set(self.topics)
 
 
 @dataclass
@@ -135,6 +158,8 @@ class FakeServices:
     replica_manager: FakeReplicaManager = field(default_factory=FakeReplicaManager)
     group_coordinator: FakeGroupCoordinator = field(default_factory=FakeGroupCoordinator)
     admin: FakeAdmin = field(default_factory=FakeAdmin)
+    zk: FakeZk = field(default_factory=FakeZk)
+    dynamic_config: DynamicBrokerConfig = field(default_factory=lambda: DynamicBrokerConfig(CONFIG))
     client_quotas: ClientQuotas = field(default_factory=lambda: ClientQuotas(11, 1))
     topic_stats: None = None
 
