@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
 from typing import Any, cast
 
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, TopicExistsError
 from odradek.metadata.authorizer import AclAuthorizer
+from odradek.metadata.znodes import BrokerInfo
 from odradek.protocol.codec import RequestHeader, api_schema
 from odradek.replication.partition import PartitionState
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal
@@ -28,11 +29,13 @@ CONFIG = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "broker.id": "1"})
 
 
 class FakeMetadataCache:
-    """Topics by name, each with the partitions given (led by broker 1, ISR [1])."""
+    """Topics by name, each with the partitions given (led by broker 1, ISR [1]); broker 1 is live,
+    reachable on every listener and the controller."""
 
     def __init__(self, topics: dict[str, int] | None = None) -> None:
         self.topics: dict[str, TopicMetadata] = {}
-        self.brokers: dict[int, Any] = {}
+        self.brokers: dict[int, Any] = {1: BrokerInfo(1, "broker-1", 9092)}
+        self.controller_id = 1
         self.topic_names: dict[uuid.UUID, str] = {}
         for name, count in (topics or {}).items():
             self.add(name, count)
@@ -51,7 +54,7 @@ class FakeMetadataCache:
         return None if meta is None else meta.partitions.get(tp.partition)
 
     def brokers_on(self, _listener: str) -> dict[int, Any]:
-        return {}
+        return dict(self.brokers)
 
 
 @dataclass
@@ -122,9 +125,20 @@ class FakeAdmin:
     auto_created: list[str] = field(default_factory=list)
     overrides: dict[str, dict[str, str]] = field(default_factory=dict)
     validated: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    created: list[tuple[str, int, int, dict[str, Any]]] = field(default_factory=list)
 
-    async def maybe_auto_create(self, name: str, _produce: bool) -> None:
+    async def maybe_auto_create(self, name: str, allowed: bool) -> ErrorCode:
+        """Records the request; the topic is not created (LEADER_NOT_AVAILABLE, as while its leaders
+        are elected), or UNKNOWN_TOPIC_OR_PARTITION when auto-creation is not allowed."""
         self.auto_created.append(name)
+        return ErrorCode.leader_not_available if allowed else ErrorCode.unknown_topic_or_partition
+
+    async def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1, **kw: Any) -> Any:
+        """Assigns every partition to broker 1; a name in ``overrides`` exists already."""
+        if name in self.overrides:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        self.created.append((name, num_partitions, replication_factor, kw))
+        return {p: [1] * replication_factor for p in range(num_partitions)}, None
 
     async def topic_overrides(self, name: str) -> dict[str, str]:
         return dict(self.overrides.get(name, {}))
@@ -153,6 +167,8 @@ class FakeServices:
 
     config: KafkaConfig = CONFIG
     broker_id: int = 1
+    cluster_id: str = "cluster-1"
+    endpoints: list[Any] = field(default_factory=list)
     authorizer: AclAuthorizer | None = None
     metadata_cache: FakeMetadataCache = field(default_factory=FakeMetadataCache)
     replica_manager: FakeReplicaManager = field(default_factory=FakeReplicaManager)
