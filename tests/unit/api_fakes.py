@@ -15,6 +15,7 @@ from odradek.metadata.authorizer import AclAuthorizer
 from odradek.metadata.znodes import BrokerInfo
 from odradek.protocol.codec import RequestHeader, api_schema
 from odradek.replication.partition import PartitionState
+from odradek.replication.replica_manager import FetchPartitionResult
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal
 from odradek.server.client_quotas import ClientQuotas
 from odradek.server.config import KafkaConfig
@@ -66,6 +67,8 @@ class FakeReplicaManager:
     errors: dict[TopicPartition, KafkaError] = field(default_factory=dict)
     appended: list[tuple[TopicPartition, bytes, int]] = field(default_factory=list)
     partitions: dict[TopicPartition, Any] = field(default_factory=dict)
+    records: dict[TopicPartition, bytes] = field(default_factory=dict)
+    fetched: list[tuple[list[Any], dict[str, Any]]] = field(default_factory=list)
 
     def _check(self, tp: TopicPartition) -> None:
         if tp in self.errors:
@@ -84,6 +87,20 @@ class FakeReplicaManager:
             log_start_offset=0,
             log_append_time=-1,
         )
+
+    async def fetch_messages(self, requests: Any, **options: Any) -> list[FetchPartitionResult]:
+        """Each requested partition's records (``records[tp]``, high watermark = its next offset)
+        or its error; the requests and options are recorded in ``fetched``."""
+        self.fetched.append((list(requests), options))
+        results = []
+        for r in requests:
+            tp = r.topic_partition
+            if tp in self.errors:
+                results.append(FetchPartitionResult(tp, self.errors[tp].error_code))
+            else:
+                hw = self.offsets.get(tp, 0)
+                results.append(FetchPartitionResult(tp, ErrorCode.none, hw, hw, 0, self.records.get(tp, b"")))
+        return results
 
     def get_partition(self, tp: TopicPartition) -> Any:
         self._check(tp)
