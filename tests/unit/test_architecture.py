@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+from chaos.cycles import strongly_connected
+
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "odradek"
 
 LAYER = {
@@ -121,59 +123,24 @@ def server_import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    cycles: list[list[str]] = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    cycles.append(sorted(component))
-    return cycles
-
-
-def test_import_cycles_finds_a_type_only_circle() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert import_cycles(graph) == [["a", "b", "c"]]
-    assert import_cycles({"a": {"b"}, "b": set()}) == []
+def test_type_only_imports_count_and_deferred_ones_do_not() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from odradek.server.broker import Broker\n"
+        "def later():\n"
+        "    from odradek.server.apis import API_HANDLERS\n"
+    )
+    modules = [n.module for n in _module_level_imports(ast.parse(source)) if isinstance(n, ast.ImportFrom)]
+    assert sorted(modules) == ["odradek.server.broker", "typing"]
+    assert strongly_connected({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
 
 
 def test_no_import_cycles_among_server_modules() -> None:
     """Type-only imports count: a circle of them is still a circle of the design."""
     graph = server_import_graph()
     assert "odradek.server.request" in graph and "odradek.server.apis.produce" in graph
-    assert import_cycles(graph) == []
+    assert strongly_connected(graph) == []
 
 
 def test_handlers_do_not_import_the_broker() -> None:
