@@ -185,3 +185,22 @@ def test_sync_group_v5_without_a_protocol_name_is_inconsistent() -> None:
     response = call(sync_group, services, 5, _sync(None))
     assert response.error_code == ErrorCode.inconsistent_group_protocol
     assert services.group_coordinator.calls == []
+
+
+def test_join_group_v0_rebalances_within_the_session_timeout_and_has_no_instance_id() -> None:
+    from kio.schema.join_group.v0 import request as join_v0
+
+    services = FakeServices()
+    services.group_coordinator.join_result = JoinGroupResult("m-1", generation_id=1, protocol_name="range")
+    request = join_v0.JoinGroupRequest(
+        group_id="g",
+        session_timeout=datetime.timedelta(seconds=10),
+        member_id="",
+        protocol_type="consumer",
+        protocols=(join_v0.JoinGroupRequestProtocol(name="range", metadata=b"meta"),),
+    )
+    response = call(join_group, services, 0, request)
+    assert (response.error_code, response.protocol_name) == (ErrorCode.none, "range")
+    ((_, join),) = services.group_coordinator.calls
+    assert (join.rebalance_timeout_ms, join.group_instance_id, join.reason) == (10_000, None, None)
+    assert not join.require_known_member_id

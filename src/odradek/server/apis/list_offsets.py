@@ -12,6 +12,8 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.list_offsets import v1 as list_offsets_v1
+
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
@@ -29,7 +31,7 @@ MAX_VERSION = 9
 async def handle(ctx: RequestContext[ListOffsetsRequest]) -> Any:
     req = ctx.request
     rm = ctx.services.replica_manager
-    isolation = getattr(req, "isolation_level", 0)
+    isolation = 0 if isinstance(req, list_offsets_v1.ListOffsetsRequest) else req.isolation_level
     topics = []
     described = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, [t.name for t in req.topics])
     for topic in req.topics:
