@@ -3,6 +3,7 @@ handler's ``handle(ctx)`` and checks the response's fields and per-partition err
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 from kio.schema.join_group.v7 import request as join_v7
@@ -204,3 +205,11 @@ def test_join_group_v0_rebalances_within_the_session_timeout_and_has_no_instance
     ((_, join),) = services.group_coordinator.calls
     assert (join.rebalance_timeout_ms, join.group_instance_id, join.reason) == (10_000, None, None)
     assert not join.require_known_member_id
+
+
+def test_offset_commit_v8_passes_the_static_members_instance_id() -> None:
+    services = FakeServices(metadata_cache=FakeMetadataCache({"t": 1}))
+    request = dataclasses.replace(_commit(("t", 0)), group_instance_id="instance-1")
+    call(offset_commit, services, 8, request)
+    ((_, (_, _, instance, _, _)),) = services.group_coordinator.calls
+    assert instance == "instance-1"

@@ -45,6 +45,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.describe_configs import v1 as describe_configs_v1
+from kio.schema.describe_configs import v2 as describe_configs_v2
+
 from odradek.configdef import ConfigDef, ConfigKey
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from odradek.protocol.api_keys import ApiKey
@@ -287,10 +290,12 @@ async def topic_exists(broker: ApiServices, name: str) -> bool:
     return name in await broker.zk.get_all_topics()
 
 
-async def _describe(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
+async def _describe(ctx: RequestContext[DescribeConfigsRequest], resource: Any) -> list[ConfigEntry]:
     broker = ctx.services
     requested = resource.configuration_keys
-    include_doc = bool(getattr(ctx.request, "include_documentation", False))
+    req = ctx.request
+    before_v3 = (describe_configs_v1.DescribeConfigsRequest, describe_configs_v2.DescribeConfigsRequest)
+    include_doc = False if isinstance(req, before_v3) else req.include_documentation
     if resource.resource_type == RESOURCE_TOPIC:
         name = resource.resource_name
         validate_topic_name(name)

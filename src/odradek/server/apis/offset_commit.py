@@ -24,6 +24,12 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.offset_commit import v2 as commit_v2
+from kio.schema.offset_commit import v3 as commit_v3
+from kio.schema.offset_commit import v4 as commit_v4
+from kio.schema.offset_commit import v5 as commit_v5
+from kio.schema.offset_commit import v6 as commit_v6
+
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
 from odradek.protocol import legacy_messages as legacy
@@ -62,7 +68,8 @@ async def handle(ctx: RequestContext[OffsetCommitRequest]) -> Any:
     version = ctx.api_version
     broker = ctx.services
     now = int(time.time() * 1000)
-    retention = millis(getattr(req, "retention_time", -1))
+    with_retention = (commit_v2.OffsetCommitRequest, commit_v3.OffsetCommitRequest, commit_v4.OffsetCommitRequest)
+    retention = millis(req.retention_time) if isinstance(req, with_retention) else -1
     max_metadata = int(broker.config["offset.metadata.max.bytes"])
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -94,11 +101,19 @@ async def handle(ctx: RequestContext[OffsetCommitRequest]) -> Any:
     if isinstance(req, legacy.OffsetCommitRequestV0):  # v0
         errors.update(await _commit_to_zookeeper(ctx, {tp: v.offset for tp, v in offsets.items()}))
     elif offsets:
+        before_v7 = (
+            legacy.OffsetCommitRequestV1,
+            commit_v2.OffsetCommitRequest,
+            commit_v3.OffsetCommitRequest,
+            commit_v4.OffsetCommitRequest,
+            commit_v5.OffsetCommitRequest,
+            commit_v6.OffsetCommitRequest,
+        )
         errors.update(
             await broker.group_coordinator.commit_offsets(
                 req.group_id,
                 req.member_id,
-                getattr(req, "group_instance_id", None),
+                None if isinstance(req, before_v7) else req.group_instance_id,
                 int(req.generation_id_or_member_epoch),
                 offsets,
             )
