@@ -4,7 +4,12 @@ Handlers live in :mod:`odradek.server.apis`, one module per API, each with ``API
 ``MIN_VERSION``, ``MAX_VERSION`` and ``async def handle(ctx) -> response | None`` (None: send
 nothing, e.g. Produce with acks=0). They build responses with
 :func:`odradek.protocol.messages.build` from ``ctx.response_type`` and its nested classes, so one
-handler serves every version.
+handler serves every version. What a handler may use of the broker is ``ctx.services``
+(:class:`odradek.server.services.ApiServices`); a handler that declares
+``ctx: RequestContext[SomeRequest]`` (a union from :mod:`odradek.server.apis.request_types`) has
+its reads of the request body checked by mypy. The dispatch
+(:mod:`odradek.server.request_handler`) builds one context per request on the broker's event loop;
+handlers run there too.
 """
 
 from __future__ import annotations
