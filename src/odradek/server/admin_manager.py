@@ -21,7 +21,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from odradek.errors import (
     ErrorCode,
@@ -42,8 +42,9 @@ from odradek.server.request_limits import PartitionLimits
 from odradek.storage.config import TOPIC_CONFIGS, LogConfig
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+    from odradek.metadata.kafka_zk_client import KafkaZkClient
     from odradek.server.config import KafkaConfig
+    from odradek.server.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,23 @@ def validate_topic_name(name: str) -> None:
         )
 
 
+class AdminBroker(Protocol):
+    """What the admin manager uses of its broker (read when used, on the event loop)."""
+
+    @property
+    def config(self) -> KafkaConfig: ...
+
+    @property
+    def metadata_cache(self) -> MetadataCache: ...
+
+    @property
+    def zk(self) -> KafkaZkClient: ...
+
+    async def reload_topic_config(self, topic: str) -> None: ...
+
+
 class AdminManager:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: AdminBroker) -> None:
         self.broker = broker
         self.limits = PartitionLimits(broker.config, broker.metadata_cache)
         """What one topic may add and the cluster may hold (:mod:`odradek.server.request_limits`)."""

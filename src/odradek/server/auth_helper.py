@@ -65,7 +65,7 @@ _BITS_ORDER = sorted(AclOperation, key=int)
 
 
 def has_authorizer(ctx: RequestContext) -> bool:
-    return ctx.broker.authorizer is not None
+    return ctx.services.authorizer is not None
 
 
 def authorize(
@@ -77,7 +77,7 @@ def authorize(
     log_if_denied: bool = True,
 ) -> bool:
     """Whether the request's principal may do ``operation`` on the literal resource ``name``."""
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if authorizer is None:
         return True
     session = ctx.session
@@ -88,7 +88,7 @@ def authorize(
 
 def authorize_by_resource_type(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType) -> bool:
     """Whether the principal may do ``operation`` on some resource of ``resource_type``."""
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if authorizer is None:
         return True
     session = ctx.session
@@ -112,7 +112,7 @@ def filter_authorized(
     """The names among ``items`` (each named by ``name_of``) the principal may act on; each
     distinct name is asked once."""
     names = {name_of(item) for item in items}
-    if ctx.broker.authorizer is None:
+    if ctx.services.authorizer is None:
         return names
     return {n for n in names if authorize(ctx, operation, resource_type, n, log_if_denied=log_if_denied)}
 
@@ -131,7 +131,7 @@ def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name
 def may_auto_create(ctx: RequestContext, name: str) -> bool:
     """Whether a Metadata or Produce request may auto-create topic ``name``: CREATE on the cluster
     or on the topic (asked only when ``auto.create.topics.enable`` is set)."""
-    if ctx.broker.authorizer is None or not ctx.broker.config["auto.create.topics.enable"]:
+    if ctx.services.authorizer is None or not ctx.services.config["auto.create.topics.enable"]:
         return True
     return authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False) or authorize(
         ctx, AclOperation.CREATE, ResourceType.TOPIC, name
@@ -171,6 +171,6 @@ def operations_field(ctx: RequestContext, include: bool, resource_type: Resource
 def authorize_cluster_action(ctx: RequestContext) -> bool:
     """An inter-broker request: CLUSTER_ACTION on the cluster with an authorizer, else only on
     the inter-broker listener (a broker with one listener serves them there, as before)."""
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         return authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
-    return ctx.session.listener_name == ctx.broker.config.inter_broker_listener_name
+    return ctx.session.listener_name == ctx.services.config.inter_broker_listener_name

@@ -31,7 +31,7 @@ import inspect
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from odradek.client.connection import KafkaConnection
 from odradek.client.security import inter_broker_client_security
@@ -59,7 +59,12 @@ from odradek.server.broker_metrics import BrokerMetrics
 from odradek.server.client_quotas import ClientQuotas, quota_config_handlers
 from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components, start_authorizer
 from odradek.server.config import Endpoint, KafkaConfig
-from odradek.server.dynamic_config import DynamicBrokerConfig, register_broker_reconfigurables
+from odradek.server.dynamic_config import (
+    DynamicBrokerConfig,
+    broker_overrides,
+    register_broker_reconfigurables,
+    set_broker_overrides,
+)
 from odradek.server.listener_security import ListenerSecurity, listener_securities
 from odradek.server.listeners import bind_listeners, controller_listener, registration
 from odradek.server.log_dir_failure import LogDirFailureHandler
@@ -484,6 +489,14 @@ class Broker:
             self.log_manager.shutdown()
         self.started = False
         log.info("broker %d shut down", self.broker_id)
+
+    # --- broker configs (AlterConfigs, IncrementalAlterConfigs) -------------------------------
+
+    async def broker_overrides(self, name: str) -> dict[str, str]:
+        return await broker_overrides(self, name)
+
+    async def set_broker_overrides(self, name: str, overrides: Mapping[str, str], validate_only: bool) -> None:
+        await set_broker_overrides(self, name, overrides, validate_only)
 
     # --- topic configs -----------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry
 
@@ -56,7 +56,14 @@ from odradek.server.request_limits import LOOP_STALL_THRESHOLD_MS, setting
 from odradek.server.request_log import REQUEST_LOGGER, RequestLog
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+    from odradek.client.security import ClientSecurity
+    from odradek.controller.controller import KafkaController
+    from odradek.metadata.store import CoordinationStore
+    from odradek.server.client_quotas import ClientQuotas
+    from odradek.server.components import BrokerComponents
+    from odradek.server.config import Endpoint, KafkaConfig
+    from odradek.server.socket_server import SocketServer
+    from odradek.storage import LogManager
 
 __all__ = ["BrokerMetrics"]
 
@@ -65,10 +72,47 @@ log = logging.getLogger(__name__)
 READINESS_TIMEOUT_S = 2.0
 
 
+class MetricsBroker(Protocol):
+    """What the metrics read of their broker, when they are scraped or started (event loop)."""
+
+    @property
+    def config(self) -> KafkaConfig: ...
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def components(self) -> BrokerComponents: ...
+
+    @property
+    def socket_server(self) -> SocketServer: ...
+
+    @property
+    def log_manager(self) -> LogManager | None: ...
+
+    @property
+    def client_quotas(self) -> ClientQuotas: ...
+
+    @property
+    def controller(self) -> KafkaController | None: ...
+
+    @property
+    def store(self) -> CoordinationStore | None: ...
+
+    @property
+    def endpoints(self) -> list[Endpoint]: ...
+
+    @property
+    def inter_broker_security(self) -> ClientSecurity: ...
+
+    @property
+    def serving(self) -> asyncio.Event: ...
+
+
 class BrokerMetrics:
     """See the module docstring."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: MetricsBroker) -> None:
         self.broker = broker
         value = broker.config["metrics.listener"]
         self.address: tuple[str, int] | None = None

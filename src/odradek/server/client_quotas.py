@@ -53,12 +53,13 @@ import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from odradek.metadata.config_entities import DEFAULT_ENTITY, ConfigHandler, desanitize, sanitize
 
 if TYPE_CHECKING:
-    from odradek.server.request import RequestContext
+    from odradek.protocol.codec import RequestHeader
+    from odradek.server.session import Session
 
 __all__ = [
     "CONSUMER_BYTE_RATE",
@@ -489,19 +490,29 @@ def quota_config_handlers(quotas: ClientQuotas, credentials: ConfigHandler) -> d
     return {"users": users, "clients": quotas.client_config_changed}
 
 
-def record_quota(ctx: RequestContext, manager: ClientQuotaManager, value: float) -> int:
+class QuotaRequest(Protocol):
+    """Who sent a request, as the quota functions below read it (a handler's ``RequestContext``)."""
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def header(self) -> RequestHeader: ...
+
+
+def record_quota(ctx: QuotaRequest, manager: ClientQuotaManager, value: float) -> int:
     """Record ``value`` for the request's user and client id; the throttle time in ms."""
     user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)
     return manager.record(user, client, value)
 
 
-def unrecord_quota(ctx: RequestContext, manager: ClientQuotaManager, value: float) -> None:
+def unrecord_quota(ctx: QuotaRequest, manager: ClientQuotaManager, value: float) -> None:
     """Take back what :func:`record_quota` recorded for this request."""
     user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)
     manager.unrecord(user, client, value)
 
 
-def max_quota_window_bytes(ctx: RequestContext, manager: ClientQuotaManager) -> float:
+def max_quota_window_bytes(ctx: QuotaRequest, manager: ClientQuotaManager) -> float:
     """The most a consumer's Fetch may answer without a certain throttle (see
     :meth:`ClientQuotaManager.max_value_in_quota_window`)."""
     user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)

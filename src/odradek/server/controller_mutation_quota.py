@@ -81,7 +81,7 @@ class ControllerMutationQuota:
 
 def controller_mutation_quota(ctx: RequestContext) -> ControllerMutationQuota | None:
     """The request's quota, or None when no ``controller_mutation_rate`` applies to its sender."""
-    manager = ctx.broker.client_quotas.controller_mutation
+    manager = ctx.services.client_quotas.controller_mutation
     if not manager.quotas:
         return None
     user, client = quota_identity(ctx.session.principal.name, ctx.header.client_id)

@@ -1,17 +1,22 @@
-"""What a request handler receives: the decoded header and body and the broker it runs on.
+"""What a request handler receives: the decoded header and body and the services it may use.
 
 Handlers live in :mod:`odradek.server.apis`, one module per API, each with ``API_KEY``,
 ``MIN_VERSION``, ``MAX_VERSION`` and ``async def handle(ctx) -> response | None`` (None: send
 nothing, e.g. Produce with acks=0). They build responses with
 :func:`odradek.protocol.messages.build` from ``ctx.response_type`` and its nested classes, so one
-handler serves every version.
+handler serves every version. What a handler may use of the broker is ``ctx.services``
+(:class:`odradek.server.services.ApiServices`); a handler that declares
+``ctx: RequestContext[SomeRequest]`` (a union from :mod:`odradek.server.apis.request_types`) has
+its reads of the request body checked by mypy. The dispatch
+(:mod:`odradek.server.request_handler`) builds one context per request on the broker's event loop;
+handlers run there too.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from odradek.protocol.codec import ApiSchema, RequestHeader
 from odradek.protocol.messages import build, nested
@@ -19,15 +24,30 @@ from odradek.server.request_channel import RequestTimes
 from odradek.server.session import PLAINTEXT_SESSION, Session
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+    from typing_extensions import TypeVar
+
+    from odradek.server.services import ApiServices
+
+    Req = TypeVar("Req", default=Any)
+else:
+    from typing import TypeVar
+
+    Req = TypeVar("Req")
 
 
 @dataclass(slots=True)
-class RequestContext:
-    broker: Broker
+class RequestContext(Generic[Req]):
+    """One request's context. ``Req`` is the request body's type as the handler declares it: a
+    union over the kio request classes of the versions it serves (e.g.
+    :data:`odradek.server.apis.produce.ProduceRequest`), so field accesses are checked; a bare
+    ``RequestContext`` is ``RequestContext[Any]``. The dispatch decodes the body for the version in
+    the header, so the object is always one of the union's classes."""
+
+    services: ApiServices
+    """The broker's services (:mod:`odradek.server.services`); handlers never see the broker itself."""
     header: RequestHeader
     schema: ApiSchema
-    request: Any
+    request: Req
     client_host: str
     connection_id: str
     session: Session = PLAINTEXT_SESSION

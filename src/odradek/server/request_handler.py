@@ -49,7 +49,7 @@ from odradek.server.request_channel import (
 from odradek.server.request_limits import RequestTooLarge, bound_request
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+    from odradek.server.services import HandlerServices
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ the authenticator and never reaches the handler, as in Kafka."""
 class RequestHandler:
     """Kafka's ``KafkaApis`` dispatch (a :class:`~odradek.server.request_channel.RequestHandlerProtocol`)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: HandlerServices) -> None:
         self.broker = broker
 
     async def handle(self, frame: bytes | bytearray, connection: ConnectionInfo) -> Response:

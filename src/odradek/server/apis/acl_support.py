@@ -34,7 +34,7 @@ NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
 def refusal(ctx: RequestContext, operation: AclOperation) -> tuple[ErrorCode, str] | None:
     """Why an ACL API is not served: SECURITY_DISABLED without an authorizer, CLUSTER_AUTHORIZATION_FAILED
     without ``operation`` on the cluster (ALTER to change ACLs, DESCRIBE to read them); None to serve it."""
-    if ctx.broker.authorizer is None:
+    if ctx.services.authorizer is None:
         return ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE
     if not authorize_cluster(ctx, operation):
         return ErrorCode.cluster_authorization_failed, CLUSTER_AUTHORIZATION_MESSAGE

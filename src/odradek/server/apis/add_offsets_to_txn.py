@@ -30,6 +30,6 @@ async def handle(ctx: RequestContext) -> Any:
         )
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return ctx.response(throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed)
-    txn = ctx.broker.transaction_coordinator
+    txn = ctx.services.transaction_coordinator
     error = await txn.add_offsets(req.transactional_id, int(req.producer_id), int(req.producer_epoch), req.group_id)
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=for_version(error, ctx.api_version, 2))

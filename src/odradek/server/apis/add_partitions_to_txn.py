@@ -28,7 +28,7 @@ async def _one(ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: A
     refused = _refused_topics(ctx, txn_id, topics)
     if refused is None:
         partitions = [(str(t.name), int(p)) for t in topics for p in t.partitions]
-        txn = ctx.broker.transaction_coordinator
+        txn = ctx.services.transaction_coordinator
         error = await txn.add_partitions(txn_id, pid, epoch, partitions, verify_only=verify)
         error = for_version(error, ctx.api_version, 2)
     return tuple(
@@ -58,7 +58,7 @@ def _refused_topics(ctx: RequestContext, txn_id: str, topics: Any) -> dict[str, 
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
         return {t.name: ErrorCode.transactional_id_authorization_failed for t in topics}
     writable = filter_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, topics, lambda t: t.name)
-    cache = ctx.broker.metadata_cache
+    cache = ctx.services.metadata_cache
     refused = {
         t.name: ErrorCode.topic_authorization_failed if t.name not in writable else ErrorCode.unknown_topic_or_partition
         for t in topics

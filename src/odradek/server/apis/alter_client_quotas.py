@@ -82,8 +82,8 @@ async def _alter(ctx: RequestContext, entry: Any, validate_only: bool) -> None:
     removes = [op.key for op in entry.ops if op.remove]
     if validate_only:
         return
-    written = await alter_entity_config(ctx.broker.zk.store, entity_type, name, sets, removes)
-    ctx.broker.client_quotas.entity_changed(entity_type, name, written)
+    written = await alter_entity_config(ctx.services.zk.store, entity_type, name, sets, removes)
+    ctx.services.client_quotas.entity_changed(entity_type, name, written)
 
 
 async def handle(ctx: RequestContext) -> Any:

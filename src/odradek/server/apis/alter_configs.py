@@ -22,15 +22,17 @@ import datetime
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
 from odradek.server.apis.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, topic_exists
 from odradek.server.auth_helper import AclOperation, config_refusal
-from odradek.server.dynamic_config import set_broker_overrides
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import AlterConfigsRequest
 
 API_KEY = ApiKey.ALTER_CONFIGS
 MIN_VERSION = 0
@@ -51,14 +53,14 @@ def check_resource(ctx: RequestContext, resource_type: int, names: Iterable[str]
 async def check_topic(ctx: RequestContext, name: str) -> None:
     """Raise INVALID_TOPIC_EXCEPTION or UNKNOWN_TOPIC_OR_PARTITION unless ``name`` is a topic."""
     validate_topic_name(name)
-    if not await topic_exists(ctx.broker, name):
+    if not await topic_exists(ctx.services, name):
         raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
 
 
 async def alter_topic(ctx: RequestContext, name: str, overrides: Mapping[str, str], validate_only: bool) -> None:
     """Validate and (unless ``validate_only``) store ``overrides`` as the topic's overrides."""
     await check_topic(ctx, name)
-    await ctx.broker.admin.set_topic_overrides(name, dict(overrides), validate_only)
+    await ctx.services.admin.set_topic_overrides(name, dict(overrides), validate_only)
 
 
 async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
@@ -68,7 +70,7 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Non
         raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
     overrides = {c.name: c.value for c in resource.configs}
     if resource.resource_type == RESOURCE_BROKER:
-        await set_broker_overrides(ctx.broker, resource.resource_name, overrides, validate_only)
+        await ctx.services.set_broker_overrides(resource.resource_name, overrides, validate_only)
     else:
         await alter_topic(ctx, resource.resource_name, overrides, validate_only)
 
@@ -105,5 +107,5 @@ async def answer_resources(
     return ctx.response(throttle_time=datetime.timedelta(0), responses=tuple(responses))
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[AlterConfigsRequest]) -> Any:
     return await answer_resources(ctx, _alter, "AlterConfigs")

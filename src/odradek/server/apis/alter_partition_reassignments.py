@@ -26,7 +26,7 @@ MAX_VERSION = 0
 
 
 async def handle(ctx: RequestContext) -> Any:
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     targets: dict[TopicPartition, list[int] | None] = {
         TopicPartition(t.name, int(p.partition_index)): None if p.replicas is None else [int(r) for r in p.replicas]
         for t in ctx.request.topics

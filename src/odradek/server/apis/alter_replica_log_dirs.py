@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext) -> Any:
-    mover = ctx.broker.replica_manager.alter_log_dirs
+    mover = ctx.services.replica_manager.alter_log_dirs
     by_topic: dict[str, list[Any]] = {}
     allowed = authorize_cluster(ctx, AclOperation.ALTER)
     for directory in ctx.request.dirs:

@@ -34,7 +34,7 @@ MAX_VERSION = 0
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
     users = list(dict.fromkeys([*(u.name for u in req.upsertions), *(d.name for d in req.deletions)]))
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     results: list[AlterUserScramCredentialsResult]
     if not authorize_cluster(ctx, AclOperation.ALTER):
         results = [AlterUserScramCredentialsResult(u, ErrorCode.cluster_authorization_failed) for u in users]
@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext) -> Any:
         results = [AlterUserScramCredentialsResult(u, ErrorCode.not_controller) for u in users]
     else:
         results = await alter_user_scram_credentials(
-            ctx.broker.zk.store,
+            ctx.services.zk.store,
             [
                 ScramCredentialUpsertion(
                     u.name, int(u.mechanism), int(u.iterations), bytes(u.salt), bytes(u.salted_password)

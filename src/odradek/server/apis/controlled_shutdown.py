@@ -26,7 +26,7 @@ MAX_VERSION = message.MAX_VERSION
 async def handle(ctx: RequestContext) -> Any:
     if not authorize_cluster_action(ctx):
         return message.encode_response(ctx.api_version, ErrorCode.cluster_authorization_failed, ())
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     if controller is None or not controller.active:
         return message.encode_response(ctx.api_version, ErrorCode.not_controller, ())
     broker_epoch = int(getattr(ctx.request, "broker_epoch", -1))

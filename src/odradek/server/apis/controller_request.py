@@ -23,6 +23,6 @@ def refusal(ctx: RequestContext) -> ErrorCode | None:
     if not authorize_cluster_action(ctx):
         return ErrorCode.cluster_authorization_failed
     epoch = int(getattr(ctx.request, "broker_epoch", -1))
-    if epoch != -1 and epoch < ctx.broker.broker_epoch:
+    if epoch != -1 and epoch < ctx.services.broker_epoch:
         return ErrorCode.stale_broker_epoch
     return None

@@ -12,7 +12,7 @@ binding succeeds. Runs on the broker's event loop.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclCreateResult
@@ -22,14 +22,17 @@ from odradek.server.apis.acl_support import binding_of, refusal
 from odradek.server.auth_helper import AclOperation
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import CreateAclsRequest
+
 API_KEY = ApiKey.CREATE_ACLS
 MIN_VERSION = 1
 MAX_VERSION = 3
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[CreateAclsRequest]) -> Any:
     creations = ctx.request.creations
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     results: list[AclCreateResult | None] = [None] * len(creations)
     refused = refusal(ctx, AclOperation.ALTER)
     if refused is not None or authorizer is None:

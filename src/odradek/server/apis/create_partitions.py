@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 
 def _leaders_ready(ctx: RequestContext, name: str, count: int) -> bool:
-    meta = ctx.broker.metadata_cache.topic(name)
+    meta = ctx.services.metadata_cache.topic(name)
     return (
         meta is not None
         and len(meta.partitions) >= count
@@ -55,7 +55,7 @@ def _leaders_ready(ctx: RequestContext, name: str, count: int) -> bool:
 async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
     try:
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
-        await ctx.broker.admin.create_partitions(
+        await ctx.services.admin.create_partitions(
             topic.name, topic.count, assignments, validate_only, max(timeout_ms, 0)
         )
         if not validate_only and timeout_ms > 0 and not _leaders_ready(ctx, topic.name, topic.count):
@@ -78,7 +78,7 @@ async def _grow_within_quota(
     for i, (topic, (error, _)) in enumerate(zip(topics, results, strict=True)):
         if error != ErrorCode.none:
             continue
-        meta = ctx.broker.metadata_cache.topic(topic.name)
+        meta = ctx.services.metadata_cache.topic(topic.name)
         if quota.record(topic.count - (len(meta.partitions) if meta is not None else 0)):
             allowed.append(i)
         else:

@@ -30,7 +30,7 @@ import logging
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, InvalidConfigError, KafkaError
 from odradek.protocol.api_keys import ApiKey
@@ -42,6 +42,9 @@ from odradek.server.controller_mutation_quota import (
     controller_mutation_quota,
 )
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import CreateTopicsRequest
 
 API_KEY = ApiKey.CREATE_TOPICS
 MIN_VERSION = 2
@@ -69,7 +72,7 @@ def timeout_ms_of(request: Any) -> int:
 
 
 def _leaders_ready(ctx: RequestContext, name: str, partitions: int) -> bool:
-    meta = ctx.broker.metadata_cache.topic(name)
+    meta = ctx.services.metadata_cache.topic(name)
     return (
         meta is not None
         and len(meta.partitions) >= partitions
@@ -85,7 +88,7 @@ async def _create(ctx: RequestContext, topic: Any, validate_only: bool, timeout_
             raise InvalidConfigError(f"Null value not supported for topic configs: {','.join(nulls)}")
         configs = {c.name: c.value for c in topic.configs}
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
-        assignment, _log_config = await ctx.broker.admin.create_topic(
+        assignment, _log_config = await ctx.services.admin.create_topic(
             topic.name,
             num_partitions=topic.num_partitions,
             replication_factor=topic.replication_factor,
@@ -96,9 +99,9 @@ async def _create(ctx: RequestContext, topic: Any, validate_only: bool, timeout_
         )
         result.num_partitions = len(assignment)
         result.replication_factor = len(next(iter(assignment.values()), []))
-        result.configs = topic_config_entries(ctx.broker, configs)
+        result.configs = topic_config_entries(ctx.services, configs)
         if not validate_only:
-            meta = ctx.broker.metadata_cache.topic(topic.name)
+            meta = ctx.services.metadata_cache.topic(topic.name)
             if meta is not None:
                 result.topic_id = meta.topic_id
             if timeout_ms > 0 and not _leaders_ready(ctx, topic.name, len(assignment)):
@@ -129,16 +132,16 @@ async def _create_within_quota(
     return results
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[CreateTopicsRequest]) -> Any:
     req = ctx.request
     timeout_ms = timeout_ms_of(req)
     validate_only = bool(req.validate_only)
     counts = Counter(t.name for t in req.topics)
     duplicates = {name for name, n in counts.items() if n > 1}
     if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False):
-        creatable = {t.name for t in req.topics}
+        creatable = {str(t.name) for t in req.topics}
     else:
-        creatable = filter_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, req.topics, lambda t: t.name)
+        creatable = filter_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, [t.name for t in req.topics])
     wanted = [t for t in req.topics if t.name not in duplicates and t.name in creatable]
     quota = None if validate_only else controller_mutation_quota(ctx)
     if quota is None:

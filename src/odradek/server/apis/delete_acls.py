@@ -10,7 +10,7 @@ removed (a binding matched by several filters is listed under the first), from
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclDeleteResult
@@ -20,14 +20,17 @@ from odradek.server.apis.acl_support import filter_of, refusal, unknown_filter_m
 from odradek.server.auth_helper import AclOperation
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import DeleteAclsRequest
+
 API_KEY = ApiKey.DELETE_ACLS
 MIN_VERSION = 1
 MAX_VERSION = 3
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DeleteAclsRequest]) -> Any:
     filters = ctx.request.filters
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     results: list[AclDeleteResult | None] = [None] * len(filters)
     refused = refusal(ctx, AclOperation.ALTER)
     if refused is not None or authorizer is None:

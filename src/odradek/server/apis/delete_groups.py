@@ -25,7 +25,7 @@ async def handle(ctx: RequestContext) -> Any:
     deletable = filter_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
     results: dict[str, ErrorCode] = dict.fromkeys(names, ErrorCode.group_authorization_failed)
     if deletable:
-        results.update(await ctx.broker.group_coordinator.delete_groups([g for g in names if g in deletable]))
+        results.update(await ctx.services.group_coordinator.delete_groups([g for g in names if g in deletable]))
     return ctx.response(
         throttle_time=datetime.timedelta(0),
         results=tuple(ctx.make("DeletableGroupResult", group_id=g, error_code=results[g]) for g in names),

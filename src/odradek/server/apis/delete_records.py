@@ -36,7 +36,7 @@ HIGH_WATERMARK = -1
 
 def delete_records(ctx: RequestContext, tp: TopicPartition, offset: int) -> int:
     """The new low watermark of ``tp``; raises KafkaError subclasses per partition."""
-    rm = ctx.broker.replica_manager
+    rm = ctx.services.replica_manager
     partition = rm.leader_partition(tp)
     high_watermark = partition.high_watermark
     target = high_watermark if offset == HIGH_WATERMARK else offset

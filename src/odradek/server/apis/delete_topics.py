@@ -40,7 +40,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def _name_of_id(ctx: RequestContext, topic_id: uuid.UUID) -> str | None:
-    for meta in ctx.broker.metadata_cache.topics.values():
+    for meta in ctx.services.metadata_cache.topics.values():
         if meta.topic_id == topic_id:
             return meta.name
     return None
@@ -48,8 +48,8 @@ def _name_of_id(ctx: RequestContext, topic_id: uuid.UUID) -> str | None:
 
 async def _delete(ctx: RequestContext, name: str, timeout_ms: int) -> tuple[ErrorCode, str | None]:
     try:
-        await ctx.broker.admin.delete_topic(name, max(timeout_ms, 0))
-        if timeout_ms > 0 and ctx.broker.metadata_cache.topic(name) is not None:
+        await ctx.services.admin.delete_topic(name, max(timeout_ms, 0))
+        if timeout_ms > 0 and ctx.services.metadata_cache.topic(name) is not None:
             return ErrorCode.request_timed_out, f"Timed out waiting for the deletion of topic {name}."
         return ErrorCode.none, None
     except KafkaError as exc:
@@ -83,7 +83,7 @@ async def handle(ctx: RequestContext) -> Any:
                 else:
                     entries.append((name, topic_id, None, None))
             else:
-                meta = ctx.broker.metadata_cache.topic(t.name)
+                meta = ctx.services.metadata_cache.topic(t.name)
                 entries.append((t.name, meta.topic_id if meta else ZERO_UUID, None, None))
     else:
         entries = [(name, ZERO_UUID, None, None) for name in req.topic_names]
@@ -112,7 +112,7 @@ async def handle(ctx: RequestContext) -> Any:
     quota = controller_mutation_quota(ctx)
     if quota is not None:  # each existing topic's partitions count, in request order (KIP-599)
         for name in to_delete:
-            meta = ctx.broker.metadata_cache.topic(name)
+            meta = ctx.services.metadata_cache.topic(name)
             if meta is not None and not quota.record(len(meta.partitions)):
                 throttled[name] = (ErrorCode.throttling_quota_exceeded, THROTTLING_QUOTA_EXCEEDED_MESSAGE)
         to_delete = [name for name in to_delete if name not in throttled]

@@ -10,7 +10,7 @@ resource pattern as Kafka's ``DescribeAclsResponse.aclsResources``. Runs on the 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -18,6 +18,9 @@ from odradek.security.acl import AclBinding, ResourcePattern
 from odradek.server.apis.acl_support import filter_of, refusal, unknown_filter_message
 from odradek.server.auth_helper import AclOperation
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import DescribeAclsRequest
 
 API_KEY = ApiKey.DESCRIBE_ACLS
 MIN_VERSION = 1
@@ -30,8 +33,8 @@ def _answer(ctx: RequestContext, error: ErrorCode, message: str | None, resource
     )
 
 
-async def handle(ctx: RequestContext) -> Any:
-    authorizer = ctx.broker.authorizer
+async def handle(ctx: RequestContext[DescribeAclsRequest]) -> Any:
+    authorizer = ctx.services.authorizer
     refused = refusal(ctx, AclOperation.DESCRIBE)
     if refused is not None or authorizer is None:
         return _answer(ctx, *(refused or (ErrorCode.security_disabled, None)))

@@ -73,7 +73,7 @@ def matches(filters: dict[str, tuple[int, str | None]], entity: Entity, strict: 
 
 async def stored_quota_entities(ctx: RequestContext) -> list[tuple[Entity, dict[str, float]]]:
     """Every stored entity with quota keys: ({type: name or None}, {key: value})."""
-    store = ctx.broker.zk.store
+    store = ctx.services.zk.store
     found: list[tuple[Entity, dict[str, str]]] = []
     for name, config in (await fetch_all_entity_configs(store, "users")).items():
         found.append(({USER: describe_name(name)}, config))

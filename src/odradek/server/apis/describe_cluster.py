@@ -25,7 +25,7 @@ ENDPOINT_BROKERS = 1
 
 
 async def handle(ctx: RequestContext) -> Any:
-    cache = ctx.broker.metadata_cache
+    cache = ctx.services.metadata_cache
     endpoint_type = getattr(ctx.request, "endpoint_type", ENDPOINT_BROKERS)
     error, message = ErrorCode.none, None
     brokers: tuple[Any, ...] = ()
@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext) -> Any:
         error_code=error,
         error_message=message,
         endpoint_type=endpoint_type,
-        cluster_id=ctx.broker.cluster_id,
+        cluster_id=ctx.services.cluster_id,
         controller_id=cache.controller_id,
         brokers=brokers,
         cluster_authorized_operations=operations_field(

@@ -45,6 +45,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.describe_configs import v1 as describe_configs_v1
+from kio.schema.describe_configs import v2 as describe_configs_v2
+
 from odradek.configdef import ConfigDef, ConfigKey
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from odradek.protocol.api_keys import ApiKey
@@ -56,7 +59,8 @@ from odradek.server.request import RequestContext
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 if TYPE_CHECKING:
-    from odradek.server.broker import Broker
+    from odradek.server.apis.request_types import DescribeConfigsRequest
+    from odradek.server.services import ApiServices
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 MIN_VERSION = 1
@@ -135,7 +139,7 @@ def _static_text(raw: Any, key: ConfigKey | None) -> str | None:
 
 
 def _broker_synonyms(
-    broker: Broker, name: str, names: Sequence[str], sensitive: bool, per_broker: bool = True
+    broker: ApiServices, name: str, names: Sequence[str], sensitive: bool, per_broker: bool = True
 ) -> list[tuple[str, str | None, int]]:
     """Kafka's ``ConfigHelper.configSynonyms``: (key, value, source) for each of ``names`` set in
     ``/config/brokers/<id>`` (unless ``per_broker`` is false: the cluster default resource), then
@@ -165,7 +169,7 @@ def _broker_synonyms(
     return out
 
 
-def _topic_synonyms(broker: Broker, name: str, sensitive: bool) -> list[tuple[str, str | None, int]]:
+def _topic_synonyms(broker: ApiServices, name: str, sensitive: bool) -> list[tuple[str, str | None, int]]:
     """The broker-level synonyms of topic key ``name`` (none for keys without a broker default)."""
     broker_key = BROKER_SYNONYMS.get(name)
     if broker_key is None:
@@ -181,7 +185,7 @@ def _wanted(keys: Iterable[str], requested: Sequence[str] | None) -> list[str]:
 
 
 def topic_config_entries(
-    broker: Broker,
+    broker: ApiServices,
     overrides: Mapping[str, str],
     requested: Sequence[str] | None = None,
     include_documentation: bool = False,
@@ -218,7 +222,7 @@ def topic_config_entries(
 
 
 def broker_config_entries(
-    broker: Broker,
+    broker: ApiServices,
     requested: Sequence[str] | None = None,
     include_documentation: bool = False,
     per_broker: bool = True,
@@ -253,7 +257,7 @@ def broker_config_entries(
     return entries
 
 
-def _listener_entries(broker: Broker, requested: Sequence[str] | None) -> list[ConfigEntry]:
+def _listener_entries(broker: ApiServices, requested: Sequence[str] | None) -> list[ConfigEntry]:
     """The ``listener.name.<l>.<key>`` keys set (statically or dynamically), as Kafka lists them:
     synonyms the prefixed key then ``<key>``; sensitive (value null) when ``<key>`` is a password
     or not a known key (Kafka's ``maybeSensitive``); never read-only."""
@@ -279,17 +283,19 @@ def _listener_entries(broker: Broker, requested: Sequence[str] | None) -> list[C
     return entries
 
 
-async def topic_exists(broker: Broker, name: str) -> bool:
+async def topic_exists(broker: ApiServices, name: str) -> bool:
     """Whether ``name`` is a topic: in this broker's metadata cache or in the metadata store."""
     if broker.metadata_cache.topic(name) is not None:
         return True
     return name in await broker.zk.get_all_topics()
 
 
-async def _describe(ctx: RequestContext, resource: Any) -> list[ConfigEntry]:
-    broker = ctx.broker
+async def _describe(ctx: RequestContext[DescribeConfigsRequest], resource: Any) -> list[ConfigEntry]:
+    broker = ctx.services
     requested = resource.configuration_keys
-    include_doc = bool(getattr(ctx.request, "include_documentation", False))
+    req = ctx.request
+    before_v3 = (describe_configs_v1.DescribeConfigsRequest, describe_configs_v2.DescribeConfigsRequest)
+    include_doc = False if isinstance(req, before_v3) else req.include_documentation
     if resource.resource_type == RESOURCE_TOPIC:
         name = resource.resource_name
         validate_topic_name(name)
@@ -332,7 +338,7 @@ def _entry(ctx: RequestContext, entry: ConfigEntry, include_synonyms: bool) -> A
     )
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DescribeConfigsRequest]) -> Any:
     include_synonyms = bool(ctx.request.include_synonyms)
     results = []
     for resource in ctx.request.resources:

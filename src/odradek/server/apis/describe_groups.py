@@ -43,7 +43,7 @@ def _operations(ctx: RequestContext, group_id: str, include: bool) -> int:
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     include_ops = bool(getattr(req, "include_authorized_operations", False))
     groups = []
     for group_id in req.groups:

@@ -47,7 +47,7 @@ async def handle(ctx: RequestContext) -> Any:
         if ctx.request.topics is None
         else {TopicPartition(t.topic, int(p)) for t in ctx.request.topics for p in t.partitions}
     )
-    log_manager = ctx.broker.replica_manager.log_manager
+    log_manager = ctx.services.replica_manager.log_manager
     by_dir: dict[Path, dict[str, list[Any]]] = {d: {} for d in log_manager.log_dirs}
     for log_ in sorted(log_manager.all_logs(), key=lambda entry: entry.topic_partition):
         tp = log_.topic_partition

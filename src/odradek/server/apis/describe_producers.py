@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 def active_producers(ctx: RequestContext, tp: TopicPartition) -> list[Any]:
     """The ProducerState entries of ``tp``; raises KafkaError subclasses."""
-    partition = ctx.broker.replica_manager.leader_partition(tp)
+    partition = ctx.services.replica_manager.leader_partition(tp)
     ongoing = partition.txn_state.ongoing
     return [
         ctx.make(

@@ -27,7 +27,7 @@ _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 
 async def handle(ctx: RequestContext) -> Any:
-    txn = ctx.broker.transaction_coordinator
+    txn = ctx.services.transaction_coordinator
     states = []
     for txn_id in ctx.request.transactional_ids:
         if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):

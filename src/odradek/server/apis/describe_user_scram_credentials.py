@@ -44,7 +44,7 @@ async def handle(ctx: RequestContext) -> Any:
                 for u in users or ()
             ),
         )
-    store = ctx.broker.zk.store
+    store = ctx.services.zk.store
     answer = await describe_user_scram_credentials(store, None if users is None else [u.name for u in users])
     return ctx.response(
         throttle_time=throttle,

@@ -27,7 +27,7 @@ UNCLEAN = 1
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     partitions = (
         None
         if req.topic_partitions is None

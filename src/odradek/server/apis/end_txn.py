@@ -27,7 +27,7 @@ async def handle(ctx: RequestContext) -> Any:
         return ctx.response(
             throttle_time=datetime.timedelta(0), error_code=ErrorCode.transactional_id_authorization_failed
         )
-    error = await ctx.broker.transaction_coordinator.end_txn(
+    error = await ctx.services.transaction_coordinator.end_txn(
         req.transactional_id, int(req.producer_id), int(req.producer_epoch), bool(req.committed)
     )
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=for_version(error, ctx.api_version, 2))

@@ -53,7 +53,7 @@ async def handle(ctx: RequestContext) -> list[Any]:
     req = ctx.request
     version = ctx.api_version
     by_id = version >= 13
-    names = ctx.broker.metadata_cache.topic_names if by_id else {}
+    names = ctx.services.metadata_cache.topic_names if by_id else {}
     keys: dict[str, Any] = {}  # topic name -> how the response names it (name, or id from v13)
     unknown: list[tuple[Any, list[FetchedPartition]]] = []
     requests: list[FetchRequestPartition] = []
@@ -84,13 +84,13 @@ async def handle(ctx: RequestContext) -> list[Any]:
     if replica_id >= 0:
         ctx.mark_from_follower()
     max_bytes, min_bytes = getattr(req, "max_bytes", 2**31 - 1), req.min_bytes
-    fetch_quotas = ctx.broker.client_quotas.fetch if replica_id < 0 else None
+    fetch_quotas = ctx.services.client_quotas.fetch if replica_id < 0 else None
     if fetch_quotas is not None and fetch_quotas.quotas:
         # Kafka's handleFetchRequest: no more than the quota lets through in one quota window
         # (a larger answer is a certain throttle, and a throttled answer is empty: no progress).
         max_bytes = int(min(max_bytes, max_quota_window_bytes(ctx, fetch_quotas)))
         min_bytes = min(min_bytes, max_bytes)
-    results = await ctx.broker.replica_manager.fetch_messages(
+    results = await ctx.services.replica_manager.fetch_messages(
         requests,
         max_wait_ms=0 if unknown or (denied and not requests) else max_wait_ms,
         min_bytes=min_bytes,
@@ -105,7 +105,7 @@ async def handle(ctx: RequestContext) -> list[Any]:
         if ctx.throttle_ms > 0:  # Kafka's getThrottledResponse: nothing answered, nothing counted
             unrecord_quota(ctx, fetch_quotas, answered)
             return encode_fetch_response(version, ctx.header.correlation_id, [], throttle_time_ms=ctx.throttle_ms)
-    stats = ctx.broker.topic_stats
+    stats = ctx.services.topic_stats
     if stats is not None:
         for r in results:
             stats.fetched(r.topic_partition.topic, r.records_size, r.error_code != ErrorCode.none, replica_id >= 0)

@@ -35,14 +35,14 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCo
     if key_type in _RESOURCES and not authorize(ctx, AclOperation.DESCRIBE, _RESOURCES[key_type], key):
         return authorization_error(_RESOURCES[key_type]), -1, "", -1
     if key_type == GROUP_KEY:
-        error, node_id = await ctx.broker.group_coordinator.find_coordinator(key)
+        error, node_id = await ctx.services.group_coordinator.find_coordinator(key)
     elif key_type == TRANSACTION_KEY:
-        error, node_id = await ctx.broker.transaction_coordinator.find_coordinator(key)
+        error, node_id = await ctx.services.transaction_coordinator.find_coordinator(key)
     else:
         return ErrorCode.invalid_request, -1, "", -1
     if error is not ErrorCode.none:
         return error, -1, "", -1
-    broker = ctx.broker.metadata_cache.brokers_on(ctx.session.listener_name).get(node_id)
+    broker = ctx.services.metadata_cache.brokers_on(ctx.session.listener_name).get(node_id)
     if broker is None:
         return ErrorCode.coordinator_not_available, -1, "", -1
     return ErrorCode.none, node_id, broker.host, broker.port

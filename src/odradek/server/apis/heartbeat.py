@@ -8,23 +8,30 @@ COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR. While the coordinator loads it answe
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.heartbeat import v0 as heartbeat_v0
+from kio.schema.heartbeat import v1 as heartbeat_v1
+from kio.schema.heartbeat import v2 as heartbeat_v2
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import HeartbeatRequest
+
 API_KEY = ApiKey.HEARTBEAT
 MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[HeartbeatRequest]) -> Any:
     req = ctx.request
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return ctx.response(throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed)
-    error = ctx.broker.group_coordinator.heartbeat(
-        req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id
-    )
+    before_v3 = (heartbeat_v0.HeartbeatRequest, heartbeat_v1.HeartbeatRequest, heartbeat_v2.HeartbeatRequest)
+    instance_id = None if isinstance(req, before_v3) else req.group_instance_id
+    error = ctx.services.group_coordinator.heartbeat(req.group_id, req.member_id, instance_id, req.generation_id)
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=error)

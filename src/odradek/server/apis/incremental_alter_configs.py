@@ -19,15 +19,17 @@ broker's event loop.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import InvalidConfigError, InvalidRequestError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.alter_configs import answer_resources, check_resource, check_topic
 from odradek.server.apis.describe_configs import RESOURCE_BROKER, render_value
-from odradek.server.dynamic_config import broker_overrides, set_broker_overrides
 from odradek.server.request import RequestContext
 from odradek.storage.config import TOPIC_CONFIGS
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import IncrementalAlterConfigsRequest
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 MIN_VERSION = 0
@@ -84,15 +86,15 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Non
     name = resource.resource_name
     ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
     if resource.resource_type == RESOURCE_BROKER:
-        current = await broker_overrides(ctx.broker, name)
+        current = await ctx.services.broker_overrides(name)
         updated = apply_operations(current, {}, ops)
-        await set_broker_overrides(ctx.broker, name, updated, validate_only)
+        await ctx.services.set_broker_overrides(name, updated, validate_only)
         return
     await check_topic(ctx, name)
-    overrides = await ctx.broker.admin.topic_overrides(name)
-    updated = apply_operations(overrides, ctx.broker.config.log_config_defaults(), ops)
-    await ctx.broker.admin.set_topic_overrides(name, updated, validate_only)
+    overrides = await ctx.services.admin.topic_overrides(name)
+    updated = apply_operations(overrides, ctx.services.config.log_config_defaults(), ops)
+    await ctx.services.admin.set_topic_overrides(name, updated, validate_only)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[IncrementalAlterConfigsRequest]) -> Any:
     return await answer_resources(ctx, _alter, "IncrementalAlterConfigs")

@@ -44,7 +44,7 @@ async def handle(ctx: RequestContext) -> Any:
         return _refused(ctx, ErrorCode.cluster_authorization_failed)
     if req.transactional_id is not None:
         timeout_ms = int(req.transaction_timeout.total_seconds() * 1000)
-        error, pid, epoch = await ctx.broker.transaction_coordinator.init_producer_id(
+        error, pid, epoch = await ctx.services.transaction_coordinator.init_producer_id(
             req.transactional_id,
             timeout_ms,
             int(getattr(req, "producer_id", -1)),
@@ -55,7 +55,7 @@ async def handle(ctx: RequestContext) -> Any:
         return ctx.response(
             throttle_time=datetime.timedelta(0), error_code=error, producer_id=pid, producer_epoch=epoch
         )
-    pid = await ctx.broker.producer_ids.generate_producer_id()
+    pid = await ctx.services.producer_ids.generate_producer_id()
     return ctx.response(
         throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, producer_id=pid, producer_epoch=0
     )

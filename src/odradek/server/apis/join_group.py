@@ -14,13 +14,25 @@ INCONSISTENT_GROUP_PROTOCOL, GROUP_MAX_SIZE_REACHED, REBALANCE_IN_PROGRESS.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.join_group import v0 as join_v0
+from kio.schema.join_group import v1 as join_v1
+from kio.schema.join_group import v2 as join_v2
+from kio.schema.join_group import v3 as join_v3
+from kio.schema.join_group import v4 as join_v4
+from kio.schema.join_group import v5 as join_v5
+from kio.schema.join_group import v6 as join_v6
+from kio.schema.join_group import v7 as join_v7
 
 from odradek.coordinator.group.member import JoinRequest
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import JoinGroupRequest
 
 API_KEY = ApiKey.JOIN_GROUP
 MIN_VERSION = 0
@@ -40,7 +52,7 @@ def millis(value: datetime.timedelta | int) -> int:
     return int(value)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[JoinGroupRequest]) -> Any:
     req = ctx.request
     version = ctx.api_version
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
@@ -56,12 +68,22 @@ async def handle(ctx: RequestContext) -> Any:
             members=(),
         )
     session_ms = millis(req.session_timeout)
-    rebalance = getattr(req, "rebalance_timeout", None)
-    result = await ctx.broker.group_coordinator.join_group(
+    rebalance = None if isinstance(req, join_v0.JoinGroupRequest) else req.rebalance_timeout
+    before_v5 = (
+        join_v0.JoinGroupRequest,
+        join_v1.JoinGroupRequest,
+        join_v2.JoinGroupRequest,
+        join_v3.JoinGroupRequest,
+        join_v4.JoinGroupRequest,
+    )
+    instance_id = None if isinstance(req, before_v5) else req.group_instance_id
+    before_v8 = (*before_v5, join_v5.JoinGroupRequest, join_v6.JoinGroupRequest, join_v7.JoinGroupRequest)
+    reason = None if isinstance(req, before_v8) else req.reason
+    result = await ctx.services.group_coordinator.join_group(
         JoinRequest(
             group_id=req.group_id,
             member_id=req.member_id,
-            group_instance_id=getattr(req, "group_instance_id", None),
+            group_instance_id=instance_id,
             client_id=ctx.header.client_id or "",
             client_host=client_host(ctx),
             rebalance_timeout_ms=session_ms if rebalance is None else millis(rebalance),
@@ -70,7 +92,7 @@ async def handle(ctx: RequestContext) -> Any:
             protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
             require_known_member_id=version >= 4,
             support_skipping_assignment=version >= 9,
-            reason=getattr(req, "reason", None),
+            reason=reason,
         )
     )
     members = tuple(

@@ -30,7 +30,7 @@ async def handle(ctx: RequestContext) -> Any:
         denied = dict.fromkeys(request.partition_states, refused)
         return message.encode_response(ctx.api_version, refused, denied, request.topic_ids)
     try:
-        errors = await ctx.broker.replica_manager.become_leader_or_follower(request)
+        errors = await ctx.services.replica_manager.become_leader_or_follower(request)
     except StaleControllerEpochError:
         stale = dict.fromkeys(request.partition_states, ErrorCode.stale_controller_epoch)
         return message.encode_response(ctx.api_version, ErrorCode.stale_controller_epoch, stale, request.topic_ids)

@@ -28,10 +28,10 @@ HINTED_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_le
 def current_leader(ctx: RequestContext, tp: TopicPartition) -> tuple[int, int]:
     """(leader id, leader epoch) this broker knows for ``tp``; (-1, -1) when it knows none."""
     best = (-1, -1)
-    cached = ctx.broker.metadata_cache.partition_state(tp)
+    cached = ctx.services.metadata_cache.partition_state(tp)
     if cached is not None:
         best = (cached.leader, cached.leader_epoch)
-    local = ctx.broker.replica_manager.partitions.get(tp)
+    local = ctx.services.replica_manager.partitions.get(tp)
     if local is not None and local.state.leader_epoch > best[1]:
         best = (local.state.leader, local.state.leader_epoch)
     if best[0] < 0:
@@ -43,7 +43,7 @@ def hinted_brokers(ctx: RequestContext, leader_ids: Iterable[int]) -> list[Broke
     """The brokers to list in ``node_endpoints`` for ``leader_ids``, ordered by id; negative ids and
     brokers missing from the metadata cache, or without the request's listener, are left out; the
     addresses are those of the request's listener (KIP-103)."""
-    brokers = ctx.broker.metadata_cache.brokers_on(ctx.session.listener_name)
+    brokers = ctx.services.metadata_cache.brokers_on(ctx.session.listener_name)
     return [brokers[i] for i in sorted(set(leader_ids)) if i in brokers]
 
 

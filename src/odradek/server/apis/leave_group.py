@@ -32,7 +32,7 @@ async def handle(ctx: RequestContext) -> Any:
         return ctx.response(
             throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed, members=()
         )
-    error, member_errors = ctx.broker.group_coordinator.leave_group(req.group_id, leaving)
+    error, member_errors = ctx.services.group_coordinator.leave_group(req.group_id, leaving)
     if ctx.api_version < 3:
         if error is ErrorCode.none:
             error = next((e for e in member_errors if e is not ErrorCode.none), ErrorCode.none)

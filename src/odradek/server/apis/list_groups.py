@@ -22,7 +22,7 @@ MAX_VERSION = 5
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    error, overviews = ctx.broker.group_coordinator.list_groups(
+    error, overviews = ctx.services.group_coordinator.list_groups(
         getattr(req, "states_filter", ()) or (), getattr(req, "types_filter", ()) or ()
     )
     if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):

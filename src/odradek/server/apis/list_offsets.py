@@ -10,7 +10,9 @@ first offset whose timestamp is at least the given one; (-1, -1) when no record 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.list_offsets import v1 as list_offsets_v1
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
@@ -18,17 +20,20 @@ from odradek.server.auth_helper import AclOperation, ResourceType, filter_author
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import ListOffsetsRequest
+
 API_KEY = ApiKey.LIST_OFFSETS
 MIN_VERSION = 1
 MAX_VERSION = 9
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[ListOffsetsRequest]) -> Any:
     req = ctx.request
-    rm = ctx.broker.replica_manager
-    isolation = getattr(req, "isolation_level", 0)
+    rm = ctx.services.replica_manager
+    isolation = 0 if isinstance(req, list_offsets_v1.ListOffsetsRequest) else req.isolation_level
     topics = []
-    described = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, req.topics, lambda t: t.name)
+    described = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, [t.name for t in req.topics])
     for topic in req.topics:
         partitions = []
         for p in topic.partitions:

@@ -23,7 +23,7 @@ MAX_VERSION = 0
 
 
 async def handle(ctx: RequestContext) -> Any:
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return ctx.response(
             throttle_time=datetime.timedelta(0),

@@ -28,7 +28,7 @@ async def handle(ctx: RequestContext) -> Any:
     unknown = tuple(sorted(wanted - set(STATE_NAMES.values())))
     duration = int(getattr(req, "duration_filter", -1))
     producer_ids = {int(p) for p in req.producer_id_filters or ()}
-    error, found = ctx.broker.transaction_coordinator.list(wanted, producer_ids, duration)
+    error, found = ctx.services.transaction_coordinator.list(wanted, producer_ids, duration)
     visible = filter_authorized(
         ctx,
         AclOperation.DESCRIBE,

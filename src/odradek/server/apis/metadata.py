@@ -42,8 +42,8 @@ MAX_VERSION = 12
 
 
 def _partitions(ctx: RequestContext, meta: TopicMetadata) -> tuple[Any, ...]:
-    live = set(ctx.broker.metadata_cache.brokers)
-    reachable = set(ctx.broker.metadata_cache.brokers_on(ctx.session.listener_name))
+    live = set(ctx.services.metadata_cache.brokers)
+    reachable = set(ctx.services.metadata_cache.brokers_on(ctx.session.listener_name))
     out = []
     for index, state in sorted(meta.partitions.items()):
         if state.leader in reachable:
@@ -86,11 +86,11 @@ def _by_id(ctx: RequestContext, topic_id: uuid.UUID | None) -> str | None:
     """The name of the topic with ``topic_id`` (v12 only), or None."""
     if ctx.api_version < 12 or topic_id is None:
         return None
-    return ctx.broker.metadata_cache.topic_names.get(topic_id)
+    return ctx.services.metadata_cache.topic_names.get(topic_id)
 
 
 async def handle(ctx: RequestContext) -> Any:
-    broker = ctx.broker
+    broker = ctx.services
     cache = broker.metadata_cache
     req = ctx.request
     requested = req.topics

@@ -22,7 +22,13 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.offset_commit import v2 as commit_v2
+from kio.schema.offset_commit import v3 as commit_v3
+from kio.schema.offset_commit import v4 as commit_v4
+from kio.schema.offset_commit import v5 as commit_v5
+from kio.schema.offset_commit import v6 as commit_v6
 
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
@@ -32,6 +38,9 @@ from odradek.server.apis.join_group import millis
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import OffsetCommitRequest
 
 API_KEY = ApiKey.OFFSET_COMMIT
 MIN_VERSION = 0
@@ -46,7 +55,7 @@ async def _commit_to_zookeeper(
     results: dict[TopicPartition, ErrorCode] = {}
     for tp, offset in valid.items():
         try:
-            await ctx.broker.zk.set_consumer_offset(ctx.request.group_id, tp, offset)
+            await ctx.services.zk.set_consumer_offset(ctx.request.group_id, tp, offset)
             results[tp] = ErrorCode.none
         except Exception:
             log.exception("writing the ZooKeeper offset of %s for group %s failed", tp, ctx.request.group_id)
@@ -54,17 +63,18 @@ async def _commit_to_zookeeper(
     return results
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[OffsetCommitRequest]) -> Any:
     req = ctx.request
     version = ctx.api_version
-    broker = ctx.broker
+    broker = ctx.services
     now = int(time.time() * 1000)
-    retention = millis(getattr(req, "retention_time", -1))
+    with_retention = (commit_v2.OffsetCommitRequest, commit_v3.OffsetCommitRequest, commit_v4.OffsetCommitRequest)
+    retention = millis(req.retention_time) if isinstance(req, with_retention) else -1
     max_metadata = int(broker.config["offset.metadata.max.bytes"])
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     group_allowed = authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id)
-    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, req.topics, lambda t: t.name)
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, [t.name for t in req.topics])
     for topic in req.topics:
         meta = broker.metadata_cache.topic(topic.name)
         for p in topic.partitions:
@@ -88,14 +98,22 @@ async def handle(ctx: RequestContext) -> Any:
                     leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
                     expire_timestamp_ms=commit_ts + retention if 2 <= version <= 4 and retention >= 0 else None,
                 )
-    if version == 0:
+    if isinstance(req, legacy.OffsetCommitRequestV0):  # v0
         errors.update(await _commit_to_zookeeper(ctx, {tp: v.offset for tp, v in offsets.items()}))
     elif offsets:
+        before_v7 = (
+            legacy.OffsetCommitRequestV1,
+            commit_v2.OffsetCommitRequest,
+            commit_v3.OffsetCommitRequest,
+            commit_v4.OffsetCommitRequest,
+            commit_v5.OffsetCommitRequest,
+            commit_v6.OffsetCommitRequest,
+        )
         errors.update(
             await broker.group_coordinator.commit_offsets(
                 req.group_id,
                 req.member_id,
-                getattr(req, "group_instance_id", None),
+                None if isinstance(req, before_v7) else req.group_instance_id,
                 int(req.generation_id_or_member_epoch),
                 offsets,
             )

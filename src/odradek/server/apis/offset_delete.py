@@ -24,7 +24,7 @@ MAX_VERSION = 0
 
 async def handle(ctx: RequestContext) -> Any:
     req = ctx.request
-    cache = ctx.broker.metadata_cache
+    cache = ctx.services.metadata_cache
     errors: dict[TopicPartition, ErrorCode] = {}
     wanted: list[TopicPartition] = []
     throttle = datetime.timedelta(0)
@@ -41,7 +41,7 @@ async def handle(ctx: RequestContext) -> Any:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
             else:
                 wanted.append(tp)
-    group_error, results = await ctx.broker.group_coordinator.delete_offsets(req.group_id, wanted)
+    group_error, results = await ctx.services.group_coordinator.delete_offsets(req.group_id, wanted)
     if group_error is not ErrorCode.none:
         return ctx.response(error_code=group_error, throttle_time=throttle, topics=())
     errors.update(results)

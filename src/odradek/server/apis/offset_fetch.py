@@ -46,12 +46,12 @@ def _requested(topics: Any) -> list[TopicPartition] | None:
 async def _from_zookeeper(ctx: RequestContext, group_id: str, partitions: list[TopicPartition]) -> Entries:
     out: Entries = {}
     for tp in partitions:
-        meta = ctx.broker.metadata_cache.topic(tp.topic)
+        meta = ctx.services.metadata_cache.topic(tp.topic)
         if meta is None or tp.partition not in meta.partitions:
             out[tp] = OffsetFetchEntry(error=ErrorCode.unknown_topic_or_partition)
             continue
         try:
-            offset = await ctx.broker.zk.get_consumer_offset(group_id, tp)
+            offset = await ctx.services.zk.get_consumer_offset(group_id, tp)
         except Exception:
             log.exception("reading the ZooKeeper offset of %s for group %s failed", tp, group_id)
             out[tp] = OffsetFetchEntry(error=ErrorCode.unknown_server_error)
@@ -68,7 +68,7 @@ def _fetch(
     "every partition" (null topics) leaves such topics out."""
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, {}
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     if partitions is None:
         error, entries = coordinator.fetch_offsets(group_id, require_stable, None)
         visible = filter_authorized(

@@ -27,7 +27,7 @@ MAX_VERSION = 4
 
 
 async def handle(ctx: RequestContext) -> Any:
-    replica_manager = ctx.broker.replica_manager
+    replica_manager = ctx.services.replica_manager
     topics = []
     if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION, log_if_denied=False):
         described = {t.topic for t in ctx.request.topics}

@@ -35,7 +35,7 @@ import datetime
 import logging
 import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from odradek.errors import ErrorCode, KafkaError, RecordValidationError
 from odradek.metrics.broker_topic import BrokerTopicStats
@@ -54,6 +54,9 @@ from odradek.server.metadata_cache import INTERNAL_TOPICS
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import ProduceRequest
+
 API_KEY = ApiKey.PRODUCE
 MIN_VERSION = 3
 MAX_VERSION = 11
@@ -65,9 +68,19 @@ _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 def _log_start_offset(ctx: RequestContext, tp: TopicPartition) -> int:
     """The partition's log start offset, as Kafka reports it with per-record errors (-1 if unknown)."""
     try:
-        return ctx.broker.replica_manager.get_partition(tp).log.log_start_offset
+        return ctx.services.replica_manager.get_partition(tp).log.log_start_offset
     except KafkaError:
         return -1
+
+
+class _PartitionData(Protocol):
+    """One partition's data in a Produce request (every version's ``PartitionProduceData``)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def records(self) -> bytes | None: ...
 
 
 @dataclass
@@ -89,7 +102,7 @@ class _Answer:
     """The batch's size when it was refused as too large (Kafka's BytesRejectedPerSec)."""
 
 
-async def _append(ctx: RequestContext, name: str, pdata: Any, acks: int) -> _Answer:
+async def _append(ctx: RequestContext, name: str, pdata: _PartitionData, acks: int) -> _Answer:
     answer = _Answer(pdata.index)
     if acks not in (0, 1, -1):
         answer.error = ErrorCode.invalid_required_acks
@@ -100,7 +113,7 @@ async def _append(ctx: RequestContext, name: str, pdata: Any, acks: int) -> _Ans
     else:
         tp = TopicPartition(name, pdata.index)
         try:
-            info = await ctx.broker.replica_manager.append_produced_records(tp, pdata.records, acks)
+            info = await ctx.services.replica_manager.append_produced_records(tp, pdata.records, acks)
             answer.base_offset = info.first_offset
             answer.records_count, answer.valid_bytes = info.records_count, info.valid_bytes
             answer.log_start = info.log_start_offset
@@ -128,7 +141,7 @@ async def _wait_for_isr(ctx: RequestContext, answers: dict[str, list[_Answer]], 
     waiting = [(name, a) for name, parts in answers.items() for a in parts if a.required_offset >= 0]
     if not waiting:
         return
-    rm = ctx.broker.replica_manager
+    rm = ctx.services.replica_manager
     results = await asyncio.gather(
         *(rm.wait_for_acks(TopicPartition(name, a.index), a.required_offset, timeout_ms) for name, a in waiting)
     )
@@ -141,7 +154,7 @@ _TRANSACTIONAL_FLAG = 0x10
 _ATTRIBUTES = struct.Struct(">h")
 
 
-def _has_transactional_records(req: Any) -> bool:
+def _has_transactional_records(req: ProduceRequest) -> bool:
     """Whether some record batch of the request has the transactional attribute (byte 21 of a
     v2 batch header; each batch's length at byte 8)."""
     for topic_data in req.topic_data:
@@ -155,7 +168,7 @@ def _has_transactional_records(req: Any) -> bool:
     return False
 
 
-def _refusals(ctx: RequestContext, req: Any) -> dict[str, ErrorCode]:
+def _refusals(ctx: RequestContext, req: ProduceRequest) -> dict[str, ErrorCode]:
     """Kafka's ``handleProduceRequest`` checks, before anything is appended: transactional
     records need WRITE on the request's transactional id (else every partition
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE (TOPIC_AUTHORIZATION_FAILED)."""
@@ -171,15 +184,15 @@ def _refusals(ctx: RequestContext, req: Any) -> dict[str, ErrorCode]:
     return {n: ErrorCode.topic_authorization_failed for n in names if n not in writable}
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[ProduceRequest]) -> Any:
     req = ctx.request
-    broker = ctx.broker
+    broker = ctx.services
     acks = req.acks
     with_record_errors = ctx.has("BatchIndexAndErrorMessage")  # v8+
     answers: dict[str, list[_Answer]] = {}
     refused = _refusals(ctx, req)
     for topic_data in req.topic_data:
-        name = topic_data.name
+        name: str = topic_data.name
         parts = answers.setdefault(name, [])
         if name in refused:
             parts.extend(_Answer(p.index, refused[name]) for p in topic_data.partition_data)

@@ -32,7 +32,7 @@ async def handle(ctx: RequestContext) -> Any:
         return message.encode_response(ctx.api_version, refused, {tp: refused for r in requests for tp in r.partitions})
     try:
         for request in requests:
-            errors.update(await ctx.broker.replica_manager.stop_replicas(request))
+            errors.update(await ctx.services.replica_manager.stop_replicas(request))
         top = ErrorCode.none
     except StaleControllerEpochError:
         top = ErrorCode.stale_controller_epoch

@@ -11,7 +11,13 @@ UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PR
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.sync_group import v0 as sync_v0
+from kio.schema.sync_group import v1 as sync_v1
+from kio.schema.sync_group import v2 as sync_v2
+from kio.schema.sync_group import v3 as sync_v3
+from kio.schema.sync_group import v4 as sync_v4
 
 from odradek.coordinator.group.member import SyncGroupResult
 from odradek.errors import ErrorCode
@@ -19,27 +25,33 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import SyncGroupRequest
+
 API_KEY = ApiKey.SYNC_GROUP
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[SyncGroupRequest]) -> Any:
     req = ctx.request
-    protocol_type = getattr(req, "protocol_type", None)
-    protocol_name = getattr(req, "protocol_name", None)
+    before_v3 = (sync_v0.SyncGroupRequest, sync_v1.SyncGroupRequest, sync_v2.SyncGroupRequest)
+    instance_id = None if isinstance(req, before_v3) else req.group_instance_id
+    protocol_type, protocol_name = None, None
+    if not isinstance(req, (*before_v3, sync_v3.SyncGroupRequest, sync_v4.SyncGroupRequest)):  # v5+
+        protocol_type, protocol_name = req.protocol_type, req.protocol_name
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         result = SyncGroupResult(ErrorCode.group_authorization_failed)
     elif ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):
         result = SyncGroupResult(ErrorCode.inconsistent_group_protocol)
     else:
-        result = await ctx.broker.group_coordinator.sync_group(
+        result = await ctx.services.group_coordinator.sync_group(
             req.group_id,
             req.generation_id,
             req.member_id,
             protocol_type,
             protocol_name,
-            getattr(req, "group_instance_id", None),
+            instance_id,
             {a.member_id: bytes(a.assignment) for a in req.assignments},
         )
     return ctx.response(

@@ -32,7 +32,7 @@ async def handle(ctx: RequestContext) -> Any:
     now = int(time.time() * 1000)
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    limit = int(ctx.broker.config["offset.metadata.max.bytes"])
+    limit = int(ctx.services.config["offset.metadata.max.bytes"])
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
         refused: ErrorCode | None = ErrorCode.transactional_id_authorization_failed
     elif not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
@@ -41,7 +41,7 @@ async def handle(ctx: RequestContext) -> Any:
         refused = None
     readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, req.topics, lambda t: t.name)
     for topic in req.topics:
-        known = ctx.broker.metadata_cache.topic(topic.name) is not None
+        known = ctx.services.metadata_cache.topic(topic.name) is not None
         for p in topic.partitions:
             tp = TopicPartition(topic.name, int(p.partition_index))
             metadata = p.committed_metadata or ""
@@ -57,7 +57,7 @@ async def handle(ctx: RequestContext) -> Any:
                 epoch = int(getattr(p, "committed_leader_epoch", -1))
                 offsets[tp] = OffsetAndMetadata(int(p.committed_offset), metadata, now, epoch)
     if offsets:
-        groups = ctx.broker.group_coordinator
+        groups = ctx.services.group_coordinator
         errors.update(
             await groups.txn_commit_offsets(req.group_id, int(req.producer_id), int(req.producer_epoch), offsets)
         )

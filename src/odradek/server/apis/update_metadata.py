@@ -27,9 +27,9 @@ async def handle(ctx: RequestContext) -> Any:
     if refused is not None:
         return message.encode_response(ctx.api_version, refused)
     request = message.decode(ctx.request, ctx.api_version)
-    cache = ctx.broker.metadata_cache
+    cache = ctx.services.metadata_cache
     try:
-        ctx.broker.replica_manager.maybe_update_metadata_cache(
+        ctx.services.replica_manager.maybe_update_metadata_cache(
             request.controller_epoch,
             lambda: cache.update(
                 request.controller_id,

@@ -58,7 +58,7 @@ async def write_marker(
     ctx: RequestContext, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
 ) -> ErrorCode:
     """Append one marker to ``tp`` and wait for the ISR; the partition's error code."""
-    rm = ctx.broker.replica_manager
+    rm = ctx.services.replica_manager
     try:
         partition = rm.leader_partition(tp)
         entry = partition.producer_state.producers.get(producer_id)
@@ -93,6 +93,6 @@ async def handle(ctx: RequestContext) -> Any:
                 offsets_partitions.add(tp.partition)
             errors.append((tp, error))
         if offsets_partitions:
-            await ctx.broker.group_coordinator.handle_txn_completion(marker.producer_id, offsets_partitions, commit)
+            await ctx.services.group_coordinator.handle_txn_completion(marker.producer_id, offsets_partitions, commit)
         results.append((marker.producer_id, errors))
     return message.encode_response(ctx.api_version, results)
