@@ -30,16 +30,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from odradek.configdef import ConfigDef, at_least
 from odradek.errors import InvalidPartitionsError, PolicyViolationError
 from odradek.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
-    from odradek.server.config import KafkaConfig
     from odradek.server.metadata_cache import MetadataCache
 
 MAX_PARTITIONS_PER_REQUEST = "odradek.max.partitions.per.request"
@@ -119,7 +118,14 @@ CONTROLLER_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiK
 principals with CLUSTER_ACTION): their size grows with the cluster, so no entry limit applies."""
 
 
-def setting(config: KafkaConfig | Mapping[str, Any], key: str) -> Any:
+class ConfigValues(Protocol):
+    """What the limits read of a configuration: a ``KafkaConfig`` or a plain mapping of keys (this
+    module does not import ``server.config``, which imports :data:`LIMIT_CONFIGS` from here)."""
+
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+
+
+def setting(config: ConfigValues, key: str) -> Any:
     """``key``'s value in ``config``, or its default where ``config`` lacks it (a partial mapping)."""
     return config.get(key, LIMIT_CONFIGS.keys[key].default)
 
@@ -176,7 +182,7 @@ def _capped(value: datetime.timedelta, cap_ms: int) -> datetime.timedelta | None
     return cap if value > cap else None
 
 
-def bound_request(api_key: int, request: Any, config: KafkaConfig | Mapping[str, Any]) -> Any:
+def bound_request(api_key: int, request: Any, config: ConfigValues) -> Any:
     """``request`` with its time and size fields capped (see the module docstring).
 
     Raises :class:`RequestTooLarge` for a request over ``odradek.request.max.entries``. Returns
@@ -222,7 +228,7 @@ def cluster_replicas(cache: MetadataCache) -> int:
 class PartitionLimits:
     """The partition limits of one broker (see the module docstring); event loop only."""
 
-    def __init__(self, config: KafkaConfig | Mapping[str, Any], cache: MetadataCache) -> None:
+    def __init__(self, config: ConfigValues, cache: MetadataCache) -> None:
         self.per_request: int = setting(config, MAX_PARTITIONS_PER_REQUEST)
         self.per_broker: int = setting(config, MAX_PARTITIONS_PER_BROKER)
         self.cache = cache
