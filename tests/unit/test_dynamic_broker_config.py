@@ -6,6 +6,8 @@ import asyncio
 import base64
 import hashlib
 import pathlib
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import padding
@@ -20,12 +22,20 @@ from odradek.server.dynamic_config import (
     NEW_CONNECTIONS,
     NO_EFFECT,
     DynamicBrokerConfig,
-    changed_listeners,
     is_password_config,
     validate_configs,
 )
+from odradek.server.reconfigurable import DynamicListenerConfig, ReconfigureWith, changed_listeners
 
 SECRET = {"password.encoder.secret": "s3cret"}
+
+
+def with_listeners(dynamic: DynamicBrokerConfig, securities: Callable[[], Mapping[str, Any]] = dict) -> None:
+    """Register the listeners' reconfigurable, as the broker does (validation only: no socket)."""
+    dynamic.listeners = DynamicListenerConfig(lambda: dynamic.current, securities)
+    dynamic.add_reconfigurable(dynamic.listeners)
+
+
 JAAS = "listener.name.sasl_plaintext.plain.sasl.jaas.config"
 
 
@@ -136,6 +146,7 @@ def test_a_listener_key_store_is_loaded_before_it_is_stored(tmp_path: pathlib.Pa
         }
     )
     dynamic = DynamicBrokerConfig(static)
+    with_listeners(dynamic)
     with pytest.raises(
         InvalidConfigError, match=r"^Validation of dynamic config update of SSLFactory failed: .*keystore"
     ):
@@ -165,7 +176,8 @@ def test_a_rotated_certificate_keeps_the_subject_and_names_unless_allowed(tmp_pa
     props = {"broker.id": "0", "listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM"}
     static = KafkaConfig({**props, "ssl.keystore.location": old})
     dynamic = DynamicBrokerConfig(static)
-    dynamic.listener_securities = lambda: {"SSL": listener_security(static, "SSL", None)}
+    in_use = {"SSL": listener_security(static, "SSL", None)}
+    with_listeners(dynamic, lambda: in_use)
     key = "listener.name.ssl.ssl.keystore.location"
     dynamic.validate({key: same}, per_broker=True)  # another issuer, same subject and names
     with pytest.raises(InvalidConfigError) as err:
@@ -191,7 +203,9 @@ def test_broker_value_beats_default_beats_static_and_only_changes_reconfigure() 
     dynamic = DynamicBrokerConfig(KafkaConfig({"broker.id": "1", "log.retention.hours": "24"}))
     calls: list[tuple[object, object]] = []
     dynamic.add_reconfigurable(
-        {"log.retention.ms"}, lambda old, new: calls.append((old.log_retention_ms, new.log_retention_ms))
+        ReconfigureWith(
+            {"log.retention.ms"}, lambda old, new: calls.append((old.log_retention_ms, new.log_retention_ms))
+        )
     )
     assert dynamic.current.log_retention_ms == 24 * 3600 * 1000
 
@@ -256,13 +270,23 @@ def test_broker_reconfigurables_apply_log_defaults_connection_limits_and_throttl
     broker = SimpleNamespace(
         config=static,
         dynamic_config=DynamicBrokerConfig(static),
-        log_manager=SimpleNamespace(default_config=None),
+        log_manager=SimpleNamespace(
+            default_config=None,
+            reconfigure_default_config=lambda config: setattr(broker.log_manager, "default_config", config),
+        ),
+        listener_securities={},
+        credential_cache=None,
         replica_manager=SimpleNamespace(
             partitions={TopicPartition("t", 0): None, TopicPartition("t", 1): None},
             update_log_config=updated.append,
         ),
         socket_server=SimpleNamespace(quotas=ConnectionQuotas(100, 10, {})),
-        controller=SimpleNamespace(unclean_leader_election=False),
+        controller=SimpleNamespace(
+            unclean_leader_election=False,
+            set_unclean_leader_election_default=lambda enabled: setattr(
+                broker.controller, "unclean_leader_election", enabled
+            ),
+        ),
         reload_broker_throttles=reload_broker_throttles,
         reconfigure_log_cleaner=reconfigure_log_cleaner,
     )
@@ -296,3 +320,36 @@ def test_a_broker_resource_naming_another_broker_is_refused_as_kafka() -> None:
     with pytest.raises(InvalidRequestError, match=r"^Unexpected broker id, expected 0, but received 1$"):
         run(set_broker_overrides(broker, "1", {"log.retention.ms": "1"}, False))  # type: ignore[arg-type]
     assert stored == []
+
+
+def test_typed_accessors_check_the_definition() -> None:
+    config = KafkaConfig({"broker.id": "3", "num.io.threads": "4", "auto.create.topics.enable": "false"})
+    assert config.get_int("num.io.threads") == 4 and config.get_int("broker.id") == 3
+    assert config.get_bool("auto.create.topics.enable") is False
+    with pytest.raises(TypeError, match=r"auto\.create\.topics\.enable is bool, not int"):
+        config.get_int("auto.create.topics.enable")
+    with pytest.raises(TypeError, match=r"num\.io\.threads is int, not bool"):
+        config.get_bool("num.io.threads")
+    with pytest.raises(KeyError, match=r"no\.such\.key is not a broker config key"):
+        config.get_int("no.such.key")
+
+
+def test_a_connection_limit_change_reaches_the_quotas_and_a_bad_override_is_refused_before_any() -> None:
+    from odradek.server.connection_quotas import ConnectionQuotas
+
+    dynamic = DynamicBrokerConfig(KafkaConfig({"broker.id": "0"}))
+    quotas = ConnectionQuotas(100, 10, {})
+    dynamic.add_reconfigurable(quotas)
+    applied: list[int] = []
+    dynamic.add_reconfigurable(
+        ReconfigureWith({"max.connections"}, lambda _o, new: applied.append(new.get_int("max.connections")))
+    )
+    with pytest.raises(InvalidConfigError):
+        dynamic.validate({"max.connections": "5", "max.connections.per.ip.overrides": "nonsense"}, per_broker=True)
+    assert applied == [] and quotas.max_connections == 100
+    run(
+        dynamic.process_config_changes(
+            "0", {"max.connections": "5", "listener.name.external.max.connection.creation.rate": "7"}
+        )
+    )
+    assert quotas.max_connections == 5 and applied == [5]

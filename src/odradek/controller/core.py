@@ -71,6 +71,12 @@ class ControllerCore:
         self._queue: asyncio.Queue[ControllerEvent] = asyncio.Queue()
         self._idle = asyncio.Event()
 
+    def set_unclean_leader_election_default(self, enabled: bool) -> None:
+        """The broker's ``unclean.leader.election.enable`` changed (a dynamic broker config): the
+        default of every later offline election of a topic without its own override."""
+        self.unclean_leader_election = enabled
+        self.partition_state_machine.unclean_default = enabled
+
     # --- event queue -------------------------------------------------------------------------
 
     def put(self, event: ControllerEvent) -> None:

@@ -226,9 +226,9 @@ class Broker:
             self.broker_id,
             zk,
             ControllerChannelManager(
-                self.broker_id, listener, int(self.config["controller.socket.timeout.ms"]), security
+                self.broker_id, listener, self.config.get_int("controller.socket.timeout.ms"), security
             ),
-            bool(self.config["unclean.leader.election.enable"]),
+            self.config.get_bool("unclean.leader.election.enable"),
         )
         await self.controller.startup()
         await self.admin.wait_for_metadata(lambda: self.broker_id in self.metadata_cache.brokers, 5000)
@@ -343,7 +343,7 @@ class Broker:
         """ISR shrink every half ``replica.lag.time.max.ms`` (Kafka's isr-expiration task) and ISR
         change notifications every ``ISR_CHANGE_PROPAGATION_MS`` (isr-change-propagation)."""
         rm = self.replica_manager
-        lag_ms = int(self.config["replica.lag.time.max.ms"])
+        lag_ms = self.config.get_int("replica.lag.time.max.ms")
         self._every(max(lag_ms // 2, 10), rm.maybe_shrink_isr, "isr-expiration")
         isr_writer = self._isr_writer
         assert isr_writer is not None
@@ -352,11 +352,11 @@ class Broker:
             lambda _now: isr_writer.propagate_isr_changes(rm.isr_changed),
             "isr-change-propagation",
         )
-        self._every(int(self.config["producer.id.expiration.check.interval.ms"]), rm.expire_producers, "pid-expiry")
+        self._every(self.config.get_int("producer.id.expiration.check.interval.ms"), rm.expire_producers, "pid-expiry")
         if self.config["auto.leader.rebalance.enable"]:
-            percentage = int(self.config["leader.imbalance.per.broker.percentage"])
+            percentage = self.config.get_int("leader.imbalance.per.broker.percentage")
             self._every(
-                int(self.config["leader.imbalance.check.interval.seconds"]) * 1000,
+                self.config.get_int("leader.imbalance.check.interval.seconds") * 1000,
                 lambda _now: self.controller.maybe_rebalance_leaders(percentage) if self.controller else None,
                 "auto-leader-rebalance",
             )
@@ -527,8 +527,8 @@ class Broker:
             if rate != quota.rate:
                 log.info("broker %d: %s.replication.throttled.rate = %d", self.broker_id, side, rate)
                 quota.rate = rate
-            quota.samples = int(self.config["replication.quota.window.num"])
-            quota.window_s = float(self.config["replication.quota.window.size.seconds"])
+            quota.samples = self.config.get_int("replication.quota.window.num")
+            quota.window_s = self.config.get_float("replication.quota.window.size.seconds")
 
     async def _on_config_change(self, _path: str) -> None:
         for topic in {tp.topic for tp in self.replica_manager.partitions}:

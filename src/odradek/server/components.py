@@ -59,13 +59,13 @@ class BrokerComponents:
 def fetcher_config(config: KafkaConfig) -> FetcherConfig:
     """The replica fetchers' settings (``num.replica.fetchers``, ``replica.fetch.*``)."""
     return FetcherConfig(
-        num_fetchers=int(config["num.replica.fetchers"]),
-        max_bytes=int(config["replica.fetch.max.bytes"]),
-        response_max_bytes=int(config["replica.fetch.response.max.bytes"]),
-        wait_max_ms=int(config["replica.fetch.wait.max.ms"]),
-        min_bytes=int(config["replica.fetch.min.bytes"]),
-        backoff_ms=int(config["replica.fetch.backoff.ms"]),
-        request_timeout_ms=int(config["replica.socket.timeout.ms"]),
+        num_fetchers=config.get_int("num.replica.fetchers"),
+        max_bytes=config.get_int("replica.fetch.max.bytes"),
+        response_max_bytes=config.get_int("replica.fetch.response.max.bytes"),
+        wait_max_ms=config.get_int("replica.fetch.wait.max.ms"),
+        min_bytes=config.get_int("replica.fetch.min.bytes"),
+        backoff_ms=config.get_int("replica.fetch.backoff.ms"),
+        request_timeout_ms=config.get_int("replica.socket.timeout.ms"),
         security=inter_broker_client_security(config),
     )
 
@@ -90,9 +90,9 @@ def build_components(
         broker_id,
         log_manager,
         log_config_for,
-        io_threads=int(config["num.io.threads"]),
-        replica_lag_time_max_ms=int(config["replica.lag.time.max.ms"]),
-        producer_id_expiration_ms=int(config["producer.id.expiration.ms"]),
+        io_threads=config.get_int("num.io.threads"),
+        replica_lag_time_max_ms=config.get_int("replica.lag.time.max.ms"),
+        producer_id_expiration_ms=config.get_int("producer.id.expiration.ms"),
         isr_writer=isr_writer,
         endpoint_for=endpoint_for,
         fetcher_config=fetcher_config(config),

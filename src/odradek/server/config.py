@@ -829,6 +829,40 @@ class KafkaConfig:
     def get(self, name: str, default: Any = None) -> Any:
         return self.values.get(name, default)
 
+    def _typed(self, name: str, types: tuple[type, ...]) -> Any:
+        """The value of a defined key, checked against its definition's type (KeyError for a key
+        the broker does not define, TypeError for a value of another type: a programming error)."""
+        if name not in BROKER_CONFIGS.keys:
+            raise KeyError(f"{name} is not a broker config key")
+        value = self.values[name]
+        if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+            raise TypeError(f"{name} is {type(value).__name__}, not {'/'.join(t.__name__ for t in types)}")
+        return value
+
+    def get_int(self, name: str) -> int:
+        """An ``int``/``long``/``short`` key's value."""
+        value: int = self._typed(name, (int,))
+        return value
+
+    def get_bool(self, name: str) -> bool:
+        """A ``boolean`` key's value."""
+        value: bool = self._typed(name, (bool,))
+        return value
+
+    def get_float(self, name: str) -> float:
+        """A ``double`` key's value (an int default counts)."""
+        return float(self._typed(name, (float, int)))
+
+    def get_str(self, name: str) -> str | None:
+        """A ``string``/``password``/``class`` key's value (None where it is unset)."""
+        value = self.values[name] if name in BROKER_CONFIGS.keys else self._typed(name, (str,))
+        return None if value is None else str(value)
+
+    def get_list(self, name: str) -> list[str]:
+        """A ``list`` key's value (empty where it is unset)."""
+        value = self._typed(name, (list, tuple, type(None))) if self.values.get(name) is not None else []
+        return [str(v) for v in value or []]
+
     @property
     def broker_id(self) -> int:
         return int(self.values["broker.id"])

@@ -25,6 +25,7 @@ import collections
 import logging
 import socket
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from odradek.errors import InvalidConfigError
@@ -61,8 +62,57 @@ def parse_connection_overrides(value: str) -> dict[str, int]:
     return out
 
 
+CONNECTION_CONFIGS = frozenset(
+    {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate"}
+)
+"""The broker keys of the connection quotas (Kafka's ``DynamicConnectionQuota``); the listener-prefixed
+``listener.name.<l>.max.connection.creation.rate`` counts too."""
+
+
+class ConnectionKeys:
+    """:data:`CONNECTION_CONFIGS` and every listener's ``max.connection.creation.rate``, as a container."""
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in CONNECTION_CONFIGS or key.endswith(".max.connection.creation.rate"))
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionQuotaSettings:
+    """The connection limits of one configuration, typed."""
+
+    max_connections: int
+    max_per_ip: int
+    overrides: dict[str, int]
+    broker_rate: float
+    inter_broker_listener: str
+    listener_rates: dict[str, float]
+
+    @classmethod
+    def from_config(cls, config: KafkaConfig) -> ConnectionQuotaSettings:
+        """From ``config``; InvalidConfigError for a malformed ``max.connections.per.ip.overrides``.
+        ``max.connection.creation.rate`` broker-wide (every listener but the inter-broker one
+        together) and per listener (its prefixed value, else the plain one, as Kafka's
+        ``valuesWithPrefixOverride``)."""
+        return cls(
+            max_connections=config.get_int("max.connections"),
+            max_per_ip=config.get_int("max.connections.per.ip"),
+            overrides=parse_connection_overrides(config.get_str("max.connections.per.ip.overrides") or ""),
+            broker_rate=float(config.get_int("max.connection.creation.rate")),
+            inter_broker_listener=config.inter_broker_listener_name,
+            listener_rates={
+                e.listener: float(config.listener_value(e.listener, "max.connection.creation.rate"))
+                for e in config.listeners
+            },
+        )
+
+
 class ConnectionQuotas:
-    """Counts open connections per IP and in total; decides whether a new one may stay."""
+    """Counts open connections per IP and in total; decides whether a new one may stay.
+
+    A :class:`~odradek.server.reconfigurable.BrokerReconfigurable` of its keys
+    (:class:`ConnectionKeys`): a dynamic change applies to new connections at once."""
+
+    reconfigurable_configs = ConnectionKeys()
 
     def __init__(
         self, max_connections: int, max_per_ip: int, overrides: dict[str, int], samples: int = 11, window_s: float = 1.0
@@ -124,15 +174,23 @@ class ConnectionQuotas:
         return gate - now
 
     def configure_rates(self, config: KafkaConfig) -> None:
-        """``max.connection.creation.rate`` from ``config``: broker-wide (every listener but the
-        inter-broker one together) and per listener (its prefixed value, else the plain one, as
-        Kafka's ``valuesWithPrefixOverride``)."""
-        self.broker_rate = float(config["max.connection.creation.rate"])
-        self.inter_broker_listener = config.inter_broker_listener_name
-        self.listener_rates = {
-            e.listener: float(config.listener_value(e.listener, "max.connection.creation.rate"))
-            for e in config.listeners
-        }
+        """``max.connection.creation.rate`` from ``config`` (see :class:`ConnectionQuotaSettings`)."""
+        settings = ConnectionQuotaSettings.from_config(config)
+        self.broker_rate = settings.broker_rate
+        self.inter_broker_listener = settings.inter_broker_listener
+        self.listener_rates = settings.listener_rates
+
+    def validate_reconfiguration(self, new_config: KafkaConfig) -> None:
+        """The new limits must parse (``max.connections.per.ip.overrides`` ``host:count,...``)."""
+        ConnectionQuotaSettings.from_config(new_config)
+
+    def reconfigure(self, old_config: KafkaConfig, new_config: KafkaConfig) -> None:
+        """Apply the new limits and rates; open connections stay, new ones are counted against them."""
+        settings = ConnectionQuotaSettings.from_config(new_config)
+        self.max_connections = settings.max_connections
+        self.max_per_ip = settings.max_per_ip
+        self.overrides = settings.overrides
+        self.configure_rates(new_config)
 
     def ip_config_changed(self, name: str, config: dict[str, str]) -> None:
         """The ZkConfigManager handler of ``ips``: ``name`` an address or ``<default>``."""

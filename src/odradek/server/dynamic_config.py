@@ -43,13 +43,23 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from odradek.errors import InvalidConfigError, InvalidRequestError
 from odradek.security.listener_config import LISTENER_PREFIX
 from odradek.security.password_encoder import PasswordEncoder
-from odradek.server.config import BROKER_CONFIGS, TLS_PROTOCOLS, KafkaConfig
+from odradek.server.config import BROKER_CONFIGS, KafkaConfig
+from odradek.server.connection_quotas import CONNECTION_CONFIGS
+from odradek.server.reconfigurable import (
+    BrokerConfigHolder,
+    BrokerReconfigurable,
+    DynamicControllerConfig,
+    DynamicListenerConfig,
+    DynamicLogConfig,
+    ReconfigureWith,
+    changed_keys,
+)
 from odradek.storage.config import BROKER_SYNONYMS
 
 if TYPE_CHECKING:
@@ -94,9 +104,6 @@ LOG_CONFIGS = frozenset(
     | {"log.retention.minutes", "log.retention.hours", "log.roll.hours", "log.roll.jitter.hours"}
 )
 """The broker defaults of topic configs (``DynamicLogConfig``): applied to every log without an override."""
-CONNECTION_CONFIGS = frozenset(
-    {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate"}
-)
 THROTTLE_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 ACCEPTED_WITHOUT_EFFECT = frozenset(
     {
@@ -233,9 +240,6 @@ def password_encoders(config: KafkaConfig) -> tuple[PasswordEncoder | None, Pass
     return out[0], out[1]
 
 
-Reconfigure = Callable[[KafkaConfig, KafkaConfig], Awaitable[None] | None]
-
-
 class DynamicBrokerConfig:
     """One broker's dynamic config state; see the module docstring. ``current`` is the effective
     :class:`KafkaConfig` (``static`` until a dynamic key is set)."""
@@ -249,16 +253,19 @@ class DynamicBrokerConfig:
         self.per_broker: dict[str, str] = {}
         """``/config/brokers/<id>`` of this broker, passwords decoded."""
         self.encoder, self.old_encoder = password_encoders(static)
-        self.listener_securities: Callable[[], Mapping[str, ListenerSecurity]] = dict
-        """The listeners' securities in use (the broker's, once registered): what a key store
-        update is compared with."""
-        self._reconfigurables: list[tuple[Callable[[str], bool], Reconfigure]] = []
+        self.listeners: DynamicListenerConfig | None = None
+        """The listeners' reconfigurable (the broker registers it): what an AlterConfigs of this
+        broker also asks about key store files changed in place."""
+        self._reconfigurables: list[BrokerReconfigurable] = []
 
-    def add_reconfigurable(self, keys: Iterable[str] | Callable[[str], bool], reconfigure: Reconfigure) -> None:
-        """Call ``reconfigure(old, new)`` (may be async) after any of ``keys`` (or any key the
-        predicate accepts) changed its effective value; in registration order."""
-        matches = keys if callable(keys) else frozenset(keys).__contains__
-        self._reconfigurables.append((matches, reconfigure))
+    def add_reconfigurable(self, reconfigurable: BrokerReconfigurable) -> None:
+        """Validate with and apply to ``reconfigurable`` every change of one of its
+        ``reconfigurable_configs`` (:mod:`odradek.server.reconfigurable`); in registration order."""
+        self._reconfigurables.append(reconfigurable)
+
+    def _affected(self, old: KafkaConfig, new: KafkaConfig) -> list[BrokerReconfigurable]:
+        changed = changed_keys(old, new)
+        return [r for r in self._reconfigurables if any(k in r.reconfigurable_configs for k in changed)]
 
     # --- stored form -------------------------------------------------------------------------
 
@@ -302,24 +309,16 @@ class DynamicBrokerConfig:
         return props
 
     def validate(self, props: Mapping[str, str], per_broker: bool) -> None:
-        """Check ``props`` as the new content of this broker's (or the default) entity; a listener
-        whose keys change must still build (its key and trust stores load), as Kafka's
-        ``SslFactory.validateReconfiguration``: refused with ``Validation of dynamic config update
-        of SSLFactory failed: ...`` (``... of ChannelBuilder ...`` for a SASL-only listener)."""
+        """Check ``props`` as the new content of this broker's (or the default) entity: the keys
+        themselves (:func:`validate_configs`), the whole resulting config (it must load as a
+        :class:`KafkaConfig`), then every reconfigurable whose keys it changes
+        (``validate_reconfiguration``; e.g. a listener whose key store no longer loads: ``Validation
+        of dynamic config update of SSLFactory failed: ...``), before anything is applied."""
         validate_configs(props, per_broker)
         layers = (self.default, props) if per_broker else (props, self.per_broker)
         new = KafkaConfig(self._props(*layers))
-        from odradek.server.listener_security import ensure_compatible, listener_security
-
-        current = self.listener_securities()
-        for name in changed_listeners(self.current, new):
-            try:
-                security = listener_security(new, name, None)
-                if name in current:
-                    ensure_compatible(current[name], security, *_allowed_changes(new, name))
-            except InvalidConfigError as exc:
-                what = "SSLFactory" if new.listener_security_protocol(name) in TLS_PROTOCOLS else "ChannelBuilder"
-                raise InvalidConfigError(f"Validation of dynamic config update of {what} failed: {exc}") from None
+        for reconfigurable in self._affected(self.current, new):
+            reconfigurable.validate_reconfiguration(new)
 
     async def process_config_changes(self, entity: str, stored: dict[str, str]) -> None:
         """The ZkConfigManager handler of ``brokers``: ``entity`` is ``<default>`` or a broker id."""
@@ -339,50 +338,14 @@ class DynamicBrokerConfig:
             log.error("broker %d: dynamic configs not applied: %s", self.broker_id, exc)
             return
         old, self.current = self.current, new
-        changed = {k for k in set(old.values) | set(new.values) if old.values.get(k) != new.values.get(k)}
-        changed |= {
-            k
-            for k in set(old.originals) | set(new.originals)
-            if k not in new.values and old.originals.get(k) != new.originals.get(k)
-        }
+        changed = changed_keys(old, new)
         if not changed:
             return
         log.info("broker %d: dynamic configs changed: %s", self.broker_id, ", ".join(sorted(changed)))
-        for matches, reconfigure in self._reconfigurables:
-            if any(matches(k) for k in changed):
-                result = reconfigure(old, new)
-                if inspect.isawaitable(result):
-                    await result
-
-
-_LISTENER_SECURITY_KEYS = frozenset(
-    {"connections.max.reauth.ms", "connection.failed.authentication.delay.ms", "listener.security.protocol.map"}
-)
-
-
-def _security_view(config: KafkaConfig, listener: str) -> dict[str, object]:
-    """What a listener's security is built from: its resolved ``ssl.*``, ``sasl.*`` and
-    ``<mechanism>.sasl.jaas.config`` keys and the authentication timing keys."""
-    return {
-        k: v
-        for k, v in config.for_listener(listener).items()
-        if not k.startswith(LISTENER_PREFIX)
-        and (k.startswith(("ssl.", "sasl.")) or k.endswith(".sasl.jaas.config") or k in _LISTENER_SECURITY_KEYS)
-    }
-
-
-def _allowed_changes(config: KafkaConfig, listener: str) -> tuple[bool, bool]:
-    """The listener's ``ssl.allow.dn.changes`` and ``ssl.allow.san.changes``."""
-    return (
-        bool(config.listener_value(listener, "ssl.allow.dn.changes")),
-        bool(config.listener_value(listener, "ssl.allow.san.changes")),
-    )
-
-
-def changed_listeners(old: KafkaConfig, new: KafkaConfig) -> list[str]:
-    """The listeners of ``new`` whose security keys (``listener.name.<l>.*`` over the plain ones)
-    differ from ``old``'s: those whose security is rebuilt."""
-    return [e.listener for e in new.listeners if _security_view(old, e.listener) != _security_view(new, e.listener)]
+        for reconfigurable in self._affected(old, new):
+            result = reconfigurable.reconfigure(old, new)
+            if inspect.isawaitable(result):
+                await result
 
 
 def broker_entity(name: str) -> str:
@@ -414,7 +377,7 @@ async def set_broker_overrides(broker: Broker, name: str, overrides: Mapping[str
         dynamic.validate(overrides, per_broker)
         if validate_only:
             return
-        reloaded = updated_store_securities(broker) if per_broker else {}
+        reloaded = dynamic.listeners.updated_stores(broker.config) if per_broker and dynamic.listeners else {}
         stored = dynamic.to_persistent(overrides, per_broker)
     except InvalidConfigError as exc:
         raise InvalidConfigError(
@@ -428,24 +391,6 @@ async def set_broker_overrides(broker: Broker, name: str, overrides: Mapping[str
             use_listener_security(broker, security)
 
 
-def updated_store_securities(broker: Broker) -> dict[str, ListenerSecurity]:
-    """Kafka's ``reloadUpdatedFilesWithoutConfigChange``: the TLS listeners whose key or trust
-    store file changed in place since it was read, rebuilt from the current config (an
-    AlterConfigs of this broker applies them, even one that changes nothing else). A store that
-    no longer loads refuses the request: ``Validation of dynamic config update of SSLFactory failed``."""
-    from odradek.server.listener_security import ensure_compatible, listener_security
-
-    out = {}
-    for name, security in broker.listener_securities.items():
-        if security.stores_modified():
-            try:
-                out[name] = listener_security(broker.config, name, broker.credential_cache)
-                ensure_compatible(security, out[name], *_allowed_changes(broker.config, name))
-            except InvalidConfigError as exc:
-                raise InvalidConfigError(f"Validation of dynamic config update of SSLFactory failed: {exc}") from None
-    return out
-
-
 def use_listener_security(broker: Broker, security: ListenerSecurity) -> None:
     """Serve the listener's new connections with ``security`` (open ones keep theirs)."""
     broker.listener_securities[security.listener_name] = security
@@ -454,64 +399,33 @@ def use_listener_security(broker: Broker, security: ListenerSecurity) -> None:
 
 
 def register_broker_reconfigurables(broker: Broker) -> None:
-    """What a broker applies at once (in this order): the new config object itself, the log
-    defaults of every hosted log without an override, the connection limits, the replication
-    throttle rates, the controller's unclean election default.
+    """The broker's components that reconfigure themselves, in the order they are applied: the
+    broker's own config (first, so the others read the new one through the broker too), the
+    listeners' security, the log defaults, the connection quotas, the replication throttle rates,
+    the controller's unclean election default and the log cleaner (its keys are
+    :data:`LOG_CLEANER_CONFIGS`, Kafka's ``LogCleaner.ReconfigurableConfigs`` with
+    ``message.max.bytes``: the cleaner restarts with them).
 
-    Further components add theirs with ``broker.dynamic_config.add_reconfigurable(keys,
-    reconfigure)``; ``reconfigure(old, new)`` (two :class:`KafkaConfig`, may be async) runs on
-    the event loop after ``broker.config`` is already ``new``, once per change that touches one of
-    ``keys``, and also at start-up when ``/config/brokers`` holds values (if registered before
-    the ZkConfigManager starts). The log cleaner's keys are :data:`LOG_CLEANER_CONFIGS` (Kafka's
-    ``LogCleaner.ReconfigurableConfigs`` with ``message.max.bytes``): the cleaner restarts with them.
+    Each is called only when one of its keys changed, on the event loop, also at start-up when
+    ``/config/brokers`` holds values (registered before the ZkConfigManager starts).
     """
     dynamic = broker.dynamic_config
-    dynamic.listener_securities = lambda: broker.listener_securities
 
-    def swap(_old: KafkaConfig, new: KafkaConfig) -> None:
+    def use_config(new: KafkaConfig) -> None:
         broker.config = new
 
-    def logs(_old: KafkaConfig, new: KafkaConfig) -> None:
-        if broker.log_manager is not None:
-            broker.log_manager.default_config = new.default_log_config()
-        for topic in {tp.topic for tp in broker.replica_manager.partitions}:
-            broker.replica_manager.update_log_config(topic)
-
-    def connections(_old: KafkaConfig, new: KafkaConfig) -> None:
-        from odradek.server.connection_quotas import parse_connection_overrides
-
-        quotas = broker.socket_server.quotas
-        quotas.max_connections = int(new["max.connections"])
-        quotas.max_per_ip = int(new["max.connections.per.ip"])
-        quotas.overrides = parse_connection_overrides(new["max.connections.per.ip.overrides"] or "")
-        quotas.configure_rates(new)
-
-    async def throttles(_old: KafkaConfig, _new: KafkaConfig) -> None:
-        await broker.reload_broker_throttles()
-
-    def unclean(_old: KafkaConfig, new: KafkaConfig) -> None:
-        if broker.controller is not None:  # the controller's default for topics without an override
-            broker.controller.unclean_leader_election = bool(new["unclean.leader.election.enable"])
-
-    def listeners(old: KafkaConfig, new: KafkaConfig) -> None:
-        from odradek.server.listener_security import listener_security
-
-        for name in changed_listeners(old, new):
-            if name not in broker.listener_securities:  # not bound yet: start-up builds it from ``new``
-                continue
-            try:
-                security = listener_security(new, name, broker.credential_cache)
-            except InvalidConfigError as exc:  # validated before stored; a file changed since
-                log.error("broker %d: listener %s keeps its security: %s", broker.broker_id, name, exc)
-                continue
-            use_listener_security(broker, security)
-
-    dynamic.add_reconfigurable(lambda _k: True, swap)
-    dynamic.add_reconfigurable(lambda k: listener_base(k) is not None, listeners)
-    dynamic.add_reconfigurable(LOG_CONFIGS, logs)
-    dynamic.add_reconfigurable(
-        lambda k: k in CONNECTION_CONFIGS or k.endswith("max.connection.creation.rate"), connections
+    dynamic.listeners = DynamicListenerConfig(
+        lambda: dynamic.current,
+        lambda: broker.listener_securities,
+        lambda: broker.credential_cache,
+        lambda security: use_listener_security(broker, security),
     )
-    dynamic.add_reconfigurable(THROTTLE_CONFIGS, throttles)
-    dynamic.add_reconfigurable({"unclean.leader.election.enable"}, unclean)
-    dynamic.add_reconfigurable(LOG_CLEANER_CONFIGS, broker.reconfigure_log_cleaner)
+    dynamic.add_reconfigurable(BrokerConfigHolder(use_config))
+    dynamic.add_reconfigurable(dynamic.listeners)
+    dynamic.add_reconfigurable(
+        DynamicLogConfig(LOG_CONFIGS, lambda: broker.log_manager, lambda: broker.replica_manager)
+    )
+    dynamic.add_reconfigurable(broker.socket_server.quotas)
+    dynamic.add_reconfigurable(ReconfigureWith(THROTTLE_CONFIGS, lambda _old, _new: broker.reload_broker_throttles()))
+    dynamic.add_reconfigurable(DynamicControllerConfig(lambda: broker.controller))
+    dynamic.add_reconfigurable(ReconfigureWith(LOG_CLEANER_CONFIGS, broker.reconfigure_log_cleaner))

@@ -100,6 +100,12 @@ class LogManager:
         if not self.online_dirs:
             raise KafkaStorageError(f"none of the log directories {', '.join(map(str, self.log_dirs))} is usable")
 
+    def reconfigure_default_config(self, default_config: LogConfig) -> None:
+        """The broker's log defaults changed (a dynamic ``log.*`` key): logs created from now on
+        take ``default_config``; open logs are reconfigured by their owner (the replica manager),
+        which knows their topic overrides. Event loop only."""
+        self.default_config = default_config
+
     @property
     def online_dirs(self) -> list[Path]:
         return [d for d in self.log_dirs if d not in self.offline_dirs]

@@ -70,7 +70,7 @@ async def handle(ctx: RequestContext[OffsetCommitRequest]) -> Any:
     now = int(time.time() * 1000)
     with_retention = (commit_v2.OffsetCommitRequest, commit_v3.OffsetCommitRequest, commit_v4.OffsetCommitRequest)
     retention = millis(req.retention_time) if isinstance(req, with_retention) else -1
-    max_metadata = int(broker.config["offset.metadata.max.bytes"])
+    max_metadata = broker.config.get_int("offset.metadata.max.bytes")
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     group_allowed = authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id)

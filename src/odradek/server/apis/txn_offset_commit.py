@@ -32,7 +32,7 @@ async def handle(ctx: RequestContext) -> Any:
     now = int(time.time() * 1000)
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    limit = int(ctx.services.config["offset.metadata.max.bytes"])
+    limit = ctx.services.config.get_int("offset.metadata.max.bytes")
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
         refused: ErrorCode | None = ErrorCode.transactional_id_authorization_failed
     elif not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
