@@ -234,6 +234,23 @@ def test_no_live_isr_member_leaves_the_partition_offline_until_unclean_election_
     scenario(check, brokers=(1, 2))
 
 
+def test_a_dynamic_broker_default_reaches_the_next_offline_election() -> None:
+    """``unclean.leader.election.enable`` changed on a running broker (a dynamic broker config)
+    applies to the next election of a topic without an override."""
+
+    async def check(cluster: ControllerCluster) -> None:
+        await cluster.create_topic("t", {0: [2, 1], 1: [2, 1]})
+        await cluster.leader_writes_isr(T0, [2])
+        cluster.active.set_unclean_leader_election_default(True)
+        await cluster.leader_writes_isr(T1, [2])
+        await cluster.kill(2)
+        for tp in (T0, T1):
+            state = await cluster.state("t", tp.partition)
+            assert (state.leader, list(state.isr)) == (1, [1])
+
+    scenario(check, brokers=(1, 2))
+
+
 def test_broker_default_unclean_election_elects_an_out_of_isr_replica() -> None:
     async def check(cluster: ControllerCluster) -> None:
         await cluster.create_topic("t", {0: [2, 1]})
