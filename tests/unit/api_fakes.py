@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
 from typing import Any, cast
 
+from odradek.coordinator.group.manager import OffsetFetchEntry
 from odradek.errors import ErrorCode, KafkaError, TopicExistsError
 from odradek.metadata.authorizer import AclAuthorizer
 from odradek.metadata.znodes import BrokerInfo
@@ -119,6 +120,8 @@ class FakeGroupCoordinator:
     join_result: Any = None
     sync_result: Any = None
     commit_error: ErrorCode = ErrorCode.none
+    fetch_error: ErrorCode = ErrorCode.none
+    committed: dict[TopicPartition, OffsetFetchEntry] = field(default_factory=dict)
     calls: list[tuple[str, Any]] = field(default_factory=list)
 
     async def join_group(self, request: Any) -> Any:
@@ -132,6 +135,15 @@ class FakeGroupCoordinator:
     async def commit_offsets(self, group: str, member: str, instance: str | None, generation: int, offsets: Any) -> Any:
         self.calls.append(("commit", (group, member, instance, generation, dict(offsets))))
         return dict.fromkeys(offsets, self.commit_error)
+
+    def fetch_offsets(self, group: str, require_stable: bool, partitions: list[TopicPartition] | None) -> Any:
+        """``(fetch_error, entries)``: ``committed`` for the partitions asked (every committed one
+        for None), an empty entry for one without a commit, nothing at all with ``fetch_error``."""
+        self.calls.append(("fetch", (group, require_stable, partitions)))
+        if self.fetch_error is not ErrorCode.none:
+            return self.fetch_error, {}
+        wanted = list(self.committed) if partitions is None else partitions
+        return ErrorCode.none, {tp: self.committed.get(tp, OffsetFetchEntry()) for tp in wanted}
 
 
 @dataclass

@@ -36,6 +36,23 @@ VERSIONS = {
 }
 
 
+def api_versions_response(response_type: type, versions: Mapping[int, tuple[int, int]]) -> Any:
+    """An ApiVersions response (of ``response_type``'s version) listing ``versions``: API key ->
+    (min, max)."""
+    entry = nested(response_type, "ApiVersion")
+    keys = tuple(entry(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in versions.items())
+    return build(
+        response_type,
+        error_code=ErrorCode.none,
+        api_keys=keys,
+        throttle_time=datetime.timedelta(0),
+        supported_features=(),
+        finalized_features_epoch=-1,
+        finalized_features=(),
+        zk_migration_ready=False,
+    )
+
+
 class FakeSaslBroker:
     """One connection's SASL server side. ``users`` maps user -> password (for PLAIN and both
     SCRAM mechanisms); ``enabled`` the mechanisms offered."""
@@ -81,18 +98,7 @@ class FakeSaslBroker:
         if api_key == ApiKey.METADATA and self.authenticated is not None:  # an empty cluster
             return build(response_type, throttle_time=datetime.timedelta(0), brokers=(), controller_id=-1, topics=())
         if api_key == ApiKey.API_VERSIONS:
-            entry = nested(response_type, "ApiVersion")
-            keys = tuple(entry(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in self.versions.items())
-            return build(
-                response_type,
-                error_code=ErrorCode.none,
-                api_keys=keys,
-                throttle_time=datetime.timedelta(0),
-                supported_features=(),
-                finalized_features_epoch=-1,
-                finalized_features=(),
-                zk_migration_ready=False,
-            )
+            return api_versions_response(response_type, self.versions)
         if api_key == ApiKey.SASL_HANDSHAKE:
             if request.mechanism not in self.enabled:
                 code = ErrorCode.unsupported_sasl_mechanism

@@ -9,12 +9,15 @@ import datetime
 from kio.schema.join_group.v7 import request as join_v7
 from kio.schema.list_offsets.v7 import request as list_offsets_v7
 from kio.schema.offset_commit.v8 import request as commit_v8
+from kio.schema.offset_fetch.v7 import request as fetch_v7
+from kio.schema.offset_fetch.v8 import request as fetch_v8
 from kio.schema.produce.v9 import request as produce_v9
 from kio.schema.sync_group.v5 import request as sync_v5
 
+from odradek.coordinator.group.manager import OffsetFetchEntry
 from odradek.coordinator.group.member import JoinGroupResult, SyncGroupResult
 from odradek.errors import ErrorCode, NotLeaderOrFollowerError
-from odradek.server.apis import join_group, list_offsets, offset_commit, produce, sync_group
+from odradek.server.apis import join_group, list_offsets, offset_commit, offset_fetch, produce, sync_group
 from odradek.storage import TopicPartition
 
 from .api_fakes import FakeMetadataCache, FakeServices, call
@@ -213,3 +216,39 @@ def test_offset_commit_v8_passes_the_static_members_instance_id() -> None:
     call(offset_commit, services, 8, request)
     ((_, (_, _, instance, _, _)),) = services.group_coordinator.calls
     assert instance == "instance-1"
+
+
+def test_offset_fetch_answers_committed_offsets_and_minus_one_without_a_commit() -> None:
+    services = FakeServices()
+    services.group_coordinator.committed = {TopicPartition("t", 0): OffsetFetchEntry(42, 3, "m")}
+    request = fetch_v7.OffsetFetchRequest(
+        group_id="g",
+        topics=(fetch_v7.OffsetFetchRequestTopic(name="t", partition_indexes=(0, 1)),),
+        require_stable=True,
+    )
+    response = call(offset_fetch, services, 7, request)
+    assert response.error_code == ErrorCode.none
+    got = {
+        p.partition_index: (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
+        for p in response.topics[0].partitions
+    }
+    assert got == {0: (42, 3, "m", ErrorCode.none), 1: (-1, -1, "", ErrorCode.none)}
+    assert services.group_coordinator.calls == [
+        ("fetch", ("g", True, [TopicPartition("t", 0), TopicPartition("t", 1)]))
+    ]
+
+
+def test_offset_fetch_gives_a_group_error_per_group_from_v8_and_top_level_before() -> None:
+    services = FakeServices()
+    services.group_coordinator.fetch_error = ErrorCode.coordinator_load_in_progress
+    v7 = call(offset_fetch, services, 7, fetch_v7.OffsetFetchRequest(group_id="g", topics=None, require_stable=False))
+    assert (v7.error_code, v7.topics) == (ErrorCode.coordinator_load_in_progress, ())
+    groups = (
+        fetch_v8.OffsetFetchRequestGroup(group_id="a", topics=None),
+        fetch_v8.OffsetFetchRequestGroup(group_id="b", topics=None),
+    )
+    v8 = call(offset_fetch, services, 8, fetch_v8.OffsetFetchRequest(groups=groups, require_stable=False))
+    assert [(g.group_id, g.error_code, g.topics) for g in v8.groups] == [
+        ("a", ErrorCode.coordinator_load_in_progress, ()),
+        ("b", ErrorCode.coordinator_load_in_progress, ()),
+    ]
