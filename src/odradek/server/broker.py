@@ -399,8 +399,8 @@ class Broker:
         # and acks=all writes would wait for it until replica.lag.time.max.ms.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.replica_manager.shutdown_fetchers(), SHUTDOWN_STEP_TIMEOUT_S)
-        retries = int(cfg["controlled.shutdown.max.retries"])
-        backoff_s = int(cfg["controlled.shutdown.retry.backoff.ms"]) / 1000
+        retries = cfg.get_int("controlled.shutdown.max.retries")
+        backoff_s = cfg.get_int("controlled.shutdown.retry.backoff.ms") / 1000
         for attempt in range(1, retries + 1):
             controller_id = self.metadata_cache.controller_id
             endpoint = self._inter_broker_endpoint(controller_id) if controller_id >= 0 else None
@@ -411,7 +411,7 @@ class Broker:
                         endpoint[0],
                         endpoint[1],
                         client_id=f"broker-{self.broker_id}-controlled-shutdown",
-                        request_timeout_ms=int(cfg["controller.socket.timeout.ms"]),
+                        request_timeout_ms=cfg.get_int("controller.socket.timeout.ms"),
                         security=self.inter_broker_security,
                     ) as conn:
                         version = conn.version_for(controlled_shutdown.API_KEY, 1)
