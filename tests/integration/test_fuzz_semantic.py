@@ -34,7 +34,14 @@ from .semantic_fuzz import run_semantic_fuzz
 REQUESTS = int(os.environ.get("ODRADEK_SEMANTIC_REQUESTS", "1000"))
 SEED = int(os.environ.get("ODRADEK_FUZZ_SEED", "20261128"))
 RSS_GROWTH_BOUND = 200 * 1024 * 1024
-STALL_BOUND_S = 0.25
+STALL_BOUND_S = (
+    float(os.environ.get("ODRADEK_FUZZ_STALL_BOUND_MS", "1000" if os.environ.get("PYTEST_XDIST_WORKER") else "250"))
+    / 1000
+)
+"""The longest loop stall allowed: 250 ms run alone (``make fuzz``, a serial run); 1 s on a worker of
+the parallel suite, where other workers' brokers and JVMs share the two cores and the watchdog, which
+measures how late the loop runs by the wall clock, also counts the time the broker waited for a core
+(a 277 ms stall was seen there). Still far below the multi-second stalls the limits removed."""
 TOPIC = "semantic-integrity"
 
 pytestmark = pytest.mark.timeout(600 if REQUESTS == 0 else 240)
