@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
 from typing import Any, cast
 
+from odradek.coordinator.group.group import GroupSummary, MemberSummary
 from odradek.coordinator.group.manager import OffsetFetchEntry
 from odradek.errors import ErrorCode, KafkaError, TopicExistsError
 from odradek.metadata.authorizer import AclAuthorizer
@@ -135,6 +136,12 @@ class FakeGroupCoordinator:
     async def commit_offsets(self, group: str, member: str, instance: str | None, generation: int, offsets: Any) -> Any:
         self.calls.append(("commit", (group, member, instance, generation, dict(offsets))))
         return dict.fromkeys(offsets, self.commit_error)
+
+    def describe_group(self, group_id: str, api_version: int) -> Any:
+        """A Stable group of one member whose metadata is 1 KiB; counts the calls."""
+        self.calls.append(("describe", group_id))
+        member = MemberSummary("m-1", None, "client", "/127.0.0.1", b"x" * 1024, b"")
+        return ErrorCode.none, None, GroupSummary("Stable", "consumer", "range", (member,))
 
     def fetch_offsets(self, group: str, require_stable: bool, partitions: list[TopicPartition] | None) -> Any:
         """``(fetch_error, entries)``: ``committed`` for the partitions asked (every committed one

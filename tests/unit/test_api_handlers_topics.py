@@ -89,3 +89,12 @@ def test_metadata_of_unknown_topics_asks_for_auto_creation_and_answers_its_error
     assert [(t.name, t.error_code) for t in refused.topics] == [("other", ErrorCode.unknown_topic_or_partition)]
     assert [(t.name, t.error_code) for t in unknown_id.topics] == [(None, ErrorCode.unknown_topic_id)]
     assert services.admin.auto_created == ["new", "other"]
+
+
+def test_metadata_answers_a_topic_named_twice_once() -> None:
+    cache = FakeMetadataCache({"t": 1})
+    response = call(metadata, FakeServices(metadata_cache=cache), 12, _metadata("t", "u", "t", "t", auto=False))
+    assert [(t.name, t.error_code) for t in response.topics] == [
+        ("t", ErrorCode.none),
+        ("u", ErrorCode.unknown_topic_or_partition),
+    ]

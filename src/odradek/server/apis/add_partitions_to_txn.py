@@ -6,51 +6,86 @@ without changing anything: NONE when the partitions are in the ongoing transacti
 INVALID_TXN_STATE). Every partition of a transaction gets the transaction's error (NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_ID_MAPPING,
 PRODUCER_FENCED, which is INVALID_PRODUCER_EPOCH before v2).
+
+The answer, one entry per partition named (thousands are possible), is built in slices
+(:class:`odradek.replication.pacing.Pacer`), as are the transactions of a v4+ batch.
 """
 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kio.schema.add_partitions_to_txn import v0 as add_partitions_to_txn_v0
+from kio.schema.add_partitions_to_txn import v1 as add_partitions_to_txn_v1
+from kio.schema.add_partitions_to_txn import v2 as add_partitions_to_txn_v2
+from kio.schema.add_partitions_to_txn import v3 as add_partitions_to_txn_v3
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.replication.pacing import Pacer
 from odradek.server.apis.txn_support import for_version
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster, filter_authorized
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import AddPartitionsToTxnRequest
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 MIN_VERSION = 0
 MAX_VERSION = 5
 
+_ONE_TRANSACTION = (
+    add_partitions_to_txn_v0.AddPartitionsToTxnRequest,
+    add_partitions_to_txn_v1.AddPartitionsToTxnRequest,
+    add_partitions_to_txn_v2.AddPartitionsToTxnRequest,
+    add_partitions_to_txn_v3.AddPartitionsToTxnRequest,
+)
+"""v0..v3: one transaction, in the ``v3_and_below_*`` fields."""
 
-async def _one(ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: Any, verify: bool) -> Any:
+
+class _Topic(Protocol):
+    """A topic of the request (every version's ``AddPartitionsToTxnTopic``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+async def _one(
+    ctx: RequestContext[AddPartitionsToTxnRequest],
+    txn_id: str,
+    pid: int,
+    epoch: int,
+    topics: Sequence[_Topic],
+    verify: bool,
+) -> tuple[Any, ...]:
     refused = _refused_topics(ctx, txn_id, topics)
+    error = ErrorCode.none
     if refused is None:
         partitions = [(str(t.name), int(p)) for t in topics for p in t.partitions]
         txn = ctx.services.transaction_coordinator
         error = await txn.add_partitions(txn_id, pid, epoch, partitions, verify_only=verify)
         error = for_version(error, ctx.api_version, 2)
-    return tuple(
-        ctx.make(
-            "AddPartitionsToTxnTopicResult",
-            name=t.name,
-            results_by_partition=tuple(
-                ctx.make(
-                    "AddPartitionsToTxnPartitionResult",
-                    partition_index=int(p),
-                    partition_error_code=error
-                    if refused is None
-                    else refused.get(t.name, ErrorCode.operation_not_attempted),
-                )
-                for p in t.partitions
-            ),
+    pacer = Pacer()
+    results = []
+    for t in topics:
+        await pacer.step()
+        topic_error = error if refused is None else refused.get(t.name, ErrorCode.operation_not_attempted)
+        by_partition = tuple(
+            ctx.make("AddPartitionsToTxnPartitionResult", partition_index=int(p), partition_error_code=topic_error)
+            for p in t.partitions
         )
-        for t in topics
-    )
+        results.append(ctx.make("AddPartitionsToTxnTopicResult", name=t.name, results_by_partition=by_partition))
+    return tuple(results)
 
 
-def _refused_topics(ctx: RequestContext, txn_id: str, topics: Any) -> dict[str, ErrorCode] | None:
+def _refused_topics(
+    ctx: RequestContext[AddPartitionsToTxnRequest], txn_id: str, topics: Sequence[_Topic]
+) -> dict[str, ErrorCode] | None:
     """Kafka's checks before anything is added: WRITE on the transactional id (else every
     partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (TOPIC_AUTHORIZATION_FAILED)
     and the topic known (UNKNOWN_TOPIC_OR_PARTITION); the other topics of a refused request are
@@ -67,9 +102,9 @@ def _refused_topics(ctx: RequestContext, txn_id: str, topics: Any) -> dict[str, 
     return refused or None
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[AddPartitionsToTxnRequest]) -> Any:
     req = ctx.request
-    if ctx.api_version < 4:
+    if isinstance(req, _ONE_TRANSACTION):
         results = await _one(
             ctx,
             req.v3_and_below_transactional_id,
@@ -87,7 +122,9 @@ async def handle(ctx: RequestContext) -> Any:
             results_by_transaction=(),
         )
     by_txn = []
+    pacer = Pacer()
     for t in req.transactions:
+        await pacer.step()
         topics = await _one(
             ctx, t.transactional_id, int(t.producer_id), int(t.producer_epoch), t.topics, bool(t.verify_only)
         )

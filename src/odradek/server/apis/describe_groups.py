@@ -5,15 +5,25 @@ Kafka). v3+ can ask for the authorized operations (odradek has no ACLs: every gr
 READ|DELETE|DESCRIBE); v4+ show ``group_instance_id``; an unknown group is described as Dead with
 no error (Kafka 4.0's v6 answers GROUP_ID_NOT_FOUND; the coordinator keeps that answer for when v6
 is advertised). Per-group errors: COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
-NOT_COORDINATOR."""
+NOT_COORDINATOR.
+
+A group named twice is described once: a request repeating the id of a group whose members carry
+large metadata would otherwise have its answer grow with every copy (the answers for distinct
+groups are bounded by what the coordinator holds). The answer is built in slices
+(:class:`odradek.replication.pacing.Pacer`), so thousands of groups never hold the event loop."""
 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.describe_groups import v0 as describe_groups_v0
+from kio.schema.describe_groups import v1 as describe_groups_v1
+from kio.schema.describe_groups import v2 as describe_groups_v2
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
+from odradek.replication.pacing import Pacer
 from odradek.server.auth_helper import (
     AclOperation,
     ResourceType,
@@ -23,6 +33,9 @@ from odradek.server.auth_helper import (
 )
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import DescribeGroupsRequest
+
 API_KEY = ApiKey.DESCRIBE_GROUPS
 MIN_VERSION = 0
 MAX_VERSION = 5
@@ -30,9 +43,15 @@ MAX_VERSION = 5
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 """READ (3), DELETE (6), DESCRIBE (8): Kafka's AclOperation codes as a bit field."""
+_BEFORE_V3 = (
+    describe_groups_v0.DescribeGroupsRequest,
+    describe_groups_v1.DescribeGroupsRequest,
+    describe_groups_v2.DescribeGroupsRequest,
+)
+"""Versions without ``include_authorized_operations``."""
 
 
-def _operations(ctx: RequestContext, group_id: str, include: bool) -> int:
+def _operations(ctx: RequestContext[DescribeGroupsRequest], group_id: str, include: bool) -> int:
     """The group's ``authorized_operations`` field: every group operation without an authorizer."""
     if not include:
         return AUTHORIZED_OPERATIONS_OMITTED
@@ -41,12 +60,14 @@ def _operations(ctx: RequestContext, group_id: str, include: bool) -> int:
     return authorized_operations(ctx, ResourceType.GROUP, group_id)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DescribeGroupsRequest]) -> Any:
     req = ctx.request
     coordinator = ctx.services.group_coordinator
-    include_ops = bool(getattr(req, "include_authorized_operations", False))
+    include_ops = not isinstance(req, _BEFORE_V3) and req.include_authorized_operations
     groups = []
-    for group_id in req.groups:
+    pacer = Pacer()
+    for group_id in dict.fromkeys(req.groups):
+        await pacer.step()
         if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             error, message, summary = coordinator.describe_group(group_id, ctx.api_version)
         else:

@@ -9,6 +9,10 @@ A topic named by id only (name null, v10+): v12 looks the id up (UNKNOWN_TOPIC_I
 has it); v10-11, whose response cannot carry a null name, answer INVALID_REQUEST under the name
 "" (Kafka refuses ids before v12).
 
+A topic named twice is answered once (Kafka reads the names into a set). The answer is built in
+slices (:class:`odradek.replication.pacing.Pacer`): a request naming thousands of topics, or
+"every topic" on a broker holding thousands, never holds the event loop for long.
+
 Answers from this broker's metadata cache only (filled by the controller's UpdateMetadata), never
 from the metadata store, so every broker answers at once; before its first UpdateMetadata a
 broker lists itself alone, no controller (-1) and no topics. Brokers are listed with their
@@ -20,11 +24,26 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.metadata import v0 as metadata_v0
+from kio.schema.metadata import v1 as metadata_v1
+from kio.schema.metadata import v2 as metadata_v2
+from kio.schema.metadata import v3 as metadata_v3
+from kio.schema.metadata import v4 as metadata_v4
+from kio.schema.metadata import v5 as metadata_v5
+from kio.schema.metadata import v6 as metadata_v6
+from kio.schema.metadata import v7 as metadata_v7
+from kio.schema.metadata import v8 as metadata_v8
+from kio.schema.metadata import v9 as metadata_v9
+from kio.schema.metadata import v10 as metadata_v10
+from kio.schema.metadata import v11 as metadata_v11
+from kio.schema.metadata import v12 as metadata_v12
 
 from odradek.errors import ErrorCode
 from odradek.metadata.znodes import BrokerInfo
 from odradek.protocol.api_keys import ApiKey
+from odradek.replication.pacing import Pacer
 from odradek.server.auth_helper import (
     CLUSTER_NAME,
     AclOperation,
@@ -36,12 +55,39 @@ from odradek.server.auth_helper import (
 from odradek.server.metadata_cache import TopicMetadata
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import MetadataRequest
+
 API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
 MAX_VERSION = 12
 
+_BEFORE_V4 = (
+    metadata_v0.MetadataRequest,
+    metadata_v1.MetadataRequest,
+    metadata_v2.MetadataRequest,
+    metadata_v3.MetadataRequest,
+)
+"""Versions without ``allow_auto_topic_creation`` (they always allow it)."""
+_BEFORE_V8 = (
+    *_BEFORE_V4,
+    metadata_v4.MetadataRequest,
+    metadata_v5.MetadataRequest,
+    metadata_v6.MetadataRequest,
+    metadata_v7.MetadataRequest,
+)
+"""Versions without the ``include_*_authorized_operations`` flags."""
+_CLUSTER_OPERATIONS = (metadata_v8.MetadataRequest, metadata_v9.MetadataRequest, metadata_v10.MetadataRequest)
+"""Versions with ``include_cluster_authorized_operations`` (v8..v10; v11 moved it to DescribeCluster)."""
+_TOPICS_WITH_IDS = (
+    metadata_v10.request.MetadataRequestTopic,
+    metadata_v11.request.MetadataRequestTopic,
+    metadata_v12.request.MetadataRequestTopic,
+)
+"""Topic entries that carry a ``topic_id`` (v10+)."""
 
-def _partitions(ctx: RequestContext, meta: TopicMetadata) -> tuple[Any, ...]:
+
+def _partitions(ctx: RequestContext[MetadataRequest], meta: TopicMetadata) -> tuple[Any, ...]:
     live = set(ctx.services.metadata_cache.brokers)
     reachable = set(ctx.services.metadata_cache.brokers_on(ctx.session.listener_name))
     out = []
@@ -65,7 +111,11 @@ def _partitions(ctx: RequestContext, meta: TopicMetadata) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _topic(ctx: RequestContext, name: str | None, error: ErrorCode, meta: TopicMetadata | None) -> Any:
+def _include_topic_operations(req: MetadataRequest) -> bool:
+    return False if isinstance(req, _BEFORE_V8) else req.include_topic_authorized_operations
+
+
+def _topic(ctx: RequestContext[MetadataRequest], name: str | None, error: ErrorCode, meta: TopicMetadata | None) -> Any:
     return ctx.make(
         "MetadataResponseTopic",
         error_code=error,
@@ -75,39 +125,46 @@ def _topic(ctx: RequestContext, name: str | None, error: ErrorCode, meta: TopicM
         partitions=_partitions(ctx, meta) if meta else (),
         topic_authorized_operations=operations_field(
             ctx,
-            meta is not None and bool(getattr(ctx.request, "include_topic_authorized_operations", False)),
+            meta is not None and _include_topic_operations(ctx.request),
             ResourceType.TOPIC,
             name or "",
         ),
     )
 
 
-def _by_id(ctx: RequestContext, topic_id: uuid.UUID | None) -> str | None:
+def _by_id(ctx: RequestContext[MetadataRequest], topic_id: uuid.UUID | None) -> str | None:
     """The name of the topic with ``topic_id`` (v12 only), or None."""
     if ctx.api_version < 12 or topic_id is None:
         return None
     return ctx.services.metadata_cache.topic_names.get(topic_id)
 
 
-async def handle(ctx: RequestContext) -> Any:
+def _wanted(ctx: RequestContext[MetadataRequest]) -> tuple[list[tuple[uuid.UUID | None, str | None]], bool]:
+    """(the (topic id, name) pairs to answer, each once and in the request's order; whether the
+    request named them rather than asking for every topic)."""
+    requested = ctx.request.topics
+    if requested is None or (ctx.api_version == 0 and not requested):
+        return [(None, n) for n in sorted(ctx.services.metadata_cache.topics)], False
+    wanted: dict[tuple[uuid.UUID | None, str | None], None] = {}
+    for topic in requested:
+        topic_id = topic.topic_id if isinstance(topic, _TOPICS_WITH_IDS) else None
+        wanted[(topic_id, topic.name if topic.name is not None else _by_id(ctx, topic_id))] = None
+    return list(wanted), True
+
+
+async def handle(ctx: RequestContext[MetadataRequest]) -> Any:
     broker = ctx.services
     cache = broker.metadata_cache
     req = ctx.request
-    requested = req.topics
-    wanted: list[tuple[uuid.UUID | None, str | None]]
-    if requested is None or (ctx.api_version == 0 and not requested):
-        wanted = [(None, n) for n in sorted(cache.topics)]
-        explicit = False
-    else:
-        ids = [getattr(t, "topic_id", None) for t in requested]
-        wanted = [(i, t.name if t.name is not None else _by_id(ctx, i)) for t, i in zip(requested, ids, strict=True)]
-        explicit = True
-    allow_auto = getattr(req, "allow_auto_topic_creation", True)
+    wanted, explicit = _wanted(ctx)
+    allow_auto = True if isinstance(req, _BEFORE_V4) else req.allow_auto_topic_creation
     topics = []
+    pacer = Pacer()
     described = filter_authorized(
         ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (n for _, n in wanted if n is not None), log_if_denied=explicit
     )
     for topic_id, name in wanted:
+        await pacer.step()
         if name is None:
             unknown_id = ctx.api_version >= 12 and topic_id not in (None, uuid.UUID(int=0))
             error = ErrorCode.unknown_topic_id if unknown_id else ErrorCode.invalid_request
@@ -144,6 +201,9 @@ async def handle(ctx: RequestContext) -> Any:
         controller_id=cache.controller_id,
         topics=tuple(topics),
         cluster_authorized_operations=operations_field(
-            ctx, bool(getattr(req, "include_cluster_authorized_operations", False)), ResourceType.CLUSTER, CLUSTER_NAME
+            ctx,
+            isinstance(req, _CLUSTER_OPERATIONS) and req.include_cluster_authorized_operations,
+            ResourceType.CLUSTER,
+            CLUSTER_NAME,
         ),
     )

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from kio.schema.add_partitions_to_txn import v0 as add_partitions_to_txn_v0
+from kio.schema.add_partitions_to_txn import v1 as add_partitions_to_txn_v1
+from kio.schema.add_partitions_to_txn import v2 as add_partitions_to_txn_v2
+from kio.schema.add_partitions_to_txn import v3 as add_partitions_to_txn_v3
+from kio.schema.add_partitions_to_txn import v4 as add_partitions_to_txn_v4
+from kio.schema.add_partitions_to_txn import v5 as add_partitions_to_txn_v5
 from kio.schema.alter_configs import v0 as alter_configs_v0
 from kio.schema.alter_configs import v1 as alter_configs_v1
 from kio.schema.alter_configs import v2 as alter_configs_v2
@@ -52,6 +58,12 @@ from kio.schema.describe_configs import (
 from kio.schema.describe_configs import (
     v4 as describe_configs_v4,
 )
+from kio.schema.describe_groups import v0 as describe_groups_v0
+from kio.schema.describe_groups import v1 as describe_groups_v1
+from kio.schema.describe_groups import v2 as describe_groups_v2
+from kio.schema.describe_groups import v3 as describe_groups_v3
+from kio.schema.describe_groups import v4 as describe_groups_v4
+from kio.schema.describe_groups import v5 as describe_groups_v5
 from kio.schema.fetch import (
     v4 as fetch_v4,
 )
@@ -303,16 +315,19 @@ from kio.schema.sync_group import (
 from kio.schema.sync_group import (
     v5 as sync_group_v5,
 )
+from kio.schema.write_txn_markers import v1 as write_txn_markers_v1
 
 from odradek.protocol import legacy_messages
 
 __all__ = [
+    "AddPartitionsToTxnRequest",
     "AlterConfigsRequest",
     "CreateAclsRequest",
     "CreateTopicsRequest",
     "DeleteAclsRequest",
     "DescribeAclsRequest",
     "DescribeConfigsRequest",
+    "DescribeGroupsRequest",
     "FetchRequest",
     "HeartbeatRequest",
     "IncrementalAlterConfigsRequest",
@@ -323,6 +338,7 @@ __all__ = [
     "OffsetFetchRequest",
     "ProduceRequest",
     "SyncGroupRequest",
+    "WriteTxnMarkersRequest",
 ]
 
 ProduceRequest: TypeAlias = (
@@ -490,3 +506,26 @@ IncrementalAlterConfigsRequest: TypeAlias = (
     | incremental_alter_configs_v1.IncrementalAlterConfigsRequest
 )
 """incremental_alter_configs v0..v1."""
+
+DescribeGroupsRequest: TypeAlias = (
+    describe_groups_v0.DescribeGroupsRequest
+    | describe_groups_v1.DescribeGroupsRequest
+    | describe_groups_v2.DescribeGroupsRequest
+    | describe_groups_v3.DescribeGroupsRequest
+    | describe_groups_v4.DescribeGroupsRequest
+    | describe_groups_v5.DescribeGroupsRequest
+)
+"""describe_groups v0..v5."""
+
+AddPartitionsToTxnRequest: TypeAlias = (
+    add_partitions_to_txn_v0.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v1.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v2.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v4.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v5.AddPartitionsToTxnRequest
+)
+"""add_partitions_to_txn v0..v5."""
+
+WriteTxnMarkersRequest: TypeAlias = write_txn_markers_v1.WriteTxnMarkersRequest
+"""write_txn_markers v1."""

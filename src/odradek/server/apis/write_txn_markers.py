@@ -22,15 +22,20 @@ Controller-like inter-broker API: accepted from any client, as Kafka without an 
 
 from __future__ import annotations
 
+import asyncio
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.client import write_txn_markers as message
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record, build_batch
+from odradek.replication.pacing import Pacer
 from odradek.server.auth_helper import authorize_cluster_action
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import WriteTxnMarkersRequest
 
 API_KEY = message.API_KEY
 MIN_VERSION = message.MIN_VERSION
@@ -54,10 +59,10 @@ def control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinat
     )
 
 
-async def write_marker(
+def append_marker(
     ctx: RequestContext, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
-) -> ErrorCode:
-    """Append one marker to ``tp`` and wait for the ISR; the partition's error code."""
+) -> ErrorCode | int:
+    """Append one marker to ``tp``: the offset the ISR must reach for it, or the partition's error."""
     rm = ctx.services.replica_manager
     try:
         partition = rm.leader_partition(tp)
@@ -71,28 +76,49 @@ async def write_marker(
         )
     except KafkaError as exc:
         return exc.error_code
-    return await rm.wait_for_acks(tp, info.last_offset + 1, MARKER_TIMEOUT_MS)
+    return info.last_offset + 1
 
 
-async def handle(ctx: RequestContext) -> Any:
-    results = []
+async def _await_isr(ctx: RequestContext, tp: TopicPartition, appended: ErrorCode | int) -> ErrorCode:
+    if isinstance(appended, ErrorCode):
+        return appended
+    return await ctx.services.replica_manager.wait_for_acks(tp, appended, MARKER_TIMEOUT_MS)
+
+
+async def handle(ctx: RequestContext[WriteTxnMarkersRequest]) -> Any:
+    """Every marker is appended first, in paced steps (a request may name thousands of
+    partitions), then the ISR waits run together, as Kafka's one DelayedProduce for the request:
+    the request takes at most one ``MARKER_TIMEOUT_MS``, however many partitions time out."""
+    markers = message.decode(ctx.request)
     if not authorize_cluster_action(ctx):
         denied = ErrorCode.cluster_authorization_failed
-        for marker in message.decode(ctx.request):
-            results.append((marker.producer_id, [(tp, denied) for tp in marker.partitions]))
-        return message.encode_response(ctx.api_version, results)
-    for marker in message.decode(ctx.request):
-        commit = marker.commit
-        errors = []
-        offsets_partitions: set[int] = set()
+        return message.encode_response(
+            ctx.api_version, [(m.producer_id, [(tp, denied) for tp in m.partitions]) for m in markers]
+        )
+    pacer = Pacer()
+    appended: list[list[ErrorCode | int]] = []
+    for marker in markers:
+        appended.append([])
         for tp in marker.partitions:
-            error = await write_marker(
-                ctx, tp, marker.producer_id, marker.producer_epoch, commit, marker.coordinator_epoch
+            await pacer.step()
+            appended[-1].append(
+                append_marker(
+                    ctx, tp, marker.producer_id, marker.producer_epoch, marker.commit, marker.coordinator_epoch
+                )
             )
-            if error == ErrorCode.none and tp.topic == CONSUMER_OFFSETS:
-                offsets_partitions.add(tp.partition)
-            errors.append((tp, error))
+    waits = [
+        _await_isr(ctx, tp, a)
+        for m, done in zip(markers, appended, strict=True)
+        for tp, a in zip(m.partitions, done, strict=True)
+    ]
+    errors = iter(await asyncio.gather(*waits))
+    results = []
+    for marker in markers:
+        outcome = [(tp, next(errors)) for tp in marker.partitions]
+        offsets_partitions = {tp.partition for tp, e in outcome if e == ErrorCode.none and tp.topic == CONSUMER_OFFSETS}
         if offsets_partitions:
-            await ctx.services.group_coordinator.handle_txn_completion(marker.producer_id, offsets_partitions, commit)
-        results.append((marker.producer_id, errors))
+            await ctx.services.group_coordinator.handle_txn_completion(
+                marker.producer_id, offsets_partitions, marker.commit
+            )
+        results.append((marker.producer_id, outcome))
     return message.encode_response(ctx.api_version, results)
