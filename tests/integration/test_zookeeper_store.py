@@ -7,6 +7,7 @@ import socket
 import time
 
 import pytest
+from tests.store_batches import check_batches
 
 from odradek.cli.zk import main as zk_main
 from odradek.metadata.errors import (
@@ -291,5 +292,13 @@ def test_session_expiry_is_reported_and_a_new_session_takes_over(zookeeper_conne
             seen.clear()
             await s.create("/again", ephemeral=True)  # the new session works, and watches were re-armed
             await eventually(lambda: "/" in seen, 10)
+
+    run(scenario)
+
+
+def test_batches_are_pipelined_and_apply_each_transaction_on_its_own(zookeeper_connect: str) -> None:
+    async def scenario() -> None:
+        async with ZooKeeperStore(zookeeper_connect, session_timeout_ms=6000) as s:
+            await check_batches(s, count=3000)
 
     run(scenario)

@@ -4,7 +4,6 @@ preferred election) against an in-memory store and a recording channel."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -16,6 +15,7 @@ from odradek.controller.events import LeaderAndIsrResponseReceived
 from odradek.controller.requests import LeaderAndIsrRequest, UpdateMetadataRequest
 from odradek.controller.state_machines import PartitionLifecycle, ReplicaLifecycle
 from odradek.errors import ErrorCode
+from odradek.metadata.znodes import LeaderAndIsr
 from odradek.storage import TopicPartition
 
 T0 = TopicPartition("t", 0)
@@ -73,23 +73,25 @@ def test_controller_session_end_elects_another_controller_with_a_higher_epoch() 
     scenario(check)
 
 
-def test_a_new_controller_reads_the_cluster_state_in_pipelined_requests() -> None:
-    """Failover reads every topic's assignment at once, then every partition's state at once
-    (Kafka's KafkaZkClient pipelines them), and elects a topic's partitions together, instead of
-    one ZooKeeper round trip after another: the partitions the old controller led wait for those
-    reads and writes before their LeaderAndIsr."""
-    in_flight: dict[str, int] = {}
-    most: dict[str, int] = {}
+def test_a_new_controller_reads_and_writes_the_cluster_state_in_pipelined_batches() -> None:
+    """Failover reads every topic's assignment in one batch, then every partition's state in one
+    (Kafka's KafkaZkClient pipelines them), and elects every partition the old controller led in
+    one batch of conditional writes decided from those states, instead of one ZooKeeper round
+    trip after another: those partitions wait for the reads and writes before their LeaderAndIsr."""
+    batches: dict[str, list[int]] = {}
+    single: list[str] = []
 
-    def counted(name: str, read: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[object]]:
+    def batched(name: str, call: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[object]]:
+        async def wrapper(items: list[object], *args: object) -> object:
+            batches.setdefault(name, []).append(len(items))
+            return await call(items, *args)
+
+        return wrapper
+
+    def one_by_one(name: str, call: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[object]]:
         async def wrapper(*args: object) -> object:
-            in_flight[name] = in_flight.get(name, 0) + 1
-            most[name] = max(most.get(name, 0), in_flight[name])
-            await asyncio.sleep(0)  # a round trip: the other reads may start meanwhile
-            try:
-                return await read(*args)
-            finally:
-                in_flight[name] -= 1
+            single.append(name)
+            return await call(*args)
 
         return wrapper
 
@@ -98,14 +100,19 @@ def test_a_new_controller_reads_the_cluster_state_in_pipelined_requests() -> Non
         await cluster.create_topic("u", {0: [1, 2, 3], 1: [2, 3, 1]})
         for broker_id in (2, 3):
             zk = cluster.controllers[broker_id].zk
-            zk.get_partition_state = counted("state", zk.get_partition_state)  # type: ignore[method-assign]
-            zk.get_topic_assignment = counted("assignment", zk.get_topic_assignment)  # type: ignore[method-assign]
-            zk.update_leader_and_isr = counted("write", zk.update_leader_and_isr)  # type: ignore[method-assign]
+            zk.get_topic_assignments = batched("assignments", zk.get_topic_assignments)  # type: ignore[method-assign]
+            zk.get_partition_states_of = batched("states", zk.get_partition_states_of)  # type: ignore[method-assign]
+            zk.update_leader_and_isrs = batched("writes", zk.update_leader_and_isrs)  # type: ignore[method-assign]
+            zk.get_partition_state = one_by_one("state", zk.get_partition_state)  # type: ignore[method-assign]
+            zk.update_leader_and_isr = one_by_one("write", zk.update_leader_and_isr)  # type: ignore[method-assign]
         await cluster.kill(1)
         assert cluster.active.ctx.epoch == 2
-        # t's three partitions (two led by 1, 1 in every ISR) are rewritten together
-        assert most == {"assignment": 2, "state": 5, "write": 3}
+        # both topics' assignments, then all 5 states; every partition had 1 as leader or in its
+        # ISR, so all 5 are rewritten together, decided from the states just read
+        assert batches == {"assignments": [2], "states": [5], "writes": [5]}
+        assert single == []
         assert [(await cluster.state("t", p)).leader for p in (0, 1, 2)] == [2, 3, 3]
+        assert [list((await cluster.state("u", p)).isr) for p in (0, 1)] == [[2, 3], [2, 3]]
 
     scenario(check)
 
@@ -300,33 +307,24 @@ def test_controlled_shutdown_moves_leadership_and_leaves_the_isrs() -> None:
     scenario(check)
 
 
-def test_controlled_shutdown_rewrites_the_partition_states_in_pipelined_requests() -> None:
+def test_controlled_shutdown_rewrites_the_partition_states_in_one_pipelined_batch() -> None:
     """ControlledShutdown moves every partition of the broker in one batch (Kafka's
     updateLeaderAndIsr pipelines the batch's writes), not one read-then-write after another: the
     broker's clients wait for the last of those writes before its LeaderAndIsr."""
-    in_flight = most = 0
-    zk_calls: list[str] = []
+    batches: list[int] = []
 
     async def check(cluster: ControllerCluster) -> None:
-        nonlocal in_flight, most
         await cluster.create_topic("t", {0: [2, 1, 3], 1: [2, 3, 1], 2: [3, 2, 1], 3: [2, 1, 3]})
         zk = cluster.active.zk
-        write = zk.update_leader_and_isr
+        write = zk.update_leader_and_isrs
 
-        async def counted(*args: object) -> object:
-            nonlocal in_flight, most
-            in_flight += 1
-            most = max(most, in_flight)
-            zk_calls.append("write")
-            await asyncio.sleep(0)  # a round trip: the other writes may start meanwhile
-            try:
-                return await write(*args)  # type: ignore[arg-type]
-            finally:
-                in_flight -= 1
+        async def counted(updates: list[object], *args: object) -> object:
+            batches.append(len(updates))
+            return await write(updates, *args)  # type: ignore[arg-type]
 
-        zk.update_leader_and_isr = counted  # type: ignore[method-assign]
+        zk.update_leader_and_isrs = counted  # type: ignore[method-assign]
         assert await cluster.active.controlled_shutdown(2) == (ErrorCode.none, [])
-        assert len(zk_calls) == 4 and most == 4  # three leaders moved, one ISR shrunk: all at once
+        assert batches == [4]  # three leaders moved, one ISR shrunk: all in one batch
         assert [(await cluster.state("t", p)).leader for p in range(4)] == [1, 3, 3, 1]
 
     scenario(check)
@@ -390,5 +388,30 @@ def test_replicas_answered_kafka_storage_error_go_offline() -> None:
         metadata = cluster.channel.sent(3, UpdateMetadataRequest)[-1]
         assert metadata.offline_replicas == {T0: {2}}
         assert last_state(cluster.channel, 3, T0).leader == 1
+
+    scenario(check)
+
+
+def test_an_election_decided_from_a_stale_known_state_is_read_and_decided_again() -> None:
+    """A broker's death is decided from the states the controller knows (no read first); a leader
+    changed one meanwhile without the controller hearing of it yet, so that conditional write
+    fails and the partition is read and decided again: nothing is overwritten."""
+
+    async def check(cluster: ControllerCluster) -> None:
+        await cluster.create_topic("t", {0: [1, 2, 3], 1: [2, 1, 3]})
+        tp = TopicPartition("t", 0)
+        current = await cluster.state("t", 0)
+        # the leader shrinks the ISR in the znode, with no notification: the controller's copy is stale
+        await cluster.admin.update_leader_and_isr(
+            tp, LeaderAndIsr(1, current.leader_epoch, [1, 2], current.controller_epoch), current.zk_version
+        )
+        assert cluster.active.ctx.states[tp].isr == [1, 2, 3]
+        await cluster.kill(3)
+        after = await cluster.state("t", 0)
+        # read again: leader 1 alive and 3 already out of the ISR, so nothing was written
+        assert (after.leader, list(after.isr), after.zk_version) == (1, [1, 2], current.zk_version + 1)
+        assert cluster.active.ctx.states[tp].isr == [1, 2]
+        other = await cluster.state("t", 1)  # decided from the known state and written at once
+        assert (other.leader, list(other.isr)) == (2, [2, 1])
 
     scenario(check)

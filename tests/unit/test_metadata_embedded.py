@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.store_batches import check_batches
 
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import (
@@ -334,5 +335,34 @@ def test_snapshot_after_random_changes_equals_a_full_encoding(tmp_path: Path) ->
             expected = {"persisted": [full_encoding(store)], "maybe": [before, full_encoding(store)], "none": [before]}
             assert got in expected[outcome], f"step {step}: {action} {path}"
         await store.close()
+
+    run(scenario)
+
+
+def test_batches_read_in_order_and_apply_each_transaction_on_its_own() -> None:
+    async def scenario() -> None:
+        await check_batches(EmbeddedStore().session())
+
+    run(scenario)
+
+
+def test_a_batch_of_transactions_writes_one_snapshot(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = EmbeddedStore(tmp_path)
+        s = store.session()
+        writes: list[int] = []
+        persist = store._persist
+
+        def counted() -> None:
+            writes.append(1)
+            persist()
+
+        store._persist = counted  # type: ignore[method-assign]
+        await s.multi_many([[CreateOp(f"/n{i}", b"x")] for i in range(100)])
+        assert len(writes) == 1
+        await s.close()
+        reopened = EmbeddedStore(tmp_path, read_only=True).session()
+        assert len(await reopened.get_many([f"/n{i}" for i in range(100)])) == 100
+        assert None not in await reopened.get_many([f"/n{i}" for i in range(100)])
 
     run(scenario)

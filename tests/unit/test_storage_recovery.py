@@ -12,6 +12,7 @@ import pytest
 
 from odradek.protocol.records import Record, build_batch, iter_batches
 from odradek.storage import Log, LogConfig, LogManager, TopicPartition
+from odradek.storage.leader_epoch import CHECKPOINT_FILE, LeaderEpochFileCache
 from odradek.storage.log_loader import CLEAN_SHUTDOWN_FILE
 
 TP = TopicPartition("orders", 0)
@@ -269,3 +270,52 @@ def test_clean_shutdown_marker_is_honoured(tmp_path: Path, caplog: pytest.LogCap
     assert log3 is not None and log3.log_end_offset == end - 2
     assert any("CRC mismatch" in r.getMessage() for r in caplog.records)
     lm3.shutdown()
+
+
+def _epochs_log(path: Path) -> tuple[Log, int]:
+    """A log with epoch 1 from offset 0 and epoch 4 from ``mid``, flushed up to ``mid``."""
+    log = Log(path / "orders-0", CFG)
+    log.leader_epoch_cache.assign(1, 0)
+    for i in range(20):
+        log.append_as_leader(batch(i), leader_epoch=1)
+    log.flush()
+    mid = log.log_end_offset
+    log.leader_epoch_cache.assign(4, mid)
+    for i in range(20, 40):
+        log.append_as_leader(batch(i), leader_epoch=4)
+    return log, mid
+
+
+def test_an_epoch_is_written_at_once_and_made_durable_before_the_recovery_point_moves(tmp_path: Path) -> None:
+    log, mid = _epochs_log(tmp_path)
+    cache = log.leader_epoch_cache
+    assert cache.unsynced  # written and renamed, not fsynced: becoming leader costs no fsync
+    assert LeaderEpochFileCache(log.dir).entries == [(1, 0), (4, mid)]
+    log.flush()
+    assert not cache.unsynced and log.recovery_point == log.log_end_offset
+    log.leader_epoch_cache.assign(6, log.log_end_offset)
+    log.close()  # a clean close makes it durable too
+    assert not cache.unsynced
+
+
+def test_recovery_assigns_the_epochs_a_crash_took_from_the_checkpoint(tmp_path: Path) -> None:
+    log, mid = _epochs_log(tmp_path)
+    end = log.log_end_offset
+    checkpoint = log.dir / CHECKPOINT_FILE
+    log.close()
+    checkpoint.write_text("0\n1\n1 0\n")  # the unsynced change lost in a crash: epoch 4 gone
+    log = reopen(tmp_path, recovery_point=mid)
+    assert log.leader_epoch_cache.entries == [(1, 0), (4, mid)]
+    assert log.leader_epoch_cache.end_offset_for(1, end) == (1, mid)
+    log.close()
+
+
+def test_an_unreadable_checkpoint_is_rebuilt_from_every_segment(tmp_path: Path) -> None:
+    log, mid = _epochs_log(tmp_path)
+    log.flush()
+    checkpoint = log.dir / CHECKPOINT_FILE
+    log.close()
+    checkpoint.write_text("0\n2\n1 0\n")  # torn: two entries announced, one there
+    log = reopen(tmp_path, clean=True, recovery_point=log.log_end_offset)
+    assert log.leader_epoch_cache.entries == [(1, 0), (4, mid)]
+    log.close()

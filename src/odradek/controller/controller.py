@@ -249,13 +249,26 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         self._watches.append(
             zk.watch_data("/admin/preferred_replica_election", self._queue_on(ZkPreferredReplicaLeaderElection()))
         )
+        started = time.monotonic()
         await self._refresh_brokers()
         await self._load_topics()
+        loaded = time.monotonic()
         await self._queue_topic_deletions()  # before any election: queued topics get none
-        await self.partition_state_machine.trigger_online_partition_state_change(
+        elected = await self.partition_state_machine.trigger_online_partition_state_change(
             set(self.ctx.assignments), "controller failover"
         )
         self._send_all_metadata()
+        log.info(
+            "controller %d: failover read %d brokers, %d topics and %d partition states in %.0f ms, "
+            "then wrote %d partition states in %.0f ms",
+            self.broker_id,
+            len(self.ctx.live_brokers),
+            len(self.ctx.assignments),
+            len(self.ctx.states),
+            (loaded - started) * 1000,
+            len(elected),
+            (time.monotonic() - loaded) * 1000,
+        )
         await self._resume_deletions()
         await self._resume_reassignments()
         await self._on_preferred_replica_election_znode()
@@ -292,8 +305,8 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
         its topic (Kafka's TopicChange and PartitionModifications), so creating a topic costs the
         same however many exist.
 
-        The reads are pipelined as Kafka's ``KafkaZkClient`` does (every assignment at once, then
-        every new partition's state at once), not one round trip after another: a new controller's
+        The reads are pipelined batches as Kafka's ``KafkaZkClient`` sends them (every assignment
+        at once, then every new partition's state at once), not one round trip after another: a new controller's
         failover reads every partition, and its elections wait for that. The results are applied in
         topic and partition order, as before."""
         topics = set(await self.zk.get_all_topics())
@@ -305,7 +318,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 self._topic_watches[topic] = self.zk.watch_data(
                     f"/brokers/topics/{topic}", self._on_partition_modification
                 )
-        assignments = await asyncio.gather(*(self.zk.get_topic_assignment(topic) for topic in wanted))
+        assignments = await self.zk.get_topic_assignments(wanted)
         new_or_changed: set[str] = set()
         unknown: list[tuple[TopicPartition, list[int]]] = []
         for topic, (assignment, topic_id) in zip(wanted, assignments, strict=True):
@@ -318,7 +331,7 @@ class KafkaController(ControllerOperations, ControllerReassignment, ControllerLo
                 tp = TopicPartition(topic, partition)
                 if tp not in self.ctx.states:
                     unknown.append((tp, replicas))
-        znodes = await asyncio.gather(*(self.zk.get_partition_state(tp) for tp, _ in unknown))
+        znodes = await self.zk.get_partition_states_of([tp for tp, _ in unknown])
         for (tp, replicas), znode in zip(unknown, znodes, strict=True):
             self._load_partition(tp, replicas, znode)
         return new_or_changed

@@ -62,12 +62,16 @@ class ControllerLogDirs(ControllerCore):
             ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(known)[:10]) + (" …" if len(known) > 10 else ""),
         )
         live = set(self.ctx.live_brokers) - self.ctx.shutting_down
-        for tp in sorted(known):
-            state = self.ctx.states[tp]
-            unclean = await self.partition_state_machine.unclean_election_enabled(tp.topic)
-            cause = f"log dir failure on broker {broker_id}"
-            await self.partition_state_machine.elect_offline(
-                tp, state.replicas, self.live_for(tp, live), unclean, cause
+        machine = self.partition_state_machine
+        offline = [
+            (
+                tp,
+                self.ctx.states[tp].replicas,
+                self.live_for(tp, live),
+                await machine.unclean_election_enabled(tp.topic),
             )
+            for tp in sorted(known)
+        ]
+        await machine.elect_offline_many(offline, f"log dir failure on broker {broker_id}")
         # every broker learns the offline replicas (Metadata's offline_replicas), changed or not
         self.batch.add_update_metadata(known)

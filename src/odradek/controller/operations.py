@@ -22,6 +22,7 @@ from odradek.controller.core import ControllerCore
 from odradek.controller.events import ControlledShutdown, ReplicaLeaderElection
 from odradek.controller.zk_state_machines import (
     ControlledShutdownPartitionLeaderElectionStrategy,
+    Election,
     LeaderElectionStrategy,
     OfflinePartitionLeaderElectionStrategy,
     PreferredReplicaPartitionLeaderElectionStrategy,
@@ -71,6 +72,7 @@ class ControllerOperations(ControllerCore):
             )
             cause = "unclean leader election" if unclean else "preferred replica leader election"
             moved = 0
+            elections: list[Election] = []
             for tp in sorted(partitions if partitions is not None else set(self.ctx.states)):
                 state = self.ctx.states.get(tp)
                 replicas = self.ctx.assignments.get(tp.topic, {}).get(tp.partition)
@@ -83,7 +85,8 @@ class ControllerOperations(ControllerCore):
                 if unclean and state.leader in live:  # Kafka's ElectLeaders: an online partition is left
                     results[tp] = ErrorCode.election_not_needed
                     continue
-                new = await self.partition_state_machine.elect(tp, replicas, strategy, live, cause)
+                elections.append(Election(tp, replicas, strategy, live))
+            for tp, new in (await self.partition_state_machine.elect_many(elections, cause)).items():
                 if isinstance(new, ErrorCode):
                     results[tp] = new
                 elif new.leader < 0:
@@ -190,19 +193,17 @@ class ControllerOperations(ControllerCore):
             changed: dict[TopicPartition, PartitionState] = {}
             live = set(self.ctx.live_brokers)
             strategy = ControlledShutdownPartitionLeaderElectionStrategy(broker_id, frozenset(self.ctx.shutting_down))
-            # every partition's read and conditional write pipelined, as Kafka's updateLeaderAndIsr
-            # for the whole batch, rather than two round trips per partition one after the other
+            # every partition's read and conditional write in one pipelined batch each, as Kafka's
+            # updateLeaderAndIsr for the whole batch, rather than two round trips per partition
             cause = f"controlled shutdown of broker {broker_id}"
-            machine = self.partition_state_machine
             moves = [
-                (tp, machine.elect(tp, list(state.replicas), strategy, live, cause))
+                Election(tp, list(state.replicas), strategy, live)
                 for tp, state in sorted(self.ctx.states.items(), key=lambda item: (item[0].topic, item[0].partition))
                 if broker_id in state.replicas
                 and len(state.replicas) > 1
                 and tp.topic not in self.ctx.topics_to_be_deleted
             ]
-            results = await asyncio.gather(*(move for _tp, move in moves))
-            for (tp, _move), new in zip(moves, results, strict=True):
+            for tp, new in (await self.partition_state_machine.elect_many(moves, cause)).items():
                 if not isinstance(new, ErrorCode):
                     changed[tp] = new
             for tp, replicas in sorted(self._hosted_by(broker_id).items()):

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from odradek.metadata.errors import CoordinationError
 from odradek.metadata.store import ANY_VERSION, WatchCallback, WatchHandle
 from odradek.metadata.znodes import BrokerInfo, LeaderAndIsr, PartitionAssignment, TopicAssignment
 from odradek.metadata.znodes import TopicPartition as ZkTopicPartition
@@ -47,6 +48,10 @@ class ControllerZkClient(Protocol):
 
     async def get_topic_assignment(self, topic: str) -> tuple[dict[int, list[int]] | None, uuid.UUID]: ...
 
+    async def get_topic_assignments(
+        self, topics: Sequence[str]
+    ) -> list[tuple[dict[int, list[int]] | None, uuid.UUID]]: ...
+
     async def get_replica_assignment_and_topic_id(self, topic: str) -> TopicAssignment | None: ...
 
     async def set_topic_assignment(
@@ -63,6 +68,8 @@ class ControllerZkClient(Protocol):
 
     async def get_partition_state(self, tp: TopicPartition) -> LeaderAndIsr | None: ...
 
+    async def get_partition_states_of(self, tps: Sequence[TopicPartition]) -> list[LeaderAndIsr | None]: ...
+
     async def create_partition_states(
         self, topic: str, states: Mapping[int, LeaderAndIsr], controller_epoch_zk_version: int | None = None
     ) -> None: ...
@@ -74,6 +81,10 @@ class ControllerZkClient(Protocol):
         expected_zk_version: int,
         controller_epoch_zk_version: int | None = None,
     ) -> int: ...
+
+    async def update_leader_and_isrs(
+        self, updates: Sequence[tuple[TopicPartition, LeaderAndIsr, int]], controller_epoch_zk_version: int
+    ) -> list[int | CoordinationError]: ...
 
     # -- topic deletion -----------------------------------------------------------------------------
     async def get_topic_deletions(self) -> list[str]: ...

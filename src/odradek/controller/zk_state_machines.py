@@ -35,12 +35,11 @@ Event-task only: everything here runs on the controller's event task.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-from collections.abc import Collection, Coroutine, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from odradek.controller.batch import ControllerBrokerRequestBatch
 from odradek.controller.context import ControllerContext, PartitionLifecycle, ReplicaLifecycle
@@ -54,7 +53,7 @@ from odradek.controller.election import (
 from odradek.controller.state_machines import PartitionStateMachine, ReplicaStateMachine
 from odradek.controller.zk_client import ControllerZkClient
 from odradek.errors import ErrorCode
-from odradek.metadata.errors import BadVersionError
+from odradek.metadata.errors import BadVersionError, CoordinationError
 from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
@@ -83,6 +82,17 @@ class LeaderElectionStrategy(Protocol):
         """From the partition's current ``state`` (read from its znode), its assignment and the
         brokers eligible as leader: what to write."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Election:
+    """One partition to elect: its replicas (written as its assignment), the strategy, and the
+    brokers eligible as leader."""
+
+    tp: TopicPartition
+    replicas: list[int]
+    strategy: LeaderElectionStrategy
+    live: Collection[int]
 
 
 @dataclass(frozen=True)
@@ -238,39 +248,88 @@ class ZkPartitionStateMachine(PartitionStateMachine):
         live: Collection[int],
         cause: str,
     ) -> PartitionState | ErrorCode:
-        """Read ``tp``'s state znode, let ``strategy`` decide, and write its (leader, ISR) with the
-        leader epoch + 1 and ``replicas``, conditionally on the version read and on the controller
-        epoch's zkVersion; re-reads and decides again when a leader changed the ISR meanwhile (up to
-        5 times, then UNKNOWN_SERVER_ERROR). Returns the new state (also in ``ctx.states``, and
-        added to the batch), or the strategy's error (the state read goes to ``ctx.states``);
-        UNKNOWN_TOPIC_OR_PARTITION without a state znode. ``cause`` goes to the state-change log."""
-        for _attempt in range(5):
-            current = await self.zk.get_partition_state(tp)
-            if current is None:
-                return ErrorCode.unknown_topic_or_partition
-            old = self.ctx.states.get(tp)
-            state = PartitionState.from_znode(current, replicas)
-            outcome = strategy.decide(state, list(replicas), live)
-            if isinstance(outcome, ErrorCode):
-                self.ctx.states[tp] = state
-                return outcome
-            leader, isr = outcome
-            new = PartitionState(leader, state.leader_epoch + 1, isr, list(replicas), self.ctx.epoch, state.zk_version)
-            try:
-                version = await self.zk.update_leader_and_isr(
-                    tp, new.to_znode(), state.zk_version, self.ctx.epoch_zk_version
+        """:meth:`elect_many` of one partition."""
+        return (await self.elect_many([Election(tp, replicas, strategy, live)], cause))[tp]
+
+    async def elect_many(
+        self, elections: Sequence[Election], cause: str, trust_known: bool = False
+    ) -> dict[TopicPartition, PartitionState | ErrorCode]:
+        """Read each partition's state znode, let its strategy decide, and write its (leader, ISR)
+        with the leader epoch + 1 and its replicas, conditionally on the version read and on the
+        controller epoch's zkVersion. The reads go in one pipelined batch and so do the writes
+        (Kafka's ``doElectLeaderForPartitions``); a partition whose state a leader changed
+        meanwhile (its ISR) is read and decided again with the others of its round, up to 5 rounds
+        (then UNKNOWN_SERVER_ERROR). Per partition: the new state (also in ``ctx.states``, and added
+        to the batch), or the strategy's error (the state read goes to ``ctx.states``);
+        UNKNOWN_TOPIC_OR_PARTITION without a state znode. ``cause`` goes to the state-change log.
+        Raises ControllerMovedError when this controller was deposed.
+
+        ``trust_known``: the first round decides from the states in ``ctx.states`` (a new
+        controller read them all a moment ago) instead of reading them again; safe because every
+        write is conditional on the version decided from: a state that moved meanwhile fails its
+        write and is read in the next round."""
+        results: dict[TopicPartition, PartitionState | ErrorCode] = {}
+        pending = list(elections)
+        for round_ in range(5):
+            if not pending:
+                break
+            states = await self._read_states(pending, trust_known=round_ == 0 and trust_known)
+            writes: list[tuple[Election, PartitionState, PartitionState]] = []
+            for election, state in zip(pending, states, strict=True):
+                if state is None:
+                    results[election.tp] = ErrorCode.unknown_topic_or_partition
+                    continue
+                outcome = election.strategy.decide(state, list(election.replicas), election.live)
+                if isinstance(outcome, ErrorCode):
+                    self.ctx.states[election.tp] = state
+                    results[election.tp] = outcome
+                    continue
+                leader, isr = outcome
+                new = PartitionState(
+                    leader, state.leader_epoch + 1, isr, list(election.replicas), self.ctx.epoch, state.zk_version
                 )
-            except BadVersionError:
-                continue
-            new = dataclasses.replace(new, zk_version=version)
-            self.ctx.states[tp] = new
-            if leader >= 0 and leader not in state.isr:
-                self._unclean_election(tp, leader, state.isr)
-            self._record_leadership(tp, old, new, cause)
-            self.batch.add_leader_and_isr(new.replicas, (tp,))
-            return new
-        log.warning("controller %d: %s-%d's state kept changing; leaving it", self.controller_id, *tp)
-        return ErrorCode.unknown_server_error
+                writes.append((election, state, new))
+            versions = await self.zk.update_leader_and_isrs(
+                [(e.tp, new.to_znode(), state.zk_version) for e, state, new in writes], self.ctx.epoch_zk_version
+            )
+            pending = []
+            for (election, state, new), version in zip(writes, versions, strict=True):
+                if isinstance(version, BadVersionError):
+                    pending.append(election)
+                elif isinstance(version, CoordinationError):  # the state znode went: the topic is being deleted
+                    results[election.tp] = ErrorCode.unknown_topic_or_partition
+                else:
+                    results[election.tp] = self._elected(
+                        election.tp, state, dataclasses.replace(new, zk_version=version), cause
+                    )
+        for election in pending:
+            log.warning("controller %d: %s-%d's state kept changing; leaving it", self.controller_id, *election.tp)
+            results[election.tp] = ErrorCode.unknown_server_error
+        return results
+
+    async def _read_states(self, elections: Sequence[Election], trust_known: bool) -> list[PartitionState | None]:
+        """The partitions' states with ``replicas`` as their assignment: read from their znodes in
+        one batch, or, with ``trust_known``, taken from ``ctx.states`` where it has them."""
+        known = [self.ctx.states.get(e.tp) if trust_known else None for e in elections]
+        missing = [e for e, k in zip(elections, known, strict=True) if k is None]
+        read = iter(await self.zk.get_partition_states_of([e.tp for e in missing]) if missing else ())
+        out: list[PartitionState | None] = []
+        for election, state in zip(elections, known, strict=True):
+            if state is not None:
+                out.append(dataclasses.replace(state, replicas=list(election.replicas)))
+            else:
+                znode = next(read)
+                out.append(None if znode is None else PartitionState.from_znode(znode, election.replicas))
+        return out
+
+    def _elected(self, tp: TopicPartition, read: PartitionState, new: PartitionState, cause: str) -> PartitionState:
+        old = self.ctx.states.get(tp)
+        self.ctx.states[tp] = new
+        if new.leader >= 0 and new.leader not in read.isr:
+            self._unclean_election(tp, new.leader, read.isr)
+        self._record_leadership(tp, old, new, cause)
+        self.batch.add_leader_and_isr(new.replicas, (tp,))
+        return new
 
     async def bump_leader_epoch(self, tp: TopicPartition, replicas: list[int], cause: str) -> PartitionState | None:
         """The same leader and ISR with the leader epoch + 1 and ``replicas`` (a reassignment's
@@ -306,14 +365,28 @@ class ZkPartitionStateMachine(PartitionStateMachine):
     async def elect_offline(
         self, tp: TopicPartition, replicas: list[int], live: set[int], unclean: bool, cause: str
     ) -> PartitionState | None:
-        """The offline strategy for ``tp`` (a partition whose leader is not alive goes
-        OfflinePartition first), then its replicas settle Online/Offline. The new state, or None."""
-        known = self.ctx.states.get(tp)
-        if known is not None and known.leader not in live and self.state(tp) is _P.OnlinePartition:
-            self.transition(tp, _P.OfflinePartition, cause=cause)
-        new = await self.elect(tp, replicas, OfflinePartitionLeaderElectionStrategy(unclean), live, cause)
-        self.replica_state_machine.settle(tp, replicas, cause)
-        return None if isinstance(new, ErrorCode) else new
+        """:meth:`elect_offline_many` of one partition."""
+        return (await self.elect_offline_many([(tp, replicas, live, unclean)], cause)).get(tp)
+
+    async def elect_offline_many(
+        self, partitions: Sequence[tuple[TopicPartition, list[int], set[int], bool]], cause: str
+    ) -> dict[TopicPartition, PartitionState]:
+        """The offline strategy (with or without unclean election) for each (partition, replicas,
+        live replicas, unclean) in one :meth:`elect_many` (a partition whose leader is not alive
+        goes OfflinePartition first), then each one's replicas settle Online/Offline. The
+        partitions written, with their new states. The first round decides from the states the
+        controller knows (``trust_known``): a failover or a broker's death then costs one batch of
+        conditional writes, plus a read and a write for each state a leader changed meanwhile."""
+        elections = []
+        for tp, replicas, live, unclean in partitions:
+            known = self.ctx.states.get(tp)
+            if known is not None and known.leader not in live and self.state(tp) is _P.OnlinePartition:
+                self.transition(tp, _P.OfflinePartition, cause=cause)
+            elections.append(Election(tp, replicas, OfflinePartitionLeaderElectionStrategy(unclean), live))
+        results = await self.elect_many(elections, cause, trust_known=True)
+        for tp, replicas, _live, _unclean in partitions:
+            self.replica_state_machine.settle(tp, replicas, cause)
+        return {tp: new for tp, new in results.items() if not isinstance(new, ErrorCode)}
 
     async def trigger_online_partition_state_change(
         self, topics: set[str], cause: str
@@ -325,13 +398,14 @@ class ZkPartitionStateMachine(PartitionStateMachine):
         stays NewPartition until a broker change.
 
         A topic's new partitions get their state znodes in one multi (a 1,000-partition topic is
-        one write); its elections are pipelined (their reads, then their writes)."""
+        one write); the elections of every topic go in one :meth:`elect_many` (one pipelined batch
+        of reads, one of writes)."""
         live = set(self.ctx.live_brokers) - self.ctx.shutting_down
         changed: dict[TopicPartition, PartitionState] = {}
+        offline: list[tuple[TopicPartition, list[int], set[int], bool]] = []
         for topic in sorted(topics - self.ctx.topics_to_be_deleted):
             created: dict[int, PartitionState] = {}
             unclean: bool | None = None
-            elections: list[tuple[TopicPartition, Coroutine[Any, Any, PartitionState | None]]] = []
             for partition, replicas in sorted(self.ctx.assignments[topic].items()):
                 tp = TopicPartition(topic, partition)
                 state = self.ctx.states.get(tp)
@@ -358,11 +432,7 @@ class ZkPartitionStateMachine(PartitionStateMachine):
                     continue
                 if unclean is None:
                     unclean = await self.unclean_election_enabled(topic)
-                elections.append((tp, self.elect_offline(tp, replicas, live_tp, unclean, cause)))
-            results = await asyncio.gather(*(election for _tp, election in elections))
-            for (tp, _election), new in zip(elections, results, strict=True):
-                if new is not None:
-                    changed[tp] = new
+                offline.append((tp, replicas, live_tp, unclean))
             if created:
                 await self.zk.create_partition_states(
                     topic, {p: s.to_znode() for p, s in created.items()}, self.ctx.epoch_zk_version
@@ -373,4 +443,5 @@ class ZkPartitionStateMachine(PartitionStateMachine):
                     self.transition(tp, _P.OnlinePartition, new, cause)
                     self.replica_state_machine.settle(tp, new.replicas, cause)
                     self.batch.add_leader_and_isr(new.replicas, (tp,))
+        changed.update(await self.elect_offline_many(offline, cause))
         return changed

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import itertools
 import logging
 import os
@@ -35,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from odradek.metadata.errors import (
     BadVersionError,
@@ -333,6 +334,36 @@ class EmbeddedStore:
         self._notify(change.events)
         return result
 
+    def _apply_many(self, runs: Sequence[tuple[_Change, Callable[[], object]]]) -> list[object]:
+        """Each run applied on its own, as :meth:`_apply` (one failing with a CoordinationError is
+        undone and its error is its result; the others stay), with one snapshot write for all of
+        them and the watches notified after it. Any other error, or a failed snapshot write, undoes
+        every run and raises."""
+        out: list[object] = []
+        done: list[_Change] = []
+        try:
+            for change, fn in runs:
+                try:
+                    out.append(fn())
+                except CoordinationError as e:
+                    self._rollback(change)
+                    out.append(e)
+                    continue
+                except BaseException:
+                    self._rollback(change)
+                    raise
+                done.append(change)
+                self._dirty.update(change.saved)
+            if any(c.persistent for c in done):
+                self._persist()
+        except BaseException:
+            for change in reversed(done):
+                self._rollback(change)
+            raise
+        for change in done:
+            self._notify(change.events)
+        return out
+
     # -- watches -------------------------------------------------------------------------------------
 
     def _add_watch(self, table: dict[str, list[_Watch]], path: str, callback: WatchCallback) -> _Watch:
@@ -473,33 +504,43 @@ class EmbeddedSession(CoordinationStore):
         watches.append(watch)
         return watch
 
+    def _run_multi(self, change: _Change, ops: Sequence[Op]) -> list[str | ZnodeStat | None]:
+        store = self._store
+        results: list[str | ZnodeStat | None] = []
+        for op in ops:
+            if isinstance(op, CreateOp):
+                results.append(store._create(change, self._session_id, op, makepath=False))
+            elif isinstance(op, SetDataOp):
+                results.append(store._set(change, op))
+            elif isinstance(op, DeleteOp):
+                store._delete(change, op.path, op.version, recursive=False)
+                results.append(None)
+            elif isinstance(op, CheckVersionOp):
+                node = store._node(op.path)
+                if node.version != op.version:
+                    raise BadVersionError.at(op.path, op.version)
+                results.append(None)
+            else:
+                raise TypeError(f"not a multi op: {op!r}")
+        return results
+
     async def multi(self, ops: Sequence[Op]) -> list[str | ZnodeStat | None]:
         self._check_open()
-        store = self._store
         change = _Change()
-
-        def run() -> list[str | ZnodeStat | None]:
-            results: list[str | ZnodeStat | None] = []
-            for op in ops:
-                if isinstance(op, CreateOp):
-                    results.append(store._create(change, self._session_id, op, makepath=False))
-                elif isinstance(op, SetDataOp):
-                    results.append(store._set(change, op))
-                elif isinstance(op, DeleteOp):
-                    store._delete(change, op.path, op.version, recursive=False)
-                    results.append(None)
-                elif isinstance(op, CheckVersionOp):
-                    node = store._node(op.path)
-                    if node.version != op.version:
-                        raise BadVersionError.at(op.path, op.version)
-                    results.append(None)
-                else:
-                    raise TypeError(f"not a multi op: {op!r}")
-            return results
-
-        results = store._apply(change, run)
+        results = self._store._apply(change, lambda: self._run_multi(change, ops))
         assert isinstance(results, list)
         return results
+
+    async def multi_many(
+        self, transactions: Sequence[Sequence[Op]]
+    ) -> list[list[str | ZnodeStat | None] | CoordinationError]:
+        """As the contract says, with one snapshot write for the whole batch."""
+        self._check_open()
+        runs: list[tuple[_Change, Callable[[], object]]] = []
+        for ops in transactions:
+            change = _Change()
+            runs.append((change, functools.partial(self._run_multi, change, ops)))
+        return cast(list[list[str | ZnodeStat | None] | CoordinationError], self._store._apply_many(runs))
 
     async def expire(self) -> None:
         """Imitate a ZooKeeper session expiry (a test hook).

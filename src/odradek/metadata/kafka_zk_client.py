@@ -46,9 +46,9 @@ from odradek.metadata.errors import (
     NodeExistsError,
     NoNodeError,
 )
+from odradek.metadata.partition_state_zk import PartitionStateZk
 from odradek.metadata.store import (
     ANY_VERSION,
-    CheckVersionOp,
     CoordinationStore,
     CreateOp,
     Op,
@@ -71,7 +71,6 @@ from odradek.metadata.znodes import (
     DeleteTopicsZNode,
     IsrChangeNotificationSequenceZNode,
     IsrChangeNotificationZNode,
-    LeaderAndIsr,
     LogDirEventNotificationSequenceZNode,
     LogDirEventNotificationZNode,
     PartitionAssignment,
@@ -81,8 +80,6 @@ from odradek.metadata.znodes import (
     TopicAssignment,
     TopicPartition,
     TopicPartitionLike,
-    TopicPartitionStateZNode,
-    TopicPartitionsZNode,
     TopicsZNode,
     TopicZNode,
     ZkData,
@@ -101,7 +98,7 @@ def new_cluster_id() -> str:
     return uuid_to_kafka_string(uuid.uuid4())
 
 
-class KafkaZkClient:
+class KafkaZkClient(PartitionStateZk):
     """Kafka's verbs on the znode layout; see the module docstring. Loop-only, like the store."""
 
     def __init__(self, store: CoordinationStore) -> None:
@@ -347,6 +344,18 @@ class KafkaZkClient:
         partitions = {p: list(r) for p, r in assignment.partitions.items()}
         return partitions, assignment.topic_id or ZERO_UUID
 
+    async def get_topic_assignments(self, topics: Sequence[str]) -> list[tuple[dict[int, list[int]] | None, uuid.UUID]]:
+        """:meth:`get_topic_assignment` of many topics, read in one pipelined batch."""
+        znodes = await self.store.get_many([TopicZNode.path(t) for t in topics])
+        out: list[tuple[dict[int, list[int]] | None, uuid.UUID]] = []
+        for topic, znode in zip(topics, znodes, strict=True):
+            if znode is None:
+                out.append((None, ZERO_UUID))
+                continue
+            assignment = TopicZNode.decode(topic, znode[0])
+            out.append(({p: list(r) for p, r in assignment.partitions.items()}, assignment.topic_id or ZERO_UUID))
+        return out
+
     async def request_topic_deletion(self, topic: str) -> None:
         """Mark ``topic`` for deletion: create ``/admin/delete_topics/<t>`` (idempotent).
 
@@ -388,106 +397,6 @@ class KafkaZkClient:
             pass
 
     # -- partition state ------------------------------------------------------------------------------
-
-    async def create_partition_state(self, tp: TopicPartitionLike, state: LeaderAndIsr) -> int:
-        """Create ``.../partitions/<p>/state`` (and its parents); returns its zk_version (0).
-
-        ``state.zk_version`` is ignored. Raises :class:`NodeExistsError` if the partition already
-        has a state.
-        """
-        await self.store.create(
-            TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), makepath=True
-        )
-        return 0
-
-    async def create_partition_states(
-        self, topic: str, states: Mapping[int, LeaderAndIsr], controller_epoch_zk_version: int | None = None
-    ) -> None:
-        """Create the state znodes of many new partitions of ``topic`` in one atomic multi (one
-        round trip to ZooKeeper, one snapshot write in the embedded store), creating the
-        ``partitions`` and ``partitions/<p>`` parents that are missing. Every new state's
-        zk_version is 0. Raises :class:`NodeExistsError` (nothing created) if any exists, and, if
-        ``controller_epoch_zk_version`` is given, :class:`ControllerMovedError` (nothing created)
-        when ``/controller_epoch`` is no longer at that version.
-        """
-        if not states:
-            return
-        parent = TopicPartitionsZNode.path(topic)
-        ops: list[Op] = []
-        if controller_epoch_zk_version is not None:
-            ops.append(CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version))
-        parent_missing = await self.store.exists(parent) is None
-        if parent_missing:
-            ops.append(CreateOp(parent))
-        for partition in sorted(states):
-            tp = TopicPartition(topic, partition)
-            partition_path = f"{parent}/{partition}"
-            if parent_missing or await self.store.exists(partition_path) is None:
-                ops.append(CreateOp(partition_path))
-            ops.append(CreateOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(states[partition])))
-        try:
-            await self.store.multi(ops)
-        except BadVersionError as e:
-            if e.path == ControllerEpochZNode.path():
-                raise ControllerMovedError(
-                    f"controller epoch moved past zk version {controller_epoch_zk_version}"
-                ) from None
-            raise
-
-    async def update_leader_and_isr(
-        self,
-        tp: TopicPartitionLike,
-        state: LeaderAndIsr,
-        expected_zk_version: int,
-        controller_epoch_zk_version: int | None = None,
-    ) -> int:
-        """Conditionally replace the partition state; returns the znode's new version (zk_version).
-
-        Raises :class:`BadVersionError` if the state znode moved (someone else updated it), and, if
-        ``controller_epoch_zk_version`` is given, :class:`ControllerMovedError` when
-        ``/controller_epoch`` is no longer at that version.
-        """
-        path = TopicPartitionStateZNode.path(tp)
-        data = TopicPartitionStateZNode.encode(state)
-        if controller_epoch_zk_version is None:
-            stat = await self.store.set(path, data, expected_zk_version)
-        else:
-            ops: list[Op] = [
-                CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version),
-                SetDataOp(path, data, expected_zk_version),
-            ]
-            try:
-                results = await self.store.multi(ops)
-            except BadVersionError as e:
-                if e.path == ControllerEpochZNode.path():
-                    raise ControllerMovedError(
-                        f"controller epoch moved past zk version {controller_epoch_zk_version}"
-                    ) from None
-                raise
-            result = results[1]
-            assert isinstance(result, ZnodeStat)
-            stat = result
-        return stat.version
-
-    async def get_partition_state(self, tp: TopicPartitionLike) -> LeaderAndIsr | None:
-        try:
-            data, stat = await self.store.get(TopicPartitionStateZNode.path(tp))
-        except NoNodeError:
-            return None
-        return TopicPartitionStateZNode.decode(tp, data, stat.version)
-
-    async def get_partition_states(self, topic: str) -> dict[int, LeaderAndIsr]:
-        """The state of every partition of ``topic`` that has one, by partition id."""
-        try:
-            children = await self.store.get_children(TopicPartitionsZNode.path(topic))
-        except NoNodeError:
-            return {}
-        states = {}
-        for partition in sorted(int(c) for c in children if c.isdigit()):
-            state = await self.get_partition_state(TopicPartition(topic, partition))
-            if state is not None:
-                states[partition] = state
-        return states
 
     async def propagate_isr_changes(self, partitions: Iterable[TopicPartitionLike]) -> str:
         """Write an ``isr_change_`` sequential notification (the controller then refreshes metadata)."""

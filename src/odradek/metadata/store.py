@@ -32,6 +32,7 @@ Threading: every method is called from one asyncio event loop (the broker's); no
 from __future__ import annotations
 
 import abc
+import asyncio
 import enum
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -231,6 +232,41 @@ class CoordinationStore(abc.ABC):
         :class:`SetDataOp`, None for :class:`DeleteOp` and :class:`CheckVersionOp`. On failure
         raises the error of the first failing op and changes nothing.
         """
+
+    async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+        """Read many znodes at once: one entry per path, in order, None where the znode does not
+        exist; any other error raises as :meth:`get` does. ZooKeeper's implementation pipelines the
+        reads (every request written before the first answer is awaited, as Kafka's
+        ``KafkaZkClient.retryRequestsUntilConnected`` does) from a worker thread, so a read of
+        thousands of partition states neither holds the event loop nor wakes it once per znode;
+        this default reads them concurrently."""
+
+        async def one(path: str) -> tuple[bytes, ZnodeStat] | None:
+            try:
+                return await self.get(path)
+            except NoNodeError:
+                return None
+
+        return list(await asyncio.gather(*(one(p) for p in paths)))
+
+    async def multi_many(
+        self, transactions: Sequence[Sequence[Op]]
+    ) -> list[list[str | ZnodeStat | None] | CoordinationError]:
+        """Apply independent transactions, each atomically as :meth:`multi` does: one entry per
+        transaction, in order: its results, or the error it failed with (nothing of that one
+        applied; the others are not affected). :class:`StoreUnavailableError` (the session lost)
+        raises for the whole call, since which transactions were applied is then unknown. Pipelined
+        like :meth:`get_many` in ZooKeeper's implementation; this default runs them concurrently."""
+
+        async def one(ops: Sequence[Op]) -> list[str | ZnodeStat | None] | CoordinationError:
+            try:
+                return await self.multi(ops)
+            except StoreUnavailableError:
+                raise
+            except CoordinationError as e:
+                return e
+
+        return list(await asyncio.gather(*(one(t) for t in transactions)))
 
     @abc.abstractmethod
     async def close(self) -> None:

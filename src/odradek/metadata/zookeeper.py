@@ -1,6 +1,7 @@
 """The coordination store over a real Apache ZooKeeper ensemble, through kazoo.
 
-This is the only module that imports kazoo. ``ZooKeeperStore(connect)`` takes Kafka's
+This module and :mod:`odradek.metadata.zookeeper_watch` (its watches) are the only ones that
+import kazoo. ``ZooKeeperStore(connect)`` takes Kafka's
 ``zookeeper.connect`` value, ``host:port[,host:port...][/chroot]``; ``await store.start()`` creates
 the chroot if it is missing (as Kafka does) and opens one session, raising
 :class:`~odradek.metadata.errors.StoreUnavailableError` ("cannot reach ZooKeeper at ... within N
@@ -12,6 +13,12 @@ awaits its result, delivered from kazoo's completion thread with ``loop.call_soo
 An operation that gets no answer within ``request_timeout_ms`` (default: the session timeout), or
 fails with a connection loss or an expired session, raises ``StoreUnavailableError`` naming the
 connect string; writes are not retried (their outcome is unknown: the caller re-reads).
+
+Batches (``get_many``, ``multi_many``): a worker thread writes every request before it waits
+for the first answer (pipelining, as Kafka's ``KafkaZkClient`` sends its batched requests), then
+collects the answers; the loop awaits one result for the batch. Thousands of partition states are
+read in a few hundred milliseconds that way, where one awaited read each held the loop about as
+long again (0.7 s of 0.77 s for 3,000 reads, measured).
 
 Watches are one-shot in ZooKeeper; each handle re-arms its watch on the loop before calling the
 callback, so no change goes unseen (events may coalesce). kazoo drops all watches when the
@@ -31,19 +38,22 @@ schedule work onto that loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
 from odradek.metadata.errors import (
     BadVersionError,
+    CoordinationError,
     NoAuthError,
     NoChildrenForEphemeralsError,
     NodeExistsError,
@@ -67,6 +77,7 @@ from odradek.metadata.store import (
     join_path,
     validate_path,
 )
+from odradek.metadata.zookeeper_watch import SessionWatch, ZkWatch
 from odradek.security.zookeeper_auth import ZkAcl, ZkSaslCredentials, default_acls
 
 __all__ = ["ZooKeeperStore", "parse_connect_string"]
@@ -110,93 +121,6 @@ def _stat(s: Any) -> ZnodeStat:
     )
 
 
-class _ZkWatch(WatchHandle):
-    """A persistent children/data watch built from ZooKeeper's one-shot watches (loop side)."""
-
-    def __init__(self, store: ZooKeeperStore, path: str, children: bool, callback: WatchCallback) -> None:
-        self.store = store
-        self.path = path
-        self.children = children
-        self.callback = callback
-        self._cancelled = False
-        self._need_arm = True
-        self._need_callback = False
-        self._task: asyncio.Task[None] | None = None
-        self._first: Any = None
-
-    def start(self, client: KazooClient) -> None:
-        """Issue the first watch request now, so it precedes the caller's next read of ``path``."""
-        w = self.kazoo_watcher
-        if self.children:
-            self._first = client.get_children_async(self.path, watch=w)
-        else:
-            self._first = client.exists_async(self.path, watch=w)
-        self.trigger(True, False)
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def cancel(self) -> None:
-        self._cancelled = True
-        self.store._watches.discard(self)
-
-    def kazoo_watcher(self, event: WatchedEvent) -> None:
-        """Runs on a kazoo thread: hand the event to the loop."""
-        if self._cancelled or event.type == EventType.NONE:
-            return  # NONE = connection lost; the store re-arms every watch on reconnection
-        self.store._call_soon(self.trigger, True, True)
-
-    def trigger(self, arm: bool, call: bool) -> None:
-        if self._cancelled:
-            return
-        self._need_arm |= arm
-        self._need_callback |= call
-        if self._task is None or self._task.done():
-            self._task = self.store._loop_or_raise().create_task(self._run())
-
-    async def _run(self) -> None:
-        while not self._cancelled and (self._need_arm or self._need_callback):
-            if self._need_arm:
-                self._need_arm = False
-                try:
-                    if await self._arm():
-                        self._need_callback = True
-                except StoreUnavailableError as e:
-                    log.info("watch on %s not armed (%s); it is re-armed on reconnection", self.path, e)
-                except Exception:
-                    log.exception("cannot arm the watch on %s", self.path)
-            if self._need_callback and not self._cancelled:
-                self._need_callback = False
-                try:
-                    await self.callback(self.path)
-                except Exception:
-                    log.exception("watch callback %r for %s failed", self.callback, self.path)
-
-    async def _arm(self) -> bool:
-        """Set the one-shot watch; True if the node appeared meanwhile (a change to report)."""
-        client = self.store._client_or_raise()
-        w = self.kazoo_watcher
-        first, self._first = self._first, None
-        if not self.children:
-            await self.store._wait(first or client.exists_async(self.path, watch=w), "watch", self.path)
-            return False
-        appeared = False
-        while not self._cancelled:
-            try:
-                request = first or client.get_children_async(self.path, watch=w)
-                first = None
-                await self.store._wait(request, "watch", self.path)
-                return appeared
-            except NoNodeError:
-                pass
-            stat = await self.store._wait(client.exists_async(self.path, watch=w), "watch", self.path)
-            if stat is None:
-                return appeared
-            appeared = True
-        return False
-
-
 def reconnect_retry(session_timeout_ms: int) -> KazooRetry:
     """How a lost connection is retried: for ever, the pause between attempts growing from 0.1 s
     to at most ``min(1 s, session timeout / 3)`` (plus up to 0.2 s of jitter), as ZooKeeper's Java
@@ -233,8 +157,8 @@ class ZooKeeperStore(CoordinationStore):
         self._session_id = 0
         self._expired = False
         self._closed = False
-        self._watches: set[_ZkWatch] = set()
-        self._session_callbacks: list[_SessionWatch] = []
+        self._watches: set[ZkWatch] = set()
+        self._session_callbacks: list[SessionWatch] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
@@ -499,7 +423,7 @@ class ZooKeeperStore(CoordinationStore):
 
     def _watch(self, path: str, children: bool, callback: WatchCallback) -> WatchHandle:
         client = self._client_or_raise()
-        watch = _ZkWatch(self, validate_path(path), children, callback)
+        watch = ZkWatch(self, validate_path(path), children, callback)
         self._watches.add(watch)
         watch.start(client)
         return watch
@@ -511,12 +435,11 @@ class ZooKeeperStore(CoordinationStore):
         return self._watch(path, False, callback)
 
     def watch_session(self, callback: SessionCallback) -> WatchHandle:
-        watch = _SessionWatch(callback, self._session_callbacks)
+        watch = SessionWatch(callback, self._session_callbacks)
         self._session_callbacks.append(watch)
         return watch
 
-    async def multi(self, ops: Sequence[Op]) -> list[str | ZnodeStat | None]:
-        client = self._client_or_raise()
+    def _transaction(self, client: KazooClient, ops: Sequence[Op]) -> Any:
         transaction = client.transaction()
         for op in ops:
             validate_path(op.path)
@@ -532,9 +455,10 @@ class ZooKeeperStore(CoordinationStore):
                 transaction.check(op.path, op.version)
             else:
                 raise TypeError(f"not a multi op: {op!r}")
-        what = f"multi of {len(ops)} ops on"
-        first = ops[0].path if ops else "/"
-        raw = await self._wait(transaction.commit_async(), what, first)
+        return transaction
+
+    def _multi_results(self, ops: Sequence[Op], raw: Sequence[Any]) -> list[str | ZnodeStat | None]:
+        """A committed transaction's results, or the translated error of its first failing op."""
         for op, result in zip(ops, raw, strict=False):
             if isinstance(result, Exception) and not isinstance(result, kz.RolledBackError):
                 raise self._translate(result, "multi", op.path)
@@ -547,6 +471,74 @@ class ZooKeeperStore(CoordinationStore):
             else:
                 results.append(None)
         return results
+
+    async def multi(self, ops: Sequence[Op]) -> list[str | ZnodeStat | None]:
+        client = self._client_or_raise()
+        transaction = self._transaction(client, ops)
+        what = f"multi of {len(ops)} ops on"
+        first = ops[0].path if ops else "/"
+        raw = await self._wait(transaction.commit_async(), what, first)
+        return self._multi_results(ops, raw)
+
+    async def _pipelined(
+        self, starts: Sequence[Callable[[], Any]], what: str
+    ) -> list[tuple[Any, BaseException | None]]:
+        """Run ``starts`` (each issues one kazoo async request) in a worker thread, every request
+        sent before any answer is awaited; (value, error) per request. A request unanswered
+        within ``request_timeout_ms`` of the batch's start fails the whole batch."""
+        deadline_s = self.request_timeout_ms / 1000.0
+
+        def run() -> list[tuple[Any, BaseException | None]]:
+            started = time.monotonic()
+            pending = [start() for start in starts]
+            out: list[tuple[Any, BaseException | None]] = []
+            for result in pending:
+                try:
+                    out.append((result.get(timeout=max(0.0, deadline_s - (time.monotonic() - started))), None))
+                except KazooTimeoutError:
+                    raise StoreUnavailableError(
+                        f"ZooKeeper at {self.connect} did not answer a batch of {len(starts)} {what} "
+                        f"within {self.request_timeout_ms} ms"
+                    ) from None
+                except Exception as e:
+                    out.append((None, e))
+            return out
+
+        return await asyncio.to_thread(run)
+
+    async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+        client = self._client_or_raise()
+        checked = [validate_path(p) for p in paths]
+        answers = await self._pipelined([functools.partial(client.get_async, p) for p in checked], "reads")
+        out: list[tuple[bytes, ZnodeStat] | None] = []
+        for path, (value, error) in zip(checked, answers, strict=True):
+            if error is None:
+                data, stat = value
+                out.append(((data or b""), _stat(stat)))
+            elif isinstance(error, kz.NoNodeError):
+                out.append(None)
+            else:
+                raise self._translate(error, "get", path)
+        return out
+
+    async def multi_many(
+        self, transactions: Sequence[Sequence[Op]]
+    ) -> list[list[str | ZnodeStat | None] | CoordinationError]:
+        client = self._client_or_raise()
+        built = [self._transaction(client, ops) for ops in transactions]
+        answers = await self._pipelined([t.commit_async for t in built], "transactions")
+        out: list[list[str | ZnodeStat | None] | CoordinationError] = []
+        for ops, (raw, error) in zip(transactions, answers, strict=True):
+            first = ops[0].path if ops else "/"
+            try:
+                if error is not None:
+                    raise self._translate(error, "multi", first)
+                out.append(self._multi_results(ops, raw))
+            except StoreUnavailableError:
+                raise
+            except CoordinationError as e:
+                out.append(e)
+        return out
 
     async def close(self) -> None:
         """End the session (ephemeral nodes vanish at once) and stop kazoo's threads. Idempotent."""
@@ -566,19 +558,3 @@ class ZooKeeperStore(CoordinationStore):
                 client.close()
 
             await asyncio.to_thread(stop)
-
-
-class _SessionWatch(WatchHandle):
-    def __init__(self, callback: Callable[[SessionState], Awaitable[None]], owner: list[_SessionWatch]) -> None:
-        self.callback = callback
-        self._owner = owner
-        self._cancelled = False
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def cancel(self) -> None:
-        self._cancelled = True
-        if self in self._owner:
-            self._owner.remove(self)

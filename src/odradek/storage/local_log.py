@@ -117,6 +117,8 @@ class LocalLog:
         self._log_end_offset = loaded.next_offset
         self._log_start_offset = loaded.log_start_offset
         self._recovery_point = loaded.recovery_point
+        self._recovered_from: int | None = None if had_clean_shutdown else loaded.recovery_point
+        """Without a clean shutdown: the offset from which the loader recovered the segments."""
         self._high_watermark = self._log_start_offset
         if high_watermark is not None:
             self.high_watermark = high_watermark

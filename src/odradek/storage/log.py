@@ -100,9 +100,38 @@ class Log(LocalLog):
     def _after_load(self) -> None:
         self.leader_epoch_cache = LeaderEpochFileCache(self._dir)
         self.leader_epoch_cache.truncate_from_end(self._log_end_offset + 1)
+        if self.leader_epoch_cache.unreadable:
+            self._assign_recovered_epochs(self._log_start_offset)
+        elif self._recovered_from is not None:
+            self._assign_recovered_epochs(self._recovered_from)
         self.producer_state = ProducerStateManager()
         self.txn_state = TxnState(self)
         self.load_producer_state()
+
+    def _assign_recovered_epochs(self, from_offset: int) -> None:
+        """The epochs of the batches at or after ``from_offset`` (the segments recovery scanned,
+        or every segment when the checkpoint was unreadable) enter the cache, as Kafka's segment
+        recovery assigns them: the checkpoint is durable only below the recovery point."""
+        cache = self.leader_epoch_cache
+        ends = [*self._base_offsets[1:], self._log_end_offset]
+        for segment, end in zip(self._segments, ends, strict=True):
+            if end <= from_offset:
+                continue
+            for _pos, h in segment.log.scan_batches():
+                if h.partition_leader_epoch > cache.latest_epoch and h.base_offset >= from_offset:
+                    cache.assign(h.partition_leader_epoch, h.base_offset)
+
+    def flush(self, offset: int | None = None) -> None:
+        """:meth:`LocalLog.flush`, the epoch checkpoint made durable first: every offset below
+        the recovery point then has its epoch on disk (see :mod:`odradek.storage.leader_epoch`)."""
+        self.leader_epoch_cache.sync()
+        super().flush(offset)
+
+    def close(self) -> None:
+        """:meth:`LocalLog.close`, the epoch checkpoint made durable first."""
+        if not self.closed:
+            self.leader_epoch_cache.sync()
+        super().close()
 
     @property
     def last_stable_offset(self) -> int:

@@ -1,0 +1,180 @@
+"""Partitions at scale: creation, idle cost, restart and failover of a 3-broker cluster.
+
+Broker processes on one Apache ZooKeeper (``odradek.cli.cluster.LocalCluster``, which starts
+Debian's ZooKeeper). One topic of ``--partitions`` partitions at replication factor 3 (the
+per-request and per-broker partition limits raised to fit). One JSON document on stdout,
+progress on stderr. Phases, each timed from the action to the condition, read from ZooKeeper's
+partition state znodes (``/brokers/topics/<t>/partitions/<p>/state``) with a kazoo client:
+
+- ``create_s``: CreateTopics sent until every partition's ISR holds all 3 replicas;
+- ``idle``: per broker, CPU (user + system, from ``/proc``) over ``--idle-s`` seconds as a
+  percentage of one core, and RSS, once every ISR is whole and 5 s have passed;
+- ``restart_clean_s``: a broker (not the controller) stopped with SIGTERM (controlled
+  shutdown), then started again, until it is back in every ISR it belongs to;
+- ``restart_kill9_s``: the same broker killed with SIGKILL and started again (log recovery
+  included) until it is back in every ISR;
+- ``failover_controller_s``: the controller killed with SIGKILL until every partition has a live
+  leader (the killed broker stays down during the measure; the session timeout and ZooKeeper's
+  tickTime are reported beside it, since ZooKeeper expires sessions in tick buckets).
+
+    PYTHONPATH=src python bench/scale_bench.py [--partitions 3000] [--idle-s 30] [--session-ms 6000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+
+from odradek.cli.cluster import LocalCluster
+
+TOPIC = "scale"
+BROKERS = 3
+
+
+def log(message: str) -> None:
+    print(f"[scale-bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class States:
+    """The topic's partition states, read from ZooKeeper in one pipelined batch per call."""
+
+    def __init__(self, connect: str, partitions: int) -> None:
+        self.zk = KazooClient(hosts=connect, timeout=10)
+        self.zk.start(20)
+        self.partitions = partitions
+
+    def read(self) -> list[dict[str, Any] | None]:
+        path = f"/brokers/topics/{TOPIC}/partitions/%d/state"
+        futures = [self.zk.get_async(path % p) for p in range(self.partitions)]
+        out: list[dict[str, Any] | None] = []
+        for future in futures:
+            try:
+                data, _ = future.get(10)
+                out.append(json.loads(data))
+            except Exception:
+                out.append(None)
+        return out
+
+    def controller(self) -> int:
+        data, _ = self.zk.get("/controller")
+        return int(json.loads(data)["brokerid"])
+
+    def close(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout_s: float, poll_s: float = 0.2) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if check():
+            return time.monotonic() - started
+        time.sleep(poll_s)
+    raise TimeoutError(f"{what}: not within {timeout_s} s")
+
+
+def all_isrs_whole(states: States) -> bool:
+    return all(s is not None and len(s["isr"]) == BROKERS for s in states.read())
+
+
+def in_every_isr(states: States, broker_id: int) -> bool:
+    return all(s is not None and broker_id in s["isr"] for s in states.read())
+
+
+def every_leader_live(states: States, live: set[int]) -> bool:
+    return all(s is not None and s["leader"] in live for s in states.read())
+
+
+def idle(cluster: LocalCluster, seconds: float) -> dict[str, Any]:
+    procs = {b: cluster.broker(b).pid for b in cluster.alive_ids()}
+    before = {b: cpu_seconds(pid) for b, pid in procs.items() if pid}
+    time.sleep(seconds)
+    out = {}
+    for b, pid in procs.items():
+        if pid:
+            out[str(b)] = {
+                "cpu_pct": round(100 * (cpu_seconds(pid) - before[b]) / seconds, 2),
+                "rss_mb": round(rss_mb(pid), 1),
+            }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--partitions", type=int, default=3000)
+    parser.add_argument("--idle-s", type=float, default=30.0)
+    parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--skip", default="", help="comma-separated phases to leave out: restart,failover")
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    overrides = {
+        "zookeeper.session.timeout.ms": str(args.session_ms),
+        "odradek.max.partitions.per.request": str(max(args.partitions, 1000)),
+        "odradek.max.partitions.per.broker": str(max(args.partitions * BROKERS, 4000)),
+        "odradek.request.max.entries": str(max(args.partitions * 2, 10000)),
+        "replica.lag.time.max.ms": "10000",
+    }
+    result: dict[str, Any] = {"partitions": args.partitions, "replication_factor": BROKERS}
+    with LocalCluster(BROKERS, overrides=overrides) as cluster:
+        tick_ms = int(getattr(cluster.zookeeper, "tick_time_ms", 2000))
+        result |= {"session_timeout_ms": args.session_ms, "zookeeper_tick_ms": tick_ms}
+        states = States(cluster.zookeeper_connect, args.partitions)
+        try:
+            admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+            started = time.monotonic()
+            admin.create_topics([NewTopic(TOPIC, args.partitions, BROKERS)], request_timeout=120)[TOPIC].result(180)
+            log(f"CreateTopics answered after {time.monotonic() - started:.1f} s")
+            wait_for("every ISR whole", lambda: all_isrs_whole(states), 300)
+            result["create_s"] = round(time.monotonic() - started, 2)
+            log(f"every ISR whole after {result['create_s']} s")
+            time.sleep(5)
+            result["idle"] = idle(cluster, args.idle_s)
+            log(f"idle: {result['idle']}")
+            controller = states.controller()
+            if "restart" not in skip:
+                victim = next(b for b in cluster.alive_ids() if b != controller)
+                for name, stop in (("restart_clean_s", cluster.stop), ("restart_kill9_s", cluster.kill9)):
+                    stop(victim)
+                    started = time.monotonic()
+                    cluster.restart(victim)
+                    wait_for("back in every ISR", lambda: in_every_isr(states, victim), 300)
+                    result[name] = round(time.monotonic() - started, 2)
+                    log(f"{name}: back in every ISR after {result[name]} s")
+                    wait_for("every ISR whole", lambda: all_isrs_whole(states), 120)
+            if "failover" not in skip:
+                controller = states.controller()
+                live = set(cluster.alive_ids()) - {controller}
+                cluster.kill9(controller)
+                started = time.monotonic()
+                wait_for("a live leader for every partition", lambda: every_leader_live(states, live), 120, 0.05)
+                result["failover_controller_s"] = round(time.monotonic() - started, 2)
+                result["failover_bound_s"] = round((args.session_ms + tick_ms) / 1000 + 1, 2)
+                log(f"controller kill -9: every partition has a live leader after {result['failover_controller_s']} s")
+        finally:
+            states.close()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

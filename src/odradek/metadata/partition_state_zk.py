@@ -1,0 +1,173 @@
+"""The partition state znodes (``/brokers/topics/<t>/partitions/<p>/state``): Kafka's
+``KafkaZkClient`` verbs for them, one partition at a time and in pipelined batches.
+
+A mixin of :class:`~odradek.metadata.kafka_zk_client.KafkaZkClient` (``self.store`` is its
+coordination store). Batches are what a controller at scale needs: a new controller reads every
+partition's state, and a broker's death moves the leadership of every partition it led; Kafka's
+controller reads those states and writes each one's conditional update (a multi with the check of
+``/controller_epoch``) in pipelined batches, not one round trip after another. Every method is a
+coroutine called from the store's event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from odradek.metadata.errors import BadVersionError, ControllerMovedError, CoordinationError, NoNodeError
+from odradek.metadata.store import CheckVersionOp, CoordinationStore, CreateOp, Op, SetDataOp, ZnodeStat
+from odradek.metadata.znodes import (
+    ControllerEpochZNode,
+    LeaderAndIsr,
+    TopicPartition,
+    TopicPartitionLike,
+    TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+)
+
+__all__ = ["LeaderAndIsrUpdate", "PartitionStateZk"]
+
+LeaderAndIsrUpdate = tuple[TopicPartitionLike, LeaderAndIsr, int]
+"""One conditional state write: (partition, new state, the state znode's version it replaces)."""
+
+
+def _controller_moved(e: BadVersionError, controller_epoch_zk_version: int | None) -> Exception:
+    """A failed conditional write's error: ControllerMovedError when the check that failed was
+    the controller epoch's, else ``e`` itself (the state znode moved)."""
+    if e.path == ControllerEpochZNode.path():
+        return ControllerMovedError(f"controller epoch moved past zk version {controller_epoch_zk_version}")
+    return e
+
+
+class PartitionStateZk:
+    """See the module docstring."""
+
+    store: CoordinationStore
+
+    async def create_partition_state(self, tp: TopicPartitionLike, state: LeaderAndIsr) -> int:
+        """Create ``.../partitions/<p>/state`` (and its parents); returns its zk_version (0).
+
+        ``state.zk_version`` is ignored. Raises :class:`NodeExistsError` if the partition already
+        has a state.
+        """
+        await self.store.create(
+            TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), makepath=True
+        )
+        return 0
+
+    async def create_partition_states(
+        self, topic: str, states: Mapping[int, LeaderAndIsr], controller_epoch_zk_version: int | None = None
+    ) -> None:
+        """Create the state znodes of many new partitions of ``topic`` in one atomic multi (one
+        round trip to ZooKeeper, one snapshot write in the embedded store), creating the
+        ``partitions`` and ``partitions/<p>`` parents that are missing. Every new state's
+        zk_version is 0. Raises :class:`NodeExistsError` (nothing created) if any exists, and, if
+        ``controller_epoch_zk_version`` is given, :class:`ControllerMovedError` (nothing created)
+        when ``/controller_epoch`` is no longer at that version.
+        """
+        if not states:
+            return
+        parent = TopicPartitionsZNode.path(topic)
+        ops: list[Op] = []
+        if controller_epoch_zk_version is not None:
+            ops.append(CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version))
+        parent_missing = await self.store.exists(parent) is None
+        if parent_missing:
+            ops.append(CreateOp(parent))
+        for partition in sorted(states):
+            tp = TopicPartition(topic, partition)
+            partition_path = f"{parent}/{partition}"
+            if parent_missing or await self.store.exists(partition_path) is None:
+                ops.append(CreateOp(partition_path))
+            ops.append(CreateOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(states[partition])))
+        try:
+            await self.store.multi(ops)
+        except BadVersionError as e:
+            raise _controller_moved(e, controller_epoch_zk_version) from None
+
+    async def update_leader_and_isr(
+        self,
+        tp: TopicPartitionLike,
+        state: LeaderAndIsr,
+        expected_zk_version: int,
+        controller_epoch_zk_version: int | None = None,
+    ) -> int:
+        """Conditionally replace the partition state; returns the znode's new version (zk_version).
+
+        Raises :class:`BadVersionError` if the state znode moved (someone else updated it), and, if
+        ``controller_epoch_zk_version`` is given, :class:`ControllerMovedError` when
+        ``/controller_epoch`` is no longer at that version.
+        """
+        path = TopicPartitionStateZNode.path(tp)
+        data = TopicPartitionStateZNode.encode(state)
+        if controller_epoch_zk_version is None:
+            stat = await self.store.set(path, data, expected_zk_version)
+        else:
+            ops: list[Op] = [
+                CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version),
+                SetDataOp(path, data, expected_zk_version),
+            ]
+            try:
+                results = await self.store.multi(ops)
+            except BadVersionError as e:
+                raise _controller_moved(e, controller_epoch_zk_version) from None
+            result = results[1]
+            assert isinstance(result, ZnodeStat)
+            stat = result
+        return stat.version
+
+    async def get_partition_state(self, tp: TopicPartitionLike) -> LeaderAndIsr | None:
+        try:
+            data, stat = await self.store.get(TopicPartitionStateZNode.path(tp))
+        except NoNodeError:
+            return None
+        return TopicPartitionStateZNode.decode(tp, data, stat.version)
+
+    async def get_partition_states(self, topic: str) -> dict[int, LeaderAndIsr]:
+        """The state of every partition of ``topic`` that has one, by partition id."""
+        try:
+            children = await self.store.get_children(TopicPartitionsZNode.path(topic))
+        except NoNodeError:
+            return {}
+        states = {}
+        for partition in sorted(int(c) for c in children if c.isdigit()):
+            state = await self.get_partition_state(TopicPartition(topic, partition))
+            if state is not None:
+                states[partition] = state
+        return states
+
+    async def get_partition_states_of(self, tps: Sequence[TopicPartitionLike]) -> list[LeaderAndIsr | None]:
+        """The states of ``tps`` (None for a partition without one), read in one pipelined batch."""
+        znodes = await self.store.get_many([TopicPartitionStateZNode.path(tp) for tp in tps])
+        return [
+            None if z is None else TopicPartitionStateZNode.decode(tp, z[0], z[1].version)
+            for tp, z in zip(tps, znodes, strict=True)
+        ]
+
+    async def update_leader_and_isrs(
+        self, updates: Sequence[LeaderAndIsrUpdate], controller_epoch_zk_version: int
+    ) -> list[int | CoordinationError]:
+        """:meth:`update_leader_and_isr` of many partitions, pipelined: each update is its own
+        multi (the check of ``/controller_epoch`` at ``controller_epoch_zk_version`` and the
+        conditional set), as Kafka's ``updateLeaderAndIsr``. One entry per update: the znode's new
+        version, or the error it failed with (:class:`BadVersionError`: the state moved, re-read
+        it; :class:`NoNodeError`: the partition is gone). Raises :class:`ControllerMovedError`
+        when any failed on the controller epoch (this controller is deposed)."""
+        epoch_path = ControllerEpochZNode.path()
+        transactions: list[list[Op]] = [
+            [
+                CheckVersionOp(epoch_path, controller_epoch_zk_version),
+                SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), version),
+            ]
+            for tp, state, version in updates
+        ]
+        out: list[int | CoordinationError] = []
+        for result in await self.store.multi_many(transactions):
+            if isinstance(result, CoordinationError):
+                if isinstance(result, BadVersionError) and result.path == epoch_path:
+                    raise _controller_moved(result, controller_epoch_zk_version)
+                out.append(result)
+                continue
+            stat = result[1]
+            assert isinstance(stat, ZnodeStat)
+            out.append(stat.version)
+        return out
