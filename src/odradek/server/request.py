@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic
 
 from odradek.protocol.codec import ApiSchema, RequestHeader
-from odradek.protocol.messages import build, nested
+from odradek.protocol.messages import build, has_nested, nested
 from odradek.server.request_channel import RequestTimes
 from odradek.server.session import PLAINTEXT_SESSION, Session
 
@@ -89,8 +89,4 @@ class RequestContext(Generic[Req]):
 
     def has(self, name: str) -> bool:
         """Whether this version's response has a nested entity ``name``."""
-        try:
-            nested(self.schema.response_type, name)
-        except LookupError:
-            return False
-        return True
+        return has_nested(self.schema.response_type, name)

@@ -117,6 +117,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         "_closed",
         "_fd",
         "_lost",
+        "_out",
         "_reading_paused",
         "_waiter",
         "_worker",
@@ -158,6 +159,8 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self._worker: asyncio.Task[None] | None = None
         self._reading_paused = False
         self._closed = False
+        self._out: list[bytes | bytearray | memoryview] = []
+        """Responses queued for the next flush (:meth:`_queue_out`)."""
         self._lost = False
         self.times = RequestTimes()
         """The request in flight, as the handler describes it (see :class:`RequestObserver`)."""
@@ -396,8 +399,9 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                 send_started = time.perf_counter()
                 try:
                     if isinstance(response, SendResponse):
-                        self.transport.write(response.frame)
+                        self._queue_out(response.frame)
                     elif isinstance(response, SendfileResponse):
+                        self._flush_out()
                         await self._write_parts(response.parts)
                     else:  # NO_RESPONSE
                         if observer is not None:
@@ -419,6 +423,24 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                 if self.muted_until:
                     await self._mute()
 
+    def _queue_out(self, frame: bytes | bytearray | memoryview) -> None:
+        """Send ``frame`` with the other responses finished in this turn of the event loop: a
+        pipelining client's responses leave in one ``writelines`` (one ``send`` system call for
+        several responses, which at 100-byte records cost a fifth of the broker's time as one call
+        each). The flush runs at the loop's next turn, so a response waits for no handler that
+        suspends."""
+        self._out.append(frame)
+        if len(self._out) == 1:
+            asyncio.get_running_loop().call_soon(self._flush_out)
+
+    def _flush_out(self) -> None:
+        """Write the queued responses now (before any other write, so responses keep their order)."""
+        if not self._out:
+            return
+        out, self._out = self._out, []
+        if self.transport is not None and not self._closed:
+            self.transport.writelines(out)
+
     def mute_for(self, ms: int) -> None:
         """Throttle the channel for ``ms`` from now (Kafka's ``ThrottledChannel``: its end time is
         fixed when the request is throttled, and the channel stays muted until both the response
@@ -427,6 +449,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
 
     async def _mute(self) -> None:
         """Read and serve nothing until ``muted_until`` (the client backs off meanwhile), then go on."""
+        self._flush_out()
         delay, self.muted_until = self.muted_until - time.monotonic(), 0.0
         if self.transport is None or self._closed or delay <= 0:
             return
@@ -474,10 +497,12 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             if step.delay_s > 0:
                 await asyncio.sleep(step.delay_s)
             if self.transport is not None and step.response is not None:
+                self._flush_out()
                 self.transport.write(step.response)
             self.close()
             return False
         if step.response is not None:
+            self._flush_out()
             self.transport.write(step.response)
         if auth.session is not None and not auth.authenticating:
             self.session = auth.session
