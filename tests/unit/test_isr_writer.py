@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from odradek.metadata.errors import BadVersionError, NoNodeError, StoreUnavailableError
+from odradek.metadata.errors import BadVersionError, CoordinationError, NoNodeError, StoreUnavailableError
 from odradek.metadata.znodes import LeaderAndIsr
 from odradek.replication.isr_writer import ZkIsrWriter
 from odradek.replication.partition import PartitionState
@@ -24,6 +24,7 @@ class StateZnode:
         self.state = state
         self.notifications: list[list[TopicPartition]] = []
         self.failure: Exception | None = None
+        self.batches: list[int] = []
 
     async def update_leader_and_isr(self, tp: TopicPartition, state: LeaderAndIsr, expected_zk_version: int) -> int:
         if self.failure is not None:
@@ -34,6 +35,19 @@ class StateZnode:
             raise BadVersionError.at("state", expected_zk_version)
         self.state = dataclasses.replace(state, zk_version=expected_zk_version + 1)
         return self.state.zk_version
+
+    async def update_leader_and_isrs(
+        self, updates: Sequence[tuple[TopicPartition, LeaderAndIsr, int]]
+    ) -> list[int | CoordinationError]:
+        """The batch: each update as :meth:`update_leader_and_isr` (a lost session raises)."""
+        self.batches.append(len(updates))
+        out: list[int | CoordinationError] = []
+        for tp, state, version in updates:
+            try:
+                out.append(await self.update_leader_and_isr(tp, state, version))
+            except (BadVersionError, NoNodeError) as exc:
+                out.append(exc)
+        return out
 
     async def get_partition_state(self, tp: TopicPartition) -> LeaderAndIsr | None:
         return self.state
@@ -53,6 +67,18 @@ def test_the_isr_is_written_on_the_version_the_leader_knows() -> None:
     znode = StateZnode(LeaderAndIsr(1, 5, [1, 2, 3], 2, zk_version=4))
     assert _write(znode, PartitionState(1, 5, [1, 2], [1, 2, 3], 2, zk_version=4)) == 5
     assert znode.state == LeaderAndIsr(1, 5, [1, 2], 2, zk_version=5)
+
+
+def test_the_writes_of_one_loop_turn_go_in_one_batch() -> None:
+    async def run() -> list[int | None]:
+        znode = StateZnode(LeaderAndIsr(1, 5, [1, 2, 3], 2, zk_version=4))
+        writer = ZkIsrWriter(1, znode)
+        proposals = [PartitionState(1, 5, isr, [1, 2, 3], 2, zk_version=4 + i) for i, isr in enumerate(([1, 2], [1]))]
+        results = await asyncio.gather(*(writer.write_isr(TP, p) for p in proposals))
+        assert znode.batches == [2]  # both in one batch, applied in order
+        return list(results)
+
+    assert asyncio.run(run()) == [5, 6]
 
 
 def test_a_moved_znode_of_the_same_term_is_written_again_on_its_version() -> None:

@@ -144,20 +144,21 @@ class PartitionStateZk:
         ]
 
     async def update_leader_and_isrs(
-        self, updates: Sequence[LeaderAndIsrUpdate], controller_epoch_zk_version: int
+        self, updates: Sequence[LeaderAndIsrUpdate], controller_epoch_zk_version: int | None = None
     ) -> list[int | CoordinationError]:
         """:meth:`update_leader_and_isr` of many partitions, pipelined: each update is its own
-        multi (the check of ``/controller_epoch`` at ``controller_epoch_zk_version`` and the
-        conditional set), as Kafka's ``updateLeaderAndIsr``. One entry per update: the znode's new
-        version, or the error it failed with (:class:`BadVersionError`: the state moved, re-read
-        it; :class:`NoNodeError`: the partition is gone). Raises :class:`ControllerMovedError`
-        when any failed on the controller epoch (this controller is deposed)."""
+        multi (with a ``controller_epoch_zk_version``, the check of ``/controller_epoch`` at that
+        version and the conditional set, as Kafka's ``updateLeaderAndIsr``; without, a leader's ISR
+        write, the conditional set alone). One entry per update: the znode's new version, or the
+        error it failed with (:class:`BadVersionError`: the state moved, re-read it;
+        :class:`NoNodeError`: the partition is gone). Raises :class:`ControllerMovedError` when
+        any failed on the controller epoch (this controller is deposed)."""
         epoch_path = ControllerEpochZNode.path()
+        checks: list[Op] = (
+            [] if controller_epoch_zk_version is None else [CheckVersionOp(epoch_path, controller_epoch_zk_version)]
+        )
         transactions: list[list[Op]] = [
-            [
-                CheckVersionOp(epoch_path, controller_epoch_zk_version),
-                SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), version),
-            ]
+            [*checks, SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), version)]
             for tp, state, version in updates
         ]
         out: list[int | CoordinationError] = []
@@ -167,7 +168,7 @@ class PartitionStateZk:
                     raise _controller_moved(result, controller_epoch_zk_version)
                 out.append(result)
                 continue
-            stat = result[1]
+            stat = result[-1]
             assert isinstance(stat, ZnodeStat)
             out.append(stat.version)
         return out

@@ -12,6 +12,12 @@ a conditional set on the version the leader last knew (``PartitionState.zk_versi
   announces the new term with LeaderAndIsr);
 - ZooKeeper unreachable or the session expired: logged, None.
 
+The writes asked for in one turn of the event loop go to ZooKeeper together, in one pipelined
+batch (:meth:`~odradek.metadata.store.CoordinationStore.multi_many`): a broker that comes back
+and rejoins the ISR of a thousand partitions it follows makes their leaders write a thousand ISR
+expansions within moments, which one awaited write each made a loop stall of their own. Only a
+write whose version moved takes the re-read path, on its own.
+
 :meth:`ZkIsrWriter.propagate_isr_changes` batches the partitions whose ISR changed (each
 partition reports its successful writes to the replica manager's ``isr_changed``) into one
 sequential ``/isr_change_notification/isr_change_<n>`` per run, from which the controller
@@ -22,8 +28,9 @@ Event loop only.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from odradek.metadata.errors import CoordinationError
@@ -48,6 +55,12 @@ class PartitionStateZk(Protocol):
         """The znode's new version; raises BadVersionError (it moved) or NoNodeError."""
         ...
 
+    async def update_leader_and_isrs(
+        self, updates: Sequence[tuple[TopicPartition, LeaderAndIsr, int]]
+    ) -> list[int | CoordinationError]:
+        """Per update, the znode's new version or the error it failed with."""
+        ...
+
     async def get_partition_state(self, tp: TopicPartition) -> LeaderAndIsr | None: ...
 
     async def propagate_isr_changes(self, partitions: Iterable[TopicPartition]) -> str: ...
@@ -59,24 +72,58 @@ class ZkIsrWriter:
     def __init__(self, broker_id: int, zk: PartitionStateZk) -> None:
         self.broker_id = broker_id
         self.zk = zk
+        self._queued: list[tuple[TopicPartition, LeaderAndIsr, int, asyncio.Future[int | CoordinationError]]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def write_isr(self, tp: TopicPartition, state: PartitionState) -> int | None:
         """An :data:`~odradek.replication.partition.IsrWriter`: ``state`` (the proposed ISR, on
         the version the leader knows) to the state znode; the new version, or None when not written."""
         znode = state.to_znode()
         try:
-            try:
-                return await self.zk.update_leader_and_isr(tp, znode, state.zk_version)
-            except BadVersionError:
+            result = await self._queue(tp, znode, state.zk_version)
+            if isinstance(result, BadVersionError):
                 current = await self.zk.get_partition_state(tp)
                 if current is None or (current.leader, current.leader_epoch) != (state.leader, state.leader_epoch):
                     return None  # a new term: the controller's to announce
                 return await self.zk.update_leader_and_isr(tp, znode, current.zk_version)
+            if isinstance(result, CoordinationError):
+                raise result
+            return result
         except (BadVersionError, NoNodeError):
             return None
         except CoordinationError as exc:
             log.warning("broker %d: cannot write the ISR of %s-%d: %s", self.broker_id, tp.topic, tp.partition, exc)
             return None
+
+    def _queue(self, tp: TopicPartition, znode: LeaderAndIsr, version: int) -> asyncio.Future[int | CoordinationError]:
+        """The write joins the batch of this loop turn (sent at the next one)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int | CoordinationError] = loop.create_future()
+        self._queued.append((tp, znode, version, future))
+        if len(self._queued) == 1:
+            loop.call_soon(self._send_queued)
+        return future
+
+    def _send_queued(self) -> None:
+        batch, self._queued = self._queued, []
+        task = asyncio.get_running_loop().create_task(self._write(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _write(
+        self, batch: list[tuple[TopicPartition, LeaderAndIsr, int, asyncio.Future[int | CoordinationError]]]
+    ) -> None:
+        """One pipelined batch; each caller gets its own outcome (all the same error when the
+        session was lost)."""
+        try:
+            results: Sequence[int | CoordinationError] = await self.zk.update_leader_and_isrs(
+                [(tp, znode, version) for tp, znode, version, _ in batch]
+            )
+        except CoordinationError as exc:
+            results = [exc] * len(batch)
+        for (*_, future), result in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result(result)
 
     async def propagate_isr_changes(self, changed: set[TopicPartition]) -> None:
         """isr-change-propagation, every :data:`ISR_CHANGE_PROPAGATION_MS`: one notification naming
