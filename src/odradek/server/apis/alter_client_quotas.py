@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError
 from odradek.metadata.config_entities import DEFAULT_ENTITY, alter_entity_config, sanitize
@@ -26,6 +26,9 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.client_quotas import QUOTA_KEY_TYPES
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import AlterClientQuotasRequest
 
 API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
 MIN_VERSION = 0
@@ -86,7 +89,7 @@ async def _alter(ctx: RequestContext, entry: Any, validate_only: bool) -> None:
     ctx.services.client_quotas.entity_changed(entity_type, name, written)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[AlterClientQuotasRequest]) -> Any:
     allowed = authorize_cluster(ctx, AclOperation.ALTER_CONFIGS)
     validate_only = bool(ctx.request.validate_only)
     entries = []
