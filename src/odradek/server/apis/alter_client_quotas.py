@@ -28,7 +28,13 @@ from odradek.server.client_quotas import QUOTA_KEY_TYPES
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
-    from odradek.server.apis.request_types_admin import AlterClientQuotasRequest
+    from collections.abc import Sequence
+
+    from odradek.server.apis.request_types_admin import (
+        AlterClientQuotasRequest,
+        ClientQuotaAlteration,
+        ClientQuotaEntity,
+    )
 
 API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
 MIN_VERSION = 0
@@ -39,7 +45,7 @@ EPSILON = 1e-6
 log = logging.getLogger(__name__)
 
 
-def entity_path(entity: Any) -> tuple[str, str]:
+def entity_path(entity: Sequence[ClientQuotaEntity]) -> tuple[str, str]:
     """(entity type, sanitized entity name) of the ``/config`` znode for a request entity."""
     if not entity:
         raise InvalidRequestError("Invalid empty client quota entity")
@@ -76,7 +82,7 @@ def quota_value(entity_type: str, key: str, value: float) -> str:
     return str(integral)
 
 
-async def _alter(ctx: RequestContext, entry: Any, validate_only: bool) -> None:
+async def _alter(ctx: RequestContext, entry: ClientQuotaAlteration, validate_only: bool) -> None:
     entity_type, name = entity_path(entry.entity)
     sets = {op.key: quota_value(entity_type, op.key, float(op.value)) for op in entry.ops if not op.remove}
     for op in entry.ops:

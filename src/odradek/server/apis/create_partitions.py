@@ -37,7 +37,7 @@ from odradek.server.controller_mutation_quota import (
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
-    from odradek.server.apis.request_types_admin import CreatePartitionsRequest
+    from odradek.server.apis.request_types_admin import CreatePartitionsRequest, CreatePartitionsTopic
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 MIN_VERSION = 0
@@ -55,7 +55,9 @@ def _leaders_ready(ctx: RequestContext, name: str, count: int) -> bool:
     )
 
 
-async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
+async def _grow(
+    ctx: RequestContext, topic: CreatePartitionsTopic, validate_only: bool, timeout_ms: int
+) -> tuple[ErrorCode, str | None]:
     try:
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
         await ctx.services.admin.create_partitions(
@@ -72,7 +74,7 @@ async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, timeout_ms
 
 
 async def _grow_within_quota(
-    ctx: RequestContext, quota: ControllerMutationQuota, topics: list[Any], timeout_ms: int
+    ctx: RequestContext, quota: ControllerMutationQuota, topics: list[CreatePartitionsTopic], timeout_ms: int
 ) -> list[tuple[ErrorCode, str | None]]:
     """Kafka's order under a controller mutation quota: validate every topic, record the
     partitions each valid one adds in request order, grow those the quota lets through."""

@@ -28,7 +28,9 @@ from odradek.server.client_quotas import IP_QUOTA_KEYS, QUOTA_KEYS, describe_nam
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
-    from odradek.server.apis.request_types_admin import DescribeClientQuotasRequest
+    from collections.abc import Iterable
+
+    from odradek.server.apis.request_types_admin import ClientQuotaFilterComponent, DescribeClientQuotasRequest
 
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 MIN_VERSION = 0
@@ -42,7 +44,7 @@ EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 Entity = dict[str, str | None]
 
 
-def _filters(components: Any) -> dict[str, tuple[int, str | None]]:
+def _filters(components: Iterable[ClientQuotaFilterComponent]) -> dict[str, tuple[int, str | None]]:
     found: dict[str, tuple[int, str | None]] = {}
     for c in components:
         if c.entity_type == "":

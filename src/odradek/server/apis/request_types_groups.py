@@ -1,6 +1,7 @@
-"""The request bodies of the group APIs the handlers of :mod:`odradek.server.apis` serve,
-as unions over the generated request classes of each API's served versions
-(``MIN_VERSION``..``MAX_VERSION``), like :mod:`odradek.server.apis.request_types`.
+"""The request bodies of the group APIs the handlers of :mod:`odradek.server.apis` serve, as unions
+over the generated request classes of each API's served versions (``MIN_VERSION``..``MAX_VERSION``),
+as in :mod:`odradek.server.apis.request_types`. OffsetFetch's is
+:data:`odradek.server.apis.request_types.OffsetFetchRequest`.
 
 Handlers import this module for annotations only (under ``TYPE_CHECKING``).
 """

@@ -1,6 +1,6 @@
-"""The request bodies of the transaction and producer-state APIs the handlers of :mod:`odradek.server.apis` serve,
-as unions over the generated request classes of each API's served versions
-(``MIN_VERSION``..``MAX_VERSION``), like :mod:`odradek.server.apis.request_types`.
+"""The request bodies of the transaction and producer-state APIs the handlers of
+:mod:`odradek.server.apis` serve, as unions over the generated request classes of each API's served
+versions (``MIN_VERSION``..``MAX_VERSION``), as in :mod:`odradek.server.apis.request_types`.
 
 Handlers import this module for annotations only (under ``TYPE_CHECKING``).
 """
