@@ -67,7 +67,7 @@ class _Result:
     configs: list[ConfigEntry] = field(default_factory=list)
 
 
-def timeout_ms_of(request: Any) -> int:
+def timeout_ms_of(request: CreateTopicsRequest) -> int:
     """The request's ``timeout`` (an i32 timedelta) in milliseconds."""
     return int(request.timeout.total_seconds() * 1000)
 
