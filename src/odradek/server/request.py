@@ -6,7 +6,8 @@ nothing, e.g. Produce with acks=0). They build responses with
 :func:`odradek.protocol.messages.build` from ``ctx.response_type`` and its nested classes, so one
 handler serves every version. What a handler may use of the broker is ``ctx.services``
 (:class:`odradek.server.services.ApiServices`); a handler that declares
-``ctx: RequestContext[SomeRequest]`` (a union from :mod:`odradek.server.apis.request_types`) has
+``ctx: RequestContext[SomeRequest]`` (a union from :mod:`odradek.server.apis.request_types` or,
+by API family, ``request_types_groups``, ``request_types_txn`` and ``request_types_admin``) has
 its reads of the request body checked by mypy. The dispatch
 (:mod:`odradek.server.request_handler`) builds one context per request on the broker's event loop;
 handlers run there too.

@@ -8,7 +8,7 @@ give (answered INVALID_REQUEST by the API). Pure functions.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 from odradek.errors import ErrorCode
 from odradek.security.acl import (
@@ -29,6 +29,44 @@ from odradek.server.request import RequestContext
 
 NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
 """SECURITY_DISABLED's message when ``authorizer.class.name`` is not set (Kafka's)."""
+
+
+class WireAclCreation(Protocol):
+    """A CreateAcls ``AclCreation`` of any served version (v1+)."""
+
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+    @property
+    def resource_pattern_type(self) -> int: ...
+    @property
+    def principal(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def operation(self) -> int: ...
+    @property
+    def permission_type(self) -> int: ...
+
+
+class WireAclFilter(Protocol):
+    """A DescribeAcls request or DeleteAcls ``DeleteAclsFilter`` of any served version (v1+)."""
+
+    @property
+    def resource_type_filter(self) -> int: ...
+    @property
+    def resource_name_filter(self) -> str | None: ...
+    @property
+    def pattern_type_filter(self) -> int: ...
+    @property
+    def principal_filter(self) -> str | None: ...
+    @property
+    def host_filter(self) -> str | None: ...
+    @property
+    def operation(self) -> int: ...
+    @property
+    def permission_type(self) -> int: ...
 
 
 def refusal(ctx: RequestContext, operation: AclOperation) -> tuple[ErrorCode, str] | None:
@@ -53,12 +91,12 @@ def binding(
     )
 
 
-def binding_of(creation: Any) -> AclBinding:
+def binding_of(creation: WireAclCreation) -> AclBinding:
     """A CreateAcls ``AclCreation`` as a binding; ValueError for ANY or MATCH values."""
     return binding(
         int(creation.resource_type),
         str(creation.resource_name),
-        int(getattr(creation, "resource_pattern_type", PatternType.LITERAL)),
+        int(creation.resource_pattern_type),
         str(creation.principal),
         str(creation.host),
         int(creation.operation),
@@ -66,13 +104,13 @@ def binding_of(creation: Any) -> AclBinding:
     )
 
 
-def filter_of(wire: Any) -> AclBindingFilter:
+def filter_of(wire: WireAclFilter) -> AclBindingFilter:
     """A DescribeAcls request or DeleteAcls ``DeleteAclsFilter`` as a binding filter."""
     return AclBindingFilter(
         ResourcePatternFilter(
             from_code(ResourceType, int(wire.resource_type_filter)),
             wire.resource_name_filter,
-            from_code(PatternType, int(getattr(wire, "pattern_type_filter", PatternType.LITERAL))),
+            from_code(PatternType, int(wire.pattern_type_filter)),
         ),
         AccessControlEntryFilter(
             wire.principal_filter,

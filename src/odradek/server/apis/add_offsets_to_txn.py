@@ -9,7 +9,7 @@ before v2).
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -17,12 +17,15 @@ from odradek.server.apis.txn_support import for_version
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_txn import AddOffsetsToTxnRequest
+
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[AddOffsetsToTxnRequest]) -> Any:
     req = ctx.request
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(

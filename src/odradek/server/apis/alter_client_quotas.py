@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError
 from odradek.metadata.config_entities import DEFAULT_ENTITY, alter_entity_config, sanitize
@@ -26,6 +26,15 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.client_quotas import QUOTA_KEY_TYPES
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from odradek.server.apis.request_types_admin import (
+        AlterClientQuotasRequest,
+        ClientQuotaAlteration,
+        ClientQuotaEntity,
+    )
 
 API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
 MIN_VERSION = 0
@@ -36,7 +45,7 @@ EPSILON = 1e-6
 log = logging.getLogger(__name__)
 
 
-def entity_path(entity: Any) -> tuple[str, str]:
+def entity_path(entity: Sequence[ClientQuotaEntity]) -> tuple[str, str]:
     """(entity type, sanitized entity name) of the ``/config`` znode for a request entity."""
     if not entity:
         raise InvalidRequestError("Invalid empty client quota entity")
@@ -73,7 +82,7 @@ def quota_value(entity_type: str, key: str, value: float) -> str:
     return str(integral)
 
 
-async def _alter(ctx: RequestContext, entry: Any, validate_only: bool) -> None:
+async def _alter(ctx: RequestContext, entry: ClientQuotaAlteration, validate_only: bool) -> None:
     entity_type, name = entity_path(entry.entity)
     sets = {op.key: quota_value(entity_type, op.key, float(op.value)) for op in entry.ops if not op.remove}
     for op in entry.ops:
@@ -86,7 +95,7 @@ async def _alter(ctx: RequestContext, entry: Any, validate_only: bool) -> None:
     ctx.services.client_quotas.entity_changed(entity_type, name, written)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[AlterClientQuotasRequest]) -> Any:
     allowed = authorize_cluster(ctx, AclOperation.ALTER_CONFIGS)
     validate_only = bool(ctx.request.validate_only)
     entries = []

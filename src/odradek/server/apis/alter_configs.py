@@ -33,6 +33,7 @@ from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
     from odradek.server.apis.request_types import AlterConfigsRequest
+    from odradek.server.apis.request_types_admin import AlterConfigsResource
 
 API_KEY = ApiKey.ALTER_CONFIGS
 MIN_VERSION = 0
@@ -63,12 +64,12 @@ async def alter_topic(ctx: RequestContext, name: str, overrides: Mapping[str, st
     await ctx.services.admin.set_topic_overrides(name, dict(overrides), validate_only)
 
 
-async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
+async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
     check_resource(ctx, resource.resource_type, (c.name for c in resource.configs))
     nulls = [c.name for c in resource.configs if c.value is None]
     if nulls:
         raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
-    overrides = {c.name: c.value for c in resource.configs}
+    overrides = {c.name: c.value for c in resource.configs if c.value is not None}
     if resource.resource_type == RESOURCE_BROKER:
         await ctx.services.set_broker_overrides(resource.resource_name, overrides, validate_only)
     else:

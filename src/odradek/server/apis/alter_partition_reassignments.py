@@ -12,7 +12,7 @@ until then. See :mod:`odradek.controller.reassignment`.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -20,12 +20,15 @@ from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperati
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import AlterPartitionReassignmentsRequest
+
 API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[AlterPartitionReassignmentsRequest]) -> Any:
     controller = ctx.services.controller
     targets: dict[TopicPartition, list[int] | None] = {
         TopicPartition(t.name, int(p.partition_index)): None if p.replicas is None else [int(r) for r in p.replicas]

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import AlterReplicaLogDirsRequest
 
 API_KEY = ApiKey.ALTER_REPLICA_LOG_DIRS
 MIN_VERSION = 1
@@ -28,7 +31,7 @@ MAX_VERSION = 2
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[AlterReplicaLogDirsRequest]) -> Any:
     mover = ctx.services.replica_manager.alter_log_dirs
     by_topic: dict[str, list[Any]] = {}
     allowed = authorize_cluster(ctx, AclOperation.ALTER)

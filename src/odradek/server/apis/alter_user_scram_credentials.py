@@ -13,7 +13,7 @@ event loop.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.metadata.scram_credentials import (
@@ -26,12 +26,15 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import AlterUserScramCredentialsRequest
+
 API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[AlterUserScramCredentialsRequest]) -> Any:
     req = ctx.request
     users = list(dict.fromkeys([*(u.name for u in req.upsertions), *(d.name for d in req.deletions)]))
     controller = ctx.services.controller

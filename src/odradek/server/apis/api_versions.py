@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import datetime
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import ApiVersionsRequest
 
 API_KEY = ApiKey.API_VERSIONS
 MIN_VERSION = 0
@@ -26,7 +29,7 @@ def supported_versions() -> list[tuple[int, int, int]]:
     return sorted((key, m.MIN_VERSION, m.MAX_VERSION) for key, m in API_HANDLERS.items())
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[ApiVersionsRequest]) -> Any:
     keys = tuple(
         ctx.make("ApiVersion", api_key=k, min_version=lo, max_version=hi) for k, lo, hi in supported_versions()
     )

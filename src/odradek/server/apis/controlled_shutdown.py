@@ -15,6 +15,7 @@ from typing import Any
 
 from odradek.controller.messages import controlled_shutdown as message
 from odradek.errors import ErrorCode
+from odradek.server.apis.controller_request import broker_epoch
 from odradek.server.auth_helper import authorize_cluster_action
 from odradek.server.request import RequestContext
 
@@ -29,6 +30,5 @@ async def handle(ctx: RequestContext) -> Any:
     controller = ctx.services.controller
     if controller is None or not controller.active:
         return message.encode_response(ctx.api_version, ErrorCode.not_controller, ())
-    broker_epoch = int(getattr(ctx.request, "broker_epoch", -1))
-    error, remaining = await controller.controlled_shutdown(message.decode(ctx.request), broker_epoch)
+    error, remaining = await controller.controlled_shutdown(message.decode(ctx.request), broker_epoch(ctx))
     return message.encode_response(ctx.api_version, error, remaining)

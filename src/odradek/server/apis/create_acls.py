@@ -12,13 +12,14 @@ binding succeeds. Runs on the broker's event loop.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclCreateResult
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import AclBinding
-from odradek.server.apis.acl_support import binding_of, refusal
+from odradek.server.apis.acl_support import WireAclCreation, binding_of, refusal
 from odradek.server.auth_helper import AclOperation
 from odradek.server.request import RequestContext
 
@@ -31,7 +32,7 @@ MAX_VERSION = 3
 
 
 async def handle(ctx: RequestContext[CreateAclsRequest]) -> Any:
-    creations = ctx.request.creations
+    creations: Sequence[WireAclCreation] = ctx.request.creations
     authorizer = ctx.services.authorizer
     results: list[AclCreateResult | None] = [None] * len(creations)
     refused = refusal(ctx, AclOperation.ALTER)

@@ -24,7 +24,7 @@ import asyncio
 import datetime
 import logging
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
@@ -35,6 +35,9 @@ from odradek.server.controller_mutation_quota import (
     controller_mutation_quota,
 )
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import CreatePartitionsRequest, CreatePartitionsTopic
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 MIN_VERSION = 0
@@ -52,7 +55,9 @@ def _leaders_ready(ctx: RequestContext, name: str, count: int) -> bool:
     )
 
 
-async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
+async def _grow(
+    ctx: RequestContext, topic: CreatePartitionsTopic, validate_only: bool, timeout_ms: int
+) -> tuple[ErrorCode, str | None]:
     try:
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
         await ctx.services.admin.create_partitions(
@@ -69,7 +74,7 @@ async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, timeout_ms
 
 
 async def _grow_within_quota(
-    ctx: RequestContext, quota: ControllerMutationQuota, topics: list[Any], timeout_ms: int
+    ctx: RequestContext, quota: ControllerMutationQuota, topics: list[CreatePartitionsTopic], timeout_ms: int
 ) -> list[tuple[ErrorCode, str | None]]:
     """Kafka's order under a controller mutation quota: validate every topic, record the
     partitions each valid one adds in request order, grow those the quota lets through."""
@@ -90,12 +95,12 @@ async def _grow_within_quota(
     return results
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[CreatePartitionsRequest]) -> Any:
     req = ctx.request
     timeout_ms = int(req.timeout.total_seconds() * 1000)
     validate_only = bool(req.validate_only)
     counts = Counter(t.name for t in req.topics)
-    alterable = filter_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, req.topics, lambda t: t.name)
+    alterable = filter_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, [t.name for t in req.topics])
     unique = [t for t in req.topics if counts[t.name] == 1 and t.name in alterable]
     quota = None if validate_only else controller_mutation_quota(ctx)
     if quota is None:

@@ -45,6 +45,7 @@ from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
     from odradek.server.apis.request_types import CreateTopicsRequest
+    from odradek.server.apis.request_types_admin import CreatableTopic
 
 API_KEY = ApiKey.CREATE_TOPICS
 MIN_VERSION = 2
@@ -66,7 +67,7 @@ class _Result:
     configs: list[ConfigEntry] = field(default_factory=list)
 
 
-def timeout_ms_of(request: Any) -> int:
+def timeout_ms_of(request: CreateTopicsRequest) -> int:
     """The request's ``timeout`` (an i32 timedelta) in milliseconds."""
     return int(request.timeout.total_seconds() * 1000)
 
@@ -80,14 +81,14 @@ def _leaders_ready(ctx: RequestContext, name: str, partitions: int) -> bool:
     )
 
 
-async def _create(ctx: RequestContext, topic: Any, validate_only: bool, timeout_ms: int) -> _Result:
+async def _create(ctx: RequestContext, topic: CreatableTopic, validate_only: bool, timeout_ms: int) -> _Result:
     result = _Result(topic.name)
     try:
         nulls = [c.name for c in topic.configs if c.value is None]
         if nulls:
             raise InvalidConfigError(f"Null value not supported for topic configs: {','.join(nulls)}")
-        configs = {c.name: c.value for c in topic.configs}
-        assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+        configs = {c.name: c.value for c in topic.configs if c.value is not None}
+        assignments = {int(a.partition_index): list(a.broker_ids) for a in topic.assignments}
         assignment, _log_config = await ctx.services.admin.create_topic(
             topic.name,
             num_partitions=topic.num_partitions,

@@ -10,13 +10,14 @@ removed (a binding matched by several filters is listed under the first), from
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclDeleteResult
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import AclBindingFilter
-from odradek.server.apis.acl_support import filter_of, refusal, unknown_filter_message
+from odradek.server.apis.acl_support import WireAclFilter, filter_of, refusal, unknown_filter_message
 from odradek.server.auth_helper import AclOperation
 from odradek.server.request import RequestContext
 
@@ -29,7 +30,7 @@ MAX_VERSION = 3
 
 
 async def handle(ctx: RequestContext[DeleteAclsRequest]) -> Any:
-    filters = ctx.request.filters
+    filters: Sequence[WireAclFilter] = ctx.request.filters
     authorizer = ctx.services.authorizer
     results: list[AclDeleteResult | None] = [None] * len(filters)
     refused = refusal(ctx, AclOperation.ALTER)

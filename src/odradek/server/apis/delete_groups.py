@@ -8,19 +8,22 @@ NOT_COORDINATOR.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_groups import DeleteGroupsRequest
+
 API_KEY = ApiKey.DELETE_GROUPS
 MIN_VERSION = 0
 MAX_VERSION = 2
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DeleteGroupsRequest]) -> Any:
     names = list(dict.fromkeys(ctx.request.groups_names))
     deletable = filter_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
     results: dict[str, ErrorCode] = dict.fromkeys(names, ErrorCode.group_authorization_failed)

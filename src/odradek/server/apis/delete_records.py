@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import DeleteRecordsRequest
 
 API_KEY = ApiKey.DELETE_RECORDS
 MIN_VERSION = 0
@@ -48,9 +51,9 @@ def delete_records(ctx: RequestContext, tp: TopicPartition, offset: int) -> int:
     return rm.delete_records(tp, target)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DeleteRecordsRequest]) -> Any:
     topics = []
-    deletable = filter_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, ctx.request.topics, lambda t: t.name)
+    deletable = filter_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, [t.name for t in ctx.request.topics])
     for topic in ctx.request.topics:
         partitions = []
         for p in topic.partitions:

@@ -22,13 +22,18 @@ import datetime
 import logging
 import uuid
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.delete_topics import v6 as delete_topics_v6
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.controller_mutation_quota import THROTTLING_QUOTA_EXCEEDED_MESSAGE, controller_mutation_quota
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import DeleteTopicsRequest
 
 API_KEY = ApiKey.DELETE_TOPICS
 MIN_VERSION = 1
@@ -59,12 +64,12 @@ async def _delete(ctx: RequestContext, name: str, timeout_ms: int) -> tuple[Erro
         return ErrorCode.unknown_server_error, f"unexpected error: {exc}"
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DeleteTopicsRequest]) -> Any:
     req = ctx.request
     timeout_ms = int(req.timeout.total_seconds() * 1000)
     # (name, topic_id, error, message): error None means "to delete".
     entries: list[tuple[str | None, uuid.UUID, ErrorCode | None, str | None]] = []
-    if ctx.api_version >= 6:
+    if isinstance(req, delete_topics_v6.DeleteTopicsRequest):
         for t in req.topics:
             topic_id = t.topic_id or ZERO_UUID
             if t.name is not None and topic_id != ZERO_UUID:
@@ -94,7 +99,7 @@ async def handle(ctx: RequestContext) -> Any:
     deletable = filter_authorized(
         ctx, AclOperation.DELETE, ResourceType.TOPIC, (n for n, _, e, _ in entries if e is None and n is not None)
     )
-    by_id = ctx.api_version >= 6 and any(t.name is None for t in req.topics)
+    by_id = isinstance(req, delete_topics_v6.DeleteTopicsRequest) and any(t.name is None for t in req.topics)
     described = (
         filter_authorized(
             ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (n for n, _, _, _ in entries if n), log_if_denied=False

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnsupportedVersionError
 from odradek.metadata.config_entities import (
@@ -26,6 +26,11 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.client_quotas import IP_QUOTA_KEYS, QUOTA_KEYS, describe_name
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from odradek.server.apis.request_types_admin import ClientQuotaFilterComponent, DescribeClientQuotasRequest
 
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 MIN_VERSION = 0
@@ -39,7 +44,7 @@ EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 Entity = dict[str, str | None]
 
 
-def _filters(components: Any) -> dict[str, tuple[int, str | None]]:
+def _filters(components: Iterable[ClientQuotaFilterComponent]) -> dict[str, tuple[int, str | None]]:
     found: dict[str, tuple[int, str | None]] = {}
     for c in components:
         if c.entity_type == "":
@@ -99,7 +104,7 @@ async def stored_quota_entities(ctx: RequestContext) -> list[tuple[Entity, dict[
     return out
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DescribeClientQuotasRequest]) -> Any:
     throttle = datetime.timedelta(0)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
         return ctx.response(

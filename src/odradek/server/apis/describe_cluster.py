@@ -10,12 +10,17 @@ not computed (the "omitted" value). Runs on the broker's event loop."""
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.describe_cluster import v0 as describe_cluster_v0
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import CLUSTER_NAME, ResourceType, operations_field
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import DescribeClusterRequest
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 MIN_VERSION = 0
@@ -24,9 +29,12 @@ MAX_VERSION = 1
 ENDPOINT_BROKERS = 1
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DescribeClusterRequest]) -> Any:
     cache = ctx.services.metadata_cache
-    endpoint_type = getattr(ctx.request, "endpoint_type", ENDPOINT_BROKERS)
+    req = ctx.request
+    endpoint_type = (
+        ENDPOINT_BROKERS if isinstance(req, describe_cluster_v0.DescribeClusterRequest) else req.endpoint_type
+    )
     error, message = ErrorCode.none, None
     brokers: tuple[Any, ...] = ()
     if endpoint_type != ENDPOINT_BROKERS:
@@ -46,6 +54,6 @@ async def handle(ctx: RequestContext) -> Any:
         controller_id=cache.controller_id,
         brokers=brokers,
         cluster_authorized_operations=operations_field(
-            ctx, bool(ctx.request.include_cluster_authorized_operations), ResourceType.CLUSTER, CLUSTER_NAME
+            ctx, bool(req.include_cluster_authorized_operations), ResourceType.CLUSTER, CLUSTER_NAME
         ),
     )

@@ -60,6 +60,7 @@ from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 if TYPE_CHECKING:
     from odradek.server.apis.request_types import DescribeConfigsRequest
+    from odradek.server.apis.request_types_admin import DescribeConfigsResource
     from odradek.server.services import ApiServices
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
@@ -290,7 +291,9 @@ async def topic_exists(broker: ApiServices, name: str) -> bool:
     return name in await broker.zk.get_all_topics()
 
 
-async def _describe(ctx: RequestContext[DescribeConfigsRequest], resource: Any) -> list[ConfigEntry]:
+async def _describe(
+    ctx: RequestContext[DescribeConfigsRequest], resource: DescribeConfigsResource
+) -> list[ConfigEntry]:
     broker = ctx.services
     requested = resource.configuration_keys
     req = ctx.request

@@ -16,13 +16,16 @@ from __future__ import annotations
 import datetime
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import DescribeLogDirsRequest
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
 MIN_VERSION = 1
@@ -37,7 +40,7 @@ def _space(directory: Path) -> tuple[int, int] | None:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DescribeLogDirsRequest]) -> Any:
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return ctx.response(
             throttle_time=datetime.timedelta(0), error_code=ErrorCode.cluster_authorization_failed, results=()

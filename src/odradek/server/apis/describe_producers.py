@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_txn import DescribeProducersRequest
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 MIN_VERSION = 0
@@ -45,7 +48,7 @@ def active_producers(ctx: RequestContext, tp: TopicPartition) -> list[Any]:
     ]
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DescribeProducersRequest]) -> Any:
     topics = []
     readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, ctx.request.topics, lambda t: t.name)
     for topic in ctx.request.topics:

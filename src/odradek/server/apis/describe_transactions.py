@@ -11,13 +11,16 @@ cannot decode a negative timestamp.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.transaction.coordinator import STATE_NAMES
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_txn import DescribeTransactionsRequest
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 MIN_VERSION = 0
@@ -26,7 +29,7 @@ MAX_VERSION = 0
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DescribeTransactionsRequest]) -> Any:
     txn = ctx.services.transaction_coordinator
     states = []
     for txn_id in ctx.request.transactional_ids:

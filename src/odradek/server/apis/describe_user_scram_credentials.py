@@ -11,7 +11,7 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.metadata.scram_credentials import describe_user_scram_credentials
@@ -19,12 +19,15 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import DescribeUserScramCredentialsRequest
+
 API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[DescribeUserScramCredentialsRequest]) -> Any:
     throttle = datetime.timedelta(0)
     users = ctx.request.users
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):

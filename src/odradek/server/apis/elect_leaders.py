@@ -11,7 +11,9 @@ PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.elect_leaders import v0 as elect_leaders_v0
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -19,13 +21,16 @@ from odradek.server.auth_helper import AclOperation, authorize_cluster
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import ElectLeadersRequest
+
 API_KEY = ApiKey.ELECT_LEADERS
 MIN_VERSION = 0
 MAX_VERSION = 2
 UNCLEAN = 1
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[ElectLeadersRequest]) -> Any:
     req = ctx.request
     controller = ctx.services.controller
     partitions = (
@@ -39,7 +44,8 @@ async def handle(ctx: RequestContext) -> Any:
         top = ErrorCode.cluster_authorization_failed
         results = dict.fromkeys(partitions or (), top)
     elif controller is not None and controller.active:
-        results = await controller.elect_leaders(partitions, unclean=getattr(req, "election_type", 0) == UNCLEAN)
+        unclean = not isinstance(req, elect_leaders_v0.ElectLeadersRequest) and req.election_type == UNCLEAN
+        results = await controller.elect_leaders(partitions, unclean=unclean)
     if results is None:
         return ctx.response(
             throttle_time=datetime.timedelta(0), error_code=ErrorCode.not_controller, replica_election_results=()

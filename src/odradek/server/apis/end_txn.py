@@ -8,7 +8,7 @@ outcome INVALID_TXN_STATE; CONCURRENT_TRANSACTIONS while a previous EndTxn is st
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -16,12 +16,15 @@ from odradek.server.apis.txn_support import for_version
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_txn import EndTxnRequest
+
 API_KEY = ApiKey.END_TXN
 MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[EndTxnRequest]) -> Any:
     req = ctx.request
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(

@@ -14,7 +14,12 @@ host empty and the port -1, as Kafka answers.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.find_coordinator import v0 as find_coordinator_v0
+from kio.schema.find_coordinator import v1 as find_coordinator_v1
+from kio.schema.find_coordinator import v2 as find_coordinator_v2
+from kio.schema.find_coordinator import v3 as find_coordinator_v3
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -22,12 +27,23 @@ from odradek.security.acl import authorization_error
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_groups import FindCoordinatorRequest
+
 API_KEY = ApiKey.FIND_COORDINATOR
 MIN_VERSION = 0
 MAX_VERSION = 6
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+_SINGLE_KEY = (
+    find_coordinator_v0.FindCoordinatorRequest,
+    find_coordinator_v1.FindCoordinatorRequest,
+    find_coordinator_v2.FindCoordinatorRequest,
+    find_coordinator_v3.FindCoordinatorRequest,
+)
+"""The versions before v4 (KIP-699's batching): one ``key``, no ``coordinator_keys``."""
+
 _RESOURCES = {GROUP_KEY: ResourceType.GROUP, TRANSACTION_KEY: ResourceType.TRANSACTIONAL_ID}
 
 
@@ -48,11 +64,11 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCo
     return ErrorCode.none, node_id, broker.host, broker.port
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[FindCoordinatorRequest]) -> Any:
     req = ctx.request
-    key_type = int(getattr(req, "key_type", 0))
+    key_type = GROUP_KEY if isinstance(req, find_coordinator_v0.FindCoordinatorRequest) else int(req.key_type)
     throttle = datetime.timedelta(0)
-    if ctx.api_version >= 4:
+    if not isinstance(req, _SINGLE_KEY):
         coordinators = []
         for key in req.coordinator_keys:
             error, node_id, host, port = await _lookup(ctx, key_type, key)

@@ -30,6 +30,7 @@ from odradek.storage.config import TOPIC_CONFIGS
 
 if TYPE_CHECKING:
     from odradek.server.apis.request_types import IncrementalAlterConfigsRequest
+    from odradek.server.apis.request_types_admin import IncrementalAlterConfigsResource
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 MIN_VERSION = 0
@@ -81,7 +82,7 @@ def apply_operations(
     return result
 
 
-async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
+async def _alter(ctx: RequestContext, resource: IncrementalAlterConfigsResource, validate_only: bool) -> None:
     check_resource(ctx, resource.resource_type, (c.name for c in resource.configs))
     name = resource.resource_name
     ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]

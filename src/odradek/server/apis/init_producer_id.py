@@ -9,7 +9,11 @@ the previous producer; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4."""
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.init_producer_id import v0 as init_producer_id_v0
+from kio.schema.init_producer_id import v1 as init_producer_id_v1
+from kio.schema.init_producer_id import v2 as init_producer_id_v2
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -22,16 +26,26 @@ from odradek.server.auth_helper import (
 )
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_txn import InitProducerIdRequest
+
 API_KEY = ApiKey.INIT_PRODUCER_ID
 MIN_VERSION = 0
 MAX_VERSION = 5
+
+_BEFORE_V3 = (
+    init_producer_id_v0.InitProducerIdRequest,
+    init_producer_id_v1.InitProducerIdRequest,
+    init_producer_id_v2.InitProducerIdRequest,
+)
+"""The versions without ``producer_id`` and ``producer_epoch`` (KIP-360 added them in v3)."""
 
 
 def _refused(ctx: RequestContext, error: ErrorCode) -> Any:
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=error, producer_id=-1, producer_epoch=-1)
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[InitProducerIdRequest]) -> Any:
     req = ctx.request
     if req.transactional_id is not None and not authorize(
         ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id
@@ -44,11 +58,12 @@ async def handle(ctx: RequestContext) -> Any:
         return _refused(ctx, ErrorCode.cluster_authorization_failed)
     if req.transactional_id is not None:
         timeout_ms = int(req.transaction_timeout.total_seconds() * 1000)
+        if isinstance(req, _BEFORE_V3):
+            producer_id, producer_epoch = -1, -1
+        else:
+            producer_id, producer_epoch = int(req.producer_id), int(req.producer_epoch)
         error, pid, epoch = await ctx.services.transaction_coordinator.init_producer_id(
-            req.transactional_id,
-            timeout_ms,
-            int(getattr(req, "producer_id", -1)),
-            int(getattr(req, "producer_epoch", -1)),
+            req.transactional_id, timeout_ms, producer_id, producer_epoch
         )
         if error == ErrorCode.producer_fenced and ctx.api_version < 4:
             error = ErrorCode.invalid_producer_epoch

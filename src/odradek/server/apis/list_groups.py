@@ -9,22 +9,32 @@ state; v5+ filter by type and answer it (every group here is ``classic``; a filt
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.list_groups import v4 as list_groups_v4
+from kio.schema.list_groups import v5 as list_groups_v5
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_groups import ListGroupsRequest
 
 API_KEY = ApiKey.LIST_GROUPS
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[ListGroupsRequest]) -> Any:
     req = ctx.request
-    error, overviews = ctx.services.group_coordinator.list_groups(
-        getattr(req, "states_filter", ()) or (), getattr(req, "types_filter", ()) or ()
-    )
+    states: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    if isinstance(req, list_groups_v5.ListGroupsRequest):
+        states, types = req.states_filter, req.types_filter
+    elif isinstance(req, list_groups_v4.ListGroupsRequest):
+        states = req.states_filter
+    error, overviews = ctx.services.group_coordinator.list_groups(states, types)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):
         visible = filter_authorized(
             ctx, AclOperation.DESCRIBE, ResourceType.GROUP, overviews, lambda g: g.group_id, log_if_denied=False

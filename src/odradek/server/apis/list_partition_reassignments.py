@@ -9,7 +9,7 @@ otherwise the named partitions that are moving. Each answer carries the replicas
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -17,12 +17,15 @@ from odradek.server.auth_helper import CLUSTER_AUTHORIZATION_MESSAGE, AclOperati
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import ListPartitionReassignmentsRequest
+
 API_KEY = ApiKey.LIST_PARTITION_REASSIGNMENTS
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[ListPartitionReassignmentsRequest]) -> Any:
     controller = ctx.services.controller
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return ctx.response(

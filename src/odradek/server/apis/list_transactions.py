@@ -10,23 +10,28 @@ cluster's transactions by asking every broker.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.list_transactions import v1 as list_transactions_v1
 
 from odradek.coordinator.transaction.coordinator import STATE_NAMES
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, filter_authorized
 from odradek.server.request import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_txn import ListTransactionsRequest
+
 API_KEY = ApiKey.LIST_TRANSACTIONS
 MIN_VERSION = 0
 MAX_VERSION = 1
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[ListTransactionsRequest]) -> Any:
     req = ctx.request
     wanted = set(req.state_filters or ())
     unknown = tuple(sorted(wanted - set(STATE_NAMES.values())))
-    duration = int(getattr(req, "duration_filter", -1))
+    duration = int(req.duration_filter) if isinstance(req, list_transactions_v1.ListTransactionsRequest) else -1
     producer_ids = {int(p) for p in req.producer_id_filters or ()}
     error, found = ctx.services.transaction_coordinator.list(wanted, producer_ids, duration)
     visible = filter_authorized(

@@ -29,6 +29,10 @@ from kio.schema.offset_commit import v3 as commit_v3
 from kio.schema.offset_commit import v4 as commit_v4
 from kio.schema.offset_commit import v5 as commit_v5
 from kio.schema.offset_commit import v6 as commit_v6
+from kio.schema.offset_commit.v2.request import OffsetCommitRequestPartition as PartitionV2
+from kio.schema.offset_commit.v3.request import OffsetCommitRequestPartition as PartitionV3
+from kio.schema.offset_commit.v4.request import OffsetCommitRequestPartition as PartitionV4
+from kio.schema.offset_commit.v5.request import OffsetCommitRequestPartition as PartitionV5
 
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
@@ -45,6 +49,16 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.OFFSET_COMMIT
 MIN_VERSION = 0
 MAX_VERSION = 9
+
+_NO_LEADER_EPOCH = (
+    legacy.OffsetCommitRequestPartitionV0,
+    legacy.OffsetCommitRequestPartitionV1,
+    PartitionV2,
+    PartitionV3,
+    PartitionV4,
+    PartitionV5,
+)
+"""The partitions of the versions before ``committed_leader_epoch`` (v6)."""
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +103,13 @@ async def handle(ctx: RequestContext[OffsetCommitRequest]) -> Any:
             elif version == 0 and len(metadata.encode("utf-8")) > max_metadata:
                 errors[tp] = ErrorCode.offset_metadata_too_large
             else:
-                stamp = int(getattr(p, "commit_timestamp", -1))
+                stamp = int(p.commit_timestamp) if isinstance(p, legacy.OffsetCommitRequestPartitionV1) else -1
                 commit_ts = now if stamp < 0 else stamp
                 offsets[tp] = OffsetAndMetadata(
                     offset=p.committed_offset,
                     metadata=metadata,
                     commit_timestamp_ms=commit_ts,
-                    leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
+                    leader_epoch=-1 if isinstance(p, _NO_LEADER_EPOCH) else int(p.committed_leader_epoch),
                     expire_timestamp_ms=commit_ts + retention if 2 <= version <= 4 and retention >= 0 else None,
                 )
     if isinstance(req, legacy.OffsetCommitRequestV0):  # v0

@@ -9,7 +9,7 @@ non-consumer group with members, coordinator errors) are top-level with no parti
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -17,12 +17,15 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize, fi
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_groups import OffsetDeleteRequest
+
 API_KEY = ApiKey.OFFSET_DELETE
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[OffsetDeleteRequest]) -> Any:
     req = ctx.request
     cache = ctx.services.metadata_cache
     errors: dict[TopicPartition, ErrorCode] = {}

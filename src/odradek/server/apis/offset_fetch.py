@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
+from kio.schema.offset_fetch import v7 as offset_fetch_v7
+from kio.schema.offset_fetch import v8 as offset_fetch_v8
+from kio.schema.offset_fetch import v9 as offset_fetch_v9
 from kio.static.primitive import i64
 
 from odradek.coordinator.group.manager import OffsetFetchEntry
@@ -28,6 +32,9 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize, fi
 from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import OffsetFetchRequest
+
 API_KEY = ApiKey.OFFSET_FETCH
 MIN_VERSION = 0
 MAX_VERSION = 9
@@ -37,7 +44,17 @@ log = logging.getLogger(__name__)
 Entries = dict[TopicPartition, OffsetFetchEntry]
 
 
-def _requested(topics: Any) -> list[TopicPartition] | None:
+class _RequestedTopic(Protocol):
+    """A requested topic of any version (``OffsetFetchRequestTopic(s)``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_indexes(self) -> Sequence[int]: ...
+
+
+def _requested(topics: Iterable[_RequestedTopic] | None) -> list[TopicPartition] | None:
     if topics is None:
         return None
     return [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
@@ -111,11 +128,11 @@ def _topics(ctx: RequestContext, entries: Entries, topic_name: str, partition_na
     )
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[OffsetFetchRequest]) -> Any:
     req = ctx.request
     version = ctx.api_version
     throttle = datetime.timedelta(0)
-    if version == 0:
+    if isinstance(req, legacy.OffsetFetchRequestV0):
         wanted = _requested(req.topics) or []
         if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, req.group_id):
             allowed = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted, lambda tp: tp.topic)
@@ -142,7 +159,7 @@ async def handle(ctx: RequestContext) -> Any:
                 for t in req.topics
             )
         )
-    if version >= 8:
+    if isinstance(req, (offset_fetch_v8.OffsetFetchRequest, offset_fetch_v9.OffsetFetchRequest)):
         groups = []
         for g in req.groups:
             error, entries = _fetch(ctx, g.group_id, _requested(g.topics), bool(req.require_stable))
@@ -156,7 +173,9 @@ async def handle(ctx: RequestContext) -> Any:
             )
         return ctx.response(throttle_time=throttle, groups=tuple(groups))
     requested = _requested(req.topics)
-    error, entries = _fetch(ctx, req.group_id, requested, bool(getattr(req, "require_stable", False)))
+    error, entries = _fetch(
+        ctx, req.group_id, requested, isinstance(req, offset_fetch_v7.OffsetFetchRequest) and bool(req.require_stable)
+    )
     if error is not ErrorCode.none:
         entries = {tp: OffsetFetchEntry(error=error) for tp in requested or ()} if version == 1 else {}
     topics = _topics(ctx, entries, "OffsetFetchResponseTopic", "OffsetFetchResponsePartition")

@@ -13,7 +13,7 @@ UNKNOWN_LEADER_EPOCH when ``current_leader_epoch`` is older / newer than the lea
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
@@ -21,19 +21,22 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize_clu
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import OffsetForLeaderEpochRequest
+
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 MIN_VERSION = 2
 MAX_VERSION = 4
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[OffsetForLeaderEpochRequest]) -> Any:
     replica_manager = ctx.services.replica_manager
     topics = []
     if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION, log_if_denied=False):
-        described = {t.topic for t in ctx.request.topics}
+        described: set[str] = {t.topic for t in ctx.request.topics}
     else:  # consumers check for truncation with DESCRIBE (KIP-320)
         described = filter_authorized(
-            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, ctx.request.topics, lambda t: t.topic
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, [t.topic for t in ctx.request.topics]
         )
     for topic in ctx.request.topics:
         partitions = []

@@ -9,18 +9,21 @@ module is answered as Kafka's ``KafkaApis.handleSaslAuthenticateRequest`` does: 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import SaslAuthenticateRequest
 
 API_KEY = ApiKey.SASL_AUTHENTICATE
 MIN_VERSION = 0
 MAX_VERSION = 2
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[SaslAuthenticateRequest]) -> Any:
     return ctx.response(
         error_code=ErrorCode.illegal_sasl_state,
         error_message="SaslAuthenticate request received after successful authentication",

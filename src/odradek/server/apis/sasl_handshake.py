@@ -9,16 +9,19 @@ re-authenticating). v0-v1.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_admin import SaslHandshakeRequest
 
 API_KEY = ApiKey.SASL_HANDSHAKE
 MIN_VERSION = 0
 MAX_VERSION = 1
 
 
-async def handle(ctx: RequestContext) -> Any:
+async def handle(ctx: RequestContext[SaslHandshakeRequest]) -> Any:
     return ctx.response(error_code=ErrorCode.illegal_sasl_state, mechanisms=())

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequestPartition as PartitionV0
+from kio.schema.txn_offset_commit.v1.request import TxnOffsetCommitRequestPartition as PartitionV1
 
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
@@ -22,12 +25,18 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize, fi
 from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types_txn import TxnOffsetCommitRequest
+
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 MIN_VERSION = 0
 MAX_VERSION = 4
 
+_NO_LEADER_EPOCH = (PartitionV0, PartitionV1)
+"""The partitions of the versions before ``committed_leader_epoch`` (v2)."""
 
-async def handle(ctx: RequestContext) -> Any:
+
+async def handle(ctx: RequestContext[TxnOffsetCommitRequest]) -> Any:
     req = ctx.request
     now = int(time.time() * 1000)
     errors: dict[TopicPartition, ErrorCode] = {}
@@ -39,7 +48,7 @@ async def handle(ctx: RequestContext) -> Any:
         refused = ErrorCode.group_authorization_failed
     else:
         refused = None
-    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, req.topics, lambda t: t.name)
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, [t.name for t in req.topics])
     for topic in req.topics:
         known = ctx.services.metadata_cache.topic(topic.name) is not None
         for p in topic.partitions:
@@ -54,7 +63,7 @@ async def handle(ctx: RequestContext) -> Any:
             elif len(metadata.encode()) > limit:
                 errors[tp] = ErrorCode.offset_metadata_too_large
             else:
-                epoch = int(getattr(p, "committed_leader_epoch", -1))
+                epoch = -1 if isinstance(p, _NO_LEADER_EPOCH) else int(p.committed_leader_epoch)
                 offsets[tp] = OffsetAndMetadata(int(p.committed_offset), metadata, now, epoch)
     if offsets:
         groups = ctx.services.group_coordinator
