@@ -207,3 +207,23 @@ def test_stop_with_an_older_leader_epoch_is_fenced_and_an_unhosted_partition_sto
         assert same == {TP: ErrorCode.none} and TP not in rm.partitions
 
     _run(tmp_path, body)
+
+
+def test_a_leader_and_isr_of_many_new_partitions_creates_their_logs_together_first(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager, hooks: Hooks) -> None:
+        batches: list[int] = []
+        create = rm.log_manager.create_logs
+
+        async def counted(wanted: Any, executor: Any) -> int:
+            batches.append(len(wanted))
+            return await create(wanted, executor)
+
+        rm.log_manager.create_logs = counted  # type: ignore[method-assign]
+        states = {TopicPartition("many", p): PartitionState(1, 0, [1, 2], [1, 2], 3) for p in range(40)}
+        errors = await rm.become_leader_or_follower(LeaderAndIsrRequest(0, 3, states, {}))
+        assert set(errors.values()) == {ErrorCode.none}
+        assert batches == [40]  # the topic's config read once first, then all 40 logs in one batch
+        assert hooks.loaded[0] == "many"
+        assert all(rm.partitions[tp].is_leader and tp in rm.log_manager for tp in states)
+
+    _run(tmp_path, body)

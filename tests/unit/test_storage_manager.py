@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -208,3 +210,35 @@ def test_a_log_copied_to_another_dir_replaces_the_original(tmp_path: Path) -> No
     lm2.load_logs()
     assert not (dirs[0] / "t-9.0123-future").exists() and lm2.get_log(tp).log_end_offset == 6  # type: ignore[union-attr]
     lm2.shutdown()
+
+
+def test_create_logs_builds_many_on_threads_spread_over_dirs_and_leaves_the_odd_ones(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    lm = LogManager(dirs, log_config())
+    lm.load_logs()
+    wanted = {TopicPartition("t", p): log_config() for p in range(150)}
+    wanted[TopicPartition("bad name", 0)] = log_config()  # left to get_or_create_log's precise error
+    lm.preferred_dirs[TopicPartition("t", 149)] = dirs[1]  # a preferred dir: left to get_or_create_log
+
+    async def run() -> int:
+        with ThreadPoolExecutor(4) as pool:
+            task = asyncio.create_task(lm.create_logs(wanted, pool))
+            await asyncio.sleep(0)  # the creation is under way: those partitions are refused meanwhile
+            with pytest.raises(KafkaStorageError, match="being created"):
+                lm.get_or_create_log(TopicPartition("t", 0))
+            return await task
+
+    assert asyncio.run(run()) == 149
+    assert TopicPartition("bad name", 0) not in lm and TopicPartition("t", 149) not in lm
+    per_dir = sorted(sum(1 for log in lm.all_logs() if log.dir.parent == d) for d in dirs)
+    assert per_dir == [74, 75]
+    log = lm.get_or_create_log(TopicPartition("t", 7))
+    log.append_as_leader(build_batch([Record(b"k", b"v")]))
+    assert log.log_end_offset == 1
+    with pytest.raises(InvalidTopicError):
+        lm.get_or_create_log(TopicPartition("bad name", 0))
+    lm.shutdown()
+    reloaded = LogManager(dirs, log_config())
+    reloaded.load_logs()
+    assert len(reloaded.all_logs()) == 149
+    reloaded.shutdown()

@@ -403,6 +403,14 @@ class ReplicaManager(ReplicaStateChanges):
         partition.maybe_increment_high_watermark()
         return info
 
+    async def create_logs(self, new: list[TopicPartition]) -> None:
+        """The logs of ``new`` created on the I/O threads (:meth:`LogManager.create_logs`); none
+        while a log dir is offline (each partition's own path then says which dir, and why)."""
+        if self.log_manager.offline_dirs:
+            return
+        wanted = {tp: self.log_config_for(tp.topic) for tp in new if tp not in self.offline_partitions}
+        await self.log_manager.create_logs(wanted, self._io_executor)
+
     def _partition_for_append(self, tp: TopicPartition, required_acks: int) -> Partition:
         partition = self.leader_partition(tp)
         partition.check_enough_replicas(required_acks)

@@ -69,6 +69,11 @@ partition (a leader or a follower) or None (stopped): the coordinators follow th
 topics' leadership with it (Kafka's ``onLeadershipChange``)."""
 
 
+BATCH_CREATE_MIN = 16
+"""A LeaderAndIsr naming this many partitions new to the broker has their logs created together
+(:meth:`ReplicaStateChanges.create_logs`) first."""
+
+
 class ReplicaStateChanges(ABC):
     """See the module docstring. The hooks and the controller epoch start as these class
     defaults; the replica manager (or the broker wiring it) sets them per instance."""
@@ -91,6 +96,12 @@ class ReplicaStateChanges(ABC):
     @abstractmethod
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         """Stop one replica, deleting its log with ``delete``."""
+
+    @abstractmethod
+    async def create_logs(self, new: list[TopicPartition]) -> None:
+        """Create the logs of partitions new to this broker before their states are applied one
+        by one (the replica manager creates them on its I/O threads, several at once); a log not
+        created here is created by :meth:`make_leader_or_follower`."""
 
     def update_controller_epoch(self, controller_epoch: int) -> None:
         """The fence every request from the controller passes first (LeaderAndIsr, StopReplica,
@@ -122,6 +133,16 @@ class ReplicaStateChanges(ABC):
         """
         self.update_controller_epoch(request.controller_epoch)
         errors: dict[TopicPartition, ErrorCode] = {}
+        new = [
+            tp
+            for tp, state in request.partition_states.items()
+            if tp not in self.partitions and self.broker_id in state.replicas
+        ]
+        if len(new) >= BATCH_CREATE_MIN:
+            if self.topic_config_loader is not None:
+                for topic in sorted({tp.topic for tp in new}):
+                    await self.topic_config_loader(topic)
+            await self.create_logs(new)
         pacer = Pacer()  # thousands of partitions: the loop gets a turn every slice
         for tp, state in request.partition_states.items():
             await pacer.step()

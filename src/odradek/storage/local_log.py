@@ -102,6 +102,7 @@ class LocalLog:
         self._config = config
         self._time_ms = time_ms or wall_clock_ms
         self._ident = f"[Log partition={tp}, dir={self._dir.parent}]"
+        created = not self._dir.exists()
         self._dir.mkdir(parents=True, exist_ok=True)
         loaded = load_segments(
             self._dir,
@@ -124,7 +125,12 @@ class LocalLog:
             self.high_watermark = high_watermark
         self._last_flush_ms = self._time_ms()
         self._pending_flush_offset: int | None = None
-        self._dir_dirty = False
+        self._dir_dirty = created
+        """Entries of the partition directory not yet fsynced (a new segment's files)."""
+        self._parent_dirty = created
+        """A new partition directory whose entry in the log dir is not yet fsynced: done by the
+        first :meth:`flush`, not at creation (a broker creating 3,000 partitions spent 3.4 s of its
+        event loop fsyncing the log dir once each)."""
         self._closed = False
         self._append_lock = asyncio.Lock()
         self._write_in_progress = False
@@ -492,6 +498,9 @@ class LocalLog:
         if self._dir_dirty:
             fsync_dir(self._dir)
             self._dir_dirty = False
+        if self._parent_dirty:
+            fsync_dir(self._dir.parent)
+            self._parent_dirty = False
         self._last_flush_ms = self._time_ms()
 
     def flush_pending_rolls(self) -> bool:

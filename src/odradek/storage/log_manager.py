@@ -24,19 +24,22 @@ through :meth:`fail_dir`) takes the whole directory offline: its logs are closed
 broker can tell the controller. The broker keeps serving from its other directories; with all of
 them offline it stops. A directory that cannot be created or read at start-up starts offline.
 
-Threading: not thread-safe. All methods are synchronous and are called from the broker's asyncio
-event-loop thread; the broker calls :meth:`cleanup_logs`, :meth:`flush_dirty_logs` and
-:meth:`checkpoint` periodically from that loop.
+Threading: not thread-safe. Every method is called from the broker's asyncio event-loop thread;
+all are synchronous but :meth:`create_logs`, which builds logs on an executor's threads (each
+thread its own partitions' directories) and registers them on the loop. The broker calls
+:meth:`cleanup_logs`, :meth:`flush_dirty_logs` and :meth:`checkpoint` periodically from that loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
 import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 
 from odradek.errors import InvalidTopicError, KafkaStorageError
@@ -57,6 +60,8 @@ __all__ = ["DELETE_DIR_SUFFIX", "LogManager", "validate_topic_name"]
 
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
+CREATE_CHUNK = 64
+"""Logs one thread of :meth:`LogManager.create_logs` creates in a row."""
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 logger = logging.getLogger("odradek.storage.log_manager")
@@ -88,6 +93,8 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self.offline_dirs: set[Path] = set()
         self.preferred_dirs: dict[TopicPartition, Path] = {}
+        self._creating: set[TopicPartition] = set()
+        """Partitions whose logs :meth:`create_logs` is creating on other threads."""
         """Where a partition not hosted yet should be created (AlterReplicaLogDirs before it exists)."""
         self.on_dir_failure: Callable[[Path, list[TopicPartition]], None] | None = None
         """Called (on the loop) with a directory that just went offline and the partitions it held."""
@@ -218,6 +225,8 @@ class LogManager:
         log = self._logs.get(tp)
         if log is not None:
             return log
+        if tp in self._creating:
+            raise KafkaStorageError(f"the log of {tp} is being created")
         validate_topic_name(tp.topic)
         if tp.partition < 0:
             raise InvalidTopicError(f"invalid partition {tp.partition} of topic {tp.topic}")
@@ -233,14 +242,69 @@ class LogManager:
                 time_ms=self._time_ms,
                 topic_partition=tp,
                 had_clean_shutdown=True,
-            )
-            fsync_dir(target)
+            )  # the new directory's entry is fsynced by the log's first flush
         except OSError as exc:
             self.fail_dir(target, f"creating the log of {tp}: {exc}")
             raise KafkaStorageError(f"error creating the log of {tp} in {target}: {exc}") from exc
         logger.info("Created log for partition %s in %s", tp, target)
         self._logs[tp] = log
         return log
+
+    async def create_logs(self, wanted: Mapping[TopicPartition, LogConfig], executor: Executor) -> int:
+        """Create the missing logs of ``wanted`` (partition -> its config) on ``executor``'s threads,
+        :data:`CREATE_CHUNK` at a time per thread, and register them here (on the loop); returns
+        how many were created. Creating a log is a handful of file-system calls that each wait on
+        the journal (about 2.5 ms a log on the machine measured); threads overlap those waits, so a
+        LeaderAndIsr of thousands of new partitions is not one long wait of the loop. Best effort:
+        a partition named by an invalid name, given a preferred dir, or whose log fails to be
+        created here is left to :meth:`get_or_create_log`, which answers it precisely. The
+        partitions being created are refused by :meth:`get_or_create_log` meanwhile."""
+        online = self.online_dirs
+        if not online:
+            return 0
+        counts = {d: 0 for d in online}
+        for existing in self._logs.values():
+            if existing.dir.parent in counts:
+                counts[existing.dir.parent] += 1
+        jobs: list[tuple[TopicPartition, Path, LogConfig]] = []
+        for tp, config in wanted.items():
+            if tp in self._logs or tp in self._creating or tp in self.preferred_dirs or tp.partition < 0:
+                continue
+            try:
+                validate_topic_name(tp.topic)
+            except InvalidTopicError:
+                continue
+            target = min(counts, key=lambda d: counts[d])
+            counts[target] += 1
+            jobs.append((tp, target, config))
+        if not jobs:
+            return 0
+        time_ms = self._time_ms
+
+        def build(chunk: Sequence[tuple[TopicPartition, Path, LogConfig]]) -> list[Log]:
+            logs = []
+            for tp, target, config in chunk:
+                try:
+                    logs.append(
+                        Log(target / tp.dir_name, config, time_ms=time_ms, topic_partition=tp, had_clean_shutdown=True)
+                    )
+                except Exception as exc:
+                    logger.debug("creating the log of %s in a batch failed: %s", tp, exc)
+            return logs
+
+        self._creating.update(tp for tp, _, _ in jobs)
+        loop = asyncio.get_running_loop()
+        try:
+            chunks = [jobs[i : i + CREATE_CHUNK] for i in range(0, len(jobs), CREATE_CHUNK)]
+            built = await asyncio.gather(*(loop.run_in_executor(executor, build, c) for c in chunks))
+        finally:
+            self._creating.difference_update(tp for tp, _, _ in jobs)
+        created = 0
+        for log in (log for logs in built for log in logs):
+            self._logs[log.topic_partition] = log
+            created += 1
+        logger.info("Created %d logs in %s", created, ", ".join(str(d) for d in online))
+        return created
 
     def _least_loaded_dir(self) -> Path:
         """The online log dir holding the fewest partitions (the first of equals)."""
