@@ -13,11 +13,17 @@ partition state znodes (``/brokers/topics/<t>/partitions/<p>/state``) with a kaz
   shutdown), then started again, until it is back in every ISR it belongs to;
 - ``restart_kill9_s``: the same broker killed with SIGKILL and started again (log recovery
   included) until it is back in every ISR;
+- ``failover_leader_s``: a broker that is not the controller (it leads about a third of the
+  partitions, ``failover_leader_partitions``) killed with SIGKILL until every partition has a
+  live leader; then it is restarted and back in every ISR;
 - ``failover_controller_s``: the controller killed with SIGKILL until every partition has a live
-  leader (the killed broker stays down during the measure; the session timeout and ZooKeeper's
-  tickTime are reported beside it, since ZooKeeper expires sessions in tick buckets).
+  leader (the killed broker stays down during the measure). ``failover_bound_s`` is the target:
+  the session timeout + ZooKeeper's tickTime + 1 s (ZooKeeper expires sessions in tick buckets).
 
-    PYTHONPATH=src python bench/scale_bench.py [--partitions 3000] [--idle-s 30] [--session-ms 6000]
+``--partitions 300,1000,3000,10000`` runs each count on its own cluster (a JSON list) and
+``--plot FILE.png`` draws idle CPU and both failover times against the count.
+
+    PYTHONPATH=src python bench/scale_bench.py [--partitions 3000] [--idle-s 30] [--session-ms 6000] [--plot F]
 """
 
 from __future__ import annotations
@@ -120,30 +126,35 @@ def idle(cluster: LocalCluster, seconds: float) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--partitions", type=int, default=3000)
-    parser.add_argument("--idle-s", type=float, default=30.0)
-    parser.add_argument("--session-ms", type=int, default=6000)
-    parser.add_argument("--skip", default="", help="comma-separated phases to leave out: restart,failover")
-    args = parser.parse_args()
+def leader_failover(cluster: LocalCluster, states: States, victim: int, timeout_s: float = 120) -> float:
+    """kill -9 of ``victim``: seconds until every partition has a live leader."""
+    live = set(cluster.alive_ids()) - {victim}
+    cluster.kill9(victim)
+    started = time.monotonic()
+    wait_for("a live leader for every partition", lambda: every_leader_live(states, live), timeout_s, 0.05)
+    return round(time.monotonic() - started, 2)
+
+
+def run(partitions: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Every phase on a fresh cluster of ``partitions`` partitions; the figures."""
     skip = set(filter(None, args.skip.split(",")))
     overrides = {
         "zookeeper.session.timeout.ms": str(args.session_ms),
-        "odradek.max.partitions.per.request": str(max(args.partitions, 1000)),
-        "odradek.max.partitions.per.broker": str(max(args.partitions * BROKERS, 4000)),
-        "odradek.request.max.entries": str(max(args.partitions * 2, 10000)),
+        "odradek.max.partitions.per.request": str(max(partitions, 1000)),
+        "odradek.max.partitions.per.broker": str(max(partitions * BROKERS, 4000)),
+        "odradek.request.max.entries": str(max(partitions * 2, 10000)),
         "replica.lag.time.max.ms": "10000",
     }
-    result: dict[str, Any] = {"partitions": args.partitions, "replication_factor": BROKERS}
+    result: dict[str, Any] = {"partitions": partitions, "replication_factor": BROKERS}
     with LocalCluster(BROKERS, overrides=overrides) as cluster:
         tick_ms = int(getattr(cluster.zookeeper, "tick_time_ms", 2000))
-        result |= {"session_timeout_ms": args.session_ms, "zookeeper_tick_ms": tick_ms}
-        states = States(cluster.zookeeper_connect, args.partitions)
+        bound = round((args.session_ms + tick_ms) / 1000 + 1, 2)
+        result |= {"session_timeout_ms": args.session_ms, "zookeeper_tick_ms": tick_ms, "failover_bound_s": bound}
+        states = States(cluster.zookeeper_connect, partitions)
         try:
             admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
             started = time.monotonic()
-            admin.create_topics([NewTopic(TOPIC, args.partitions, BROKERS)], request_timeout=120)[TOPIC].result(180)
+            admin.create_topics([NewTopic(TOPIC, partitions, BROKERS)], request_timeout=120)[TOPIC].result(300)
             log(f"CreateTopics answered after {time.monotonic() - started:.1f} s")
             wait_for("every ISR whole", lambda: all_isrs_whole(states), 300)
             result["create_s"] = round(time.monotonic() - started, 2)
@@ -152,8 +163,8 @@ def main() -> None:
             result["idle"] = idle(cluster, args.idle_s)
             log(f"idle: {result['idle']}")
             controller = states.controller()
+            victim = next(b for b in cluster.alive_ids() if b != controller)
             if "restart" not in skip:
-                victim = next(b for b in cluster.alive_ids() if b != controller)
                 for name, stop in (("restart_clean_s", cluster.stop), ("restart_kill9_s", cluster.kill9)):
                     stop(victim)
                     started = time.monotonic()
@@ -163,17 +174,56 @@ def main() -> None:
                     log(f"{name}: back in every ISR after {result[name]} s")
                     wait_for("every ISR whole", lambda: all_isrs_whole(states), 120)
             if "failover" not in skip:
-                controller = states.controller()
-                live = set(cluster.alive_ids()) - {controller}
-                cluster.kill9(controller)
-                started = time.monotonic()
-                wait_for("a live leader for every partition", lambda: every_leader_live(states, live), 120, 0.05)
-                result["failover_controller_s"] = round(time.monotonic() - started, 2)
-                result["failover_bound_s"] = round((args.session_ms + tick_ms) / 1000 + 1, 2)
-                log(f"controller kill -9: every partition has a live leader after {result['failover_controller_s']} s")
+                led = sum(1 for s in states.read() if s is not None and s["leader"] == victim)
+                result["failover_leader_s"] = leader_failover(cluster, states, victim)
+                result["failover_leader_partitions"] = led
+                log(f"kill -9 of broker {victim} (leader of {led}): all led after {result['failover_leader_s']} s")
+                cluster.restart(victim)
+                wait_for("every ISR whole", lambda: all_isrs_whole(states), 300)
+                result["failover_controller_s"] = leader_failover(cluster, states, states.controller())
+                log(f"controller kill -9: every partition led after {result['failover_controller_s']} s")
         finally:
             states.close()
-    print(json.dumps(result, indent=2))
+    return result
+
+
+def plot(results: list[dict[str, Any]], path: str) -> None:
+    """Idle CPU (mean of the brokers) and the failover times against the partition count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    counts = [r["partitions"] for r in results]
+    idle_cpu = [sum(b["cpu_pct"] for b in r["idle"].values()) / len(r["idle"]) for r in results]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    left.plot(counts, idle_cpu, marker="o")
+    left.axhline(3, linestyle="--", color="grey", label="target 3 %")
+    left.set(xscale="log", xlabel="partitions (RF=3, 3 brokers)", ylabel="idle CPU, % of a core per broker")
+    left.legend()
+    for key, label in (("failover_controller_s", "controller kill -9"), ("failover_leader_s", "leader kill -9")):
+        right.plot(counts, [r.get(key) for r in results], marker="o", label=label)
+    right.plot(
+        counts, [r["failover_bound_s"] for r in results], linestyle="--", color="grey", label="session + tick + 1 s"
+    )
+    right.set(xscale="log", xlabel="partitions (RF=3, 3 brokers)", ylabel="seconds until every partition is led")
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--partitions", default="3000", help="a count, or several separated by commas (a sweep)")
+    parser.add_argument("--idle-s", type=float, default=30.0)
+    parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--skip", default="", help="comma-separated phases to leave out: restart,failover")
+    parser.add_argument("--plot", help="write a PNG of idle CPU and failover time against partitions here")
+    args = parser.parse_args()
+    results = [run(int(n), args) for n in args.partitions.split(",")]
+    if args.plot:
+        plot(results, args.plot)
+    print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from odradek.metadata.authorizer import AclAuthorizer
 from odradek.metadata.config_entities import ZkConfigManager
 from odradek.metadata.config_znodes import ConfigType
 from odradek.metadata.embedded import EmbeddedStore
+from odradek.metadata.errors import BrokerIdAlreadyRegisteredError
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.scram_credentials import CredentialCache
 from odradek.metadata.store import CoordinationStore, SessionState, WatchHandle
@@ -81,6 +82,8 @@ from odradek.storage.topic_partition import parse_topic_partition_dir
 log = logging.getLogger(__name__)
 
 SHUTDOWN_STEP_TIMEOUT_S = 5
+REGISTRATION_RETRY_S = 0.25
+"""How often a registration held by another session is tried again (:meth:`Broker._register`)."""
 """Longest a shutdown step that talks to other brokers (fetchers, controller channel) may take."""
 
 
@@ -134,6 +137,7 @@ class Broker:
         """``/config/brokers/<id>`` and ``<default>`` over ``server.properties``; swaps :attr:`config`."""
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self.broker_epoch = -1  # its registration's czxid (KIP-380): older ones are STALE_BROKER_EPOCH
+        self._waited_for_registration = False
         self.authorizer: AclAuthorizer | None = None  # with authorizer.class.name, before the listeners
         self._tasks: list[asyncio.Task[None]] = []
         self._watches: list[WatchHandle] = []
@@ -271,8 +275,30 @@ class Broker:
         return (self.endpoints[0].host, self.endpoints[0].port) if self.endpoints else None
 
     async def _register(self) -> None:
-        """``/brokers/ids/<id>`` (see :func:`~odradek.server.listeners.registration`)."""
-        self.broker_epoch = await self.zk.register_broker(registration(self.config, self.endpoints))
+        """``/brokers/ids/<id>`` (see :func:`~odradek.server.listeners.registration`).
+
+        A registration held by another session may be this broker's previous process, killed
+        before its session ended: ZooKeeper removes it once that session expires, so the
+        registration is retried for up to 1.5 session timeouts (logged once) before it fails as a
+        duplicate ``broker.id``. Without the wait a broker restarted within the session timeout
+        of a crash would refuse to start."""
+        info = registration(self.config, self.endpoints)
+        deadline = time.monotonic() + 1.5 * self.config["zookeeper.session.timeout.ms"] / 1000
+        while True:
+            try:
+                self.broker_epoch = await self.zk.register_broker(info)
+                return
+            except BrokerIdAlreadyRegisteredError:
+                if time.monotonic() >= deadline:
+                    raise
+                if not self._waited_for_registration:
+                    self._waited_for_registration = True
+                    log.warning(
+                        "broker id %d is registered by another session (a previous process of this broker?); "
+                        "waiting for it to expire",
+                        self.broker_id,
+                    )
+                await asyncio.sleep(REGISTRATION_RETRY_S)
 
     async def _on_session_event(self, state: SessionState) -> None:
         """After a session expiry our ephemeral znodes are gone: register again and rejoin the
