@@ -220,7 +220,9 @@ def test_kafka_python_consumes_in_a_session(broker: BrokerRunner) -> None:
                     got.extend((r.partition, r.value) for r in records)
             assert len(got) == 20 * (round_ + 1)
         assert [v for p, v in got if p == 1] == [b"v%d" % i for i in range(20)]
-        sessions = _on_loop(broker, lambda: [(s.privileged, len(s.partitions), s.epoch) for s in _cache(broker).sessions()])
+        sessions = _on_loop(
+            broker, lambda: [(s.privileged, len(s.partitions), s.epoch) for s in _cache(broker).sessions()]
+        )
         assert len(sessions) == 1
         ((privileged, partitions, epoch),) = sessions
         assert (privileged, partitions) == (False, PARTITIONS) and epoch >= 3  # two incremental fetches at least

@@ -6,13 +6,14 @@ from __future__ import annotations
 import uuid
 
 from odradek.errors import ErrorCode
-from odradek.protocol.fetch_response import FetchedPartition
 from odradek.replication.fetch_session_handler import FetchSessionHandler, PartitionParams
+from odradek.replication.replica_manager import FetchPartitionResult
 from odradek.server.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
     NUM_FETCH_SESSION_CACHE_SHARDS,
+    CachedPartition,
     FetchContext,
     FetchManager,
     FetchSessionCache,
@@ -34,8 +35,10 @@ def _data(topic: str, partition: int, offset: int = 0, topic_id: uuid.UUID = ZER
     return PartitionData(topic, topic_id, partition, offset, 0, 1 << 20)
 
 
-def _read(data: PartitionData, hw: int = 10, records: bytes = b"", error: ErrorCode = ErrorCode.none) -> FetchedPartition:
-    return FetchedPartition(data.partition, int(error), hw, hw, 0, records)
+def _read(
+    data: PartitionData, hw: int = 10, records: bytes = b"", error: ErrorCode = ErrorCode.none
+) -> FetchPartitionResult:
+    return FetchPartitionResult(TopicPartition(data.topic or "", data.partition), error, hw, hw, 0, records)
 
 
 def _full(
@@ -79,11 +82,8 @@ def test_full_fetch_creates_a_session_and_incremental_answers_only_changes() -> 
     answer = ctx.answer([(p, reads[(p.topic or "", p.partition)]) for p in wanted], 2)
     assert [(p.topic, p.partition) for p, _ in answer.partitions] == [("t", 0), ("u", 0)]
     # the partition that returned records goes to the back of the line
-    assert [(p.topic, p.partition) for p in manager.new_context(12, session_id, 3, False, [], [], {}, 3, LIMIT).partitions()] == [
-        ("t", 1),
-        ("u", 0),
-        ("t", 0),
-    ]
+    ctx = manager.new_context(12, session_id, 3, False, [], [], {}, 3, LIMIT)
+    assert [(p.topic, p.partition) for p in ctx.partitions()] == [("t", 1), ("u", 0), ("t", 0)]
 
 
 def test_errors_are_always_answered_and_answered_again_once_gone() -> None:
@@ -186,9 +186,7 @@ def _create(shard: FetchSessionCacheShard, now: int, privileged: bool, size: int
     return shard.maybe_create_session(now, privileged, size, False, lambda: {("t", n): _cp(n) for n in range(size)})
 
 
-def _cp(n: int) -> object:
-    from odradek.server.fetch_session import CachedPartition
-
+def _cp(n: int) -> CachedPartition:
     return CachedPartition(_data("t", n))
 
 
@@ -235,7 +233,7 @@ def test_a_thousand_consumers_never_evict_the_followers_sessions() -> None:
             now += 1
             if _full(manager, [_data(f"c{consumer}", 0), _data(f"c{consumer}", 1)], now=now) != INVALID_SESSION_ID:
                 created += 1
-        for key, (session_id, parts) in followers.items():  # the followers fetch on
+        for key, (session_id, _parts) in followers.items():  # the followers fetch on
             now += 1
             ctx = manager.new_context(12, session_id, epochs[key], True, [], [], {}, now, LIMIT)
             assert isinstance(ctx, IncrementalFetchContext), (rnd, key)
@@ -271,3 +269,22 @@ def test_fetch_session_handler_sends_changes_and_starts_over_on_errors() -> None
     assert (handler.build(moved).session_id, handler.epoch) == (0, 0)
     handler.handle_error()
     assert handler.build(moved).is_full
+
+
+def test_cache_metrics_as_the_jmx_exporter_names_them() -> None:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.exposition import generate_latest
+
+    from odradek.metrics.collectors import FetchSessionCacheCollector
+
+    cache = FetchSessionCache.sharded(8, EVICTION_MS)
+    manager = FetchManager(cache)
+    _full(manager, [_data("t", 0), _data("t", 1)], follower=True)
+    _full(manager, [_data("t", 2)])
+    cache.shards[0].evictions = 3
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(FetchSessionCacheCollector(cache))
+    text = generate_latest(registry).decode()
+    assert "kafka_server_fetchsessioncache_numincrementalfetchsessions 2.0" in text
+    assert "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached 3.0" in text
+    assert "kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total 3.0" in text

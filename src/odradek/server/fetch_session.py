@@ -63,10 +63,10 @@ import itertools
 import random
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 from odradek.errors import ErrorCode
-from odradek.protocol.fetch_response import FetchedPartition
 
 __all__ = [
     "FINAL_EPOCH",
@@ -81,6 +81,7 @@ __all__ = [
     "FetchSessionCache",
     "FetchSessionCacheShard",
     "PartitionData",
+    "PartitionResponse",
     "next_epoch",
 ]
 
@@ -106,9 +107,10 @@ def next_epoch(epoch: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class PartitionData:
-    """One partition a Fetch asks for (Kafka's ``FetchRequest.PartitionData`` with its topic).
+    """One partition a Fetch asks for (Kafka's ``FetchRequest.PartitionData``) with its topic.
     ``topic`` is None for a v13+ topic id this broker does not know; ``topic_id`` is the zero id
-    before v13. Fields a version lacks hold Kafka's defaults (-1)."""
+    before v13. Fields a version lacks hold Kafka's defaults (-1). Immutable: a session keeps the
+    last one its fetcher sent for each partition."""
 
     topic: str | None
     topic_id: uuid.UUID
@@ -118,77 +120,76 @@ class PartitionData:
     max_bytes: int
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
+    key: PartitionKey = field(init=False, compare=False, repr=False)
+    """(topic id, partition), or (topic name, partition) with the zero id: how a session finds it."""
 
-    @property
-    def key(self) -> PartitionKey:
-        return (self.topic_id if self.topic_id != ZERO_UUID else self.topic or "", self.partition)
+    def __post_init__(self) -> None:
+        named: str | uuid.UUID = self.topic_id if self.topic_id != ZERO_UUID else self.topic or ""
+        object.__setattr__(self, "key", (named, self.partition))
 
-
-def _records_size(p: FetchedPartition) -> int:
-    records = p.records
-    if records is None:
-        return 0
-    return len(records) if isinstance(records, (bytes, memoryview)) else records.size
-
-
-class CachedPartition:
-    """A partition of a session: the fetcher's last request parameters and what it was last told
-    (``high_watermark``, ``local_log_start_offset``; -1 until answered)."""
-
-    __slots__ = (
-        "fetch_offset",
-        "fetcher_log_start_offset",
-        "high_watermark",
-        "last_fetched_epoch",
-        "leader_epoch",
-        "local_log_start_offset",
-        "max_bytes",
-        "partition",
-        "topic",
-        "topic_id",
-    )
-
-    def __init__(self, data: PartitionData, response: FetchedPartition | None = None) -> None:
-        self.topic = data.topic
-        self.topic_id = data.topic_id
-        self.partition = data.partition
-        self.max_bytes = data.max_bytes
-        self.fetch_offset = data.fetch_offset
-        self.fetcher_log_start_offset = data.log_start_offset
-        self.leader_epoch = data.current_leader_epoch
-        self.last_fetched_epoch = data.last_fetched_epoch
-        self.high_watermark = response.high_watermark if response is not None else -1
-        self.local_log_start_offset = response.log_start_offset if response is not None else -1
-
-    def request_data(self) -> PartitionData:
+    def named(self, topic: str | None) -> PartitionData:
+        """The same request with its topic name resolved."""
         return PartitionData(
-            self.topic,
+            topic,
             self.topic_id,
             self.partition,
             self.fetch_offset,
-            self.fetcher_log_start_offset,
+            self.log_start_offset,
             self.max_bytes,
-            self.leader_epoch,
+            self.current_leader_epoch,
             self.last_fetched_epoch,
         )
 
-    def update_request_params(self, data: PartitionData) -> None:
-        self.max_bytes = data.max_bytes
-        self.fetch_offset = data.fetch_offset
-        self.fetcher_log_start_offset = data.log_start_offset
-        self.leader_epoch = data.current_leader_epoch
-        self.last_fetched_epoch = data.last_fetched_epoch
+
+class PartitionResponse(Protocol):
+    """What the cache reads of a partition's read (``odradek.replication.replica_manager.
+    FetchPartitionResult``) to decide whether an incremental answer carries it."""
+
+    @property
+    def error_code(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def records_size(self) -> int: ...
+
+    @property
+    def preferred_read_replica(self) -> int: ...
+
+    @property
+    def diverging_epoch(self) -> tuple[int, int] | None: ...
+
+
+R = TypeVar("R", bound=PartitionResponse)
+
+
+class CachedPartition:
+    """A partition of a session: the fetcher's last request (``data``) and what it was last told
+    (``high_watermark``, ``local_log_start_offset``; -1 until answered)."""
+
+    __slots__ = ("data", "high_watermark", "local_log_start_offset")
+
+    def __init__(self, data: PartitionData, response: PartitionResponse | None = None) -> None:
+        self.data = data
+        self.high_watermark = response.high_watermark if response is not None else -1
+        self.local_log_start_offset = response.log_start_offset if response is not None else -1
 
     def maybe_resolve_unknown_name(self, topic_names: Mapping[uuid.UUID, str]) -> None:
         """A topic id unknown when the partition was added may be known now."""
-        if self.topic is None:
-            self.topic = topic_names.get(self.topic_id)
+        if self.data.topic is None:
+            name = topic_names.get(self.data.topic_id)
+            if name is not None:
+                self.data = self.data.named(name)
 
-    def must_respond(self, response: FetchedPartition, update: bool) -> bool:
+    def must_respond(self, response: PartitionResponse, update: bool) -> bool:
         """Whether an incremental answer must carry this partition (see the module docstring);
         with ``update``, remember what it tells the fetcher. An error resets the remembered high
         watermark to -1, so the partition is answered again once the error is gone."""
-        must = _records_size(response) > 0
+        must = response.records_size > 0
         if self.high_watermark != response.high_watermark:
             must = True
             if update:
@@ -199,7 +200,7 @@ class CachedPartition:
                 self.local_log_start_offset = response.log_start_offset
         if response.preferred_read_replica >= 0 or response.diverging_epoch is not None:
             must = True
-        if response.error_code != ErrorCode.none:
+        if response.error_code != 0:
             must = True
             if update:
                 self.high_watermark = -1
@@ -257,7 +258,7 @@ class FetchSession:
                 self.partitions[data.key] = CachedPartition(data)
                 added += 1
             else:
-                cached.update_request_params(data)
+                cached.data = data
                 updated += 1
         for key in to_forget:
             if self.partitions.pop(key, None) is not None:
@@ -402,12 +403,13 @@ class FetchSessionCache:
 
 
 @dataclass(slots=True)
-class FetchAnswer:
-    """What a Fetch response carries besides throttle time and node endpoints."""
+class FetchAnswer(Generic[R]):
+    """What a Fetch response carries besides throttle time and node endpoints: the top-level
+    error, the session id, and the partitions to answer with their reads, in order."""
 
     error_code: int
     session_id: int
-    partitions: list[tuple[PartitionData, FetchedPartition]]
+    partitions: list[tuple[PartitionData, R]]
 
 
 class FetchContext:
@@ -420,14 +422,15 @@ class FetchContext:
         """The partitions to read (Kafka's ``foreachPartition``), in order."""
         return []
 
-    def answer(self, updates: list[tuple[PartitionData, FetchedPartition]], now_ms: int) -> FetchAnswer:
+    def answer(self, updates: list[tuple[PartitionData, R]], now_ms: int) -> FetchAnswer[R]:
         """The answer to the request, given each partition's read (Kafka's
         ``updateAndGenerateResponseData``); updates the session."""
         return FetchAnswer(int(self.error), INVALID_SESSION_ID, [])
 
-    def throttled(self) -> FetchAnswer:
-        """The empty answer of a request over its fetch quota (Kafka's ``getThrottledResponse``)."""
-        return FetchAnswer(int(ErrorCode.none), INVALID_SESSION_ID, [])
+    def throttled(self) -> tuple[int, int]:
+        """(error code, session id) of the empty answer to a request over its fetch quota
+        (Kafka's ``getThrottledResponse``)."""
+        return int(ErrorCode.none), INVALID_SESSION_ID
 
 
 class SessionlessFetchContext(FetchContext):
@@ -438,7 +441,7 @@ class SessionlessFetchContext(FetchContext):
     def partitions(self) -> list[PartitionData]:
         return self.fetch_data
 
-    def answer(self, updates: list[tuple[PartitionData, FetchedPartition]], now_ms: int) -> FetchAnswer:
+    def answer(self, updates: list[tuple[PartitionData, R]], now_ms: int) -> FetchAnswer[R]:
         return FetchAnswer(int(ErrorCode.none), INVALID_SESSION_ID, updates)
 
 
@@ -451,7 +454,7 @@ class FullFetchContext(SessionlessFetchContext):
         self.uses_topic_ids = uses_topic_ids
         self.privileged = privileged
 
-    def answer(self, updates: list[tuple[PartitionData, FetchedPartition]], now_ms: int) -> FetchAnswer:
+    def answer(self, updates: list[tuple[PartitionData, R]], now_ms: int) -> FetchAnswer[R]:
         def create() -> dict[PartitionKey, CachedPartition]:
             return {data.key: CachedPartition(data, response) for data, response in updates}
 
@@ -468,19 +471,18 @@ class IncrementalFetchContext(FetchContext):
         self.topic_names = topic_names
 
     def partitions(self) -> list[PartitionData]:
-        out = []
-        for cached in self.session.partitions.values():
-            if self.session.uses_topic_ids:
-                cached.maybe_resolve_unknown_name(self.topic_names)
-            out.append(cached.request_data())
-        return out
+        cached = self.session.partitions.values()
+        if self.session.uses_topic_ids:
+            for c in cached:
+                c.maybe_resolve_unknown_name(self.topic_names)
+        return [c.data for c in cached]
 
     def _current(self) -> bool:
         """Whether no other request of the session came in since this one (a duplicate would have
         moved the epoch on)."""
         return self.session.epoch == next_epoch(self.request_epoch)
 
-    def answer(self, updates: list[tuple[PartitionData, FetchedPartition]], now_ms: int) -> FetchAnswer:
+    def answer(self, updates: list[tuple[PartitionData, R]], now_ms: int) -> FetchAnswer[R]:
         session = self.session
         if not self._current():
             return FetchAnswer(int(ErrorCode.invalid_fetch_session_epoch), session.id, [])
@@ -491,13 +493,13 @@ class IncrementalFetchContext(FetchContext):
             if cached is None or not cached.must_respond(response, True):
                 continue
             kept.append((data, response))
-            if _records_size(response) > 0:  # served: to the back of the line
+            if response.records_size > 0:  # served: to the back of the line
                 partitions[data.key] = partitions.pop(data.key)
         return FetchAnswer(int(ErrorCode.none), session.id, kept)
 
-    def throttled(self) -> FetchAnswer:
+    def throttled(self) -> tuple[int, int]:
         error = ErrorCode.none if self._current() else ErrorCode.invalid_fetch_session_epoch
-        return FetchAnswer(int(error), self.session.id, [])
+        return int(error), self.session.id
 
 
 class FetchManager:

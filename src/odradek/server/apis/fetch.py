@@ -182,7 +182,7 @@ async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
     )
     wanted = fetch_context.partitions()
     readable = _readable(ctx, replica_id, {p.topic for p in wanted if p.topic is not None})
-    erroneous: list[tuple[PartitionData, FetchedPartition]] = []
+    erroneous: list[tuple[PartitionData, FetchPartitionResult]] = []
     interesting: list[PartitionData] = []
     unknown_id = False
     pacer = Pacer()
@@ -190,9 +190,9 @@ async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
         await pacer.step()
         if p.topic is None:
             unknown_id = True
-            erroneous.append((p, _error(p.partition, ErrorCode.unknown_topic_id)))
+            erroneous.append((p, _error(p, ErrorCode.unknown_topic_id)))
         elif p.topic not in readable:
-            erroneous.append((p, _error(p.partition, ErrorCode.topic_authorization_failed)))
+            erroneous.append((p, _error(p, ErrorCode.topic_authorization_failed)))
         else:
             interesting.append(p)
     if replica_id >= 0:
@@ -230,24 +230,25 @@ async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
         ctx.throttle_ms = record_quota(ctx, fetch_quotas, answered)
         if ctx.throttle_ms > 0:  # Kafka's getThrottledResponse: nothing answered, nothing counted
             unrecord_quota(ctx, fetch_quotas, answered)
-            throttled = fetch_context.throttled()
+            error_code, session_id = fetch_context.throttled()
             return encode_fetch_response(
                 version,
                 ctx.header.correlation_id,
                 [],
                 throttle_time_ms=ctx.throttle_ms,
-                error_code=throttled.error_code,
-                session_id=throttled.session_id,
+                error_code=error_code,
+                session_id=session_id,
             )
     stats = services.topic_stats
     if stats is not None:
         for r in results:
             stats.fetched(r.topic_partition.topic, r.records_size, r.error_code != ErrorCode.none, replica_id >= 0)
-    updates = [(p, _fetched(ctx, version, r)) for p, r in zip(interesting, results, strict=True)] + erroneous
-    answer = fetch_context.answer(updates, _now_ms())
+    answer = fetch_context.answer(list(zip(interesting, results, strict=True)) + erroneous, _now_ms())
     by_topic: dict[str | uuid.UUID, list[FetchedPartition]] = {}
-    for p, fetched in answer.partitions:
-        by_topic.setdefault(p.topic_id if version >= 13 else p.topic or "", []).append(fetched)
+    pacer = Pacer()
+    for p, r in answer.partitions:
+        await pacer.step()
+        by_topic.setdefault(p.topic_id if version >= 13 else p.topic or "", []).append(_fetched(ctx, version, r))
     return encode_fetch_response(
         version,
         ctx.header.correlation_id,
@@ -295,5 +296,6 @@ def _readable(ctx: RequestContext[FetchRequest], replica_id: int, topics: set[st
     return filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, sorted(topics))
 
 
-def _error(partition: int, error: ErrorCode) -> FetchedPartition:
-    return FetchedPartition(partition, int(error), -1, -1, -1, b"")
+def _error(p: PartitionData, error: ErrorCode) -> FetchPartitionResult:
+    """The answer for a partition not read (its topic unknown or not readable)."""
+    return FetchPartitionResult(TopicPartition(p.topic or "", p.partition), error, records=b"")
