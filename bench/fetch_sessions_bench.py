@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         for mode in runs:
             runs[mode].append(run_once(mode, args.partitions, args.seconds, args.settle))
     medians = {
-        mode: {key: statistics.median(r[key] for r in results) for key in ("leader_cpu_pct", "follower_cpu_pct")}
+        mode: {
+            key: round(statistics.median(r[key] for r in results), 2) for key in ("leader_cpu_pct", "follower_cpu_pct")
+        }
         for mode, results in runs.items()
     }
     sessionless = medians["sessionless"]["leader_cpu_pct"]

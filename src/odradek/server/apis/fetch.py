@@ -161,14 +161,10 @@ async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
     services = ctx.services
     names = services.metadata_cache.topic_names if version >= 13 else {}
     replica_id = _replica_id(req)
-    session_id, epoch = (
-        (INVALID_SESSION_ID, FINAL_EPOCH)
-        if isinstance(req, _SESSIONLESS)
-        else (
-            int(req.session_id),
-            int(req.session_epoch),
-        )
-    )
+    if isinstance(req, _SESSIONLESS):
+        session_id, epoch = INVALID_SESSION_ID, FINAL_EPOCH
+    else:
+        session_id, epoch = int(req.session_id), int(req.session_epoch)
     fetch_context = services.fetch_manager.new_context(
         version,
         session_id,
