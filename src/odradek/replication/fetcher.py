@@ -16,7 +16,13 @@ KafkaConnection`) to the leader's inter-broker endpoint, and loops:
    batches are appended as they are (offsets assigned by the leader); the follower's high
    watermark becomes min(leader's high watermark, own log end offset). Each request names the
    epoch of the follower's last batch; an answer with ``diverging_epoch`` (the leader's log
-   diverged from ours there) truncates as an OffsetForLeaderEpoch answer would.
+   diverged from ours there) truncates as an OffsetForLeaderEpoch answer would. Requests go in
+   an incremental fetch session (KIP-227, :mod:`odradek.replication.fetch_session_handler`):
+   after the first, full, request each names only the partitions whose fetch parameters changed
+   (a partition that appended, truncated or changed leader epoch) and forgets those no longer
+   fetched (moved away, backing off, throttled); the answer carries only the partitions with
+   news. FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH or an answer that does not
+   match the request makes the next request a full one, at once.
 3. **Errors**: a partition answered NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
    UNKNOWN_LEADER_EPOCH or UNKNOWN_TOPIC_OR_PARTITION waits ``replica.fetch.backoff.ms`` (the
    controller's next LeaderAndIsr decides); OFFSET_OUT_OF_RANGE truncates again (or, when the
