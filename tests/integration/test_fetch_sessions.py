@@ -12,6 +12,7 @@ import asyncio
 import datetime
 import functools
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -68,11 +69,14 @@ def _produce(bootstrap: str, partition: int, count: int) -> None:
 class RawFetcher:
     """Fetch requests of one version built by hand (kio classes) on one connection."""
 
-    def __init__(self, conn: KafkaConnection, version: int, topic_id: uuid.UUID | None = None) -> None:
+    def __init__(
+        self, conn: KafkaConnection, version: int, topic_id: uuid.UUID | None = None, replica_id: int = -1
+    ) -> None:
         self.conn = conn
         self.rb = conn.builder(ApiKey.FETCH, version, version)
         self.version = version
         self.topic_id = topic_id
+        self.replica_id = replica_id
 
     async def fetch(
         self,
@@ -109,7 +113,7 @@ class RawFetcher:
         forgotten_data = (rb.make("ForgottenTopic", partitions=forgotten, **named),) if forgotten else ()
         request = rb(
             cluster_id=None,
-            replica_id=-1,
+            replica_id=self.replica_id,
             max_wait=datetime.timedelta(milliseconds=max_wait_ms),
             min_bytes=1,
             max_bytes=1 << 24,
@@ -206,6 +210,41 @@ def test_sessions_by_topic_id(broker: BrokerRunner) -> None:
             assert by_name.error_code == ErrorCode.fetch_session_topic_id_error
 
     asyncio.run(run())
+
+
+def test_a_full_cache_refuses_consumers_and_makes_room_for_a_follower(
+    odradek_broker_factory: Callable[..., BrokerRunner],
+) -> None:
+    runner = odradek_broker_factory(
+        overrides={"max.incremental.fetch.session.cache.slots": "8", "metrics.listener": "http://127.0.0.1:0"}
+    )
+    admin = AdminClient({"bootstrap.servers": runner.bootstrap_servers})
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+
+    async def run() -> list[int]:
+        async with KafkaConnection("127.0.0.1", runner.port, request_timeout_ms=10000) as conn:
+            consumer, follower = RawFetcher(conn, 12), RawFetcher(conn, 12, replica_id=7)
+            ids = [(await consumer.fetch(0, 0, {0: 0}, max_wait_ms=0)).session_id for _ in range(9)]
+            ids.append((await follower.fetch(0, 0, {0: 0}, max_wait_ms=0)).session_id)
+            return ids
+
+    ids = asyncio.run(run())
+    # one slot per shard: 8 consumers' sessions, the 9th refused (session id 0, a full answer),
+    # then the follower's session evicts a consumer's (the shards' turn came back to the first)
+    assert all(ids[:8]) and ids[8] == 0 and ids[9] != 0
+    assert runner.broker is not None and runner.broker.metrics.bound is not None
+    host, port = runner.broker.metrics.bound
+    text = urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5).read().decode()
+    values = {
+        name: float(value)
+        for name, _, value in (line.partition(" ") for line in text.splitlines())
+        if name.startswith("kafka_server_fetchsessioncache_")
+    }
+    assert values == {
+        "kafka_server_fetchsessioncache_numincrementalfetchsessions": 8,
+        "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached": 8,
+        "kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total": 1,
+    }
 
 
 def test_kafka_python_consumes_in_a_session(broker: BrokerRunner) -> None:
