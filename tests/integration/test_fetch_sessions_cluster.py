@@ -96,7 +96,7 @@ def test_followers_replicate_in_sessions_and_fail_over(cluster: LocalCluster) ->
         timeout_s=20,
         message="every follower partition in a session",
     )
-    assert 3 <= sessions <= 6
+    assert 2 <= sessions <= 6  # one per (leader, follower) pair with partitions
     first = _produce(cluster.bootstrap_servers, 600, "before")
 
     victim = int(_state(cluster, 0)["leader"])

@@ -22,8 +22,13 @@ S               1..2^31-1  incremental: must equal the session's epoch (else
                            epoch or an error. The epoch then moves on (2^31-1 wraps to 1).
 ==============  =========  =================================================================
 
-Top-level errors answer no partitions and session id 0. A session left empty by its forgotten
-partitions is closed and the request answered as sessionless. A session whose partitions would
+Session errors found when a request arrives answer no partitions and session id 0; an id outside
+every shard's range (0 or negative with epoch >= 1, too large) is FETCH_SESSION_ID_NOT_FOUND. A
+request whose epoch was overtaken while it waited (a duplicate came in) is answered
+INVALID_FETCH_SESSION_EPOCH with the session's id and no partitions, as Kafka's. A session left
+empty by its forgotten partitions is closed and the request answered as sessionless. A session's
+partitions are read in its order, and a partition that returned records moves to the end, so a
+response size limit serves them in turn. A session whose partitions would
 exceed ``max_partitions`` (the broker passes ``odradek.request.max.entries``, the bound on one
 request's array entries) is closed and the request answered INVALID_REQUEST: a session holds no
 more than one request could name.
@@ -52,9 +57,9 @@ Counters for the metrics (:class:`odradek.metrics.collectors.FetchSessionCacheCo
 
 Times are milliseconds of a clock that does not go backwards (the broker passes
 ``time.monotonic()``). Not thread-safe: every method runs on the broker's event loop, and none
-awaits, so a context's checks and updates are never interleaved with another request's; a request
-whose long poll outlived its session epoch (a duplicate sent meanwhile) is answered
-INVALID_FETCH_SESSION_EPOCH, as Kafka's.
+awaits, so a context's checks and updates are never interleaved with another request's. Work is
+bounded by the session size: one pass over the session's partitions per request (plus, when a
+full shard must evict, one pass over the shard's sessions).
 """
 
 from __future__ import annotations
