@@ -11,7 +11,9 @@ first name no partition and the answers carry none. ``sessionless``:
 ``max.incremental.fetch.session.cache.slots=0``, so the leader creates no session and every
 request and answer lists every partition (what the broker did before sessions). Repeated
 ``--reps`` times each, alternating; medians reported, with ``leader_cpu_ratio`` = sessions /
-sessionless. One JSON document on stdout, progress on stderr.
+sessionless. ``wire_bytes_per_fetch``: the sizes of a Fetch v12 of every partition and its answer,
+full (epoch 0) and then incremental (epoch 1), sent on a socket of its own to the leader. One JSON
+document on stdout, progress on stderr.
 
     python bench/fetch_sessions_bench.py [--partitions 1000] [--seconds 10] [--reps 2]
 """
@@ -19,9 +21,12 @@ sessionless. One JSON document on stdout, progress on stderr.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import socket
 import statistics
+import struct
 import sys
 import tempfile
 import time
@@ -29,8 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.fetch.v12 import request as fetch_v12
 
 from odradek.cli.cluster import LocalCluster
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.codec import api_schema, encode_request
 
 TOPIC = "idle"
 
@@ -42,6 +50,63 @@ def log(message: str) -> None:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _roundtrip(sock: socket.socket, request: bytes) -> bytes:
+    """Send one request frame; the response frame without its size prefix."""
+    sock.sendall(request)
+    head = sock.recv(4, socket.MSG_WAITALL)
+    size = struct.unpack(">i", head)[0]
+    body = bytearray()
+    while len(body) < size:
+        body += sock.recv(size - len(body))
+    return bytes(body)
+
+
+def wire_sizes(port: int, partitions: int) -> dict[str, int]:
+    """Bytes of a Fetch v12 request and its answer for every partition of the idle topic at its
+    end: a full one (epoch 0) and the incremental one after it (epoch 1), on one connection."""
+    schema = api_schema(ApiKey.FETCH, 12)
+
+    def request(session_id: int, epoch: int, named: range) -> bytes:
+        parts = tuple(
+            fetch_v12.FetchPartition(
+                partition=p,
+                current_leader_epoch=-1,
+                fetch_offset=0,
+                last_fetched_epoch=-1,
+                log_start_offset=-1,
+                partition_max_bytes=1 << 20,
+            )
+            for p in named
+        )
+        body = fetch_v12.FetchRequest(
+            replica_id=-1,
+            max_wait=datetime.timedelta(0),
+            min_bytes=0,
+            max_bytes=1 << 24,
+            isolation_level=0,
+            session_id=session_id,
+            session_epoch=epoch,
+            topics=(fetch_v12.FetchTopic(topic=TOPIC, partitions=parts),) if parts else (),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+        return encode_request(schema, 1, "fetch-sessions-bench", body)
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        full = request(0, 0, range(partitions))
+        full_answer = _roundtrip(sock, full)
+        # v12 answer: correlation id, header tags (1 byte), throttle time, error code, session id
+        session_id = struct.unpack_from(">i", full_answer, 4 + 1 + 4 + 2)[0]
+        incremental = request(session_id, 1, range(0))
+        incremental_answer = _roundtrip(sock, incremental)
+    return {
+        "full_request_bytes": len(full),
+        "full_answer_bytes": len(full_answer) + 4,
+        "incremental_request_bytes": len(incremental),
+        "incremental_answer_bytes": len(incremental_answer) + 4,
+    }
 
 
 def run_once(mode: str, partitions: int, seconds: float, settle: float) -> dict[str, Any]:
@@ -73,6 +138,8 @@ def run_once(mode: str, partitions: int, seconds: float, settle: float) -> dict[
                 "leader_cpu_pct": round(100 * (after[0] - before[0]) / elapsed, 2),
                 "follower_cpu_pct": round(100 * (after[1] - before[1]) / elapsed, 2),
             }
+            if mode == "sessions":
+                result["wire"] = wire_sizes(cluster.broker(1).port, partitions)
             log(f"{mode}: {result}")
             return result
         finally:
@@ -103,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         "reps": args.reps,
         "runs": runs,
         "median": medians,
+        "wire_bytes_per_fetch": runs["sessions"][0]["wire"],
         "leader_cpu_ratio": round(medians["sessions"]["leader_cpu_pct"] / sessionless, 3) if sessionless else None,
     }
     print(json.dumps(report, indent=2))

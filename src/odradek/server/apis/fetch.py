@@ -150,7 +150,10 @@ def _forgotten(req: FetchRequest) -> list[PartitionKey]:
         return []
     out: list[PartitionKey] = []
     for t in req.forgotten_topics_data:
-        key: str | uuid.UUID = (t.topic_id or ZERO_UUID) if isinstance(t, _FORGOTTEN_BY_ID) else t.topic
+        # keyed as PartitionData.key: by id from v13, the zero id (kio reads it as None) as the empty name
+        key: str | uuid.UUID = t.topic if not isinstance(t, _FORGOTTEN_BY_ID) else t.topic_id or ""
+        if key == ZERO_UUID:
+            key = ""
         out.extend((key, int(p)) for p in t.partitions)
     return out
 
