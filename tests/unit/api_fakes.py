@@ -22,6 +22,7 @@ from odradek.security.principal import ANONYMOUS, KafkaPrincipal
 from odradek.server.client_quotas import ClientQuotas
 from odradek.server.config import KafkaConfig
 from odradek.server.dynamic_config import DynamicBrokerConfig
+from odradek.server.fetch_session import FetchManager, FetchSessionCache
 from odradek.server.metadata_cache import TopicMetadata
 from odradek.server.request import RequestContext
 from odradek.server.services import ApiServices
@@ -214,6 +215,7 @@ class FakeServices:
     dynamic_config: DynamicBrokerConfig = field(default_factory=lambda: DynamicBrokerConfig(CONFIG))
     client_quotas: ClientQuotas = field(default_factory=lambda: ClientQuotas(11, 1))
     topic_stats: None = None
+    fetch_manager: FetchManager = field(default_factory=lambda: FetchManager(FetchSessionCache.sharded(1000, 120000)))
 
 
 def context(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import uuid
 from typing import Any
@@ -83,3 +84,30 @@ def test_fetch_by_topic_id_answers_unknown_topic_id_without_reading() -> None:
     assert answers == {known.topic_id: [ErrorCode.none], unknown.topic_id: [ErrorCode.unknown_topic_id]}
     ((requests, _),) = services.replica_manager.fetched
     assert [r.topic_partition for r in requests] == [TopicPartition("t", 0)]
+
+
+def test_incremental_fetches_answer_changes_and_a_throttled_one_keeps_the_session() -> None:
+    services = FakeServices(metadata_cache=FakeMetadataCache({"t": 2}))
+    rm = services.replica_manager
+    topic = fetch_v12.FetchTopic(topic="t", partitions=(_partition(fetch_v12, 0), _partition(fetch_v12, 1)))
+    full = _request(fetch_v12, (topic,))
+
+    def fetch_at(session_id: int, epoch: int, topics: tuple[Any, ...] = ()) -> Any:
+        request = dataclasses.replace(full, session_id=session_id, session_epoch=epoch, topics=topics)
+        return _decoded(12, call(fetch, services, 12, request))
+
+    opened = fetch_at(0, 0, (topic,))
+    assert opened.session_id != 0 and [len(t.partitions) for t in opened.responses] == [2]
+    sid = opened.session_id
+    assert (fetch_at(sid, 1).error_code, fetch_at(sid, 2).responses) == (0, ())  # nothing changed
+    rm.records[TopicPartition("t", 1)], rm.offsets[TopicPartition("t", 1)] = BATCH, 1
+    (answered,) = fetch_at(sid, 3).responses
+    assert [p.partition_index for p in answered.partitions] == [1]
+    # every session partition was read, at the offsets the session keeps
+    assert [r.topic_partition.partition for r in rm.fetched[-1][0]] == [0, 1]
+    # over its quota: an empty answer, no error, the session kept and its epoch moved on
+    services.client_quotas.fetch.update_quota(("<default>", "<default>"), 1.0)
+    throttled = fetch_at(sid, 4)
+    assert (throttled.error_code, throttled.session_id, throttled.responses) == (0, sid, ())
+    assert throttled.throttle_time.total_seconds() > 0
+    assert fetch_at(sid, 4).error_code == ErrorCode.invalid_fetch_session_epoch

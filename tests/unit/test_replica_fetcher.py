@@ -237,3 +237,30 @@ def test_a_partition_moved_within_one_change_keeps_its_fetcher(tmp_path: Path) -
         return kept, fetcher._task.done()
 
     assert _run(tmp_path, [(1, 5)], body) == (True, True)
+
+
+def test_the_fetcher_fetches_in_a_session_and_starts_over_after_a_session_error(tmp_path: Path) -> None:
+    def answer(session_id: int, *partitions: Any, error: int = 0) -> Any:
+        topics = [SimpleNamespace(topic=TP.topic, partitions=list(partitions))] if partitions else []
+        return SimpleNamespace(error_code=error, session_id=session_id, responses=topics)
+
+    async def body(partition: Partition) -> list[tuple[int, int, int, int]]:
+        fetcher = await _idle_fetcher(partition)
+        fetcher.partitions[TP].truncating = False
+        conn = FakeConnection(
+            answer(55, fetched(high_watermark=3)),  # full: opens session 55
+            answer(55),  # incremental, nothing new
+            answer(0, error=ErrorCode.invalid_fetch_session_epoch),
+            answer(56, fetched(high_watermark=4)),  # full again, closing 55: session 56
+        )
+        for _ in range(4):
+            await fetcher._fetch(conn, [TP])  # type: ignore[arg-type]
+        return [
+            (r.session_id, r.session_epoch, sum(len(t.partitions) for t in r.topics), len(r.forgotten_topics_data))
+            for r in conn.requests
+        ]
+
+    sent = _run(tmp_path, [(1, 5)], body)
+    # full (id 0, epoch 0, the partition); incremental (55, 1, nothing named); (55, 2) answered with
+    # the epoch error; full again closing 55 (55, 0, the partition)
+    assert sent == [(0, 0, 1, 0), (55, 1, 0, 0), (55, 2, 0, 0), (55, 0, 1, 0)]

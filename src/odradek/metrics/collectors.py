@@ -27,6 +27,10 @@ exporter renders Kafka's MBeans:
 - :class:`ClientQuotaCollector`: Kafka's client quota sensors, ``kafka_server_produce_byte_rate``,
   ``kafka_server_fetch_byte_rate`` and ``kafka_server_request_request_time`` (percent of one
   request handler thread) ``{user,client_id}``, one sample per rate a quota keeps;
+- :class:`FetchSessionCacheCollector`: ``kafka_server_fetchsessioncache_{numincrementalfetchsessions,
+  numincrementalfetchpartitionscached}`` and ``kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total``
+  (Kafka's ``kafka.server:type=FetchSessionCache`` gauges and ``IncrementalFetchSessionEvictionsPerSec``
+  meter) from the fetch session cache (:mod:`odradek.server.fetch_session`);
 - :class:`ConnectionCollector`: ``kafka_server_socket_server_metrics_{connection_count,
   connection_creation_total,connection_close_total}{listener,networkProcessor="0"}`` (one event
   loop is odradek's one network processor).
@@ -63,6 +67,8 @@ __all__ = [
     "ConsumerLagCollector",
     "ControllerCollector",
     "CoordinatorCollector",
+    "FetchSessionCacheCollector",
+    "FetchSessionStats",
     "LogCollector",
     "ReplicaManagerCollector",
     "SessionCollector",
@@ -384,3 +390,45 @@ class ConnectionCollector:
                 doc,
                 (({"listener": listener, "networkProcessor": "0"}, v[index]) for listener, v in rows),
             )
+
+
+class FetchSessionStats(Protocol):
+    """What :class:`FetchSessionCacheCollector` reads (``odradek.server.fetch_session.FetchSessionCache``)."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def total_partitions(self) -> int: ...
+
+    @property
+    def evictions(self) -> int: ...
+
+
+class FetchSessionCacheCollector:
+    """Kafka's ``kafka.server:type=FetchSessionCache`` metrics (see the module docstring)."""
+
+    def __init__(self, cache: FetchSessionStats) -> None:
+        self.cache = cache
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        prefix = "kafka_server_fetchsessioncache_"
+        cache = self.cache
+        yield gauge(
+            prefix + "numincrementalfetchsessions",
+            "Incremental fetch sessions in the cache (NumIncrementalFetchSessions)",
+            [(_NO_LABELS, cache.size)],
+        )
+        yield gauge(
+            prefix + "numincrementalfetchpartitionscached",
+            "Partitions over every incremental fetch session (NumIncrementalFetchPartitionsCached)",
+            [(_NO_LABELS, cache.total_partitions)],
+        )
+        yield counter(
+            prefix + "incrementalfetchsessionevictions",
+            "Incremental fetch sessions evicted (IncrementalFetchSessionEvictionsPerSec)",
+            [(_NO_LABELS, cache.evictions)],
+        )

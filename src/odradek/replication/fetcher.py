@@ -16,7 +16,13 @@ KafkaConnection`) to the leader's inter-broker endpoint, and loops:
    batches are appended as they are (offsets assigned by the leader); the follower's high
    watermark becomes min(leader's high watermark, own log end offset). Each request names the
    epoch of the follower's last batch; an answer with ``diverging_epoch`` (the leader's log
-   diverged from ours there) truncates as an OffsetForLeaderEpoch answer would.
+   diverged from ours there) truncates as an OffsetForLeaderEpoch answer would. Requests go in
+   an incremental fetch session (KIP-227, :mod:`odradek.replication.fetch_session_handler`):
+   after the first, full, request each names only the partitions whose fetch parameters changed
+   (a partition that appended, truncated or changed leader epoch) and forgets those no longer
+   fetched (moved away, backing off, throttled); the answer carries only the partitions with
+   news. FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH or an answer that does not
+   match the request makes the next request a full one, at once.
 3. **Errors**: a partition answered NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
    UNKNOWN_LEADER_EPOCH or UNKNOWN_TOPIC_OR_PARTITION waits ``replica.fetch.backoff.ms`` (the
    controller's next LeaderAndIsr decides); OFFSET_OUT_OF_RANGE truncates again (or, when the
@@ -50,6 +56,7 @@ from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.errors import ErrorCode, KafkaError, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.records import LOG_OVERHEAD, iter_batches
+from odradek.replication.fetch_session_handler import FetchSessionHandler, PartitionParams
 from odradek.replication.partition import Partition
 from odradek.replication.quota import ReplicationQuota
 from odradek.storage import TopicPartition
@@ -58,6 +65,8 @@ from odradek.storage.leader_epoch import UNDEFINED_EPOCH_OFFSET
 log = logging.getLogger(__name__)
 
 FETCH_MAX_VERSION = 12
+SESSION_ERRORS = {ErrorCode.fetch_session_id_not_found, ErrorCode.invalid_fetch_session_epoch}
+"""Top-level answers after which the fetcher sends a full fetch at once (no back-off)."""
 RETRY_LATER = {
     ErrorCode.not_leader_or_follower,
     ErrorCode.fenced_leader_epoch,
@@ -122,6 +131,8 @@ class ReplicaFetcher:
         self.config = config
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._conn: KafkaConnection | None = None
+        self.session = FetchSessionHandler(leader_id)
+        """This fetcher's fetch session with its leader (:mod:`odradek.replication.fetch_session_handler`)."""
         self._wakeup = asyncio.Event()
         self._stopping = False
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
@@ -307,23 +318,37 @@ class ReplicaFetcher:
                 await asyncio.sleep(THROTTLE_PAUSE_S)
                 return
         rb = conn.builder(ApiKey.FETCH, 4, FETCH_MAX_VERSION)
-        by_topic: dict[str, list[object]] = {}
         sent: dict[TopicPartition, tuple[FetchState, int, int]] = {}
+        params: dict[TopicPartition, PartitionParams] = {}
         for tp in tps:
             partition = self.partition_for(tp)
             assert partition is not None and partition.epoch_cache is not None
             sent[tp] = (self.partitions[tp], partition.leader_epoch, partition.log.log_end_offset)
+            params[tp] = PartitionParams(
+                fetch_offset=partition.log.log_end_offset,
+                log_start_offset=partition.log.log_start_offset,
+                max_bytes=self.config.max_bytes,
+                current_leader_epoch=partition.leader_epoch,
+                last_fetched_epoch=partition.epoch_cache.latest_epoch,
+            )
+        session = self.session
+        data = session.build(params)
+        by_topic: dict[str, list[object]] = {}
+        for tp, p in data.to_send.items():
             by_topic.setdefault(tp.topic, []).append(
                 rb.make(
                     "FetchPartition",
                     partition=tp.partition,
-                    current_leader_epoch=partition.leader_epoch,
-                    fetch_offset=partition.log.log_end_offset,
-                    last_fetched_epoch=partition.epoch_cache.latest_epoch,
-                    log_start_offset=partition.log.log_start_offset,
-                    partition_max_bytes=self.config.max_bytes,
+                    current_leader_epoch=p.current_leader_epoch,
+                    fetch_offset=p.fetch_offset,
+                    last_fetched_epoch=p.last_fetched_epoch,
+                    log_start_offset=p.log_start_offset,
+                    partition_max_bytes=p.max_bytes,
                 )
             )
+        forgotten: dict[str, list[int]] = {}
+        for tp in data.to_forget:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         request = rb(
             cluster_id=None,
             replica_id=self.broker_id,
@@ -331,14 +356,28 @@ class ReplicaFetcher:
             min_bytes=self.config.min_bytes,
             max_bytes=self.config.response_max_bytes,
             isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
+            session_id=data.session_id,
+            session_epoch=data.epoch,
             topics=tuple(rb.make("FetchTopic", topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
-            forgotten_topics_data=(),
+            forgotten_topics_data=tuple(
+                rb.make("ForgottenTopic", topic=t, partitions=tuple(ps)) for t, ps in forgotten.items()
+            ),
             rack_id="",
         )
-        response = await conn.send(request, timeout_ms=self.config.request_timeout_ms + self.config.wait_max_ms)
+        try:
+            response = await conn.send(request, timeout_ms=self.config.request_timeout_ms + self.config.wait_max_ms)
+        except BaseException:
+            session.handle_error()
+            raise
         error = ErrorCode(getattr(response, "error_code", 0))
+        answered = {TopicPartition(t.topic, p.partition_index) for t in response.responses for p in t.partitions}
+        if not session.handle_response(data, int(error), int(getattr(response, "session_id", 0)), answered):
+            if error in SESSION_ERRORS:  # the next request is a full one, at once
+                log.info("%s: fetch session answered %s; sending a full fetch", self.name, error.name)
+                return
+            if error == ErrorCode.none:
+                log.warning("%s: fetch session answer did not match the request; sending a full fetch", self.name)
+                return
         if error != ErrorCode.none:
             raise KafkaProtocolError(f"fetch from broker {self.leader_id} failed: {error.name}")
         for topic in response.responses:

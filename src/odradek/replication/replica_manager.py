@@ -129,6 +129,11 @@ class FetchPartitionResult:
     aborted_transactions: list[tuple[int, int]] | None = None
     diverging_epoch: tuple[int, int] | None = None
 
+    @property
+    def preferred_read_replica(self) -> int:
+        """-1: fetching from followers (KIP-392) is not served, the leader is the one to read."""
+        return -1
+
 
 class ReplicaManager(ReplicaStateChanges):
     """Partitions hosted by one broker. ``log_config_for(topic)`` gives a topic's LogConfig;

@@ -66,6 +66,7 @@ from odradek.server.dynamic_config import (
     register_broker_reconfigurables,
     set_broker_overrides,
 )
+from odradek.server.fetch_session import FetchManager, FetchSessionCache
 from odradek.server.listener_security import ListenerSecurity, listener_securities
 from odradek.server.listeners import bind_listeners, controller_listener, registration
 from odradek.server.log_dir_failure import LogDirFailureHandler
@@ -135,6 +136,13 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(config)
         self.client_quotas = ClientQuotas(config["quota.window.num"], config["quota.window.size.seconds"])
         """``/config/brokers/<id>`` and ``<default>`` over ``server.properties``; swaps :attr:`config`."""
+        self.fetch_manager = FetchManager(
+            FetchSessionCache.sharded(
+                config.get_int("max.incremental.fetch.session.cache.slots"),
+                config.get_int("min.incremental.fetch.session.eviction.ms"),
+            )
+        )
+        """The incremental fetch sessions (KIP-227) of the Fetch handler."""
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self.broker_epoch = -1  # its registration's czxid (KIP-380): older ones are STALE_BROKER_EPOCH
         self._waited_for_registration = False

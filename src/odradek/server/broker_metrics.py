@@ -43,6 +43,7 @@ from odradek.metrics.collectors import (
     ConsumerLagCollector,
     ControllerCollector,
     CoordinatorCollector,
+    FetchSessionCacheCollector,
     LogCollector,
     ReplicaManagerCollector,
     SessionCollector,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from odradek.server.client_quotas import ClientQuotas
     from odradek.server.components import BrokerComponents
     from odradek.server.config import Endpoint, KafkaConfig
+    from odradek.server.fetch_session import FetchManager
     from odradek.server.socket_server import SocketServer
     from odradek.storage import LogManager
 
@@ -95,6 +97,9 @@ class MetricsBroker(Protocol):
 
     @property
     def controller(self) -> KafkaController | None: ...
+
+    @property
+    def fetch_manager(self) -> FetchManager: ...
 
     @property
     def store(self) -> CoordinationStore | None: ...
@@ -172,6 +177,7 @@ class BrokerMetrics:
             ConnectionCollector(connection_counts),
             ClientQuotaCollector(quota_rates),
             ReplicaManagerCollector(components.replica_manager),
+            FetchSessionCacheCollector(broker.fetch_manager.cache),
             LogCollector(broker.log_manager),
             ControllerCollector(lambda: broker.controller),
             CoordinatorCollector(components.group_coordinator, components.transaction_coordinator),

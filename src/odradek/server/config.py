@@ -454,6 +454,22 @@ BROKER_CONFIGS = (
     .define("replica.fetch.backoff.ms", "int", 1000, "Pause of a follower fetcher after a fetch error.", at_least(0))
     .define("replica.socket.timeout.ms", "int", 30000, "Request timeout of follower fetches (beyond the wait).")
     .define(
+        "max.incremental.fetch.session.cache.slots",
+        "int",
+        1000,
+        "Incremental fetch sessions (KIP-227) the broker keeps, split over 8 shards (an eighth each) as Kafka 3.9's.",
+        at_least(0),
+    )
+    .define(
+        "min.incremental.fetch.session.eviction.ms",
+        "long",
+        120000,
+        "Kafka's fixed MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS as a key: a fetch session unused this long "
+        "may be evicted for any new one; a session created less than this ago is evicted only if it is a "
+        "consumer's and the new one a follower's.",
+        at_least(0),
+    )
+    .define(
         "leader.replication.throttled.rate",
         "long",
         2**63 - 1,

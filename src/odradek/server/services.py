@@ -1,6 +1,6 @@
 """The services a request handler may use, as typed read-only views (Kafka's ``KafkaApis``
 collaborators: replica manager, coordinators, metadata cache, authorizer, quotas, admin manager,
-controller, metadata store client, configuration).
+controller, metadata store client, configuration, fetch sessions).
 
 :class:`ApiServices` is what :attr:`odradek.server.request.RequestContext.services` holds; a handler
 in :mod:`odradek.server.apis` sees only these members, never the broker that implements them, and
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from odradek.server.admin_manager import AdminManager
     from odradek.server.client_quotas import ClientQuotas
     from odradek.server.config import Endpoint, KafkaConfig
+    from odradek.server.fetch_session import FetchManager
     from odradek.server.metadata_cache import MetadataCache
     from odradek.server.producer_id_manager import ProducerIdManager
 
@@ -117,6 +118,11 @@ class ApiServices(Protocol):
 
     @property
     def client_quotas(self) -> ClientQuotas: ...
+
+    @property
+    def fetch_manager(self) -> FetchManager:
+        """The incremental fetch sessions (KIP-227) the Fetch handler keeps."""
+        ...
 
     @property
     def topic_stats(self) -> BrokerTopicStats | None:

@@ -1,4 +1,4 @@
-"""Fetch (key 1): stored record batches, long-polled.
+"""Fetch (key 1): stored record batches, long-polled, in incremental fetch sessions (KIP-227).
 
 v4..v17 (Kafka 3.9's range from v4). v13+ name topics by id (KIP-516): an id the metadata cache
 does not know (or the zero id) is answered UNKNOWN_TOPIC_ID for each of its partitions, and the
@@ -10,151 +10,291 @@ with the leader this broker knows (tagged ``current_leader`` and ``node_endpoint
 ``min_bytes`` are available; ``max_bytes`` bounds the response and ``partition_max_bytes`` each
 partition, but the first partition with data returns at least one whole batch (KIP-74). Consumers
 (replica_id -1) read up to the high watermark (read_uncommitted) or the last stable offset
-(read_committed); followers (replica_id >= 0) up to the log end. Fetch sessions (KIP-227) are not
-kept: every answer has session_id 0, which clients treat as a full, sessionless fetch.
+(read_committed); followers (replica_id >= 0) up to the log end.
+
+Sessions (v7+): ``ctx.services.fetch_manager`` (:mod:`odradek.server.fetch_session`) turns the
+request's ``session_id`` / ``session_epoch`` / ``forgotten_topics_data`` into a context that says
+which partitions to read (the request's, or a session's, incremental requests naming only what
+changed) and which of the reads to answer; a session error answers at once with no partitions.
+As Kafka's ``handleFetchRequest``: a partition whose topic id is unknown is UNKNOWN_TOPIC_ID, one
+the consumer may not READ (or any, for a follower without CLUSTER_ACTION) TOPIC_AUTHORIZATION_FAILED,
+without being read; a request with nothing to read is answered at once. A throttled answer
+(fetch byte-rate quota) is empty and keeps the session (its epoch moved on).
 
 Per partition: OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, and
 (v9+, KIP-320) FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when ``current_leader_epoch`` is older /
 newer than the leader's. A follower's fetch offset is its log end offset: the leader records it
-(``Partition.update_follower_fetch_state``), which moves the high watermark and the ISR.
+(``Partition.update_follower_fetch_state``) for every partition of the session at each fetch,
+which moves the high watermark and the ISR.
 The response is framed by :mod:`odradek.protocol.fetch_response` around the stored batches:
 small partition reads as bytes from one ``pread``, large ones (``SENDFILE_MIN_BYTES``) as file
-slices the connection sends with ``sendfile`` straight from the page cache.
+slices the connection sends with ``sendfile`` straight from the page cache. Runs on the broker's
+event loop; loops over a session's partitions give the loop a turn every slice
+(:mod:`odradek.replication.pacing`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.fetch.v4 import request as fetch_v4
+from kio.schema.fetch.v5 import request as fetch_v5
+from kio.schema.fetch.v6 import request as fetch_v6
+from kio.schema.fetch.v7 import request as fetch_v7
+from kio.schema.fetch.v8 import request as fetch_v8
+from kio.schema.fetch.v9 import request as fetch_v9
+from kio.schema.fetch.v10 import request as fetch_v10
+from kio.schema.fetch.v11 import request as fetch_v11
+from kio.schema.fetch.v12 import request as fetch_v12
+from kio.schema.fetch.v13 import request as fetch_v13
+from kio.schema.fetch.v14 import request as fetch_v14
+from kio.schema.fetch.v15 import request as fetch_v15
+from kio.schema.fetch.v16 import request as fetch_v16
+from kio.schema.fetch.v17 import request as fetch_v17
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.fetch_response import FetchedPartition, NodeEndpoint, encode_fetch_response
-from odradek.replication.replica_manager import FetchRequestPartition
+from odradek.replication.pacing import Pacer
+from odradek.replication.replica_manager import FetchPartitionResult, FetchRequestPartition
 from odradek.server.apis.leader_hints import HINTED_ERRORS, current_leader, hinted_brokers
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
 from odradek.server.client_quotas import max_quota_window_bytes, record_quota, unrecord_quota
+from odradek.server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, PartitionData, PartitionKey
 from odradek.server.metadata_cache import ZERO_UUID
 from odradek.server.request import RequestContext
+from odradek.server.request_limits import MAX_ENTRIES, setting
 from odradek.storage import TopicPartition
+
+if TYPE_CHECKING:
+    from odradek.server.apis.request_types import FetchRequest
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
 MAX_VERSION = 17
 
+_SESSIONLESS = (fetch_v4.FetchRequest, fetch_v5.FetchRequest, fetch_v6.FetchRequest)
+"""Versions before sessions (v4-v6): always sessionless."""
+_REPLICA_STATE = (fetch_v15.FetchRequest, fetch_v16.FetchRequest, fetch_v17.FetchRequest)
+_TOPIC_BY_ID = (
+    fetch_v13.FetchTopic,
+    fetch_v14.FetchTopic,
+    fetch_v15.FetchTopic,
+    fetch_v16.FetchTopic,
+    fetch_v17.FetchTopic,
+)
+_FORGOTTEN_BY_ID = (
+    fetch_v13.ForgottenTopic,
+    fetch_v14.ForgottenTopic,
+    fetch_v15.ForgottenTopic,
+    fetch_v16.ForgottenTopic,
+    fetch_v17.ForgottenTopic,
+)
+_WITH_LAST_FETCHED_EPOCH = (
+    fetch_v12.FetchPartition,
+    fetch_v13.FetchPartition,
+    fetch_v14.FetchPartition,
+    fetch_v15.FetchPartition,
+    fetch_v16.FetchPartition,
+    fetch_v17.FetchPartition,
+)
+_WITH_LEADER_EPOCH = (
+    fetch_v9.FetchPartition,
+    fetch_v10.FetchPartition,
+    fetch_v11.FetchPartition,
+    *_WITH_LAST_FETCHED_EPOCH,
+)
+_WITH_LOG_START = (
+    fetch_v5.FetchPartition,
+    fetch_v6.FetchPartition,
+    fetch_v7.FetchPartition,
+    fetch_v8.FetchPartition,
+    *_WITH_LEADER_EPOCH,
+)
 
-def _replica_id(req: Any, version: int) -> int:
-    if version >= 15:
-        state = getattr(req, "replica_state", None)
-        return -1 if state is None else int(state.replica_id)
-    return int(req.replica_id)
+
+def _replica_id(req: FetchRequest) -> int:
+    return int(req.replica_state.replica_id if isinstance(req, _REPLICA_STATE) else req.replica_id)
 
 
-async def handle(ctx: RequestContext) -> list[Any]:
+def _fetch_data(req: FetchRequest, names: Mapping[uuid.UUID, str]) -> list[PartitionData]:
+    """The request's partitions: by id (v13+, the name None when unknown here) or by name."""
+    out: list[PartitionData] = []
+    for t in req.topics:
+        if isinstance(t, _TOPIC_BY_ID):
+            topic_id = t.topic_id or ZERO_UUID  # kio reads the zero id as None
+            name = names.get(topic_id)
+        else:
+            topic_id, name = ZERO_UUID, t.topic
+        for p in t.partitions:
+            out.append(
+                PartitionData(
+                    name,
+                    topic_id,
+                    int(p.partition),
+                    int(p.fetch_offset),
+                    int(p.log_start_offset) if isinstance(p, _WITH_LOG_START) else -1,
+                    int(p.partition_max_bytes),
+                    int(p.current_leader_epoch) if isinstance(p, _WITH_LEADER_EPOCH) else -1,
+                    int(p.last_fetched_epoch) if isinstance(p, _WITH_LAST_FETCHED_EPOCH) else -1,
+                )
+            )
+    return out
+
+
+def _forgotten(req: FetchRequest) -> list[PartitionKey]:
+    if isinstance(req, _SESSIONLESS):
+        return []
+    out: list[PartitionKey] = []
+    for t in req.forgotten_topics_data:
+        # keyed as PartitionData.key: by id from v13, the zero id (kio reads it as None) as the empty name
+        key: str | uuid.UUID = t.topic if not isinstance(t, _FORGOTTEN_BY_ID) else t.topic_id or ""
+        if key == ZERO_UUID:
+            key = ""
+        out.extend((key, int(p)) for p in t.partitions)
+    return out
+
+
+async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
     req = ctx.request
     version = ctx.api_version
-    by_id = version >= 13
-    names = ctx.services.metadata_cache.topic_names if by_id else {}
-    keys: dict[str, Any] = {}  # topic name -> how the response names it (name, or id from v13)
-    unknown: list[tuple[Any, list[FetchedPartition]]] = []
-    requests: list[FetchRequestPartition] = []
-    replica_id = _replica_id(req, version)
-    readable = _readable(ctx, replica_id, req.topics, names if by_id else None)
-    denied: list[tuple[Any, list[FetchedPartition]]] = []
-    for t in req.topics:
-        topic_id = (t.topic_id or ZERO_UUID) if by_id else None  # kio reads the zero id as None
-        name = names.get(topic_id) if topic_id is not None else t.topic
-        if name is None:
-            unknown.append((topic_id, [_unknown_topic_id(p.partition) for p in t.partitions]))
-            continue
-        if name not in readable:
-            denied.append((topic_id if by_id else name, [_denied(p.partition) for p in t.partitions]))
-            continue
-        keys[name] = topic_id if by_id else name
-        requests.extend(
-            FetchRequestPartition(
-                TopicPartition(name, p.partition),
-                p.fetch_offset,
-                p.partition_max_bytes,
-                getattr(p, "current_leader_epoch", -1),
-                getattr(p, "last_fetched_epoch", -1),
-            )
-            for p in t.partitions
-        )
-    max_wait_ms = int(req.max_wait.total_seconds() * 1000)
+    services = ctx.services
+    names = services.metadata_cache.topic_names if version >= 13 else {}
+    replica_id = _replica_id(req)
+    if isinstance(req, _SESSIONLESS):
+        session_id, epoch = INVALID_SESSION_ID, FINAL_EPOCH
+    else:
+        session_id, epoch = int(req.session_id), int(req.session_epoch)
+    fetch_context = services.fetch_manager.new_context(
+        version,
+        session_id,
+        epoch,
+        replica_id >= 0,
+        _fetch_data(req, names),
+        _forgotten(req),
+        names,
+        _now_ms(),
+        setting(services.config, MAX_ENTRIES),
+    )
+    wanted = fetch_context.partitions()
+    readable = _readable(ctx, replica_id, {p.topic for p in wanted if p.topic is not None})
+    erroneous: list[tuple[PartitionData, FetchPartitionResult]] = []
+    interesting: list[PartitionData] = []
+    unknown_id = False
+    pacer = Pacer()
+    for p in wanted:
+        await pacer.step()
+        if p.topic is None:
+            unknown_id = True
+            erroneous.append((p, _error(p, ErrorCode.unknown_topic_id)))
+        elif p.topic not in readable:
+            erroneous.append((p, _error(p, ErrorCode.topic_authorization_failed)))
+        else:
+            interesting.append(p)
     if replica_id >= 0:
         ctx.mark_from_follower()
-    max_bytes, min_bytes = getattr(req, "max_bytes", 2**31 - 1), req.min_bytes
-    fetch_quotas = ctx.services.client_quotas.fetch if replica_id < 0 else None
+    max_bytes, min_bytes = int(req.max_bytes), int(req.min_bytes)
+    fetch_quotas = services.client_quotas.fetch if replica_id < 0 else None
     if fetch_quotas is not None and fetch_quotas.quotas:
         # Kafka's handleFetchRequest: no more than the quota lets through in one quota window
         # (a larger answer is a certain throttle, and a throttled answer is empty: no progress).
         max_bytes = int(min(max_bytes, max_quota_window_bytes(ctx, fetch_quotas)))
         min_bytes = min(min_bytes, max_bytes)
-    results = await ctx.services.replica_manager.fetch_messages(
-        requests,
-        max_wait_ms=0 if unknown or (denied and not requests) else max_wait_ms,
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        isolation_level=getattr(req, "isolation_level", 0),
-        replica_id=replica_id,
-        on_delay=ctx.mark_delayed,
-    )
+    results: list[FetchPartitionResult] = []
+    if interesting:
+        results = await services.replica_manager.fetch_messages(
+            [
+                FetchRequestPartition(
+                    TopicPartition(p.topic, p.partition),
+                    p.fetch_offset,
+                    p.max_bytes,
+                    p.current_leader_epoch,
+                    p.last_fetched_epoch,
+                )
+                for p in interesting
+                if p.topic is not None
+            ],
+            max_wait_ms=0 if unknown_id else int(req.max_wait.total_seconds() * 1000),
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            isolation_level=int(req.isolation_level),
+            replica_id=replica_id,
+            on_delay=ctx.mark_delayed,
+        )
     if fetch_quotas is not None and fetch_quotas.quotas:  # consumer_byte_rate: the records answered
         answered = sum(r.records_size for r in results)
         ctx.throttle_ms = record_quota(ctx, fetch_quotas, answered)
         if ctx.throttle_ms > 0:  # Kafka's getThrottledResponse: nothing answered, nothing counted
             unrecord_quota(ctx, fetch_quotas, answered)
-            return encode_fetch_response(version, ctx.header.correlation_id, [], throttle_time_ms=ctx.throttle_ms)
-    stats = ctx.services.topic_stats
+            error_code, session_id = fetch_context.throttled()
+            return encode_fetch_response(
+                version,
+                ctx.header.correlation_id,
+                [],
+                throttle_time_ms=ctx.throttle_ms,
+                error_code=error_code,
+                session_id=session_id,
+            )
+    stats = services.topic_stats
     if stats is not None:
         for r in results:
             stats.fetched(r.topic_partition.topic, r.records_size, r.error_code != ErrorCode.none, replica_id >= 0)
-    by_topic: dict[Any, list[FetchedPartition]] = {}
-    for r in results:
-        by_topic.setdefault(keys[r.topic_partition.topic], []).append(
-            FetchedPartition(
-                partition_index=r.topic_partition.partition,
-                error_code=int(r.error_code),
-                high_watermark=r.high_watermark,
-                last_stable_offset=r.last_stable_offset,
-                log_start_offset=r.log_start_offset,
-                records=r.records if r.records is not None else b"",
-                aborted_transactions=r.aborted_transactions if r.error_code == ErrorCode.none else (),
-                diverging_epoch=r.diverging_epoch,
-                current_leader=current_leader(ctx, r.topic_partition)
-                if version >= 16 and r.error_code in HINTED_ERRORS
-                else None,
-            )
-        )
-    topics = list(by_topic.items()) + denied + unknown
+    answer = fetch_context.answer(list(zip(interesting, results, strict=True)) + erroneous, _now_ms())
+    by_topic: dict[str | uuid.UUID, list[FetchedPartition]] = {}
+    pacer = Pacer()
+    for p, r in answer.partitions:
+        await pacer.step()
+        by_topic.setdefault(p.topic_id if version >= 13 else p.topic or "", []).append(_fetched(ctx, version, r))
     return encode_fetch_response(
         version,
         ctx.header.correlation_id,
-        topics,
+        list(by_topic.items()),
         throttle_time_ms=ctx.throttle_ms,
+        error_code=answer.error_code,
+        session_id=answer.session_id,
         node_endpoints=_node_endpoints(ctx, by_topic.values()),
     )
 
 
-def _node_endpoints(ctx: RequestContext, answered: Any) -> list[NodeEndpoint]:
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def _fetched(ctx: RequestContext[FetchRequest], version: int, r: FetchPartitionResult) -> FetchedPartition:
+    return FetchedPartition(
+        partition_index=r.topic_partition.partition,
+        error_code=int(r.error_code),
+        high_watermark=r.high_watermark,
+        last_stable_offset=r.last_stable_offset,
+        log_start_offset=r.log_start_offset,
+        records=r.records if r.records is not None else b"",
+        aborted_transactions=r.aborted_transactions if r.error_code == ErrorCode.none else (),
+        diverging_epoch=r.diverging_epoch,
+        current_leader=current_leader(ctx, r.topic_partition)
+        if version >= 16 and r.error_code in HINTED_ERRORS
+        else None,
+    )
+
+
+def _node_endpoints(
+    ctx: RequestContext[FetchRequest], answered: Iterable[list[FetchedPartition]]
+) -> list[NodeEndpoint]:
     """The hinted leaders' addresses (v16+ ``node_endpoints``); empty when nothing was hinted."""
     leaders = (p.current_leader[0] for parts in answered for p in parts if p.current_leader)
     return [NodeEndpoint(b.id, b.host, b.port, b.rack) for b in hinted_brokers(ctx, leaders)]
 
 
-def _readable(ctx: RequestContext, replica_id: int, topics: Any, names: Any) -> set[str]:
+def _readable(ctx: RequestContext[FetchRequest], replica_id: int, topics: set[str]) -> set[str]:
     """The topics this fetch may read: every one for a follower with CLUSTER_ACTION, none for a
     follower without it, else those the consumer may READ (Kafka's ``handleFetchRequest``)."""
-    requested = [names.get(t.topic_id or ZERO_UUID) if names is not None else t.topic for t in topics]
-    present = [n for n in requested if n is not None]
     if replica_id >= 0:
-        return set(present) if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION) else set()
-    return filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, present)
+        return topics if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION) else set()
+    return filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, sorted(topics))
 
 
-def _denied(partition: int) -> FetchedPartition:
-    return FetchedPartition(partition, int(ErrorCode.topic_authorization_failed), -1, -1, -1, b"")
-
-
-def _unknown_topic_id(partition: int) -> FetchedPartition:
-    return FetchedPartition(partition, int(ErrorCode.unknown_topic_id), -1, -1, -1, b"")
+def _error(p: PartitionData, error: ErrorCode) -> FetchPartitionResult:
+    """The answer for a partition not read (its topic unknown or not readable)."""
+    return FetchPartitionResult(TopicPartition(p.topic or "", p.partition), error, records=b"")
