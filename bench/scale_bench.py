@@ -13,9 +13,9 @@ partition state znodes (``/brokers/topics/<t>/partitions/<p>/state``) with a kaz
   shutdown), then started again, until it is back in every ISR it belongs to;
 - ``restart_kill9_s``: the same broker killed with SIGKILL and started again (log recovery
   included) until it is back in every ISR;
-- ``failover_leader_s``: a broker that is not the controller (it leads about a third of the
-  partitions, ``failover_leader_partitions``) killed with SIGKILL until every partition has a
-  live leader; then it is restarted and back in every ISR;
+- ``failover_leader_s``: the broker that leads the most partitions (``failover_leader_partitions``)
+  among those that are not the controller, killed with SIGKILL until every partition has a live
+  leader; then it is restarted and back in every ISR;
 - ``failover_controller_s``: the controller killed with SIGKILL until every partition has a live
   leader (the killed broker stays down during the measure). ``failover_bound_s`` is the target:
   the session timeout + ZooKeeper's tickTime + 1 s (ZooKeeper expires sessions in tick buckets).
@@ -126,6 +126,15 @@ def idle(cluster: LocalCluster, seconds: float) -> dict[str, Any]:
     return out
 
 
+def _leaders(states: States) -> dict[int, int]:
+    """How many partitions each broker leads."""
+    out: dict[int, int] = {}
+    for s in states.read():
+        if s is not None:
+            out[s["leader"]] = out.get(s["leader"], 0) + 1
+    return out
+
+
 def leader_failover(cluster: LocalCluster, states: States, victim: int, timeout_s: float = 120) -> float:
     """kill -9 of ``victim``: seconds until every partition has a live leader."""
     live = set(cluster.alive_ids()) - {victim}
@@ -174,7 +183,9 @@ def run(partitions: int, args: argparse.Namespace) -> dict[str, Any]:
                     log(f"{name}: back in every ISR after {result[name]} s")
                     wait_for("every ISR whole", lambda: all_isrs_whole(states), 120)
             if "failover" not in skip:
-                led = sum(1 for s in states.read() if s is not None and s["leader"] == victim)
+                leading = _leaders(states)  # after the restarts: the broker leading most
+                victim = max((b for b in cluster.alive_ids() if b != controller), key=lambda b: leading.get(b, 0))
+                led = leading.get(victim, 0)
                 result["failover_leader_s"] = leader_failover(cluster, states, victim)
                 result["failover_leader_partitions"] = led
                 log(f"kill -9 of broker {victim} (leader of {led}): all led after {result['failover_leader_s']} s")

@@ -303,6 +303,7 @@ class Partition:
             follower.last_caught_up_time_ms = max(follower.last_caught_up_time_ms, follower.last_fetch_time_ms)
         follower.last_fetch_leader_log_end_offset = leader_leo
         follower.last_fetch_time_ms = now_ms
+        moved = follower.log_end_offset != fetch_offset
         follower.log_end_offset = fetch_offset
         if (
             replica_id not in self.state.isr
@@ -310,7 +311,8 @@ class Partition:
             and fetch_offset >= self.leader_epoch_start_offset
         ):
             self._request_isr_change([*self.state.isr, replica_id], f"replica {replica_id} caught up")
-        self.maybe_increment_high_watermark()
+        if moved:  # the same offset again (an idle follower's long polls) cannot move the high watermark
+            self.maybe_increment_high_watermark()
 
     def maybe_increment_high_watermark(self) -> bool:
         """Advance the high watermark to the smallest log end offset in the ISR.

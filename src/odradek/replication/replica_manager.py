@@ -424,8 +424,16 @@ class ReplicaManager(ReplicaStateChanges):
     # --- fetch -------------------------------------------------------------------------------
 
     def _read(
-        self, req: FetchRequestPartition, min_one_message: bool, isolation_level: int, replica_id: int
+        self,
+        req: FetchRequestPartition,
+        min_one_message: bool,
+        isolation_level: int,
+        replica_id: int,
+        now_ms: int | None = None,
+        max_bytes: int | None = None,
     ) -> FetchPartitionResult:
+        """One partition's read; ``max_bytes`` (default the request's ``partition_max_bytes``)
+        caps it, ``now_ms`` is the fetch's time (a follower's fetch state)."""
         result = FetchPartitionResult(req.topic_partition)
         try:
             partition = self.get_partition(req.topic_partition)
@@ -442,7 +450,9 @@ class ReplicaManager(ReplicaStateChanges):
                     result.records = b""
                     return result
             if replica_id >= 0:
-                partition.update_follower_fetch_state(replica_id, req.fetch_offset, wall_clock_ms())
+                partition.update_follower_fetch_state(
+                    replica_id, req.fetch_offset, wall_clock_ms() if now_ms is None else now_ms
+                )
             result.high_watermark = partition.high_watermark
             result.last_stable_offset = partition.last_stable_offset
             result.log_start_offset = log_.log_start_offset
@@ -460,7 +470,11 @@ class ReplicaManager(ReplicaStateChanges):
                 max_offset = partition.last_stable_offset
             else:
                 max_offset = partition.high_watermark
-            info = log_.read(req.fetch_offset, req.partition_max_bytes, max_offset, min_one_message)
+            if req.fetch_offset == log_.log_end_offset:  # caught up (an idle follower's usual fetch): nothing to read
+                result.records = b""
+                return result
+            limit = req.partition_max_bytes if max_bytes is None else max_bytes
+            info = log_.read(req.fetch_offset, limit, max_offset, min_one_message)
             if isolation_level == READ_COMMITTED and replica_id < 0 and max_offset is not None:
                 result.aborted_transactions = partition.txn_state.collect_aborted(req.fetch_offset, max_offset)
             if info.file_slice is not None and info.file_slice.size >= SENDFILE_MIN_BYTES:
@@ -486,7 +500,10 @@ class ReplicaManager(ReplicaStateChanges):
         on_delay: Callable[[], None] | None = None,
     ) -> list[FetchPartitionResult]:
         """Read every requested partition; if fewer than ``min_bytes`` are available and no
-        partition errored, wait up to ``max_wait_ms`` for appends and read again.
+        partition errored, wait up to ``max_wait_ms`` for appends and read again. A wait that
+        ends with no partition woken (no append, no high watermark or leadership change) answers
+        the first read as it was: nothing it reported moved, and an idle cluster's long polls
+        then read each partition once per fetch, not twice.
 
         ``max_bytes`` bounds the whole response, each request's ``partition_max_bytes`` its
         partition; the first partition with data returns at least one whole batch even if it
@@ -511,7 +528,7 @@ class ReplicaManager(ReplicaStateChanges):
             try:
                 await asyncio.wait_for(waiter, remaining)
             except TimeoutError:
-                break
+                return results  # nothing woke the wait: the last read still holds
             finally:
                 for partition in watched:
                     partition.remove_waiter(waiter)
@@ -528,13 +545,11 @@ class ReplicaManager(ReplicaStateChanges):
         remaining = max_bytes
         min_one = True
         pacer = Pacer()
+        now_ms = wall_clock_ms()
         for req in requests:
             await pacer.step()
             limit = max(0, min(req.partition_max_bytes, remaining))
-            capped = FetchRequestPartition(
-                req.topic_partition, req.fetch_offset, limit, req.current_leader_epoch, req.last_fetched_epoch
-            )
-            result = self._read(capped, min_one, isolation_level, replica_id)
+            result = self._read(req, min_one, isolation_level, replica_id, now_ms, limit)
             size = result.records_size
             if size:
                 min_one = False
