@@ -10,9 +10,10 @@ partition state znodes (``/brokers/topics/<t>/partitions/<p>/state``) with a kaz
 - ``idle``: per broker, CPU (user + system, from ``/proc``) over ``--idle-s`` seconds as a
   percentage of one core, and RSS, once every ISR is whole and 5 s have passed;
 - ``restart_clean_s``: a broker (not the controller) stopped with SIGTERM (controlled
-  shutdown), then started again, until it is back in every ISR it belongs to;
-- ``restart_kill9_s``: the same broker killed with SIGKILL and started again (log recovery
-  included) until it is back in every ISR;
+  shutdown); once it is out of every ISR, started again, until it is back in every ISR;
+- ``restart_kill9_s``: the same broker killed with SIGKILL; once the controller has handled its
+  death (its session expired, it left every ISR), started again (log recovery included) until it
+  is back in every ISR;
 - ``failover_leader_s``: the broker that leads the most partitions (``failover_leader_partitions``)
   among those that are not the controller, killed with SIGKILL until every partition has a live
   leader; then it is restarted and back in every ISR;
@@ -108,6 +109,10 @@ def in_every_isr(states: States, broker_id: int) -> bool:
     return all(s is not None and broker_id in s["isr"] for s in states.read())
 
 
+def out_of_every_isr(states: States, broker_id: int) -> bool:
+    return all(s is not None and broker_id not in s["isr"] for s in states.read())
+
+
 def every_leader_live(states: States, live: set[int]) -> bool:
     return all(s is not None and s["leader"] in live for s in states.read())
 
@@ -176,6 +181,8 @@ def run(partitions: int, args: argparse.Namespace) -> dict[str, Any]:
             if "restart" not in skip:
                 for name, stop in (("restart_clean_s", cluster.stop), ("restart_kill9_s", cluster.kill9)):
                     stop(victim)
+                    # the controller has handled the death (after kill -9: once the session expired)
+                    wait_for("out of every ISR", lambda: out_of_every_isr(states, victim), 120)
                     started = time.monotonic()
                     cluster.restart(victim)
                     wait_for("back in every ISR", lambda: in_every_isr(states, victim), 300)

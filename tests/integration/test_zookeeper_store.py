@@ -302,3 +302,20 @@ def test_batches_are_pipelined_and_apply_each_transaction_on_its_own(zookeeper_c
             await check_batches(s, count=3000)
 
     run(scenario)
+
+
+def test_ten_thousand_partition_states_are_created_in_chunks_under_the_request_limit(zookeeper_connect: str) -> None:
+    """One multi of 10,000 state znodes would pass ZooKeeper's jute.maxbuffer (the server drops
+    the connection); chunks of 1,000 pipelined in order create them all."""
+
+    async def scenario() -> None:
+        async with ZooKeeperStore(zookeeper_connect, session_timeout_ms=6000) as s:
+            zk = KafkaZkClient(s)
+            await s.create("/brokers/topics/big", makepath=True)  # the topic's assignment znode
+            states = {p: LeaderAndIsr(1, 0, [1, 2, 3], 1) for p in range(10_000)}
+            await zk.create_partition_states("big", states)
+            read = await zk.get_partition_states_of([TopicPartition("big", p) for p in range(10_000)])
+            assert all(r is not None and list(r.isr) == [1, 2, 3] for r in read)
+            assert len(await s.get_children("/brokers/topics/big/partitions")) == 10_000
+
+    run(scenario)

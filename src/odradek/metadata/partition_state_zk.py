@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from odradek.metadata.errors import BadVersionError, ControllerMovedError, CoordinationError, NoNodeError
+from odradek.metadata.errors import (
+    BadVersionError,
+    ControllerMovedError,
+    CoordinationError,
+    NoNodeError,
+)
 from odradek.metadata.store import CheckVersionOp, CoordinationStore, CreateOp, Op, SetDataOp, ZnodeStat
 from odradek.metadata.znodes import (
     ControllerEpochZNode,
@@ -24,7 +29,10 @@ from odradek.metadata.znodes import (
     TopicPartitionsZNode,
 )
 
-__all__ = ["LeaderAndIsrUpdate", "PartitionStateZk"]
+__all__ = ["STATE_CREATE_CHUNK", "LeaderAndIsrUpdate", "PartitionStateZk"]
+
+STATE_CREATE_CHUNK = 1000
+"""New partitions whose state znodes one multi creates (about 170 KB of requests at 1,000)."""
 
 LeaderAndIsrUpdate = tuple[TopicPartitionLike, LeaderAndIsr, int]
 """One conditional state write: (partition, new state, the state znode's version it replaces)."""
@@ -57,32 +65,42 @@ class PartitionStateZk:
     async def create_partition_states(
         self, topic: str, states: Mapping[int, LeaderAndIsr], controller_epoch_zk_version: int | None = None
     ) -> None:
-        """Create the state znodes of many new partitions of ``topic`` in one atomic multi (one
-        round trip to ZooKeeper, one snapshot write in the embedded store), creating the
-        ``partitions`` and ``partitions/<p>`` parents that are missing. Every new state's
-        zk_version is 0. Raises :class:`NodeExistsError` (nothing created) if any exists, and, if
-        ``controller_epoch_zk_version`` is given, :class:`ControllerMovedError` (nothing created)
+        """Create the state znodes of many new partitions of ``topic``, creating the
+        ``partitions`` and ``partitions/<p>`` parents that are missing: each
+        :data:`STATE_CREATE_CHUNK` partitions one atomic multi, the multis pipelined in order (a
+        thousand-partition topic is one write; one multi for 10,000 would pass ZooKeeper's
+        ``jute.maxbuffer`` of 1 MB, which makes the server drop the connection). Every new state's
+        zk_version is 0. Raises :class:`NodeExistsError` if any exists (nothing of its chunk is
+        created), and, if ``controller_epoch_zk_version`` is given, :class:`ControllerMovedError`
         when ``/controller_epoch`` is no longer at that version.
         """
         if not states:
             return
         parent = TopicPartitionsZNode.path(topic)
-        ops: list[Op] = []
+        checks: list[Op] = []
         if controller_epoch_zk_version is not None:
-            ops.append(CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version))
+            checks.append(CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version))
         parent_missing = await self.store.exists(parent) is None
-        if parent_missing:
-            ops.append(CreateOp(parent))
-        for partition in sorted(states):
-            tp = TopicPartition(topic, partition)
-            partition_path = f"{parent}/{partition}"
-            if parent_missing or await self.store.exists(partition_path) is None:
-                ops.append(CreateOp(partition_path))
-            ops.append(CreateOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(states[partition])))
-        try:
-            await self.store.multi(ops)
-        except BadVersionError as e:
-            raise _controller_moved(e, controller_epoch_zk_version) from None
+        ordered = sorted(states)
+        transactions: list[list[Op]] = []
+        for start in range(0, len(ordered), STATE_CREATE_CHUNK):
+            ops = list(checks)
+            if parent_missing and start == 0:
+                ops.append(CreateOp(parent))
+            for partition in ordered[start : start + STATE_CREATE_CHUNK]:
+                tp = TopicPartition(topic, partition)
+                partition_path = f"{parent}/{partition}"
+                if parent_missing or await self.store.exists(partition_path) is None:
+                    ops.append(CreateOp(partition_path))
+                ops.append(
+                    CreateOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(states[partition]))
+                )
+            transactions.append(ops)
+        for result in await self.store.multi_many(transactions):
+            if isinstance(result, BadVersionError):
+                raise _controller_moved(result, controller_epoch_zk_version)
+            if isinstance(result, CoordinationError):
+                raise result
 
     async def update_leader_and_isr(
         self,
