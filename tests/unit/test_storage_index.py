@@ -149,3 +149,22 @@ def test_sanity_check_rejects_bad_files(tmp_path: Path) -> None:
     good = tmp_path / "good.timeindex"
     good.write_bytes(struct.pack(">qiqi", 100, 1, 190, 2))
     TimeIndex(good, 0).sanity_check()
+
+
+def test_an_index_costs_one_descriptor_its_mapping_and_resizes_still_work(tmp_path: Path) -> None:
+    def open_fds() -> int:
+        return len(list(Path("/proc/self/fd").iterdir()))
+
+    before = open_fds()
+    indexes = [OffsetIndex(tmp_path / f"{i:020d}.index", i * 100, max_index_size=4096) for i in range(20)]
+    assert open_fds() - before == 20  # the mapping's own duplicate only, none held by the index
+    index = indexes[0]
+    index.append(5, 100)
+    index.trim_to_valid_size()
+    assert index.length == 8 and (tmp_path / f"{0:020d}.index").stat().st_size == 8
+    index.resize(4096)
+    index.append(9, 300)
+    assert index.lookup(9) == OffsetPosition(9, 300)
+    for i in indexes:
+        i.close()
+    assert open_fds() == before and index.closed
