@@ -226,6 +226,9 @@ def plot(results: list[dict[str, Any]], path: str) -> None:
     )
     right.set(xscale="log", xlabel="partitions (RF=3, 3 brokers)", ylabel="seconds until every partition is led")
     right.legend()
+    for ax in (left, right):
+        ax.set_xticks(counts, [f"{c:,}" for c in counts])
+        ax.minorticks_off()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -237,7 +240,11 @@ def main() -> None:
     parser.add_argument("--session-ms", type=int, default=6000)
     parser.add_argument("--skip", default="", help="comma-separated phases to leave out: restart,failover")
     parser.add_argument("--plot", help="write a PNG of idle CPU and failover time against partitions here")
+    parser.add_argument("--replot", help="only draw --plot from this earlier JSON output of a sweep")
     args = parser.parse_args()
+    if args.replot:
+        plot(json.loads(Path(args.replot).read_text()), args.plot)
+        return
     results = [run(int(n), args) for n in args.partitions.split(",")]
     if args.plot:
         plot(results, args.plot)
