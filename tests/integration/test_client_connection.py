@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,27 @@ from odradek.client.connection import KafkaConnection
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.errors import UnsupportedVersionError
 from odradek.testing import BrokerRunner
+
+
+async def _create_topic(conn: KafkaConnection, name: str) -> None:
+    topics = conn.builder(19, 2, 7)
+    creatable = topics.make(
+        "CreatableTopic", name=name, num_partitions=1, replication_factor=1, assignments=(), configs=()
+    )
+    created = await conn.send(topics(topics=(creatable,), timeout=datetime.timedelta(seconds=10), validate_only=False))
+    assert created.topics[0].error_code == 0
+
+
+def _long_poll(conn: KafkaConnection, topic: str, wait_ms: int) -> Any:
+    """Fetch v4 of partition 0 of ``topic`` from offset 0, waiting up to ``wait_ms`` for a byte."""
+    fetch = conn.builder(1, 4, 12)
+    partition = fetch.make("FetchPartition", partition=0, fetch_offset=0, partition_max_bytes=1024)
+    return fetch(
+        max_wait=datetime.timedelta(milliseconds=wait_ms),
+        min_bytes=1,
+        topics=(fetch.make("FetchTopic", topic=topic, partitions=(partition,)),),
+        forgotten_topics_data=(),
+    )
 
 
 def _address(broker: BrokerRunner) -> tuple[str, int]:
@@ -56,41 +78,9 @@ def test_timeout_leaves_connection_usable(odradek_broker: BrokerRunner) -> None:
 
     async def go() -> None:
         async with KafkaConnection(host, port) as conn:
-            topics = conn.builder(19, 2, 7)
-            created = await conn.send(
-                topics(
-                    topics=(
-                        topics.make(
-                            "CreatableTopic",
-                            name="slow",
-                            num_partitions=1,
-                            replication_factor=1,
-                            assignments=(),
-                            configs=(),
-                        ),
-                    ),
-                    timeout=datetime.timedelta(seconds=10),
-                    validate_only=False,
-                )
-            )
-            assert created.topics[0].error_code == 0
-            fetch = conn.builder(1, 4, 12)
-            long_poll = fetch(
-                max_wait=datetime.timedelta(milliseconds=1500),
-                min_bytes=1,
-                topics=(
-                    fetch.make(
-                        "FetchTopic",
-                        topic="slow",
-                        partitions=(
-                            fetch.make("FetchPartition", partition=0, fetch_offset=0, partition_max_bytes=1024),
-                        ),
-                    ),
-                ),
-                forgotten_topics_data=(),
-            )
+            await _create_topic(conn, "slow")
             with pytest.raises(KafkaTimeoutError):
-                await conn.send(long_poll, timeout_ms=200)
+                await conn.send(_long_poll(conn, "slow", 1500), timeout_ms=200)
             versions = conn.builder(18, 0, 3)
             answer = await conn.send(versions(client_software_name="t", client_software_version="1"))
             assert type(answer).__name__ == "ApiVersionsResponse"
@@ -105,10 +95,9 @@ def test_broker_going_away_fails_pending_requests(odradek_broker_factory: Callab
 
     async def go() -> None:
         conn = await KafkaConnection(host, port).connect()
-        fetch = conn.builder(1, 4, 12)
-        pending = asyncio.ensure_future(
-            conn.send(fetch(max_wait=datetime.timedelta(seconds=10), min_bytes=1, topics=(), forgotten_topics_data=()))
-        )
+        await _create_topic(conn, "idle")
+        # a long poll on a partition with nothing to read (a Fetch naming none is answered at once)
+        pending = asyncio.ensure_future(conn.send(_long_poll(conn, "idle", 10_000)))
         await asyncio.sleep(0.2)
         await asyncio.get_running_loop().run_in_executor(None, runner.stop)
         with pytest.raises(KafkaConnectionError):

@@ -545,6 +545,9 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             transport.writelines(pending)
 
     def close(self) -> None:
+        """Close the connection; the responses already queued (:meth:`_queue_out`) go first, as
+        they would have gone had each been written at once."""
+        self._flush_out()
         self._closed = True
         if self.transport is not None:
             self.transport.close()
