@@ -362,12 +362,6 @@ class ZkPartitionStateMachine(PartitionStateMachine):
         elif current is not _P.OfflinePartition:
             self.transition(tp, _P.OfflinePartition, new, cause)
 
-    async def elect_offline(
-        self, tp: TopicPartition, replicas: list[int], live: set[int], unclean: bool, cause: str
-    ) -> PartitionState | None:
-        """:meth:`elect_offline_many` of one partition."""
-        return (await self.elect_offline_many([(tp, replicas, live, unclean)], cause)).get(tp)
-
     async def elect_offline_many(
         self, partitions: Sequence[tuple[TopicPartition, list[int], set[int], bool]], cause: str
     ) -> dict[TopicPartition, PartitionState]:
