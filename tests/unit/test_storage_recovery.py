@@ -319,3 +319,30 @@ def test_an_unreadable_checkpoint_is_rebuilt_from_every_segment(tmp_path: Path) 
     log = reopen(tmp_path, clean=True, recovery_point=log.log_end_offset)
     assert log.leader_epoch_cache.entries == [(1, 0), (4, mid)]
     log.close()
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_an_empty_log_holds_one_descriptor_until_its_first_append(tmp_path: Path, clean: bool) -> None:
+    def open_fds() -> int:
+        return len(list(Path("/proc/self/fd").iterdir()))
+
+    before = open_fds()
+    logs = [Log(tmp_path / f"orders-{i}", CFG) for i in range(10)]
+    created = open_fds() - before
+    for log in logs:
+        log.close()
+    before = open_fds()
+    logs = [Log(tmp_path / f"orders-{i}", CFG, had_clean_shutdown=clean) for i in range(10)]
+    reopened = open_fds() - before
+    log = logs[0]
+    for i in range(3):  # one segment
+        log.append_as_leader(batch(i))
+    appended = open_fds() - before - reopened
+    log.close()
+    log = reopen(tmp_path.joinpath("orders-0").parent, clean=False)  # recovered from the files
+    assert (created, reopened, appended) == (10, 10, 2)  # the .log each; the two index mappings once used
+    assert log.log_end_offset == 6 and log.segments[0].offset_index.entries > 0
+    assert_reads_everything(log)
+    log.close()
+    for other in logs[1:]:
+        other.close()

@@ -146,6 +146,8 @@ def load_segments(
                 first_unflushed = i
 
     for i, seg in enumerate(segments[:first_unflushed]):
+        if seg.nothing_indexed():
+            continue  # an empty segment: its indexes are made on first use
         if not seg.indexes_exist():
             logger.info("%s Rebuilding missing index files of segment %s", ident, seg.log_path)
             seg.delete_index_files()

@@ -171,6 +171,18 @@ class LogSegment:
     def indexes_exist(self) -> bool:
         return self.index_path.exists() and self.time_index_path.exists()
 
+    def nothing_indexed(self) -> bool:
+        """Whether the segment is empty and its indexes are neither open nor hold a byte on disk:
+        then there is nothing to check, rebuild or preallocate until the first append or lookup
+        opens them (:class:`~odradek.storage.index.AbstractIndex` preallocates a new file)."""
+        return (
+            self._index is None
+            and self._time_index is None
+            and self.log.size == 0
+            and _empty_or_absent(self.index_path)
+            and _empty_or_absent(self.time_index_path)
+        )
+
     # --- reading the log file ---------------------------------------------------------------
 
     def read_at(self, position: int, size: int) -> bytes:
@@ -275,6 +287,8 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""
+        if self.log.size == 0:
+            return self.base_offset  # no index needed (an idle empty partition opens none)
         last = self.offset_index.last_entry
         next_offset = self.base_offset
         for _, h in self.scan_batches(last.position):
@@ -409,7 +423,10 @@ class LogSegment:
         Returns ``(bytes_truncated, reason)``; reason is None when the whole file was valid.
         A batch is invalid when its header is torn, its length or magic is wrong, its CRC does not
         match, its counts are inconsistent, or its offsets go backwards or do not fit the segment.
+        An empty segment with nothing indexed opens no index (:meth:`nothing_indexed`).
         """
+        if self.nothing_indexed():
+            return 0, None
         index = self.offset_index
         tindex = self.time_index
         index.reset()
@@ -474,7 +491,12 @@ class LogSegment:
         return truncated
 
     def make_active(self) -> None:
-        """Preallocate the indexes again so the segment can take appends."""
+        """Preallocate the indexes again so the segment can take appends. An empty segment whose
+        index files are empty or absent (a new log, or one closed cleanly before any append) opens
+        nothing: its first append or lookup opens and preallocates them, so an idle empty
+        partition holds one file descriptor (its ``.log``), not three."""
+        if self.nothing_indexed():
+            return
         self.offset_index.resize(self.max_index_size)
         self.time_index.resize(self.max_index_size)
 
@@ -537,3 +559,10 @@ class LogSegment:
         self.index_path.unlink(missing_ok=True)
         self.time_index_path.unlink(missing_ok=True)
         self.txn_index.delete()
+
+
+def _empty_or_absent(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except FileNotFoundError:
+        return True
