@@ -22,7 +22,8 @@ from odradek.security.principal import ANONYMOUS, KafkaPrincipal
 from odradek.server.client_quotas import ClientQuotas
 from odradek.server.config import KafkaConfig
 from odradek.server.dynamic_config import DynamicBrokerConfig
-from odradek.server.fetch_session import FetchManager, FetchSessionCache
+from odradek.server.fetch_context import FetchManager
+from odradek.server.fetch_session import FetchSessionCache
 from odradek.server.metadata_cache import TopicMetadata
 from odradek.server.request import RequestContext
 from odradek.server.services import ApiServices

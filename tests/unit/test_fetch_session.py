@@ -8,20 +8,22 @@ import uuid
 from odradek.errors import ErrorCode
 from odradek.replication.fetch_session_handler import FetchSessionHandler, PartitionParams
 from odradek.replication.replica_manager import FetchPartitionResult
+from odradek.server.fetch_context import (
+    FetchContext,
+    FetchManager,
+    FullFetchContext,
+    IncrementalFetchContext,
+    SessionlessFetchContext,
+)
 from odradek.server.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
     NUM_FETCH_SESSION_CACHE_SHARDS,
     CachedPartition,
-    FetchContext,
-    FetchManager,
     FetchSessionCache,
     FetchSessionCacheShard,
-    FullFetchContext,
-    IncrementalFetchContext,
     PartitionData,
-    SessionlessFetchContext,
     next_epoch,
 )
 from odradek.storage import TopicPartition

@@ -264,3 +264,31 @@ def test_the_fetcher_fetches_in_a_session_and_starts_over_after_a_session_error(
     # full (id 0, epoch 0, the partition); incremental (55, 1, nothing named); (55, 2) answered with
     # the epoch error; full again closing 55 (55, 0, the partition)
     assert sent == [(0, 0, 1, 0), (55, 1, 0, 0), (55, 2, 0, 0), (55, 0, 1, 0)]
+
+
+def test_an_idle_fetcher_names_nothing_and_names_what_changed(tmp_path: Path) -> None:
+    def answer(*partitions: Any) -> Any:
+        topics = [SimpleNamespace(topic=TP.topic, partitions=list(partitions))] if partitions else []
+        return SimpleNamespace(error_code=0, session_id=55, responses=topics)
+
+    async def body(partition: Partition) -> list[list[tuple[int, int]]]:
+        fetcher = await _idle_fetcher(partition)
+        fetcher.partitions[TP].truncating = False
+        records = bytearray(batch(2))
+        records[0:8] = (5).to_bytes(8, "big")  # the leader's base offset
+        conn = FakeConnection(
+            answer(fetched(high_watermark=5)),  # full: opens session 55
+            answer(),  # idle
+            answer(fetched(records=bytes(records), high_watermark=5)),  # idle, but the leader had two records
+            answer(),  # names the new fetch offset
+            answer(),  # idle again
+            answer(),  # after the log start moved
+        )
+        for step in range(6):
+            if step == 5:
+                partition.log.delete_records(1)
+                fetcher.mark_changed(TP)
+            await fetcher._fetch(conn, [TP])  # type: ignore[arg-type]
+        return [[(p.fetch_offset, p.log_start_offset) for t in r.topics for p in t.partitions] for r in conn.requests]
+
+    assert _run(tmp_path, [(1, 5)], body) == [[(5, 0)], [], [], [(7, 0)], [], [(7, 1)]]

@@ -90,6 +90,27 @@ class FetchSessionHandler:
         self.incremental_requests += 1
         return FetchRequestData(self.session_id, self.epoch, to_send, to_forget)
 
+    @property
+    def needs_full(self) -> bool:
+        """Whether the next request is a full one (no session, or starting over)."""
+        return self.epoch == INITIAL_EPOCH
+
+    def build_changes(
+        self, changed: dict[TopicPartition, PartitionParams], to_forget: list[TopicPartition]
+    ) -> FetchRequestData:
+        """The next incremental request when the caller knows what changed: ``changed`` holds the
+        partitions added or whose parameters may have changed (those equal to what the session
+        holds are left out), ``to_forget`` the session's partitions no longer fetched. Only in a
+        session (not :attr:`needs_full`): costs what changed, not what the session holds."""
+        assert not self.needs_full
+        known = self.session_partitions
+        to_send = {tp: p for tp, p in changed.items() if known.get(tp) != p}
+        for tp in to_forget:
+            known.pop(tp, None)
+        known.update(to_send)
+        self.incremental_requests += 1
+        return FetchRequestData(self.session_id, self.epoch, to_send, to_forget)
+
     def handle_response(
         self, sent: FetchRequestData, error_code: int, session_id: int, answered: set[TopicPartition]
     ) -> bool:
@@ -107,7 +128,7 @@ class FetchSessionHandler:
             self.session_id = session_id
             self.epoch = INITIAL_EPOCH if session_id == INVALID_SESSION_ID else 1
             return True
-        if not answered <= set(self.session_partitions):
+        if not self.session_partitions.keys() >= answered:
             self._reset(self.session_id)
             return False
         if session_id == INVALID_SESSION_ID:  # the leader closed the session

@@ -21,7 +21,10 @@ KafkaConnection`) to the leader's inter-broker endpoint, and loops:
    after the first, full, request each names only the partitions whose fetch parameters changed
    (a partition that appended, truncated or changed leader epoch) and forgets those no longer
    fetched (moved away, backing off, throttled); the answer carries only the partitions with
-   news. FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH or an answer that does not
+   news. The fetcher computes the parameters only of the partitions that may have changed
+   (:attr:`ReplicaFetcher.dirty`: added, answered, truncated, their log start moved by
+   retention), so an idle fetcher's request costs nothing per partition.
+   FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH or an answer that does not
    match the request makes the next request a full one, at once.
 3. **Errors**: a partition answered NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
    UNKNOWN_LEADER_EPOCH or UNKNOWN_TOPIC_OR_PARTITION waits ``replica.fetch.backoff.ms`` (the
@@ -109,6 +112,8 @@ class FetcherConfig:
 class FetchState:
     truncating: bool = True
     delayed_until: float = 0.0
+    generation: int = 0
+    """The fetcher's :attr:`ReplicaFetcher.generation` when the partition was added."""
 
 
 class ReplicaFetcher:
@@ -133,13 +138,26 @@ class ReplicaFetcher:
         self._conn: KafkaConnection | None = None
         self.session = FetchSessionHandler(leader_id)
         """This fetcher's fetch session with its leader (:mod:`odradek.replication.fetch_session_handler`)."""
+        self.dirty: set[TopicPartition] = set()
+        """Partitions whose fetch parameters may have changed since the last request (added, answered,
+        truncated, their log start moved): an incremental request computes only theirs."""
+        self.generation = 0
+        """Counts requests sent and partitions added: an answer is used only for partitions
+        added before its request went out."""
         self._wakeup = asyncio.Event()
         self._stopping = False
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     def add(self, tp: TopicPartition) -> None:
-        self.partitions[tp] = FetchState()
+        self.generation += 1
+        self.partitions[tp] = FetchState(generation=self.generation)
+        self.dirty.add(tp)
         self._wakeup.set()
+
+    def mark_changed(self, tp: TopicPartition) -> None:
+        """``tp``'s log changed outside the fetcher (its log start moved): send its parameters again."""
+        if tp in self.partitions:
+            self.dirty.add(tp)
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
@@ -281,6 +299,7 @@ class ReplicaFetcher:
 
     def _truncate_to(self, partition: Partition, offset: int, reason: str) -> None:
         tp = partition.topic_partition
+        self.dirty.add(tp)
         if offset < partition.log.log_end_offset:
             log.info(
                 "%s: truncating %s-%d from %d to %d (%s)",
@@ -303,7 +322,9 @@ class ReplicaFetcher:
     def _throttled(self, tps: list[TopicPartition]) -> set[TopicPartition]:
         """The out-of-sync partitions under the follower throttle (Kafka's shouldFollowerThrottle)."""
         quota = self.config.quota
-        out = set()
+        out: set[TopicPartition] = set()
+        if not quota.throttles_any:
+            return out
         for tp in tps:
             partition = self.partition_for(tp)
             if partition is not None and quota.is_throttled(tp) and self.broker_id not in partition.state.isr:
@@ -318,21 +339,17 @@ class ReplicaFetcher:
                 await asyncio.sleep(THROTTLE_PAUSE_S)
                 return
         rb = conn.builder(ApiKey.FETCH, 4, FETCH_MAX_VERSION)
-        sent: dict[TopicPartition, tuple[FetchState, int, int]] = {}
-        params: dict[TopicPartition, PartitionParams] = {}
-        for tp in tps:
-            partition = self.partition_for(tp)
-            assert partition is not None and partition.epoch_cache is not None
-            sent[tp] = (self.partitions[tp], partition.leader_epoch, partition.log.log_end_offset)
-            params[tp] = PartitionParams(
-                fetch_offset=partition.log.log_end_offset,
-                log_start_offset=partition.log.log_start_offset,
-                max_bytes=self.config.max_bytes,
-                current_leader_epoch=partition.leader_epoch,
-                last_fetched_epoch=partition.epoch_cache.latest_epoch,
-            )
         session = self.session
-        data = session.build(params)
+        if session.needs_full:
+            data = session.build({tp: self._params(tp) for tp in tps})
+        else:  # only what changed: an idle fetcher's request costs nothing per partition
+            fetched = set(tps)
+            known = session.session_partitions
+            changed = (self.dirty & fetched) | (fetched - known.keys())
+            data = session.build_changes({tp: self._params(tp) for tp in changed}, list(known.keys() - fetched))
+        self.dirty.clear()
+        self.generation += 1
+        sent_generation = self.generation
         by_topic: dict[str, list[object]] = {}
         for tp, p in data.to_send.items():
             by_topic.setdefault(tp.topic, []).append(
@@ -371,6 +388,9 @@ class ReplicaFetcher:
             raise
         error = ErrorCode(getattr(response, "error_code", 0))
         answered = {TopicPartition(t.topic, p.partition_index) for t in response.responses for p in t.partitions}
+        self.dirty |= answered  # what the answer changes (an append, a truncation) goes in the next request
+        known = session.session_partitions
+        sent = {tp: known.get(tp) for tp in answered}  # as the request named them (a reset clears the session)
         if not session.handle_response(data, int(error), int(getattr(response, "session_id", 0)), answered):
             if error in SESSION_ERRORS:  # the next request is a full one, at once
                 log.info("%s: fetch session answered %s; sending a full fetch", self.name, error.name)
@@ -384,24 +404,49 @@ class ReplicaFetcher:
             for p in topic.partitions:
                 tp = TopicPartition(topic.topic, p.partition_index)
                 partition = self.partition_for(tp)
-                if partition is None or partition.is_leader or not self._unchanged(tp, partition, sent.get(tp)):
+                if (
+                    partition is None
+                    or partition.is_leader
+                    or not self._unchanged(tp, partition, sent, sent_generation)
+                ):
                     continue
                 if tp in throttled and p.records is not None:
                     self.config.quota.record(len(p.records))
                 self._process(partition, p)
 
-    def _unchanged(self, tp: TopicPartition, partition: Partition, sent: tuple[FetchState, int, int] | None) -> bool:
+    def _unchanged(
+        self,
+        tp: TopicPartition,
+        partition: Partition,
+        sent: dict[TopicPartition, PartitionParams | None],
+        sent_generation: int,
+    ) -> bool:
         """Whether ``tp`` is fetched as it was when the request went out (Kafka's fetcher drops an
-        answer otherwise): same assignment, same leader epoch, same log end offset. A LeaderAndIsr
-        that arrived during the long poll made the answer stale: the partition is fetched (after
-        truncating) at once with its new epoch instead of backing off on FENCED_LEADER_EPOCH."""
-        if sent is None:
-            return False
-        state, epoch, fetch_offset = sent
+        answer otherwise): same assignment (not added again since), same leader epoch, same log
+        end offset as the session last told the leader. A LeaderAndIsr that arrived during the
+        long poll made the answer stale: the partition is fetched (after truncating) at once with
+        its new epoch instead of backing off on FENCED_LEADER_EPOCH."""
+        state = self.partitions.get(tp)
+        params = sent.get(tp)
         return (
-            self.partitions.get(tp) is state
-            and partition.leader_epoch == epoch
-            and partition.log.log_end_offset == fetch_offset
+            state is not None
+            and params is not None
+            and state.generation < sent_generation
+            and partition.leader_epoch == params.current_leader_epoch
+            and partition.log.log_end_offset == params.fetch_offset
+        )
+
+    def _params(self, tp: TopicPartition) -> PartitionParams:
+        """``tp``'s fetch parameters now: at the log end offset, after the latest epoch."""
+        partition = self.partition_for(tp)
+        assert partition is not None and partition.epoch_cache is not None
+        log_ = partition.log
+        return PartitionParams(
+            fetch_offset=log_.log_end_offset,
+            log_start_offset=log_.log_start_offset,
+            max_bytes=self.config.max_bytes,
+            current_leader_epoch=partition.leader_epoch,
+            last_fetched_epoch=partition.epoch_cache.latest_epoch,
         )
 
     def _process(self, partition: Partition, p: object) -> None:
@@ -481,6 +526,13 @@ class ReplicaFetcherManager:
             )
         fetcher.add(tp)
         self._assigned[tp] = key
+
+    def mark_changed(self, tp: TopicPartition) -> None:
+        """``tp``'s log changed outside its fetcher (retention moved its log start)."""
+        key = self._assigned.get(tp)
+        fetcher = self.fetchers.get(key) if key is not None else None
+        if fetcher is not None:
+            fetcher.mark_changed(tp)
 
     @property
     def assigned(self) -> dict[TopicPartition, tuple[int, int]]:

@@ -37,6 +37,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from odradek.errors import ErrorCode, NotEnoughReplicasError, NotLeaderOrFollowerError
 from odradek.metadata.znodes import LeaderAndIsr
@@ -97,6 +98,31 @@ ISR_SHRINKS, ISR_EXPANDS, FOLLOWER_BYTES_IN = range(3)
 """Indexes of :attr:`Partition.counters`."""
 
 
+class FetchClock:
+    """The time of an incremental fetch session's latest fetch (wall-clock ms), shared by every
+    partition of the session a follower was caught up in when last read (:attr:`FollowerState.clock`).
+
+    An idle session's fetch reads none of its partitions (:mod:`odradek.server.fetch_session`);
+    moving this one clock counts, for each of them, as the fetch at the log end offset it would
+    have been: the follower is caught up as of ``ms`` until the partition changes."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int = 0) -> None:
+        self.ms = ms
+
+
+class PartitionWatcher(Protocol):
+    """Told of every change of a partition a fetch could see (:meth:`Partition.changed`)."""
+
+    def partition_changed(self) -> None: ...
+
+
+FetchWatchers = dict[TopicPartition, set[PartitionWatcher]]
+"""The replica manager's registry of the watchers of each partition (the incremental fetch
+sessions' cached partitions), by topic partition: it outlives the :class:`Partition` objects."""
+
+
 @dataclass
 class FollowerState:
     """The leader's view of one follower (Kafka's ``Replica``)."""
@@ -106,6 +132,21 @@ class FollowerState:
     last_caught_up_time_ms: int = 0
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_time_ms: int = 0
+    clock: FetchClock | None = None
+    """The clock of the session whose last read found this follower caught up, while the
+    partition has not changed since: the follower counts as caught up at ``clock.ms``."""
+
+    def caught_up_ms(self) -> int:
+        """``last_caught_up_time_ms``, or the session clock's time if later."""
+        clock = self.clock
+        if clock is not None and clock.ms > self.last_caught_up_time_ms:
+            return clock.ms
+        return self.last_caught_up_time_ms
+
+    def settle_clock(self) -> None:
+        """The partition changed (or this follower's fetch did): keep the clock's time, drop the clock."""
+        self.last_caught_up_time_ms = self.caught_up_ms()
+        self.clock = None
 
 
 @dataclass(eq=False)
@@ -128,6 +169,8 @@ class Partition:
     offset (Kafka's fetcher lag, whose maximum is ``ReplicaFetcherManager`` ``MaxLag``)."""
     followers: dict[int, FollowerState] = field(default_factory=dict)
     leader_epoch_start_offset: int = 0
+    watchers: FetchWatchers | None = None
+    """The replica manager's registry; :meth:`changed` tells this partition's watchers."""
     _waiters: list[asyncio.Future[None]] = field(default_factory=list)
     _follower_waiters: list[asyncio.Future[None]] = field(default_factory=list)
     _produce_waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = field(default_factory=list)
@@ -217,6 +260,8 @@ class Partition:
         if new_epoch and was_leader:
             self.wake_waiters()
             self.complete_delayed_produces()
+        elif new_epoch:
+            self.changed()
         if new_epoch:
             tp = self.topic_partition
             state_change_log.info(
@@ -242,6 +287,7 @@ class Partition:
         self.followers = {}
         if was_leader:
             self.complete_delayed_produces()  # now NOT_LEADER_OR_FOLLOWER
+            self.changed()
         if (changed or was_leader) and state.leader >= 0:
             tp = self.topic_partition
             state_change_log.info(
@@ -291,14 +337,20 @@ class Partition:
 
     # --- follower fetches on the leader --------------------------------------------------------
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
-        """A fetch from follower ``replica_id`` at ``fetch_offset`` (its log end offset)."""
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, now_ms: int, clock: FetchClock | None = None
+    ) -> None:
+        """A fetch from follower ``replica_id`` at ``fetch_offset`` (its log end offset); ``clock``
+        is its incremental session's (:class:`FetchClock`), None for a fetch without a session."""
         follower = self.followers.get(replica_id)
         if follower is None:
             return
+        if follower.clock is not None:
+            follower.settle_clock()
         leader_leo = self.log.log_end_offset
         if fetch_offset >= leader_leo:
             follower.last_caught_up_time_ms = now_ms
+            follower.clock = clock
         elif fetch_offset >= follower.last_fetch_leader_log_end_offset >= 0:
             follower.last_caught_up_time_ms = max(follower.last_caught_up_time_ms, follower.last_fetch_time_ms)
         follower.last_fetch_leader_log_end_offset = leader_leo
@@ -342,7 +394,7 @@ class Partition:
             for r in self.state.isr
             if r != self.broker_id
             and (f := self.followers.get(r)) is not None
-            and now_ms - f.last_caught_up_time_ms > self.replica_lag_time_max_ms
+            and now_ms - f.caught_up_ms() > self.replica_lag_time_max_ms
         ]
 
     def maybe_shrink_isr(self, now_ms: int) -> None:
@@ -360,6 +412,12 @@ class Partition:
         self._isr_update = asyncio.get_running_loop().create_task(self._update_isr(new_isr, reason))
 
     async def _update_isr(self, new_isr: list[int], reason: str) -> None:
+        try:
+            await self._write_isr(new_isr, reason)
+        finally:  # written or not, fetch sessions read the partition again (a follower's expansion is retried)
+            self.changed()
+
+    async def _write_isr(self, new_isr: list[int], reason: str) -> None:
         assert self.isr_writer is not None
         tp = self.topic_partition
         proposed = replace(self.state, isr=new_isr)
@@ -462,7 +520,22 @@ class Partition:
 
     def wake_follower_waiters(self) -> None:
         """The log end offset moved: followers waiting for new batches fetch them now."""
+        self.changed()
         waiters, self._follower_waiters = self._follower_waiters, []
         for fut in waiters:
             if not fut.done():
                 fut.set_result(None)
+
+    def changed(self) -> None:
+        """Something a fetch of this partition answers may have changed (log end offset, high
+        watermark, last stable or log start offset, leadership, the partition's removal): the
+        followers' session clocks stop counting here, and the watchers (the incremental fetch
+        sessions holding this partition) read it at their next fetch. Called on every append
+        (through :meth:`wake_follower_waiters`): costs a dict lookup and a look at each follower."""
+        for follower in self.followers.values():
+            if follower.clock is not None:
+                follower.settle_clock()
+        watchers = self.watchers.get(self.topic_partition) if self.watchers is not None else None
+        if watchers:
+            for watcher in watchers:
+                watcher.partition_changed()

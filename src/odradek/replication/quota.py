@@ -70,6 +70,11 @@ class ReplicationQuota:
             self._throttled[topic] = partitions
         return before != self._throttled.get(topic, set())
 
+    @property
+    def throttles_any(self) -> bool:
+        """Whether a rate is set and some partition is throttled (else :meth:`is_throttled` is False for all)."""
+        return self.rate < UNLIMITED and bool(self._throttled)
+
     def is_throttled(self, tp: TopicPartition) -> bool:
         if self.rate >= UNLIMITED or tp.topic not in self._throttled:
             return False

@@ -39,7 +39,7 @@ from odradek.errors import (
 from odradek.replication.alter_log_dirs import ReplicaAlterLogDirsManager
 from odradek.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from odradek.replication.pacing import Pacer, pace
-from odradek.replication.partition import IsrWriter, Partition, PartitionState
+from odradek.replication.partition import FetchClock, FetchWatchers, IsrWriter, Partition, PartitionState
 from odradek.replication.quota import ReplicationQuota
 from odradek.replication.state_change import ReplicaStateChanges
 from odradek.storage import FileSlice, Log, LogAppendInfo, LogManager, TopicPartition
@@ -128,6 +128,10 @@ class FetchPartitionResult:
 
     aborted_transactions: list[tuple[int, int]] | None = None
     diverging_epoch: tuple[int, int] | None = None
+    caught_up: bool = False
+    """Nothing to read past the fetch offset (the log end offset for a follower, the high
+    watermark or last stable offset for a consumer) and nothing else to tell: an incremental fetch
+    session need not read the partition again until it changes (:meth:`Partition.changed`)."""
 
     @property
     def preferred_read_replica(self) -> int:
@@ -183,11 +187,14 @@ class ReplicaManager(ReplicaStateChanges):
         self.offline_partitions: set[TopicPartition] = set()
         """Partitions whose log dir failed on this broker: KAFKA_STORAGE_ERROR until it restarts."""
         self.on_log_dir_failure: Callable[[Path], None] | None = None
+        """The broker's hook: a log dir went offline (it tells the controller)."""
         self.on_append: Callable[[str, int, int], None] | None = None
         """Told (topic, records, bytes) of every :meth:`append_records` (the coordinators' internal
         topics, transaction markers), which Kafka's BrokerTopicMetrics count like produced ones."""
-        """The broker's hook: a log dir went offline (it tells the controller)."""
+        self.fetch_watchers: FetchWatchers = {}
+        """The incremental fetch sessions' watches of each partition (:meth:`Partition.changed`)."""
         log_manager.on_dir_failure = self._on_dir_failure
+        log_manager.on_log_start_moved = self._log_start_moved
 
     # --- state changes from the controller --------------------------------------------------
 
@@ -220,6 +227,7 @@ class ReplicaManager(ReplicaStateChanges):
                 isr_writer=self.isr_writer,
                 on_isr_change=self.isr_changed.add,
                 counters=self.counters,
+                watchers=self.fetch_watchers,
             )
             self.partitions[tp] = partition
         if state.leader == self.broker_id:
@@ -431,9 +439,11 @@ class ReplicaManager(ReplicaStateChanges):
         replica_id: int,
         now_ms: int | None = None,
         max_bytes: int | None = None,
+        clock: FetchClock | None = None,
     ) -> FetchPartitionResult:
         """One partition's read; ``max_bytes`` (default the request's ``partition_max_bytes``)
-        caps it, ``now_ms`` is the fetch's time (a follower's fetch state)."""
+        caps it, ``now_ms`` is the fetch's time and ``clock`` its session's (a follower's fetch
+        state)."""
         result = FetchPartitionResult(req.topic_partition)
         try:
             partition = self.get_partition(req.topic_partition)
@@ -451,7 +461,7 @@ class ReplicaManager(ReplicaStateChanges):
                     return result
             if replica_id >= 0:
                 partition.update_follower_fetch_state(
-                    replica_id, req.fetch_offset, wall_clock_ms() if now_ms is None else now_ms
+                    replica_id, req.fetch_offset, wall_clock_ms() if now_ms is None else now_ms, clock
                 )
             result.high_watermark = partition.high_watermark
             result.last_stable_offset = partition.last_stable_offset
@@ -472,8 +482,14 @@ class ReplicaManager(ReplicaStateChanges):
                 max_offset = partition.high_watermark
             if req.fetch_offset == log_.log_end_offset:  # caught up (an idle follower's usual fetch): nothing to read
                 result.records = b""
+                # a follower outside the ISR is read at each fetch until its expansion is written
+                result.caught_up = replica_id < 0 or replica_id in partition.state.isr
                 return result
             limit = req.partition_max_bytes if max_bytes is None else max_bytes
+            if max_offset is not None and req.fetch_offset == max_offset:  # a consumer at the watermark
+                result.records = b""
+                result.caught_up = True
+                return result
             info = log_.read(req.fetch_offset, limit, max_offset, min_one_message)
             if isolation_level == READ_COMMITTED and replica_id < 0 and max_offset is not None:
                 result.aborted_transactions = partition.txn_state.collect_aborted(req.fetch_offset, max_offset)
@@ -498,6 +514,7 @@ class ReplicaManager(ReplicaStateChanges):
         isolation_level: int = 0,
         replica_id: int = -1,
         on_delay: Callable[[], None] | None = None,
+        clock: FetchClock | None = None,
     ) -> list[FetchPartitionResult]:
         """Read every requested partition; if fewer than ``min_bytes`` are available and no
         partition errored, wait up to ``max_wait_ms`` for appends and read again. A wait that
@@ -508,10 +525,11 @@ class ReplicaManager(ReplicaStateChanges):
         ``max_bytes`` bounds the whole response, each request's ``partition_max_bytes`` its
         partition; the first partition with data returns at least one whole batch even if it
         is larger than both (KIP-74), so a consumer can always make progress. ``on_delay`` is
-        called once if the fetch starts waiting (it enters Kafka's fetch purgatory).
+        called once if the fetch starts waiting (it enters Kafka's fetch purgatory). ``clock`` is a
+        follower's incremental session's (:class:`FetchClock`): set to the time of each read.
         """
-        results = await self._read_all(requests, max_bytes, isolation_level, replica_id)
-        if max_wait_ms <= 0 or self._satisfied(results, min_bytes):
+        results = await self._read_all(requests, max_bytes, isolation_level, replica_id, clock)
+        if max_wait_ms <= 0 or self.satisfied(results, min_bytes):
             return results
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000.0
@@ -532,13 +550,18 @@ class ReplicaManager(ReplicaStateChanges):
             finally:
                 for partition in watched:
                     partition.remove_waiter(waiter)
-            results = await self._read_all(requests, max_bytes, isolation_level, replica_id)
-            if self._satisfied(results, min_bytes):
+            results = await self._read_all(requests, max_bytes, isolation_level, replica_id, clock)
+            if self.satisfied(results, min_bytes):
                 return results
-        return await self._read_all(requests, max_bytes, isolation_level, replica_id)
+        return await self._read_all(requests, max_bytes, isolation_level, replica_id, clock)
 
     async def _read_all(
-        self, requests: Sequence[FetchRequestPartition], max_bytes: int, isolation_level: int, replica_id: int
+        self,
+        requests: Sequence[FetchRequestPartition],
+        max_bytes: int,
+        isolation_level: int,
+        replica_id: int,
+        clock: FetchClock | None = None,
     ) -> list[FetchPartitionResult]:
         """Read the partitions in order, giving the loop a turn every slice (a Fetch may name thousands)."""
         results: list[FetchPartitionResult] = []
@@ -546,10 +569,12 @@ class ReplicaManager(ReplicaStateChanges):
         min_one = True
         pacer = Pacer()
         now_ms = wall_clock_ms()
+        if clock is not None:
+            clock.ms = now_ms
         for req in requests:
             await pacer.step()
             limit = max(0, min(req.partition_max_bytes, remaining))
-            result = self._read(req, min_one, isolation_level, replica_id, now_ms, limit)
+            result = self._read(req, min_one, isolation_level, replica_id, now_ms, limit, clock)
             size = result.records_size
             if size:
                 min_one = False
@@ -558,7 +583,8 @@ class ReplicaManager(ReplicaStateChanges):
         return results
 
     @staticmethod
-    def _satisfied(results: list[FetchPartitionResult], min_bytes: int) -> bool:
+    def satisfied(results: list[FetchPartitionResult], min_bytes: int) -> bool:
+        """Whether a fetch may be answered now: an error, or ``min_bytes`` of records."""
         total = 0
         for r in results:
             if r.error_code != ErrorCode.none:
@@ -597,7 +623,16 @@ class ReplicaManager(ReplicaStateChanges):
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
         """Advance the log start offset (DeleteRecords); -1 means the high watermark. Returns the new low watermark."""
         partition = self.leader_partition(tp)
-        return int(partition.log.delete_records(offset))
+        low_watermark = int(partition.log.delete_records(offset))
+        partition.changed()
+        return low_watermark
+
+    def _log_start_moved(self, tp: TopicPartition) -> None:
+        """Retention deleted segments of ``tp``: fetch sessions answer its new log start offset."""
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            partition.changed()
+            self.fetcher_manager.mark_changed(tp)  # a follower tells its leader the new log start
 
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]

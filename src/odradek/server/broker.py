@@ -66,7 +66,8 @@ from odradek.server.dynamic_config import (
     register_broker_reconfigurables,
     set_broker_overrides,
 )
-from odradek.server.fetch_session import FetchManager, FetchSessionCache
+from odradek.server.fetch_context import FetchManager
+from odradek.server.fetch_session import FetchSessionCache
 from odradek.server.listener_security import ListenerSecurity, listener_securities
 from odradek.server.listeners import bind_listeners, controller_listener, registration
 from odradek.server.log_dir_failure import LogDirFailureHandler
@@ -215,6 +216,7 @@ class Broker:
         )
         self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
         rm = components.replica_manager
+        self.fetch_manager.watchers = rm.fetch_watchers  # sessions read what changed, not all they hold
         rm.topic_config_loader = self._load_topic_config
         rm.on_leadership_change = self._notify_leadership
         rm.on_topics_deleted = self._forget_deleted_topics

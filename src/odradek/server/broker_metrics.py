@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from odradek.server.client_quotas import ClientQuotas
     from odradek.server.components import BrokerComponents
     from odradek.server.config import Endpoint, KafkaConfig
-    from odradek.server.fetch_session import FetchManager
+    from odradek.server.fetch_context import FetchManager
     from odradek.server.socket_server import SocketServer
     from odradek.storage import LogManager
 

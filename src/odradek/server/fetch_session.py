@@ -55,23 +55,43 @@ Counters for the metrics (:class:`odradek.metrics.collectors.FetchSessionCacheCo
 :attr:`FetchSessionCache.total_partitions` (``NumIncrementalFetchPartitionsCached``) and
 :attr:`FetchSessionCache.evictions` (``IncrementalFetchSessionEvictionsPerSec``).
 
+**What an incremental fetch reads.** A session in a broker's cache registers each of its
+partitions in the replica manager's watchers (:data:`odradek.replication.partition.FetchWatchers`);
+every change a fetch could see (an append, a watermark or log start moved, a leadership change, the
+partition removed) marks the partition in :attr:`FetchSession.pending`, and so does a request
+naming it. An incremental fetch reads the pending partitions only; a read that finds a partition
+caught up (nothing past the fetch offset, nothing else to tell) takes it off the list until it is
+marked again. An idle session's fetch therefore reads nothing and waits for a mark
+(:meth:`FetchSession.wait_for_change`) instead of a change of each partition; for a follower's
+session, the session's :class:`~odradek.replication.partition.FetchClock` moves at each fetch and
+keeps the follower caught up in every partition it was caught up in at its last read, as a read
+at the log end offset would (Kafka reads every partition of the session at every fetch, with the
+same answers). One difference shows: an idle partition's authorization is checked when it is next
+read (its next change), not at every fetch; nothing is answered from it meanwhile.
+
 Times are milliseconds of a clock that does not go backwards (the broker passes
 ``time.monotonic()``). Not thread-safe: every method runs on the broker's event loop, and none
-awaits, so a context's checks and updates are never interleaved with another request's. Work is
-bounded by the session size: one pass over the session's partitions per request (plus, when a
-full shard must evict, one pass over the shard's sessions).
+awaits (but :meth:`FetchSession.wait_for_change`), so a context's checks and updates are never
+interleaved with another request's. Work is bounded by the session size and, for an incremental
+fetch, by what changed and was named (plus, when a full shard must evict, one pass over the
+shard's sessions).
+
+The request contexts (full, incremental, sessionless) and the manager that chooses them are in
+:mod:`odradek.server.fetch_context`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from odradek.errors import ErrorCode
+from odradek.replication.partition import FetchClock, FetchWatchers
+from odradek.storage import TopicPartition
 
 __all__ = [
     "FINAL_EPOCH",
@@ -79,9 +99,6 @@ __all__ = [
     "INVALID_SESSION_ID",
     "NUM_FETCH_SESSION_CACHE_SHARDS",
     "CachedPartition",
-    "FetchAnswer",
-    "FetchContext",
-    "FetchManager",
     "FetchSession",
     "FetchSessionCache",
     "FetchSessionCacheShard",
@@ -168,20 +185,32 @@ class PartitionResponse(Protocol):
     @property
     def diverging_epoch(self) -> tuple[int, int] | None: ...
 
+    @property
+    def caught_up(self) -> bool: ...
+
 
 R = TypeVar("R", bound=PartitionResponse)
 
 
 class CachedPartition:
     """A partition of a session: the fetcher's last request (``data``) and what it was last told
-    (``high_watermark``, ``local_log_start_offset``; -1 until answered)."""
+    (``high_watermark``, ``local_log_start_offset``; -1 until answered). Registered in the
+    replica manager's watchers under ``watched`` (its topic partition) while its session is
+    cached, so a change of the partition marks it for the session's next read."""
 
-    __slots__ = ("data", "high_watermark", "local_log_start_offset")
+    __slots__ = ("data", "high_watermark", "local_log_start_offset", "session", "watched")
 
     def __init__(self, data: PartitionData, response: PartitionResponse | None = None) -> None:
         self.data = data
         self.high_watermark = response.high_watermark if response is not None else -1
         self.local_log_start_offset = response.log_start_offset if response is not None else -1
+        self.session: FetchSession | None = None
+        self.watched: TopicPartition | None = None
+
+    def partition_changed(self) -> None:
+        """The partition changed (:meth:`odradek.replication.partition.Partition.changed`)."""
+        if self.session is not None:
+            self.session.mark(self.data.key)
 
     def maybe_resolve_unknown_name(self, topic_names: Mapping[uuid.UUID, str]) -> None:
         """A topic id unknown when the partition was added may be known now."""
@@ -217,7 +246,9 @@ class FetchSession:
     end, so the response size limit serves them in turn), epoch and cache bookkeeping."""
 
     __slots__ = (
+        "_waiter",
         "cached_size",
+        "clock",
         "creation_ms",
         "epoch",
         "evictable_by_all",
@@ -225,8 +256,11 @@ class FetchSession:
         "id",
         "last_used_ms",
         "partitions",
+        "pending",
         "privileged",
+        "seq",
         "uses_topic_ids",
+        "watchers",
     )
 
     def __init__(
@@ -236,6 +270,7 @@ class FetchSession:
         partitions: dict[PartitionKey, CachedPartition],
         uses_topic_ids: bool,
         now_ms: int,
+        watchers: FetchWatchers | None = None,
     ) -> None:
         self.id = session_id
         self.privileged = privileged
@@ -248,6 +283,80 @@ class FetchSession:
         """The size the cache last counted (-1: not in the cache)."""
         self.evictable_by_privileged = False
         self.evictable_by_all = False
+        self.watchers = watchers
+        """The replica manager's registry; None: every fetch reads every partition (no watching)."""
+        self.pending: dict[PartitionKey, int] = dict.fromkeys(partitions, 0)
+        """The partitions the next fetch reads, with the :attr:`seq` of their latest mark: named by
+        a request, changed since their last read, or not caught up then."""
+        self.seq = 0
+        """Counts marks; a read at seq ``s`` settles a partition only if not marked after ``s``."""
+        self.clock = FetchClock()
+        """The time of the latest fetch (a follower's partitions caught up count as fetched then)."""
+        self._waiter: asyncio.Future[None] | None = None
+        for cached in partitions.values():
+            self.watch(cached)
+
+    # -- what changed --------------------------------------------------------------------------
+
+    def mark(self, key: PartitionKey) -> None:
+        """``key`` must be read at the next fetch; a fetch waiting for a change returns."""
+        self.seq += 1
+        self.pending[key] = self.seq
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def settle(self, key: PartitionKey, read_seq: int) -> None:
+        """A read at ``read_seq`` found ``key`` caught up: unless marked since, skip it until it changes."""
+        if self.watchers is not None and self.pending.get(key, read_seq + 1) <= read_seq:
+            del self.pending[key]
+
+    def to_read(self) -> list[CachedPartition]:
+        """The partitions a fetch reads: the pending ones (all without watchers), in session
+        order when they are many, else in the order they were marked."""
+        pending, partitions = self.pending, self.partitions
+        if self.watchers is None:
+            return list(partitions.values())
+        if len(pending) * 4 >= len(partitions):
+            return [c for key, c in partitions.items() if key in pending]
+        return [partitions[key] for key in pending if key in partitions]
+
+    async def wait_for_change(self, timeout_s: float) -> bool:
+        """Wait until a partition of the session changes (True) or ``timeout_s`` passes (False)."""
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(waiter, timeout_s)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._waiter = None
+
+    def watch(self, cached: CachedPartition) -> None:
+        """Register ``cached`` with the partition's watchers (once its topic name is known)."""
+        cached.session = self
+        if self.watchers is None or cached.watched is not None or cached.data.topic is None:
+            return
+        cached.watched = tp = TopicPartition(cached.data.topic, cached.data.partition)
+        self.watchers.setdefault(tp, set()).add(cached)
+
+    def unwatch(self, cached: CachedPartition) -> None:
+        cached.session = None
+        tp, cached.watched = cached.watched, None
+        if tp is not None and self.watchers is not None:
+            watching = self.watchers.get(tp)
+            if watching is not None:
+                watching.discard(cached)
+                if not watching:
+                    del self.watchers[tp]
+
+    def close(self) -> None:
+        """The session left the cache: its partitions stop being watched."""
+        for cached in self.partitions.values():
+            self.unwatch(cached)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def evictable_key(self) -> tuple[bool, int, int]:
         """Kafka's ``EvictableKey``: a smaller key is worth less."""
@@ -260,13 +369,18 @@ class FetchSession:
         for data in fetch_data:
             cached = self.partitions.get(data.key)
             if cached is None:
-                self.partitions[data.key] = CachedPartition(data)
+                self.partitions[data.key] = cached = CachedPartition(data)
+                self.watch(cached)
                 added += 1
             else:
                 cached.data = data
                 updated += 1
+            self.mark(data.key)
         for key in to_forget:
-            if self.partitions.pop(key, None) is not None:
+            cached = self.partitions.pop(key, None)
+            if cached is not None:
+                self.unwatch(cached)
+                self.pending.pop(key, None)
                 removed += 1
         return added, updated, removed
 
@@ -284,6 +398,8 @@ class FetchSessionCacheShard:
         """Sessions in the order of their last use, least recent first (re-inserted when touched)."""
         self.num_partitions = 0
         self.evictions = 0
+        self.watchers: FetchWatchers | None = None
+        """Given to the sessions created (see :class:`FetchSession`)."""
         self._rng = random.Random()
 
     @property
@@ -314,7 +430,9 @@ class FetchSessionCacheShard:
         eviction; its id, or :data:`INVALID_SESSION_ID` when none was created."""
         if len(self.sessions) >= self.max_entries and not self._try_evict(privileged, size, now_ms):
             return INVALID_SESSION_ID
-        session = FetchSession(self.new_session_id(), privileged, create_partitions(), uses_topic_ids, now_ms)
+        session = FetchSession(
+            self.new_session_id(), privileged, create_partitions(), uses_topic_ids, now_ms, self.watchers
+        )
         self.sessions[session.id] = session
         self.touch(session, now_ms)
         return session.id
@@ -345,6 +463,7 @@ class FetchSessionCacheShard:
         session_id = session if isinstance(session, int) else session.id
         removed = self.sessions.pop(session_id, None)
         if removed is not None:
+            removed.close()
             self._last_used.pop(session_id, None)
             self.num_partitions -= removed.cached_size
             removed.cached_size = -1
@@ -406,150 +525,8 @@ class FetchSessionCache:
     def sessions(self) -> list[FetchSession]:
         return [session for shard in self.shards for session in shard.sessions.values()]
 
-
-@dataclass(slots=True)
-class FetchAnswer(Generic[R]):
-    """What a Fetch response carries besides throttle time and node endpoints: the top-level
-    error, the session id, and the partitions to answer with their reads, in order."""
-
-    error_code: int
-    session_id: int
-    partitions: list[tuple[PartitionData, R]]
-
-
-class FetchContext:
-    """How one Fetch request is served (Kafka's ``FetchContext``). Base: a session error."""
-
-    def __init__(self, error: ErrorCode = ErrorCode.none) -> None:
-        self.error = error
-
-    def partitions(self) -> list[PartitionData]:
-        """The partitions to read (Kafka's ``foreachPartition``), in order."""
-        return []
-
-    def answer(self, updates: list[tuple[PartitionData, R]], now_ms: int) -> FetchAnswer[R]:
-        """The answer to the request, given each partition's read (Kafka's
-        ``updateAndGenerateResponseData``); updates the session."""
-        return FetchAnswer(int(self.error), INVALID_SESSION_ID, [])
-
-    def throttled(self) -> tuple[int, int]:
-        """(error code, session id) of the empty answer to a request over its fetch quota
-        (Kafka's ``getThrottledResponse``)."""
-        return int(ErrorCode.none), INVALID_SESSION_ID
-
-
-class SessionlessFetchContext(FetchContext):
-    def __init__(self, fetch_data: list[PartitionData]) -> None:
-        super().__init__()
-        self.fetch_data = fetch_data
-
-    def partitions(self) -> list[PartitionData]:
-        return self.fetch_data
-
-    def answer(self, updates: list[tuple[PartitionData, R]], now_ms: int) -> FetchAnswer[R]:
-        return FetchAnswer(int(ErrorCode.none), INVALID_SESSION_ID, updates)
-
-
-class FullFetchContext(SessionlessFetchContext):
-    def __init__(
-        self, cache: FetchSessionCache, fetch_data: list[PartitionData], uses_topic_ids: bool, privileged: bool
-    ) -> None:
-        super().__init__(fetch_data)
-        self.cache = cache
-        self.uses_topic_ids = uses_topic_ids
-        self.privileged = privileged
-
-    def answer(self, updates: list[tuple[PartitionData, R]], now_ms: int) -> FetchAnswer[R]:
-        def create() -> dict[PartitionKey, CachedPartition]:
-            return {data.key: CachedPartition(data, response) for data, response in updates}
-
-        shard = self.cache.next_cache_shard()
-        session_id = shard.maybe_create_session(now_ms, self.privileged, len(updates), self.uses_topic_ids, create)
-        return FetchAnswer(int(ErrorCode.none), session_id, updates)
-
-
-class IncrementalFetchContext(FetchContext):
-    def __init__(self, request_epoch: int, session: FetchSession, topic_names: Mapping[uuid.UUID, str]) -> None:
-        super().__init__()
-        self.request_epoch = request_epoch
-        self.session = session
-        self.topic_names = topic_names
-
-    def partitions(self) -> list[PartitionData]:
-        cached = self.session.partitions.values()
-        if self.session.uses_topic_ids:
-            for c in cached:
-                c.maybe_resolve_unknown_name(self.topic_names)
-        return [c.data for c in cached]
-
-    def _current(self) -> bool:
-        """Whether no other request of the session came in since this one (a duplicate would have
-        moved the epoch on)."""
-        return self.session.epoch == next_epoch(self.request_epoch)
-
-    def answer(self, updates: list[tuple[PartitionData, R]], now_ms: int) -> FetchAnswer[R]:
-        session = self.session
-        if not self._current():
-            return FetchAnswer(int(ErrorCode.invalid_fetch_session_epoch), session.id, [])
-        kept = []
-        partitions = session.partitions
-        for data, response in updates:
-            cached = partitions.get(data.key)
-            if cached is None or not cached.must_respond(response, True):
-                continue
-            kept.append((data, response))
-            if response.records_size > 0:  # served: to the back of the line
-                partitions[data.key] = partitions.pop(data.key)
-        return FetchAnswer(int(ErrorCode.none), session.id, kept)
-
-    def throttled(self) -> tuple[int, int]:
-        error = ErrorCode.none if self._current() else ErrorCode.invalid_fetch_session_epoch
-        return int(error), self.session.id
-
-
-class FetchManager:
-    """Turns a Fetch's session fields into a :class:`FetchContext` (Kafka's ``FetchManager``)."""
-
-    def __init__(self, cache: FetchSessionCache) -> None:
-        self.cache = cache
-
-    def new_context(
-        self,
-        version: int,
-        session_id: int,
-        epoch: int,
-        is_follower: bool,
-        fetch_data: list[PartitionData],
-        to_forget: list[PartitionKey],
-        topic_names: Mapping[uuid.UUID, str],
-        now_ms: int,
-        max_partitions: int,
-    ) -> FetchContext:
-        """The context of one request (see the module docstring for the rules)."""
-        uses_topic_ids = version >= 13
-        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):  # full
-            if session_id != INVALID_SESSION_ID:
-                shard = self.cache.cache_shard(session_id)
-                if shard is not None:
-                    shard.remove(session_id)
-            if epoch == FINAL_EPOCH:
-                return SessionlessFetchContext(fetch_data)
-            return FullFetchContext(self.cache, fetch_data, uses_topic_ids, is_follower)
-        shard = self.cache.cache_shard(session_id)
-        session = shard.get(session_id) if shard is not None else None
-        if shard is None or session is None:
-            return FetchContext(ErrorCode.fetch_session_id_not_found)
-        if session.epoch != epoch:
-            return FetchContext(ErrorCode.invalid_fetch_session_epoch)
-        if session.uses_topic_ids != uses_topic_ids:
-            return FetchContext(ErrorCode.fetch_session_topic_id_error)
-        session.update(fetch_data, to_forget)
-        if not session.partitions:
-            shard.remove(session)
-            return SessionlessFetchContext(fetch_data)
-        if len(session.partitions) > max_partitions:
-            shard.remove(session)
-            return FetchContext(ErrorCode.invalid_request)
-        shard.touch(session, now_ms)
-        session.epoch = next_epoch(session.epoch)
-        return IncrementalFetchContext(epoch, session, topic_names)
+    def watch(self, watchers: FetchWatchers) -> None:
+        """Sessions created from now on register their partitions in ``watchers`` (the replica
+        manager's) and read only what changed; without, every fetch reads every partition."""
+        for shard in self.shards:
+            shard.watchers = watchers

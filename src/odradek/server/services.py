@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from odradek.server.admin_manager import AdminManager
     from odradek.server.client_quotas import ClientQuotas
     from odradek.server.config import Endpoint, KafkaConfig
-    from odradek.server.fetch_session import FetchManager
+    from odradek.server.fetch_context import FetchManager
     from odradek.server.metadata_cache import MetadataCache
     from odradek.server.producer_id_manager import ProducerIdManager
 

@@ -93,11 +93,13 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self.offline_dirs: set[Path] = set()
         self.preferred_dirs: dict[TopicPartition, Path] = {}
+        """Where a partition not hosted yet should be created (AlterReplicaLogDirs before it exists)."""
         self._creating: set[TopicPartition] = set()
         """Partitions whose logs :meth:`create_logs` is creating on other threads."""
-        """Where a partition not hosted yet should be created (AlterReplicaLogDirs before it exists)."""
         self.on_dir_failure: Callable[[Path, list[TopicPartition]], None] | None = None
         """Called (on the loop) with a directory that just went offline and the partitions it held."""
+        self.on_log_start_moved: Callable[[TopicPartition], None] | None = None
+        """Called (on the loop) with a partition whose retention deleted segments (its log start moved)."""
         for d in self.log_dirs:
             try:
                 d.mkdir(parents=True, exist_ok=True)
@@ -397,7 +399,10 @@ class LogManager:
         deleted = 0
         for log in list(self._logs.values()):
             try:
-                deleted += log.delete_old_segments(now)
+                removed = log.delete_old_segments(now)
+                if removed and self.on_log_start_moved is not None:
+                    self.on_log_start_moved(log.topic_partition)
+                deleted += removed
             except OSError as exc:
                 self.fail_dir(log.dir.parent, f"retention of {log.topic_partition}: {exc}")
         return deleted

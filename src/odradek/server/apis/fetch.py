@@ -179,21 +179,7 @@ async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
         _now_ms(),
         setting(services.config, MAX_ENTRIES),
     )
-    wanted = fetch_context.partitions()
-    readable = _readable(ctx, replica_id, {p.topic for p in wanted if p.topic is not None})
-    erroneous: list[tuple[PartitionData, FetchPartitionResult]] = []
-    interesting: list[PartitionData] = []
-    unknown_id = False
-    pacer = Pacer()
-    for p in wanted:
-        await pacer.step()
-        if p.topic is None:
-            unknown_id = True
-            erroneous.append((p, _error(p, ErrorCode.unknown_topic_id)))
-        elif p.topic not in readable:
-            erroneous.append((p, _error(p, ErrorCode.topic_authorization_failed)))
-        else:
-            interesting.append(p)
+    interesting, erroneous, unknown_id = await _split(ctx, replica_id, fetch_context.partitions())
     if replica_id >= 0:
         ctx.mark_from_follower()
     max_bytes, min_bytes = int(req.max_bytes), int(req.min_bytes)
@@ -203,9 +189,14 @@ async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
         # (a larger answer is a certain throttle, and a throttled answer is empty: no progress).
         max_bytes = int(min(max_bytes, max_quota_window_bytes(ctx, fetch_quotas)))
         min_bytes = min(min_bytes, max_bytes)
-    results: list[FetchPartitionResult] = []
-    if interesting:
-        results = await services.replica_manager.fetch_messages(
+    max_wait_ms = 0 if unknown_id else int(req.max_wait.total_seconds() * 1000)
+    clock = fetch_context.clock if replica_id >= 0 else None
+    rm = services.replica_manager
+
+    async def read(wait_ms: int) -> list[FetchPartitionResult]:
+        if not interesting and clock is None:
+            return []
+        return await rm.fetch_messages(
             [
                 FetchRequestPartition(
                     TopicPartition(p.topic, p.partition),
@@ -217,13 +208,31 @@ async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
                 for p in interesting
                 if p.topic is not None
             ],
-            max_wait_ms=0 if unknown_id else int(req.max_wait.total_seconds() * 1000),
+            max_wait_ms=wait_ms,
             min_bytes=min_bytes,
             max_bytes=max_bytes,
             isolation_level=int(req.isolation_level),
             replica_id=replica_id,
             on_delay=ctx.mark_delayed,
+            clock=clock,
         )
+
+    if not fetch_context.watching:
+        results = await read(max_wait_ms) if interesting else []
+    else:  # the session's changed partitions; while none has anything to answer, wait for the next change
+        deadline = time.monotonic() + max_wait_ms / 1000.0
+        delayed = False
+        while True:
+            results = await read(0)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or rm.satisfied(results, min_bytes):
+                break
+            if not delayed:
+                delayed = True
+                ctx.mark_delayed()
+            if not await fetch_context.wait_for_change(remaining):
+                break  # nothing changed: the last read holds
+            interesting, erroneous, unknown_id = await _split(ctx, replica_id, fetch_context.partitions())
     if fetch_quotas is not None and fetch_quotas.quotas:  # consumer_byte_rate: the records answered
         answered = sum(r.records_size for r in results)
         ctx.throttle_ms = record_quota(ctx, fetch_quotas, answered)
@@ -261,6 +270,28 @@ async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
 
 def _now_ms() -> int:
     return int(time.monotonic() * 1000)
+
+
+async def _split(
+    ctx: RequestContext[FetchRequest], replica_id: int, wanted: list[PartitionData]
+) -> tuple[list[PartitionData], list[tuple[PartitionData, FetchPartitionResult]], bool]:
+    """The partitions to read, those answered with an error unread (an unknown topic id, a topic
+    the fetcher may not read), and whether a topic id was unknown."""
+    readable = _readable(ctx, replica_id, {p.topic for p in wanted if p.topic is not None})
+    erroneous: list[tuple[PartitionData, FetchPartitionResult]] = []
+    interesting: list[PartitionData] = []
+    unknown_id = False
+    pacer = Pacer()
+    for p in wanted:
+        await pacer.step()
+        if p.topic is None:
+            unknown_id = True
+            erroneous.append((p, _error(p, ErrorCode.unknown_topic_id)))
+        elif p.topic not in readable:
+            erroneous.append((p, _error(p, ErrorCode.topic_authorization_failed)))
+        else:
+            interesting.append(p)
+    return interesting, erroneous, unknown_id
 
 
 def _fetched(ctx: RequestContext[FetchRequest], version: int, r: FetchPartitionResult) -> FetchedPartition:
