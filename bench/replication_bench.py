@@ -3,12 +3,17 @@
 Broker processes on one Apache ZooKeeper (``odradek.cli.cluster.LocalCluster``, which starts
 Debian's ZooKeeper), client confluent-kafka. One JSON document on stdout, progress on stderr.
 
-- ``produce``: ``--messages`` messages of ``--size`` bytes (default 1 KiB), acks=all, linger.ms 5,
-  batch.size 1 MB, no compression, one partition per broker, from one producer; ``rf3``: a topic
-  with replication factor 3 and min.insync.replicas 2 on 3 brokers; ``rf1``: replication factor 1
-  on a cluster of one broker, same client settings. ``msgs_per_s`` per repetition and the
-  median, ``ratio`` = median RF=3 / median RF=1 (target >= 0.5), and ``broker_cpu_s`` (user +
-  system seconds of all broker processes during the run, from ``/proc``).
+- ``produce``: for each of ``--sizes`` (default 1024 and 100 bytes), ``--reps`` alternating
+  repetitions on one 3-broker cluster of a topic of one partition at replication factor 3
+  (min.insync.replicas 2) and one at replication factor 1: ``--messages`` messages each, acks=all,
+  linger.ms 5, batch.size 1 MB, no compression, from one producer. ``msgs_per_s`` per repetition
+  and the median, ``ratio`` = median RF=3 / median RF=1 (target >= 0.6); for RF=3 the CPU
+  (user + system, from ``/proc``) of the partition's leader and of each follower per MB of
+  messages (``leader_cpu_s_per_mb``, ``follower_cpu_s_per_mb``: target follower <= leader).
+- ``latency``: acks=all records of ``--latency-size`` bytes sent at ``--latency-rate`` per second
+  for ``--latency-s`` seconds to each topic (RF=3 and RF=1 alternating, ``--latency-reps`` each);
+  delivery latency (send to delivery callback) p50 / p99 / max in ms per repetition and
+  ``p99_ratio`` = median RF=3 p99 / median RF=1 p99 (target <= 2).
 - ``failover``: a producer sends acks=all to one partition every 5 ms; the partition's leader is
   killed with SIGKILL; ``seconds`` from the kill to the first acknowledgement (delivery callback)
   of a record sent after it (``zookeeper.session.timeout.ms`` = ``--session-ms``, default 6000; target <= session
@@ -17,7 +22,8 @@ Debian's ZooKeeper), client confluent-kafka. One JSON document on stdout, progre
   ``--catchup-mb`` MB are produced (acks=1), then resumed; ``mb_per_s`` = bytes it copied /
   seconds until its partition directory holds as many bytes as the leader's.
 
-    python bench/replication_bench.py [--messages 200000] [--reps 3] [--failovers 3] [--catchup-mb 256]
+    python bench/replication_bench.py [--messages 200000] [--sizes 1024,100] [--reps 5] [--latency-rate 10000]
+        [--failovers 3] [--catchup-mb 256] [--skip latency,failover,catch_up]
 """
 
 from __future__ import annotations
@@ -66,21 +72,31 @@ def create(cluster: LocalCluster, topic: str, partitions: int, rf: int, configs:
     time.sleep(2)  # leaders elected, followers fetching
 
 
-def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) -> tuple[float, float]:
-    producer = Producer(
+def broker_cpu(cluster: LocalCluster) -> dict[int, float]:
+    """CPU seconds so far of each live broker, by id."""
+    return {b: cpu_seconds([cluster.broker(b).pid or 0]) for b in cluster.alive_ids()}
+
+
+def producer_for(cluster: LocalCluster, linger_ms: int = 5) -> Producer:
+    return Producer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
             "acks": "all",
-            "linger.ms": 5,
+            "linger.ms": linger_ms,
             "batch.size": 1_000_000,
             "queue.buffering.max.messages": 2_000_000,
             "queue.buffering.max.kbytes": 2_000_000,
         }
     )
+
+
+def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) -> tuple[float, dict[int, float]]:
+    """(messages per second, CPU seconds of each broker during the run)."""
+    producer = producer_for(cluster)
     producer.produce(topic, b"warm")
     producer.flush(30)
     value = os.urandom(size)
-    cpu0 = cpu_seconds(pids(cluster))
+    cpu0 = broker_cpu(cluster)
     t0 = time.perf_counter()
     for _ in range(messages):
         while True:
@@ -91,23 +107,91 @@ def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) ->
                 producer.poll(0.001)
     assert producer.flush(120) == 0
     elapsed = time.perf_counter() - t0
-    return messages / elapsed, cpu_seconds(pids(cluster)) - cpu0
+    cpu1 = broker_cpu(cluster)
+    return messages / elapsed, {b: round(cpu1[b] - cpu0[b], 3) for b in cpu0}
 
 
 def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
+    """RF=3 and RF=1 topics of one partition on the same 3 brokers, alternating, per message size."""
     out: dict[str, Any] = {}
-    for name, brokers, rf in (("rf3", 3, 3), ("rf1", 1, 1)):
-        rates, cpus = [], []
-        with LocalCluster(brokers, overrides=OVERRIDES) as cluster:
+    with LocalCluster(3, overrides=OVERRIDES) as cluster:
+        for size in args.sizes:
+            rates: dict[str, list[int]] = {"rf3": [], "rf1": []}
+            leader_per_mb: list[float] = []
+            follower_per_mb: list[float] = []
             for rep in range(args.reps):
-                topic = f"{name}-{rep}"
-                create(cluster, topic, brokers, rf, {"min.insync.replicas": "2" if rf == 3 else "1"})
-                rate, cpu = produce_rate(cluster, topic, args.messages, args.size)
-                log(f"{name} rep {rep}: {rate:,.0f} msgs/s, broker CPU {cpu:.1f} s")
-                rates.append(round(rate))
-                cpus.append(round(cpu, 2))
-        out[name] = {"msgs_per_s": rates, "median": statistics.median(rates), "broker_cpu_s": cpus}
-    out["ratio"] = round(out["rf3"]["median"] / out["rf1"]["median"], 3)
+                for name, rf in (("rf3", 3), ("rf1", 1)):
+                    topic = f"{name}-{size}-{rep}"
+                    create(cluster, topic, 1, rf, {"min.insync.replicas": "2" if rf == 3 else "1"})
+                    rate, cpu = produce_rate(cluster, topic, args.messages, size)
+                    rates[name].append(round(rate))
+                    mb = args.messages * size / 1e6
+                    if rf == 3:
+                        leader = leader_of(cluster, topic)
+                        leader_per_mb.append(round(cpu[leader] / mb, 4))
+                        follower_per_mb.extend(round(c / mb, 4) for b, c in cpu.items() if b != leader)
+                    log(f"{size} B {name} rep {rep}: {rate:,.0f} msgs/s, broker CPU {cpu}")
+            out[f"{size}B"] = {
+                "rf3": {"msgs_per_s": rates["rf3"], "median": statistics.median(rates["rf3"])},
+                "rf1": {"msgs_per_s": rates["rf1"], "median": statistics.median(rates["rf1"])},
+                "ratio": round(statistics.median(rates["rf3"]) / statistics.median(rates["rf1"]), 3),
+                "leader_cpu_s_per_mb": leader_per_mb,
+                "follower_cpu_s_per_mb": follower_per_mb,
+                "leader_cpu_s_per_mb_median": statistics.median(leader_per_mb),
+                "follower_cpu_s_per_mb_median": statistics.median(follower_per_mb),
+            }
+    return out
+
+
+def paced_latencies(cluster: LocalCluster, topic: str, rate: int, seconds: float, size: int) -> list[float]:
+    """Send ``rate`` acks=all records a second for ``seconds``; each one's delivery latency (ms)."""
+    producer = producer_for(cluster)
+    producer.produce(topic, b"warm")
+    producer.flush(30)
+    value = os.urandom(size)
+    latencies: list[float] = []
+    failed: list[Any] = []
+
+    def delivered(sent: float) -> Any:
+        def on_delivery(err: Any, _msg: Any) -> None:
+            if err is None:
+                latencies.append((time.perf_counter() - sent) * 1000)
+            else:
+                failed.append(err)
+
+        return on_delivery
+
+    total = int(rate * seconds)
+    t0 = time.perf_counter()
+    for i in range(total):
+        due = t0 + i / rate
+        while (now := time.perf_counter()) < due:
+            producer.poll(max(0.0, min(0.001, due - now)))
+        producer.produce(topic, value, on_delivery=delivered(now))
+    assert producer.flush(60) == 0 and not failed, failed[:3]
+    return latencies
+
+
+def bench_latency(args: argparse.Namespace) -> dict[str, Any]:
+    """acks=all delivery latency at a fixed rate, RF=3 and RF=1 topics on the same 3 brokers."""
+    out: dict[str, Any] = {"rate": args.latency_rate, "size": args.latency_size, "seconds": args.latency_s}
+    with LocalCluster(3, overrides=OVERRIDES) as cluster:
+        runs: dict[str, list[dict[str, float]]] = {"rf3": [], "rf1": []}
+        for rep in range(args.latency_reps):
+            for name, rf in (("rf3", 3), ("rf1", 1)):
+                topic = f"latency-{name}-{rep}"
+                create(cluster, topic, 1, rf, {"min.insync.replicas": "2" if rf == 3 else "1"})
+                lat = sorted(paced_latencies(cluster, topic, args.latency_rate, args.latency_s, args.latency_size))
+                run = {
+                    "p50_ms": round(lat[len(lat) // 2], 2),
+                    "p99_ms": round(lat[int(len(lat) * 0.99)], 2),
+                    "max_ms": round(lat[-1], 2),
+                }
+                runs[name].append(run)
+                log(f"latency {name} rep {rep}: {run}")
+        for name, rs in runs.items():
+            out[name] = {"runs": rs, "p99_median_ms": statistics.median(r["p99_ms"] for r in rs)}
+    out["p99_ratio"] = round(out["rf3"]["p99_median_ms"] / out["rf1"]["p99_median_ms"], 2)
     return out
 
 
@@ -201,19 +285,29 @@ def bench_catch_up(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=200_000)
-    parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=[1024, 100])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--latency-rate", type=int, default=10_000)
+    parser.add_argument("--latency-size", type=int, default=1024)
+    parser.add_argument("--latency-s", type=float, default=10.0)
+    parser.add_argument("--latency-reps", type=int, default=3)
+    parser.add_argument("--skip", default="", help="phases to leave out, comma-separated: produce,latency,...")
     parser.add_argument("--failovers", type=int, default=3)
     parser.add_argument("--session-ms", type=int, default=6000)
     parser.add_argument("--catchup-mb", type=int, default=256)
     args = parser.parse_args()
-    result = {"bench": "replication", "args": vars(args)}
-    log("produce: RF=3 on 3 brokers vs RF=1 on 1")
-    result["produce"] = bench_produce(args)
-    log("failover")
-    result["failover"] = bench_failover(args)
-    log("follower catch-up")
-    result["catch_up"] = bench_catch_up(args)
+    result: dict[str, Any] = {"bench": "replication", "args": vars(args)}
+    skip = set(filter(None, args.skip.split(",")))
+    phases = (
+        ("produce", bench_produce),
+        ("latency", bench_latency),
+        ("failover", bench_failover),
+        ("catch_up", bench_catch_up),
+    )
+    for name, phase in phases:
+        if name not in skip:
+            log(name)
+            result[name] = phase(args)
     print(json.dumps(result, indent=2))
 
 

@@ -20,6 +20,10 @@ partition state znodes (``/brokers/topics/<t>/partitions/<p>/state``) with a kaz
 - ``failover_controller_s``: the controller killed with SIGKILL until every partition has a live
   leader (the killed broker stays down during the measure). ``failover_bound_s`` is the target:
   the session timeout + ZooKeeper's tickTime + 1 s (ZooKeeper expires sessions in tick buckets).
+  Both failovers end when the last partition the killed broker led has its new leader written:
+  the largest ``mtime`` of those state znodes (ZooKeeper's clock, on this host) minus the kill's
+  wall-clock time. ``*_polled_s`` is when the bench's own poll saw it, which lags by up to a
+  read of every state znode (about half a second at 3,000 partitions).
 
 ``--partitions 300,1000,3000,10000`` runs each count on its own cluster (a JSON list) and
 ``--plot FILE.png`` draws idle CPU and both failover times against the count.
@@ -71,14 +75,16 @@ class States:
         self.zk.start(20)
         self.partitions = partitions
 
-    def read(self) -> list[dict[str, Any] | None]:
+    def read(self, partitions: list[int] | None = None) -> list[dict[str, Any] | None]:
+        """Each partition's state (of ``partitions``, default all), with its znode's ``mtime`` (ms)."""
         path = f"/brokers/topics/{TOPIC}/partitions/%d/state"
-        futures = [self.zk.get_async(path % p) for p in range(self.partitions)]
+        wanted = range(self.partitions) if partitions is None else partitions
+        futures = [self.zk.get_async(path % p) for p in wanted]
         out: list[dict[str, Any] | None] = []
         for future in futures:
             try:
-                data, _ = future.get(10)
-                out.append(json.loads(data))
+                data, stat = future.get(10)
+                out.append(json.loads(data) | {"mtime": stat.mtime})
             except Exception:
                 out.append(None)
         return out
@@ -140,13 +146,20 @@ def _leaders(states: States) -> dict[int, int]:
     return out
 
 
-def leader_failover(cluster: LocalCluster, states: States, victim: int, timeout_s: float = 120) -> float:
-    """kill -9 of ``victim``: seconds until every partition has a live leader."""
+def leader_failover(cluster: LocalCluster, states: States, victim: int, timeout_s: float = 120) -> tuple[float, float]:
+    """kill -9 of ``victim``: seconds until every partition has a live leader, as (the last new
+    leader's state znode ``mtime`` - the kill's wall-clock time, the poll that saw it). The znode
+    times are ZooKeeper's clock on this host: exact, where a poll of thousands of znodes lags."""
     live = set(cluster.alive_ids()) - {victim}
+    led = [p for p, s in enumerate(states.read()) if s is not None and s["leader"] == victim]
+    killed_at = time.time()
     cluster.kill9(victim)
     started = time.monotonic()
     wait_for("a live leader for every partition", lambda: every_leader_live(states, live), timeout_s, 0.05)
-    return round(time.monotonic() - started, 2)
+    polled = round(time.monotonic() - started, 2)
+    moved = [s for s in states.read(led) if s is not None]
+    written = max((s["mtime"] for s in moved), default=killed_at * 1000) / 1000
+    return round(written - killed_at, 2), polled
 
 
 def run(partitions: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -193,12 +206,16 @@ def run(partitions: int, args: argparse.Namespace) -> dict[str, Any]:
                 leading = _leaders(states)  # after the restarts: the broker leading most
                 victim = max((b for b in cluster.alive_ids() if b != controller), key=lambda b: leading.get(b, 0))
                 led = leading.get(victim, 0)
-                result["failover_leader_s"] = leader_failover(cluster, states, victim)
+                result["failover_leader_s"], result["failover_leader_polled_s"] = leader_failover(
+                    cluster, states, victim
+                )
                 result["failover_leader_partitions"] = led
                 log(f"kill -9 of broker {victim} (leader of {led}): all led after {result['failover_leader_s']} s")
                 cluster.restart(victim)
                 wait_for("every ISR whole", lambda: all_isrs_whole(states), 300)
-                result["failover_controller_s"] = leader_failover(cluster, states, states.controller())
+                result["failover_controller_s"], result["failover_controller_polled_s"] = leader_failover(
+                    cluster, states, states.controller()
+                )
                 log(f"controller kill -9: every partition led after {result['failover_controller_s']} s")
         finally:
             states.close()
