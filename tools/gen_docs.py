@@ -12,7 +12,7 @@ from kio.schema.index import api_key_map
 
 from odradek.configdef import render_markdown_table
 from odradek.protocol import inter_broker_messages
-from odradek.server.apis import API_HANDLERS, KAFKA_3_9_VERSIONS, KAFKA_4_0_MINIMA, KAFKA_RELEASE
+from odradek.server.apis import API_HANDLERS, KAFKA_4_0_MINIMA, KAFKA_4_GROUP_VERSIONS, KAFKA_RELEASE, SERVED_VERSIONS
 from odradek.server.config import BROKER_CONFIGS
 from odradek.server.dynamic_config import dynamic_config_table
 from odradek.storage.config import TOPIC_CONFIGS
@@ -31,8 +31,10 @@ def compatibility_table() -> str:
             name = "".join(part.capitalize() for part in api_key_map[key].split("_"))
         else:  # the inter-broker APIs kio lacks
             name = inter_broker_messages.request_class(key, 0).__name__.removesuffix("Request")
-        low, high = KAFKA_3_9_VERSIONS[key]
+        low, high = SERVED_VERSIONS[key]
         note = f"{low}-{high}" + (" (min: Kafka 4.0's)" if key in KAFKA_4_0_MINIMA else "")
+        if key in KAFKA_4_GROUP_VERSIONS:
+            note = f"none (Kafka 4.2: {low}-{high}, KRaft only)"
         rows.append(f"| {key} | {name} | {module.MIN_VERSION} | {module.MAX_VERSION} | {note} |")
     return "\n".join(rows)
 

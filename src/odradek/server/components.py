@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from odradek.client.security import inter_broker_client_security
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.config import GroupCoordinatorConfig
+from odradek.coordinator.group.consumer_membership import ConsumerGroupConfig
 from odradek.coordinator.group.coordinator import GroupCoordinatorDeps
 from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC
 from odradek.coordinator.runtime import CreateInternalTopic, ReplicaInternalLog, RuntimeDeps
@@ -104,7 +105,11 @@ def build_components(
         return RuntimeDeps(ReplicaInternalLog(replica_manager, topic), metadata_cache, create_internal_topic)
 
     group_coordinator = GroupCoordinator(
-        GroupCoordinatorDeps(GroupCoordinatorConfig.from_broker(config), runtime_deps(GROUP_METADATA_TOPIC))
+        GroupCoordinatorDeps(
+            GroupCoordinatorConfig.from_broker(config),
+            runtime_deps(GROUP_METADATA_TOPIC),
+            ConsumerGroupConfig.from_broker(config),
+        )
     )
     transaction_coordinator = TransactionCoordinator(
         TransactionCoordinatorDeps(

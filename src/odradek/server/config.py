@@ -593,6 +593,20 @@ BROKER_CONFIGS = (
     .define("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for.")
     .define("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask for.")
     .define("group.max.size", "int", 2147483647, "Most members in one group.", at_least(1))
+    .define("group.consumer.session.timeout.ms", "int", 45000, "A consumer-protocol member's session timeout.")
+    .define("group.consumer.min.session.timeout.ms", "int", 45000, "Smallest group.consumer.session.timeout.ms.")
+    .define("group.consumer.max.session.timeout.ms", "int", 60000, "Largest group.consumer.session.timeout.ms.")
+    .define("group.consumer.heartbeat.interval.ms", "int", 5000, "How often consumer-protocol members heartbeat.")
+    .define("group.consumer.min.heartbeat.interval.ms", "int", 5000, "Smallest group.consumer.heartbeat.interval.ms.")
+    .define("group.consumer.max.heartbeat.interval.ms", "int", 15000, "Largest group.consumer.heartbeat.interval.ms.")
+    .define("group.consumer.max.size", "int", 2147483647, "Most members in one consumer-protocol group.", at_least(1))
+    .define(
+        "group.consumer.assignors",
+        "list",
+        "uniform,range",
+        "Server-side assignors of consumer-protocol groups (the first is the default): uniform, range, or "
+        "Kafka's class names of them.",
+    )
     .define("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", at_least(1))
     .define("transaction.state.log.replication.factor", "int", 3, "Replication of __transaction_state.")
     .define("transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state.")

@@ -5,7 +5,8 @@
 - :mod:`.member`, :mod:`.group` a member and a group's metadata (members, generation, offsets);
 - :mod:`.manager` the groups of the partitions this broker leads: load, store, expire;
 - :mod:`.membership` JoinGroup / SyncGroup / Heartbeat / LeaveGroup and the rebalance timers;
-- :mod:`.coordinator` the front door the request handlers call.
+- :mod:`.coordinator` the front door the request handlers call;
+- :mod:`.consumer_assignors` the consumer protocol's (KIP-848) server assignors, ``uniform`` and ``range``.
 """
 
 from odradek.coordinator.group.coordinator import GroupCoordinator

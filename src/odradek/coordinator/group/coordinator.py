@@ -17,8 +17,12 @@ Ownership, loading, writes, FindCoordinator (creating ``__consumer_offsets`` on 
 through :meth:`on_become_leader` / :meth:`on_become_follower`. Loading replays the partition
 (see :mod:`.manager`).
 
-Membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is :mod:`.membership`; offsets and the
-admin operations are here.
+Membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is :mod:`.membership`; the groups of
+the next-generation protocol (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe) are
+:mod:`.consumer_membership`'s, beside the classic ones under the same ids: a group id is either
+kind while it has members (a classic JoinGroup for a consumer group with members is
+INCONSISTENT_GROUP_PROTOCOL, a heartbeat for a classic group with members GROUP_ID_NOT_FOUND), and
+its committed offsets are kept the same way for both. Offsets and the admin operations are here.
 
 Runs on the broker's event loop; only that loop may call.
 """
@@ -28,9 +32,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from odradek.coordinator.group.config import GroupCoordinatorConfig
+from odradek.coordinator.group.consumer_group import ConsumerGroup
+from odradek.coordinator.group.consumer_membership import (
+    ConsumerGroupConfig,
+    ConsumerGroupMembership,
+    ConsumerHeartbeat,
+    ConsumerHeartbeatResult,
+)
 from odradek.coordinator.group.group import GroupMetadata, GroupOverview, GroupSummary
 from odradek.coordinator.group.manager import GroupMetadataManager, LoadedPartition, OffsetFetchEntry
 from odradek.coordinator.group.member import JoinGroupResult, JoinRequest, SyncGroupResult
@@ -57,6 +68,8 @@ class GroupCoordinatorDeps:
 
     config: GroupCoordinatorConfig
     runtime: RuntimeDeps
+    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+    """The ``group.consumer.*`` settings (KIP-848 groups)."""
 
 
 class GroupCoordinator:
@@ -81,6 +94,7 @@ class GroupCoordinator:
         self.membership = GroupMembership(
             config, self.manager, self.runtime.call_later, self.time_ms, self.runtime.spawn
         )
+        self.consumer_groups = ConsumerGroupMembership(deps.consumer, self.runtime.call_later)
 
     @property
     def active(self) -> bool:
@@ -116,11 +130,12 @@ class GroupCoordinator:
 
     def unload(self, partition: int) -> None:
         self.manager.unload_partition(partition, self.membership.on_group_unloaded)
+        self.consumer_groups.unload(lambda group_id: self.manager.partition_for(group_id) == partition)
 
     async def expire_offsets(self, now_ms: int | None = None) -> int:
         """Expire offsets now (as the periodic task does); returns how many were removed."""
         before = set(self.manager.groups)
-        removed = await self.manager.expire_offsets(now_ms)
+        removed = await self.manager.expire_offsets(now_ms, keep=self.consumer_groups.has_members)
         for group_id in before - set(self.manager.groups):
             log.info("group %s expired and was removed", group_id)
         return removed
@@ -149,6 +164,8 @@ class GroupCoordinator:
             and not config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms
         ):
             error = ErrorCode.invalid_session_timeout
+        if error is None and self.consumer_groups.has_members(req.group_id):
+            error = ErrorCode.inconsistent_group_protocol  # a consumer group (KIP-848) with members
         group = None
         if error is None:
             group = self.manager.get_or_maybe_create_group(req.group_id, req.member_id == "")
@@ -213,9 +230,54 @@ class GroupCoordinator:
 
     # --- offsets -------------------------------------------------------------------------------------
 
+    # --- KIP-848 consumer groups --------------------------------------------------------------------
+
+    def consumer_group_heartbeat(self, req: ConsumerHeartbeat, topics: Mapping[str, int]) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat (see :mod:`.consumer_membership`); ``topics``: every topic's
+        partition count (the metadata cache's)."""
+        error = self.validate_group_status(req.group_id)
+        if error is not None:
+            return ConsumerHeartbeatResult(error)
+        classic = self.manager.get_group(req.group_id)
+        if classic is not None and classic.members:
+            return ConsumerHeartbeatResult(
+                ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group."
+            )
+        result = self.consumer_groups.heartbeat(req, topics)
+        if classic is None and self.consumer_groups.group(req.group_id) is not None:
+            # the committed offsets of a consumer group are kept as a classic group's
+            self.manager.add_group(GroupMetadata(req.group_id, _S.EMPTY, self.time_ms()))
+        return result
+
+    def consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
+        """ConsumerGroupDescribe's view: (error, group). GROUP_ID_NOT_FOUND for an unknown group or
+        a classic one."""
+        error = self.validate_group_status(group_id)
+        if error is not None:
+            return error, None
+        group = self.consumer_groups.group(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, None
+        return ErrorCode.none, group
+
+    def _validate_consumer_commit(self, group: ConsumerGroup, member_epoch: int, member_id: str) -> ErrorCode | None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit``: a simple commit (epoch < 0) only while the
+        group has no member; else the member's current epoch (STALE_MEMBER_EPOCH otherwise)."""
+        if member_epoch < 0 and not group.members:
+            return None
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return None
+
     def _validate_offset_commit(
         self, group: GroupMetadata, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> ErrorCode | None:
+        consumer = self.consumer_groups.group(group.group_id)
+        if consumer is not None:
+            return self._validate_consumer_commit(consumer, generation_id, member_id)
         if group.is_(_S.DEAD):
             return ErrorCode.coordinator_not_available
         if generation_id < 0 and group.is_(_S.EMPTY):
@@ -250,6 +312,8 @@ class GroupCoordinator:
             log.info("creating simple consumer group %s by an offset commit", group_id)
             group = self.manager.add_group(GroupMetadata(group_id, _S.EMPTY, self.time_ms()))
         error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+        if error is None and self.consumer_groups.group(group_id) is not None:
+            return await self.manager.store_offsets(group, offsets)
         answer = COMMIT_ANSWER[group.state] if error is None else error
         if isinstance(answer, ErrorCode):
             return dict.fromkeys(offsets, answer)
@@ -326,6 +390,8 @@ class GroupCoordinator:
         if error is not None:
             return error, None, _NO_SUMMARY
         group = self.manager.get_group(group_id)
+        if self.consumer_groups.group(group_id) is not None:
+            return ErrorCode.group_id_not_found, f"Group {group_id} is not a classic group.", _DEAD_SUMMARY
         if group is None:
             if api_version >= 6:
                 return ErrorCode.group_id_not_found, f"Group {group_id} not found.", _DEAD_SUMMARY
@@ -339,12 +405,24 @@ class GroupCoordinator:
         every group here is ``classic``). COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
         if not self.runtime.active:
             return ErrorCode.coordinator_not_available, []
+        state_names = {name.lower() for name in states}
         wanted_states = {s for s in (parse_state(name) for name in states)}
         wanted_types = {t.lower() for t in types}
-        if wanted_types and "classic" not in wanted_types:
-            return ErrorCode.none, []
         error = ErrorCode.coordinator_load_in_progress if self.manager.is_loading else ErrorCode.none
-        groups = [g.overview() for g in self.manager.current_groups() if not wanted_states or g.state in wanted_states]
+        consumer = self.consumer_groups.groups
+        groups: list[GroupOverview] = []
+        if not wanted_types or "classic" in wanted_types:
+            groups += [
+                g.overview()
+                for g in self.manager.current_groups()
+                if g.group_id not in consumer and (not wanted_states or g.state in wanted_states)
+            ]
+        if not wanted_types or "consumer" in wanted_types:
+            groups += [
+                GroupOverview(g.group_id, "consumer", g.state, "consumer")
+                for g in consumer.values()
+                if not state_names or g.state.lower() in state_names
+            ]
         return error, groups
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
@@ -358,9 +436,12 @@ class GroupCoordinator:
                 results[group_id] = error
                 continue
             group = self.manager.get_group(group_id)
-            if group is None or group.is_(_S.DEAD):
+            if self.consumer_groups.has_members(group_id):
+                results[group_id] = ErrorCode.non_empty_group
+            elif group is None or group.is_(_S.DEAD):
                 results[group_id] = ErrorCode.group_id_not_found
             elif group.is_(_S.EMPTY):
+                self.consumer_groups.delete(group_id)
                 group.transition_to(_S.DEAD, self.time_ms())
                 self.membership.on_group_deleted(group)
                 eligible.append(group)

@@ -69,6 +69,8 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
+    """ListGroups v5: ``classic`` or ``consumer`` (KIP-848)."""
 
 
 class GroupMetadata:

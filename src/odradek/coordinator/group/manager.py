@@ -266,12 +266,14 @@ class GroupMetadataManager:
                     )
         return removed_total
 
-    async def expire_offsets(self, now_ms: int | None = None) -> int:
-        """Run offset expiry once (``offsets.retention.minutes``); returns offsets removed."""
+    async def expire_offsets(self, now_ms: int | None = None, keep: Callable[[str], bool] = lambda _g: False) -> int:
+        """Run offset expiry once (``offsets.retention.minutes``); returns offsets removed. Groups
+        for which ``keep(group_id)`` (consumer groups with members) keep theirs."""
         now = self.time_ms() if now_ms is None else now_ms
         retention = self.config.retention_ms
         removed = await self.cleanup_group_metadata(
-            list(self.groups.values()), lambda g: g.remove_expired_offsets(now, retention)
+            [g for g in self.groups.values() if not keep(g.group_id)],
+            lambda g: g.remove_expired_offsets(now, retention),
         )
         if removed:
             log.info("removed %d expired offsets", removed)

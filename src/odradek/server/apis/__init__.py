@@ -6,7 +6,8 @@
 
 Advertised versions are one Kafka release: every served API's maximum is Kafka 3.9's
 (``KAFKA_3_9_VERSIONS``, from 3.9's message specs; clients infer the broker's release from the
-maxima). Minima are Kafka 3.9's too, except where the protocol library has no codec for the
+maxima), but for the Kafka 4 group APIs (``KAFKA_4_GROUP_VERSIONS``), which 3.9 does not have.
+Minima are Kafka 3.9's too, except where the protocol library has no codec for the
 oldest versions: there they are Kafka 4.0's (KIP-896 removed Produce v0-2, Fetch v0-3,
 ListOffsets v0, CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0,
 DescribeAcls v0, CreateAcls v0, DeleteAcls v0, OffsetForLeaderEpoch v0-1, WriteTxnMarkers v0 and
@@ -28,6 +29,8 @@ from odradek.server.apis import (
     alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
     create_partitions,
@@ -120,6 +123,8 @@ _MODULES: list[ModuleType] = [
     list_groups,
     delete_groups,
     offset_delete,
+    consumer_group_heartbeat,
+    consumer_group_describe,
     sasl_handshake,
     sasl_authenticate,
     describe_acls,
@@ -206,3 +211,13 @@ KAFKA_4_0_MINIMA: dict[int, int] = {
     ApiKey.DESCRIBE_LOG_DIRS: 1,
 }
 """Where odradek's minimum is above 3.9's: Kafka 4.0's minimum (KIP-896)."""
+
+KAFKA_4_GROUP_VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+}
+"""(min, max) of the Kafka 4.x group APIs odradek serves (KIP-848), from Kafka 4.2's message specs;
+Kafka serves them in KRaft mode only, odradek beside its ZooKeeper-era APIs."""
+
+SERVED_VERSIONS: dict[int, tuple[int, int]] = {**KAFKA_3_9_VERSIONS, **KAFKA_4_GROUP_VERSIONS}
+"""Every API odradek may serve, with the Kafka release's (min, max) it follows."""

@@ -46,7 +46,7 @@ async def handle(ctx: RequestContext[ListGroupsRequest]) -> Any:
             group_id=g.group_id,
             protocol_type=g.protocol_type,
             group_state=g.state,
-            group_type="classic",
+            group_type=g.group_type,
         )
         for g in sorted(overviews, key=lambda g: g.group_id)
     )

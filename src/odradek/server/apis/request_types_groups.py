@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from kio.schema.consumer_group_describe import v0 as consumer_group_describe_v0
+from kio.schema.consumer_group_describe import v1 as consumer_group_describe_v1
+from kio.schema.consumer_group_heartbeat import v0 as consumer_group_heartbeat_v0
+from kio.schema.consumer_group_heartbeat import v1 as consumer_group_heartbeat_v1
 from kio.schema.delete_groups import v0 as delete_groups_v0
 from kio.schema.delete_groups import v1 as delete_groups_v1
 from kio.schema.delete_groups import v2 as delete_groups_v2
@@ -35,12 +39,25 @@ from kio.schema.list_groups import v5 as list_groups_v5
 from kio.schema.offset_delete import v0 as offset_delete_v0
 
 __all__ = [
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupHeartbeatRequest",
     "DeleteGroupsRequest",
     "FindCoordinatorRequest",
     "LeaveGroupRequest",
     "ListGroupsRequest",
     "OffsetDeleteRequest",
 ]
+
+ConsumerGroupHeartbeatRequest: TypeAlias = (
+    consumer_group_heartbeat_v0.ConsumerGroupHeartbeatRequest
+    | consumer_group_heartbeat_v1.ConsumerGroupHeartbeatRequest
+)
+"""consumer_group_heartbeat v0..v1."""
+
+ConsumerGroupDescribeRequest: TypeAlias = (
+    consumer_group_describe_v0.ConsumerGroupDescribeRequest | consumer_group_describe_v1.ConsumerGroupDescribeRequest
+)
+"""consumer_group_describe v0..v1."""
 
 LeaveGroupRequest: TypeAlias = (
     leave_group_v0.LeaveGroupRequest

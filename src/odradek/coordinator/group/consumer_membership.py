@@ -1,0 +1,378 @@
+"""ConsumerGroupHeartbeat (KIP-848): joining, leaving, reconciling and expiring the members of
+next-generation consumer groups, as Kafka 4.x's ``GroupMetadataManager.consumerGroupHeartbeat``.
+
+One heartbeat does everything a member needs (there is no JoinGroup or SyncGroup):
+
+- ``member_epoch`` 0 joins (the member id is the client's from v1; v0 without one gets a new id);
+  -1 leaves; -2 leaves as a static member that will come back. A join must carry the rebalance
+  timeout, the subscription (topic names) and the owned partitions (empty); otherwise
+  INVALID_REQUEST. An unknown ``server_assignor`` is UNSUPPORTED_ASSIGNOR.
+- Any other epoch must be the member's: an unknown member is UNKNOWN_MEMBER_ID; an epoch ahead
+  of the member's, or behind it other than its previous epoch with owned partitions it still has,
+  is FENCED_MEMBER_EPOCH (the member then rejoins with epoch 0).
+- A new member or a changed subscription (or a subscribed topic whose partition count changed)
+  bumps the group epoch; the target assignment is computed again by the group's assignor; the
+  member reconciles (:meth:`ConsumerGroup.reconcile`). The answer carries the member's epoch, the
+  heartbeat interval and, when it changed or the member's owned partitions differ from it, the
+  assignment.
+- Timers: ``group.consumer.session.timeout.ms`` after its last heartbeat a member is removed; a
+  member asked to revoke partitions that has not done so ``rebalance_timeout_ms`` later is fenced
+  (removed). Either bumps the group epoch, so the others converge at their next heartbeats.
+- A static member (``instance_id``) that leaves with -2 keeps its place for the session timeout; a
+  member joining with the same instance id takes over its assignment and epoch (KIP-345 as
+  KIP-848 keeps it). A different member id with an instance id in use by a live member is
+  UNRELEASED_INSTANCE_ID.
+
+Groups live in memory on the coordinator of their ``__consumer_offsets`` partition; their
+membership is not written to the log yet, so after a coordinator moves the members rejoin
+(UNKNOWN_MEMBER_ID, then epoch 0). Committed offsets are written as for classic groups.
+
+Event loop only; timers run on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from odradek.coordinator.group.consumer_assignment import ASSIGNORS, assign
+from odradek.coordinator.group.consumer_group import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState
+from odradek.coordinator.runtime import CallLater, ConfigSource, Timer
+from odradek.errors import ErrorCode
+
+__all__ = ["ConsumerGroupConfig", "ConsumerGroupMembership", "ConsumerHeartbeat", "ConsumerHeartbeatResult"]
+
+log = logging.getLogger(__name__)
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+"""Kafka's class names of the assignors, accepted in ``group.consumer.assignors``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    """The ``group.consumer.*`` keys."""
+
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = 2**31 - 1
+    assignors: tuple[str, ...] = ("uniform", "range")
+    """The assignors members may ask for; the first is the default."""
+
+    @classmethod
+    def from_broker(cls, config: ConfigSource) -> ConsumerGroupConfig:
+        """From a KafkaConfig; ValueError when the timeouts contradict each other (as Kafka's
+        ``GroupCoordinatorConfig`` checks them) or an assignor is unknown."""
+        session = int(config["group.consumer.session.timeout.ms"])
+        heartbeat = int(config["group.consumer.heartbeat.interval.ms"])
+        checks = (
+            ("group.consumer.session.timeout.ms", session, "group.consumer.min.session.timeout.ms", ">="),
+            ("group.consumer.session.timeout.ms", session, "group.consumer.max.session.timeout.ms", "<="),
+            ("group.consumer.heartbeat.interval.ms", heartbeat, "group.consumer.min.heartbeat.interval.ms", ">="),
+            ("group.consumer.heartbeat.interval.ms", heartbeat, "group.consumer.max.heartbeat.interval.ms", "<="),
+        )
+        for key, value, bound_key, op in checks:
+            bound = int(config[bound_key])
+            if (op == ">=" and value < bound) or (op == "<=" and value > bound):
+                raise ValueError(f"{key} = {value} must be {op} {bound_key} = {bound}")
+        if heartbeat >= session:
+            raise ValueError(
+                f"group.consumer.heartbeat.interval.ms = {heartbeat} must be < "
+                f"group.consumer.session.timeout.ms = {session}"
+            )
+        raw = config["group.consumer.assignors"]
+        names = tuple(
+            ASSIGNOR_CLASSES.get(n.strip(), n.strip()) for n in (raw if isinstance(raw, list) else str(raw).split(","))
+        )
+        unknown = [n for n in names if n not in ASSIGNORS]
+        if unknown or not names:
+            raise ValueError(f"group.consumer.assignors: unknown assignors {unknown} (known: {sorted(ASSIGNORS)})")
+        return cls(session, heartbeat, int(config["group.consumer.max.size"]), names)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeat:
+    """A ConsumerGroupHeartbeat's fields (None: not sent, unchanged since the last heartbeat)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Assignment | None = None
+    client_id: str = ""
+    client_host: str = ""
+    version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeatResult:
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+class ConsumerGroupMembership:
+    """See the module docstring."""
+
+    def __init__(self, config: ConsumerGroupConfig, call_later: CallLater) -> None:
+        self.config = config
+        self.call_later = call_later
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._session_timers: dict[tuple[str, str], Timer] = {}
+        self._rebalance_timers: dict[tuple[str, str], Timer] = {}
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        return self.groups.get(group_id)
+
+    def has_members(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    # --- the heartbeat -----------------------------------------------------------------------
+
+    def heartbeat(self, req: ConsumerHeartbeat, topics: Mapping[str, int]) -> ConsumerHeartbeatResult:
+        """Answer one heartbeat; ``topics``: the partition count of every topic the cluster has."""
+        error = self._validate(req)
+        if error is not None:
+            log.info("consumer group %s: heartbeat of member %s refused: %s", req.group_id, req.member_id, error[1])
+            return ConsumerHeartbeatResult(error[0], error[1])
+        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._leave(req, topics)
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if req.member_epoch != JOIN_EPOCH:
+                return ConsumerHeartbeatResult(ErrorCode.unknown_member_id, f"unknown member {req.member_id}")
+            group = self.groups[req.group_id] = ConsumerGroup(req.group_id, self.config.assignors[0])
+        member_id = req.member_id or str(uuid.uuid4())
+        member = group.members.get(member_id)
+        bump = False
+        if req.member_epoch == JOIN_EPOCH:
+            if member is None:
+                taken = self._static_takeover(group, req, member_id)
+                if isinstance(taken, ConsumerHeartbeatResult):
+                    return taken
+                if taken is None and len(group.members) >= self.config.max_size:
+                    return ConsumerHeartbeatResult(
+                        ErrorCode.group_max_size_reached, f"group {group.group_id} has {len(group.members)} members"
+                    )
+                member = taken or ConsumerGroupMember(member_id)
+                bump = taken is None
+                group.members[member_id] = member
+        elif member is None:
+            return ConsumerHeartbeatResult(ErrorCode.unknown_member_id, f"unknown member {member_id}")
+        else:
+            fenced = _check_epoch(member, req)
+            if fenced is not None:
+                return ConsumerHeartbeatResult(ErrorCode.fenced_member_epoch, fenced)
+        bump |= self._update_member(member, req)
+        subscribed = {t: topics[t] for t in group.subscribed_topic_names() if t in topics}
+        if bump or subscribed != group.subscribed_topics:
+            group.bump_epoch(subscribed)
+            log.info(
+                "consumer group %s: epoch %d (%d members, member %s)",
+                group.group_id,
+                group.group_epoch,
+                len(group.members),
+                member_id,
+            )
+        group.maybe_update_target(assign)
+        owned = req.owned if req.member_epoch != JOIN_EPOCH else (req.owned or {})
+        assigned_before = member.assigned
+        group.reconcile(member, owned)
+        self._schedule_session(group, member)
+        self._schedule_revocation(group, member)
+        # Kafka's rule: a joining member, a full request (after an error), or a changed assignment
+        full = req.rebalance_timeout_ms > 0 and req.subscribed_topic_names is not None and req.owned is not None
+        send = req.member_epoch == JOIN_EPOCH or full or member.assigned != assigned_before
+        return ConsumerHeartbeatResult(
+            member_id=member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            assignment=dict(member.assigned) if send else None,
+        )
+
+    def _validate(self, req: ConsumerHeartbeat) -> tuple[ErrorCode, str] | None:
+        if not req.group_id:
+            return ErrorCode.invalid_group_id, "the group id is empty"
+        if req.version >= 1 and not req.member_id:
+            return ErrorCode.invalid_request, "MemberId can't be empty."
+        if req.member_epoch < STATIC_LEAVE_EPOCH:
+            return ErrorCode.invalid_request, f"MemberEpoch {req.member_epoch} is invalid."
+        if req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
+            return ErrorCode.invalid_request, "InstanceId can't be null when MemberEpoch is -2."
+        if req.member_epoch == JOIN_EPOCH:
+            if req.rebalance_timeout_ms <= 0:
+                return ErrorCode.invalid_request, "RebalanceTimeoutMs must be provided in first request."
+            if req.owned is None or any(req.owned.values()):
+                return ErrorCode.invalid_request, "TopicPartitions must be empty when (re-)joining."
+            if not req.subscribed_topic_names and req.subscribed_topic_regex is None:
+                return (
+                    ErrorCode.invalid_request,
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                )
+        if req.subscribed_topic_regex is not None:
+            return ErrorCode.invalid_request, "SubscribedTopicRegex is not supported yet by this broker."
+        if req.server_assignor is not None and req.server_assignor not in self.config.assignors:
+            return ErrorCode.unsupported_assignor, f"ServerAssignor {req.server_assignor} is not supported."
+        return None
+
+    def _static_takeover(
+        self, group: ConsumerGroup, req: ConsumerHeartbeat, member_id: str
+    ) -> ConsumerGroupMember | ConsumerHeartbeatResult | None:
+        """A static member joining again: the member it replaces, moved to ``member_id`` (None:
+        not static, or no member with its instance id)."""
+        if req.instance_id is None:
+            return None
+        old = next((m for m in group.members.values() if m.instance_id == req.instance_id), None)
+        if old is None:
+            return None
+        if old.member_epoch != STATIC_LEAVE_EPOCH:
+            return ConsumerHeartbeatResult(
+                ErrorCode.unreleased_instance_id,
+                f"instance id {req.instance_id} is in use by member {old.member_id}",
+            )
+        self._cancel_timers(group.group_id, old.member_id)
+        del group.members[old.member_id]
+        target = group.target.pop(old.member_id, {})
+        group.target[member_id] = target
+        old.member_id = member_id
+        old.member_epoch = old.previous_member_epoch
+        return old
+
+    def _update_member(self, member: ConsumerGroupMember, req: ConsumerHeartbeat) -> bool:
+        """Apply what the heartbeat sent; whether the subscription changed."""
+        changed = False
+        if req.instance_id is not None:
+            member.instance_id = req.instance_id
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.rebalance_timeout_ms > 0:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.subscribed_topic_names is not None:
+            names = tuple(sorted(set(req.subscribed_topic_names)))
+            changed = names != member.subscribed_topic_names
+            member.subscribed_topic_names = names
+        if req.server_assignor is not None and req.server_assignor != member.server_assignor:
+            member.server_assignor = req.server_assignor
+            changed = True
+        member.client_id = req.client_id or member.client_id
+        member.client_host = req.client_host or member.client_host
+        return changed
+
+    def _leave(self, req: ConsumerHeartbeat, topics: Mapping[str, int]) -> ConsumerHeartbeatResult:
+        group = self.groups.get(req.group_id)
+        member = group.members.get(req.member_id) if group is not None else None
+        if group is None or member is None:
+            return ConsumerHeartbeatResult(ErrorCode.unknown_member_id, f"unknown member {req.member_id}")
+        if req.member_epoch == STATIC_LEAVE_EPOCH:  # keeps its place until its session expires
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = STATIC_LEAVE_EPOCH
+            self._cancel_timers(group.group_id, member.member_id)
+            self._schedule_session(group, member)
+        else:
+            self.remove(group, req.member_id, "left the group", topics)
+        return ConsumerHeartbeatResult(member_id=req.member_id, member_epoch=req.member_epoch)
+
+    # --- removal and timers ------------------------------------------------------------------
+
+    def remove(
+        self, group: ConsumerGroup, member_id: str, reason: str, topics: Mapping[str, int] | None = None
+    ) -> None:
+        """Drop a member; the group epoch moves on (a group left empty stays, with its epoch)."""
+        self._cancel_timers(group.group_id, member_id)
+        if group.remove_member(member_id) is None:
+            return
+        subscribed = (
+            {t: n for t, n in group.subscribed_topics.items() if t in group.subscribed_topic_names()}
+            if topics is None
+            else {t: topics[t] for t in group.subscribed_topic_names() if t in topics}
+        )
+        group.bump_epoch(subscribed)
+        log.info("consumer group %s: member %s %s; epoch %d", group.group_id, member_id, reason, group.group_epoch)
+
+    def _schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        key = (group.group_id, member.member_id)
+        old = self._session_timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+        self._session_timers[key] = self.call_later(
+            self.config.session_timeout_ms, functools.partial(self._expire, group.group_id, member.member_id)
+        )
+
+    def _schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        key = (group.group_id, member.member_id)
+        if member.state is not MemberState.UNREVOKED_PARTITIONS:
+            timer = self._rebalance_timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+        elif key not in self._rebalance_timers:
+            self._rebalance_timers[key] = self.call_later(
+                member.rebalance_timeout_ms,
+                functools.partial(self._fence, group.group_id, member.member_id, member.member_epoch),
+            )
+
+    def _expire(self, group_id: str, member_id: str) -> None:
+        self._session_timers.pop((group_id, member_id), None)
+        group = self.groups.get(group_id)
+        if group is not None and member_id in group.members:
+            self.remove(group, member_id, f"expired after {self.config.session_timeout_ms} ms without a heartbeat")
+
+    def _fence(self, group_id: str, member_id: str, epoch: int) -> None:
+        self._rebalance_timers.pop((group_id, member_id), None)
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        if member.state is MemberState.UNREVOKED_PARTITIONS and member.member_epoch == epoch:
+            self.remove(group, member_id, f"did not revoke its partitions within {member.rebalance_timeout_ms} ms")
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        for timers in (self._session_timers, self._rebalance_timers):
+            timer = timers.pop((group_id, member_id), None)
+            if timer is not None:
+                timer.cancel()
+
+    def unload(self, owns: Callable[[str], bool]) -> None:
+        """The coordinator lost the groups for which ``owns(group_id)``: forget them and their timers."""
+        for group_id in [g for g in self.groups if owns(g)]:
+            group = self.groups.pop(group_id)
+            for member_id in list(group.members):
+                self._cancel_timers(group_id, member_id)
+
+    def delete(self, group_id: str) -> None:
+        """DeleteGroups of an empty group."""
+        self.groups.pop(group_id, None)
+
+
+def _check_epoch(member: ConsumerGroupMember, req: ConsumerHeartbeat) -> str | None:
+    """Why ``req``'s epoch fences ``member`` (Kafka's ``throwIfMemberEpochIsInvalid``); None if it does not."""
+    epoch = req.member_epoch
+    if epoch > member.member_epoch:
+        return f"member {member.member_id} sent epoch {epoch}, ahead of its epoch {member.member_epoch}"
+    if epoch < member.member_epoch:
+        owned = req.owned
+        if epoch != member.previous_member_epoch or owned is None or not _subset(owned, member.assigned):
+            return f"member {member.member_id} sent epoch {epoch}, behind its epoch {member.member_epoch}"
+    return None
+
+
+def _subset(owned: Assignment, assigned: Assignment) -> bool:
+    return all(ps <= assigned.get(t, frozenset()) for t, ps in owned.items())

@@ -1,0 +1,162 @@
+"""KIP-848 consumer groups with a real client: confluent-kafka (librdkafka 2.16) consumers with
+``group.protocol=consumer`` on one broker. The group shares the partitions without two owners,
+follows members joining and leaving, commits offsets with member epochs (a restarted group resumes
+after them), shows up in ConsumerGroupDescribe and ListGroups, and refuses a classic member while
+it has consumer-protocol members."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.testing import BrokerRunner
+
+TOPIC = "kip848"
+PARTITIONS = 6
+OVERRIDES = {
+    "num.partitions": str(PARTITIONS),
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "1000",
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
+    runner = BrokerRunner(str(tmp_path_factory.mktemp("kip848")), OVERRIDES).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": runner.bootstrap_servers})
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
+        yield runner
+    finally:
+        runner.stop()
+
+
+def _consumer(broker: BrokerRunner, group: str, **extra: Any) -> Consumer:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **extra,
+        }
+    )
+    consumer.subscribe([TOPIC])
+    return consumer
+
+
+def _produce(broker: BrokerRunner, count: int, prefix: str) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+    for i in range(count):
+        producer.produce(TOPIC, f"{prefix}-{i}".encode(), partition=i % PARTITIONS)
+    assert producer.flush(15) == 0
+
+
+def _assigned(
+    consumers: list[Consumer], want: Callable[[list[set[int]]], bool], timeout_s: float = 20
+) -> list[set[int]]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for c in consumers:
+            c.poll(0.1)
+        sets = [{tp.partition for tp in c.assignment()} for c in consumers]
+        if want(sets) or time.monotonic() > deadline:
+            return sets
+
+
+def _disjoint_cover(sets: list[set[int]]) -> bool:
+    return sum(len(s) for s in sets) == PARTITIONS and set().union(*sets) == set(range(PARTITIONS))
+
+
+def test_members_share_the_partitions_and_follow_joins_and_leaves(broker: BrokerRunner) -> None:
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _consumer(broker, group)
+    try:
+        first = _assigned([a], lambda s: s[0] == set(range(PARTITIONS)))
+        assert first == [set(range(PARTITIONS))]
+        b = _consumer(broker, group)
+        try:
+            both = _assigned([a, b], lambda s: _disjoint_cover(s) and all(len(x) == 3 for x in s))
+            assert _disjoint_cover(both) and [len(x) for x in both] == [3, 3], both
+        finally:
+            b.close()  # leaves with epoch -1
+        alone = _assigned([a], lambda s: s[0] == set(range(PARTITIONS)))
+        assert alone == [set(range(PARTITIONS))]
+    finally:
+        a.close()
+
+
+def test_committed_offsets_carry_the_member_epoch_and_a_new_member_resumes_after_them(broker: BrokerRunner) -> None:
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    _produce(broker, 60, "first")
+    a = _consumer(broker, group)
+    seen: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(seen) < 60 and time.monotonic() < deadline:
+        for msg in a.consume(100, 0.2):
+            if msg.error() is None:
+                seen.append(msg.value())
+    assert len(seen) == 60
+    a.commit(asynchronous=False)
+    committed = a.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+    a.close()
+    assert sum(tp.offset for tp in committed) >= 60
+    _produce(broker, 12, "second")
+    b = _consumer(broker, group)
+    later: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(later) < 12 and time.monotonic() < deadline:
+        later += [m.value() for m in b.consume(100, 0.2) if m.error() is None]
+    b.close()
+    assert sorted(later) == sorted(f"second-{i}".encode() for i in range(12))  # nothing of the first round again
+
+
+def test_the_group_is_described_and_listed_as_a_consumer_group(broker: BrokerRunner) -> None:
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _consumer(broker, group, **{"client.id": "describe-me"})
+    try:
+        _assigned([a], lambda s: s[0] == set(range(PARTITIONS)))
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        listed = admin.list_consumer_groups().result(15)
+        mine = [g for g in listed.valid if g.group_id == group]
+        assert mine and str(mine[0].type).upper().endswith("CONSUMER"), mine
+        described = admin.describe_consumer_groups([group])[group].result(15)
+        assert str(described.type).upper().endswith("CONSUMER")
+        assert [m.client_id for m in described.members] == ["describe-me"]
+        member = described.members[0]
+        assert {tp.partition for tp in member.assignment.topic_partitions} == set(range(PARTITIONS))
+    finally:
+        a.close()
+
+
+def test_a_classic_member_is_refused_while_the_group_has_consumer_protocol_members(broker: BrokerRunner) -> None:
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _consumer(broker, group)
+    classic = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "session.timeout.ms": 6000})
+    try:
+        _assigned([a], lambda s: s[0] == set(range(PARTITIONS)))
+        classic.subscribe([TOPIC])
+        errors: list[int] = []
+        deadline = time.monotonic() + 10
+        while not errors and time.monotonic() < deadline:
+            try:
+                msg = classic.poll(0.2)
+            except KafkaException as exc:
+                errors.append(exc.args[0].code())
+                continue
+            if msg is not None and msg.error() is not None:
+                errors.append(msg.error().code())
+        assert KafkaError.INCONSISTENT_GROUP_PROTOCOL in errors, errors
+        assert {tp.partition for tp in a.assignment()} == set(range(PARTITIONS))
+    finally:
+        classic.close()
+        a.close()
