@@ -344,12 +344,26 @@ class GroupCoordinator:
         self.manager.txn_offsets.complete(producer_id, partitions, commit)
 
     def fetch_offsets(
-        self, group_id: str, require_stable: bool, partitions: Iterable[TopicPartition] | None
+        self,
+        group_id: str,
+        require_stable: bool,
+        partitions: Iterable[TopicPartition] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetFetchEntry]]:
-        """(group error, offsets). ``partitions`` None: every committed partition."""
+        """(group error, offsets). ``partitions`` None: every committed partition. A member of a
+        consumer group (OffsetFetch v9, ``member_epoch`` >= 0) must be one with that epoch
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), as Kafka's ``validateOffsetFetch``."""
         error = self.validate_group_status(group_id, allow_empty_id=True)
         if error is not None:
             return error, {}
+        consumer = self.consumer_groups.group(group_id)
+        if consumer is not None and member_epoch >= 0:
+            member = consumer.members.get(member_id or "")
+            if member is None:
+                return ErrorCode.unknown_member_id, {}
+            if member.member_epoch != member_epoch:
+                return ErrorCode.stale_member_epoch, {}
         return ErrorCode.none, self.manager.get_offsets(group_id, require_stable, partitions)
 
     async def delete_offsets(

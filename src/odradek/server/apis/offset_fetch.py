@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kio.schema.offset_fetch import v7 as offset_fetch_v7
 from kio.schema.offset_fetch import v8 as offset_fetch_v8
 from kio.schema.offset_fetch import v9 as offset_fetch_v9
+from kio.schema.offset_fetch.v9 import request as offset_fetch_v9_request
 from kio.static.primitive import i64
 
 from odradek.coordinator.group.manager import OffsetFetchEntry
@@ -78,14 +79,23 @@ async def _from_zookeeper(ctx: RequestContext, group_id: str, partitions: list[T
 
 
 def _fetch(
-    ctx: RequestContext, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool
+    ctx: RequestContext,
+    group_id: str,
+    partitions: list[TopicPartition] | None,
+    require_stable: bool,
+    member: tuple[str | None, int] = (None, -1),
 ) -> tuple[ErrorCode, Entries]:
     """Kafka's checks: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED); requested
     partitions of a topic not authorized for DESCRIBE answer TOPIC_AUTHORIZATION_FAILED, and
-    "every partition" (null topics) leaves such topics out."""
+    "every partition" (null topics) leaves such topics out. ``member``: v9's member id and epoch
+    (a consumer group's member must be current)."""
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, {}
     coordinator = ctx.services.group_coordinator
+    if member[1] >= 0:
+        error, _ = coordinator.fetch_offsets(group_id, require_stable, [], *member)
+        if error is not ErrorCode.none:
+            return error, {}
     if partitions is None:
         error, entries = coordinator.fetch_offsets(group_id, require_stable, None)
         visible = filter_authorized(
@@ -162,7 +172,12 @@ async def handle(ctx: RequestContext[OffsetFetchRequest]) -> Any:
     if isinstance(req, (offset_fetch_v8.OffsetFetchRequest, offset_fetch_v9.OffsetFetchRequest)):
         groups = []
         for g in req.groups:
-            error, entries = _fetch(ctx, g.group_id, _requested(g.topics), bool(req.require_stable))
+            member = (
+                (g.member_id, int(g.member_epoch))
+                if isinstance(g, offset_fetch_v9_request.OffsetFetchRequestGroup)
+                else (None, -1)
+            )
+            error, entries = _fetch(ctx, g.group_id, _requested(g.topics), bool(req.require_stable), member)
             groups.append(
                 ctx.make(
                     "OffsetFetchResponseGroup",

@@ -1,0 +1,73 @@
+"""KIP-848 consumer groups through the group coordinator (fakes: manual clock, in-memory
+``__consumer_offsets``): commits and fetches checked by member epoch, a group id of one kind at a
+time, ListGroups types and states, DeleteGroups of a group with members."""
+
+from __future__ import annotations
+
+from odradek.coordinator.group.consumer_membership import ConsumerHeartbeat, ConsumerHeartbeatResult
+from odradek.coordinator.group.schemas import OffsetAndMetadata
+from odradek.errors import ErrorCode
+from odradek.storage.topic_partition import TopicPartition
+
+from .group_fakes import Harness, run
+
+T0 = TopicPartition("t", 0)
+TOPICS = {"t": 2}
+
+
+def _join(h: Harness, member: str, group: str = "g") -> ConsumerHeartbeatResult:
+    req = ConsumerHeartbeat(group, member, 0, rebalance_timeout_ms=30000, subscribed_topic_names=("t",), owned={})
+    return h.coordinator.consumer_group_heartbeat(req, TOPICS)
+
+
+@run
+async def test_commits_and_fetches_carry_the_members_current_epoch() -> None:
+    h = await Harness().start()
+    joined = _join(h, "m1")
+    assert joined.error is ErrorCode.none and joined.member_epoch == 1
+    commit = h.coordinator.commit_offsets
+    assert await commit("g", "m1", None, 1, {T0: OffsetAndMetadata(7)}) == {T0: ErrorCode.none}
+    assert await commit("g", "m1", None, 0, {T0: OffsetAndMetadata(8)}) == {T0: ErrorCode.stale_member_epoch}
+    assert await commit("g", "nobody", None, 1, {T0: OffsetAndMetadata(8)}) == {T0: ErrorCode.unknown_member_id}
+    assert await commit("g", "", None, -1, {T0: OffsetAndMetadata(8)}) == {T0: ErrorCode.unknown_member_id}
+    error, offsets = h.coordinator.fetch_offsets("g", False, [T0], "m1", 1)
+    assert error is ErrorCode.none and offsets[T0].offset == 7
+    assert h.coordinator.fetch_offsets("g", False, [T0], "m1", 3)[0] is ErrorCode.stale_member_epoch
+    assert h.coordinator.fetch_offsets("g", False, [T0], "ghost", 1)[0] is ErrorCode.unknown_member_id
+    assert h.coordinator.fetch_offsets("g", False, [T0])[0] is ErrorCode.none  # an admin's fetch (epoch -1)
+    h.coordinator.consumer_group_heartbeat(ConsumerHeartbeat("g", "m1", -1), TOPICS)
+    simple = await commit("g", "", None, -1, {T0: OffsetAndMetadata(9)})  # no member left: a simple commit
+    assert simple == {T0: ErrorCode.none}
+
+
+@run
+async def test_a_group_id_is_one_kind_while_it_has_members() -> None:
+    h = await Harness().start()
+    _join(h, "m1", "cg")
+    classic = await h.join("cg")
+    assert classic.error is ErrorCode.inconsistent_group_protocol
+    await h.join_fully("classic")
+    refused = _join(h, "m2", "classic")
+    assert refused.error is ErrorCode.group_id_not_found and "not a consumer group" in (refused.message or "")
+    error, message, _ = h.coordinator.describe_group("cg", 5)
+    assert error is ErrorCode.group_id_not_found and "not a classic group" in (message or "")
+    assert h.coordinator.consumer_group("classic")[0] is ErrorCode.group_id_not_found
+
+
+@run
+async def test_list_groups_shows_each_kind_and_delete_refuses_a_group_with_members() -> None:
+    h = await Harness().start()
+    _join(h, "m1", "cg")
+    await h.join_fully("classic")
+    _, listed = h.coordinator.list_groups()
+    kinds = {g.group_id: (g.group_type, g.state) for g in listed}
+    assert kinds["cg"] == ("consumer", "Stable")
+    assert kinds["classic"][0] == "classic"
+    _, only = h.coordinator.list_groups(types=["consumer"])
+    assert [g.group_id for g in only] == ["cg"]
+    _, stable = h.coordinator.list_groups(states=["stable"], types=["consumer"])
+    assert [g.group_id for g in stable] == ["cg"]
+    assert (await h.coordinator.delete_groups(["cg"]))["cg"] is ErrorCode.non_empty_group
+    h.coordinator.consumer_group_heartbeat(ConsumerHeartbeat("cg", "m1", -1), TOPICS)
+    assert (await h.coordinator.delete_groups(["cg"]))["cg"] is ErrorCode.none
+    assert h.coordinator.consumer_group("cg")[0] is ErrorCode.group_id_not_found
