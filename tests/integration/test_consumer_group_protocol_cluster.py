@@ -1,11 +1,13 @@
 """KIP-848 consumer groups across broker processes: two librdkafka consumers with
 ``group.protocol=consumer`` on a 3-broker cluster on a real ZooKeeper; the group's coordinator is
-killed with SIGKILL mid-stream. The members rejoin at the new coordinator (which does not yet keep
-their epochs: they start again at epoch 0), the partitions are shared again without two owners,
-every record is read, and reading resumes from the committed offsets (no record is lost)."""
+killed with SIGKILL mid-stream. The new coordinator loads the group from ``__consumer_offsets``
+(its epoch goes on from where it was, it does not start over), the partitions are shared without
+two owners, every record is read, and reading resumes from the committed offsets (no record is
+lost)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -16,7 +18,9 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.cli.cluster import LocalCluster
+from odradek.client.connection import KafkaConnection
 from odradek.coordinator.group.schemas import partition_for
+from odradek.protocol.api_keys import ApiKey
 from odradek.testing_zk import ZooKeeperServer
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -53,10 +57,35 @@ def _produce(cluster: LocalCluster, prefix: str, count: int) -> set[bytes]:
     return values
 
 
+def consumers_config(cluster: LocalCluster, group: str) -> dict[str, object]:
+    return {
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+
+
 def _coordinator(cluster: LocalCluster, group: str) -> int:
     partition = partition_for(group, OFFSETS_PARTITIONS)
     data = cluster.read_znode(f"/brokers/topics/__consumer_offsets/partitions/{partition}/state")
     return int(json.loads(data or b"{}").get("leader", -1))
+
+
+def _group_epoch(cluster: LocalCluster, group: str) -> int:
+    """The group epoch its coordinator reports (ConsumerGroupDescribe); -1 when it has none."""
+
+    port = cluster.broker(_coordinator(cluster, group)).port
+
+    async def describe() -> int:
+        async with KafkaConnection("127.0.0.1", port, request_timeout_ms=10000) as conn:
+            rb = conn.builder(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1)
+            response = await conn.send(rb(group_ids=(group,), include_authorized_operations=False))
+        described = response.groups[0]
+        return int(described.group_epoch) if described.error_code == 0 else -1
+
+    return asyncio.run(describe())
 
 
 def _consume(consumers: list[Consumer], seen: list[bytes], until: Callable[[], bool], timeout_s: float) -> None:
@@ -75,18 +104,7 @@ def _consume(consumers: list[Consumer], seen: list[bytes], until: Callable[[], b
 def test_members_survive_their_coordinator_being_killed_and_lose_no_record(cluster: LocalCluster) -> None:
     group = f"cg-{uuid.uuid4().hex[:6]}"
     first = _produce(cluster, "before", 300)
-    consumers = [
-        Consumer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "group.id": group,
-                "group.protocol": "consumer",
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-            }
-        )
-        for _ in range(2)
-    ]
+    consumers = [Consumer(consumers_config(cluster, group)) for _ in range(2)]
     for c in consumers:
         c.subscribe([TOPIC])
     seen: list[bytes] = []
@@ -94,12 +112,19 @@ def test_members_survive_their_coordinator_being_killed_and_lose_no_record(clust
     try:
         _consume(consumers, seen, lambda: len(set(seen) & first) >= 150, 60)
         assert len(set(seen) & first) >= 150
+        passer = Consumer({**consumers_config(cluster, group)})  # joins and leaves: epoch 4
+        passer.subscribe([TOPIC])
+        _consume([passer], [], lambda: bool(passer.assignment()), 20)
+        passer.close()
+        epoch = _group_epoch(cluster, group)
+        assert epoch >= 4
         victim = _coordinator(cluster, group)
         cluster.kill9(victim)
         second = _produce(cluster, "after", 300)
         _consume(consumers, seen, lambda: first | second <= set(seen), 120)
         assert first | second <= set(seen), f"{len((first | second) - set(seen))} records never read"
         assert _coordinator(cluster, group) not in (victim, -1)
+        assert _group_epoch(cluster, group) >= epoch  # loaded, not started over
 
         def shared() -> bool:
             for c in consumers:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -110,6 +111,12 @@ class FakeMetadata:
 
     def partition_count(self, topic: str) -> int | None:
         return self.partitions.get(topic)
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        return uuid.uuid5(uuid.NAMESPACE_DNS, name) if name in self.partitions else None
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return next((n for n in self.partitions if uuid.uuid5(uuid.NAMESPACE_DNS, n) == topic_id), None)
 
     def leader_of(self, tp: TopicPartition) -> int:
         return self.leaders.get(tp, -1)

@@ -26,7 +26,9 @@ class Harness:
         """Partition -> leader epoch (absent: 0; None: not led here)."""
         settings = {"initial_rebalance_delay_ms": 0, "offsets_partitions": 3, **config}
         deps, self.metadata, self.create_topic = runtime_deps(self.log, self.clock)
-        self.coordinator = GroupCoordinator(GroupCoordinatorDeps(GroupCoordinatorConfig(**settings), deps))
+        self.coordinator = GroupCoordinator(
+            GroupCoordinatorDeps(GroupCoordinatorConfig(**settings), deps, topic_ids=self.metadata)
+        )
 
     async def start(self) -> Harness:
         await self.coordinator.startup()

@@ -15,15 +15,16 @@ T0 = TopicPartition("t", 0)
 TOPICS = {"t": 2}
 
 
-def _join(h: Harness, member: str, group: str = "g") -> ConsumerHeartbeatResult:
+async def _join(h: Harness, member: str, group: str = "g") -> ConsumerHeartbeatResult:
+    h.metadata.add_topic("t", 2)
     req = ConsumerHeartbeat(group, member, 0, rebalance_timeout_ms=30000, subscribed_topic_names=("t",), owned={})
-    return h.coordinator.consumer_group_heartbeat(req, TOPICS)
+    return await h.coordinator.consumer_group_heartbeat(req, TOPICS)
 
 
 @run
 async def test_commits_and_fetches_carry_the_members_current_epoch() -> None:
     h = await Harness().start()
-    joined = _join(h, "m1")
+    joined = await _join(h, "m1")
     assert joined.error is ErrorCode.none and joined.member_epoch == 1
     commit = h.coordinator.commit_offsets
     assert await commit("g", "m1", None, 1, {T0: OffsetAndMetadata(7)}) == {T0: ErrorCode.none}
@@ -35,7 +36,7 @@ async def test_commits_and_fetches_carry_the_members_current_epoch() -> None:
     assert h.coordinator.fetch_offsets("g", False, [T0], "m1", 3)[0] is ErrorCode.stale_member_epoch
     assert h.coordinator.fetch_offsets("g", False, [T0], "ghost", 1)[0] is ErrorCode.unknown_member_id
     assert h.coordinator.fetch_offsets("g", False, [T0])[0] is ErrorCode.none  # an admin's fetch (epoch -1)
-    h.coordinator.consumer_group_heartbeat(ConsumerHeartbeat("g", "m1", -1), TOPICS)
+    await h.coordinator.consumer_group_heartbeat(ConsumerHeartbeat("g", "m1", -1), TOPICS)
     simple = await commit("g", "", None, -1, {T0: OffsetAndMetadata(9)})  # no member left: a simple commit
     assert simple == {T0: ErrorCode.none}
 
@@ -43,11 +44,11 @@ async def test_commits_and_fetches_carry_the_members_current_epoch() -> None:
 @run
 async def test_a_group_id_is_one_kind_while_it_has_members() -> None:
     h = await Harness().start()
-    _join(h, "m1", "cg")
+    await _join(h, "m1", "cg")
     classic = await h.join("cg")
     assert classic.error is ErrorCode.inconsistent_group_protocol
     await h.join_fully("classic")
-    refused = _join(h, "m2", "classic")
+    refused = await _join(h, "m2", "classic")
     assert refused.error is ErrorCode.group_id_not_found and "not a consumer group" in (refused.message or "")
     error, message, _ = h.coordinator.describe_group("cg", 5)
     assert error is ErrorCode.group_id_not_found and "not a classic group" in (message or "")
@@ -57,7 +58,7 @@ async def test_a_group_id_is_one_kind_while_it_has_members() -> None:
 @run
 async def test_list_groups_shows_each_kind_and_delete_refuses_a_group_with_members() -> None:
     h = await Harness().start()
-    _join(h, "m1", "cg")
+    await _join(h, "m1", "cg")
     await h.join_fully("classic")
     _, listed = h.coordinator.list_groups()
     kinds = {g.group_id: (g.group_type, g.state) for g in listed}
@@ -68,6 +69,41 @@ async def test_list_groups_shows_each_kind_and_delete_refuses_a_group_with_membe
     _, stable = h.coordinator.list_groups(states=["stable"], types=["consumer"])
     assert [g.group_id for g in stable] == ["cg"]
     assert (await h.coordinator.delete_groups(["cg"]))["cg"] is ErrorCode.non_empty_group
-    h.coordinator.consumer_group_heartbeat(ConsumerHeartbeat("cg", "m1", -1), TOPICS)
+    await h.coordinator.consumer_group_heartbeat(ConsumerHeartbeat("cg", "m1", -1), TOPICS)
     assert (await h.coordinator.delete_groups(["cg"]))["cg"] is ErrorCode.none
     assert h.coordinator.consumer_group("cg")[0] is ErrorCode.group_id_not_found
+
+
+@run
+async def test_a_new_coordinator_loads_the_groups_epochs_and_assignments() -> None:
+    h = await Harness().start()
+    await _join(h, "m1")
+    await _join(h, "m2")
+    beat = h.coordinator.consumer_group_heartbeat
+    first = await beat(ConsumerHeartbeat("g", "m1", 1, owned={"t": frozenset({0, 1})}), TOPICS)  # revokes one
+    kept = first.assignment
+    assert kept is not None and len(kept["t"]) == 1
+    await beat(ConsumerHeartbeat("g", "m1", 1, owned=kept), TOPICS)  # revoked: epoch 2
+    await _join(h, "gone")
+    await beat(ConsumerHeartbeat("g", "gone", -1), TOPICS)  # its records get tombstones
+    before = h.coordinator.consumer_group("g")[1]
+    assert before is not None
+    snapshot = {
+        m.member_id: (m.member_epoch, m.state, m.assigned, m.pending_revocation) for m in before.members.values()
+    }
+    epochs = (before.group_epoch, before.assignment_epoch, dict(before.target))
+    await h.coordinator.shutdown()
+
+    h2 = Harness(log=h.log, clock=h.clock)
+    h2.metadata.add_topic("t", 2)  # the new coordinator's metadata knows the topic (and its id)
+    await h2.start()
+    after = h2.coordinator.consumer_group("g")[1]
+    assert after is not None
+    assert {
+        m.member_id: (m.member_epoch, m.state, m.assigned, m.pending_revocation) for m in after.members.values()
+    } == snapshot
+    assert (after.group_epoch, after.assignment_epoch, dict(after.target)) == epochs
+    resumed = await h2.coordinator.consumer_group_heartbeat(ConsumerHeartbeat("g", "m1", 2), TOPICS)
+    # no rejoin: it carries on to the group's latest assignment epoch ("gone" joined and left)
+    assert resumed.error is ErrorCode.none and resumed.member_epoch == after.assignment_epoch == 4
+    assert await h2.coordinator.commit_offsets("g", "m1", None, 4, {T0: OffsetAndMetadata(3)}) == {T0: ErrorCode.none}

@@ -109,6 +109,7 @@ def build_components(
             GroupCoordinatorConfig.from_broker(config),
             runtime_deps(GROUP_METADATA_TOPIC),
             ConsumerGroupConfig.from_broker(config),
+            metadata_cache,
         )
     )
     transaction_coordinator = TransactionCoordinator(

@@ -119,6 +119,15 @@ class MetadataCache:
 
     # --- the coordinators' view (odradek.coordinator.runtime.MetadataView) ---------------------
 
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        """The topic's id; None while unknown (or known without an id)."""
+        meta = self.topics.get(name)
+        return meta.topic_id if meta is not None and meta.topic_id != ZERO_UUID else None
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id; None while unknown."""
+        return self.topic_names.get(topic_id)
+
     def partition_count(self, topic: str) -> int | None:
         """The topic's partition count; None while the cache does not know the topic."""
         meta = self.topics.get(topic)

@@ -23,9 +23,10 @@ One heartbeat does everything a member needs (there is no JoinGroup or SyncGroup
   KIP-848 keeps it). A different member id with an instance id in use by a live member is
   UNRELEASED_INSTANCE_ID.
 
-Groups live in memory on the coordinator of their ``__consumer_offsets`` partition; their
-membership is not written to the log yet, so after a coordinator moves the members rejoin
-(UNKNOWN_MEMBER_ID, then epoch 0). Committed offsets are written as for classic groups.
+Groups live on the coordinator of their ``__consumer_offsets`` partition; the coordinator writes
+each change to that partition (:mod:`.consumer_persistence`) and a new coordinator loads them, so
+members keep their epochs and assignments across a coordinator's move. Committed offsets are
+written as for classic groups.
 
 Event loop only; timers run on it.
 """
@@ -132,9 +133,13 @@ class ConsumerHeartbeatResult:
 class ConsumerGroupMembership:
     """See the module docstring."""
 
-    def __init__(self, config: ConsumerGroupConfig, call_later: CallLater) -> None:
+    def __init__(
+        self, config: ConsumerGroupConfig, call_later: CallLater, on_change: Callable[[str], None] | None = None
+    ) -> None:
         self.config = config
         self.call_later = call_later
+        self.on_change = on_change
+        """Told the group id after a timer changed a group (a member expired or was fenced)."""
         self.groups: dict[str, ConsumerGroup] = {}
         self._session_timers: dict[tuple[str, str], Timer] = {}
         self._rebalance_timers: dict[tuple[str, str], Timer] = {}
@@ -334,6 +339,8 @@ class ConsumerGroupMembership:
         group = self.groups.get(group_id)
         if group is not None and member_id in group.members:
             self.remove(group, member_id, f"expired after {self.config.session_timeout_ms} ms without a heartbeat")
+            if self.on_change is not None:
+                self.on_change(group_id)
 
     def _fence(self, group_id: str, member_id: str, epoch: int) -> None:
         self._rebalance_timers.pop((group_id, member_id), None)
@@ -343,6 +350,8 @@ class ConsumerGroupMembership:
             return
         if member.state is MemberState.UNREVOKED_PARTITIONS and member.member_epoch == epoch:
             self.remove(group, member_id, f"did not revoke its partitions within {member.rebalance_timeout_ms} ms")
+            if self.on_change is not None:
+                self.on_change(group_id)
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         for timers in (self._session_timers, self._rebalance_timers):
@@ -350,16 +359,30 @@ class ConsumerGroupMembership:
             if timer is not None:
                 timer.cancel()
 
-    def unload(self, owns: Callable[[str], bool]) -> None:
-        """The coordinator lost the groups for which ``owns(group_id)``: forget them and their timers."""
-        for group_id in [g for g in self.groups if owns(g)]:
+    def install(self, group: ConsumerGroup) -> None:
+        """A group loaded from ``__consumer_offsets``: its members' sessions start now (as Kafka's
+        coordinator schedules them on load), and their revocation timers where they revoke."""
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            if member.member_epoch == STATIC_LEAVE_EPOCH:
+                self._schedule_session(group, member)
+                continue
+            self._schedule_session(group, member)
+            self._schedule_revocation(group, member)
+
+    def unload(self, owns: Callable[[str], bool]) -> list[str]:
+        """The coordinator lost the groups for which ``owns(group_id)``: forget them and their
+        timers; the ids forgotten."""
+        gone = [g for g in self.groups if owns(g)]
+        for group_id in gone:
             group = self.groups.pop(group_id)
             for member_id in list(group.members):
                 self._cancel_timers(group_id, member_id)
+        return gone
 
-    def delete(self, group_id: str) -> None:
-        """DeleteGroups of an empty group."""
-        self.groups.pop(group_id, None)
+    def delete(self, group_id: str) -> bool:
+        """DeleteGroups of a group without members; whether there was one."""
+        return self.groups.pop(group_id, None) is not None
 
 
 def _check_epoch(member: ConsumerGroupMember, req: ConsumerHeartbeat) -> str | None:

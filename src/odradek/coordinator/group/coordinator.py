@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from odradek.coordinator.group.config import GroupCoordinatorConfig
 from odradek.coordinator.group.consumer_group import ConsumerGroup
@@ -42,6 +44,7 @@ from odradek.coordinator.group.consumer_membership import (
     ConsumerHeartbeat,
     ConsumerHeartbeatResult,
 )
+from odradek.coordinator.group.consumer_persistence import group_records, load_groups
 from odradek.coordinator.group.group import GroupMetadata, GroupOverview, GroupSummary
 from odradek.coordinator.group.manager import GroupMetadataManager, LoadedPartition, OffsetFetchEntry
 from odradek.coordinator.group.member import JoinGroupResult, JoinRequest, SyncGroupResult
@@ -50,6 +53,7 @@ from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC, OffsetAndMet
 from odradek.coordinator.group.state import COMMIT_ANSWER, GroupState, parse_state
 from odradek.coordinator.runtime import CoordinatorRuntime, InternalTopic, RuntimeDeps
 from odradek.errors import ErrorCode
+from odradek.protocol.records import Record
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = ["GroupCoordinator", "GroupCoordinatorDeps"]
@@ -70,6 +74,17 @@ class GroupCoordinatorDeps:
     runtime: RuntimeDeps
     consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
     """The ``group.consumer.*`` settings (KIP-848 groups)."""
+    topic_ids: TopicIds | None = None
+    """Topic names and ids (the metadata cache's): consumer groups are written to
+    ``__consumer_offsets`` with them; None keeps consumer groups in memory only."""
+
+
+class TopicIds(Protocol):
+    """Topic name <-> id, as the broker's metadata cache knows them."""
+
+    def topic_id(self, name: str) -> uuid.UUID | None: ...
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
 
 
 class GroupCoordinator:
@@ -94,7 +109,10 @@ class GroupCoordinator:
         self.membership = GroupMembership(
             config, self.manager, self.runtime.call_later, self.time_ms, self.runtime.spawn
         )
-        self.consumer_groups = ConsumerGroupMembership(deps.consumer, self.runtime.call_later)
+        self.consumer_groups = ConsumerGroupMembership(deps.consumer, self.runtime.call_later, self._on_consumer_change)
+        self.topic_ids = deps.topic_ids
+        self._written: dict[str, dict[bytes, bytes]] = {}
+        """Each consumer group's records as last submitted to ``__consumer_offsets``."""
 
     @property
     def active(self) -> bool:
@@ -127,10 +145,24 @@ class GroupCoordinator:
 
     def install(self, partition: int, epoch: int, loaded: LoadedPartition) -> None:
         self.manager.install(partition, epoch, loaded, self.membership.on_group_loaded)
+        if loaded.consumer and self.topic_ids is not None:
+            groups = load_groups(
+                loaded.consumer,
+                self.topic_ids.topic_name,
+                self.runtime.metadata.partition_count,
+                self.consumer_groups.config.assignors[0],
+            )
+            for group_id, (group, written) in groups.items():
+                self._written[group_id] = written
+                self.consumer_groups.install(group)
+                if self.manager.get_group(group_id) is None:
+                    self.manager.add_group(GroupMetadata(group_id, _S.EMPTY, self.time_ms()))
+            log.info("loaded %d consumer groups from __consumer_offsets-%d", len(groups), partition)
 
     def unload(self, partition: int) -> None:
         self.manager.unload_partition(partition, self.membership.on_group_unloaded)
-        self.consumer_groups.unload(lambda group_id: self.manager.partition_for(group_id) == partition)
+        for group_id in self.consumer_groups.unload(lambda g: self.manager.partition_for(g) == partition):
+            self._written.pop(group_id, None)
 
     async def expire_offsets(self, now_ms: int | None = None) -> int:
         """Expire offsets now (as the periodic task does); returns how many were removed."""
@@ -232,9 +264,12 @@ class GroupCoordinator:
 
     # --- KIP-848 consumer groups --------------------------------------------------------------------
 
-    def consumer_group_heartbeat(self, req: ConsumerHeartbeat, topics: Mapping[str, int]) -> ConsumerHeartbeatResult:
+    async def consumer_group_heartbeat(
+        self, req: ConsumerHeartbeat, topics: Mapping[str, int]
+    ) -> ConsumerHeartbeatResult:
         """ConsumerGroupHeartbeat (see :mod:`.consumer_membership`); ``topics``: every topic's
-        partition count (the metadata cache's)."""
+        partition count (the metadata cache's). Answered once the change it made to the group is
+        durable in ``__consumer_offsets`` (its error otherwise)."""
         error = self.validate_group_status(req.group_id)
         if error is not None:
             return ConsumerHeartbeatResult(error)
@@ -247,7 +282,34 @@ class GroupCoordinator:
         if classic is None and self.consumer_groups.group(req.group_id) is not None:
             # the committed offsets of a consumer group are kept as a classic group's
             self.manager.add_group(GroupMetadata(req.group_id, _S.EMPTY, self.time_ms()))
-        return result
+        error = await self._persist(req.group_id)
+        return result if error is ErrorCode.none else ConsumerHeartbeatResult(error)
+
+    def _on_consumer_change(self, group_id: str) -> None:
+        """A timer changed a consumer group (a member expired or was fenced): write it."""
+        self.runtime.spawn(self._persist_logged(group_id))
+
+    async def _persist_logged(self, group_id: str) -> None:
+        await self._persist(group_id)
+
+    async def _persist(self, group_id: str) -> ErrorCode:
+        """Write what changed in a consumer group since its last write (tombstones for the records
+        that went). The records submitted become the new base at once, so writes of one group
+        follow each other in the log as their changes did."""
+        if self.topic_ids is None:
+            return ErrorCode.none
+        group = self.consumer_groups.group(group_id)
+        new = group_records(group, self.topic_ids.topic_id) if group is not None else {}
+        old = self._written.get(group_id, {})
+        changed = [Record(k, v) for k, v in new.items() if old.get(k) != v]
+        changed += [Record(k, None) for k in old if k not in new]
+        if not changed:
+            return ErrorCode.none
+        if new:
+            self._written[group_id] = new
+        else:
+            self._written.pop(group_id, None)
+        return await self.manager.write_records(group_id, changed)
 
     def consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
         """ConsumerGroupDescribe's view: (error, group). GROUP_ID_NOT_FOUND for an unknown group or
@@ -455,7 +517,8 @@ class GroupCoordinator:
             elif group is None or group.is_(_S.DEAD):
                 results[group_id] = ErrorCode.group_id_not_found
             elif group.is_(_S.EMPTY):
-                self.consumer_groups.delete(group_id)
+                if self.consumer_groups.delete(group_id):
+                    await self._persist(group_id)  # tombstones for the group's records
                 group.transition_to(_S.DEAD, self.time_ms())
                 self.membership.on_group_deleted(group)
                 eligible.append(group)

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from odradek.coordinator.group.config import LOAD_BUFFER_BYTES, GroupCoordinatorConfig
+from odradek.coordinator.group.consumer_schemas import CONSUMER_RECORD_TYPES
 from odradek.coordinator.group.group import GroupMetadata
 from odradek.coordinator.group.schemas import (
     GroupMetadataKey,
@@ -103,6 +104,8 @@ class LoadedPartition:
     pending_txn: dict[int, dict[tuple[str, TopicPartition], RawOffset]] = field(default_factory=dict)
     keys: dict[bytes, OffsetCommitKey | GroupMetadataKey | None] = field(default_factory=dict)
     """Decoded record keys by their bytes (None: unreadable); a partition holds few distinct keys."""
+    consumer: dict[bytes, bytes | None] = field(default_factory=dict)
+    """The consumer-protocol (KIP-848) records, raw: key -> the last value (None: tombstone)."""
 
     def apply_offset(self, group: str, tp: TopicPartition, value: bytes | None, at: int) -> None:
         self.offsets.setdefault(group, {})[tp] = (value, at)
@@ -190,6 +193,16 @@ class GroupMetadataManager:
             return ErrorCode.unknown_server_error, -1
         error, last_offset = await self.runtime.write(partition, batch, self.config.commit_timeout_ms, wait=wait)
         return error, last_offset - len(records) + 1
+
+    async def write_records(self, group_id: str, records: list[Record]) -> ErrorCode:
+        """Append ``records`` (a consumer group's state) as one batch to the group's partition;
+        NONE once durable, else the error mapped as for group metadata."""
+        if not records:
+            return ErrorCode.none
+        error, _ = await self._write(group_id, records, wait=True)
+        if error is not ErrorCode.none:
+            log.warning("writing the state of consumer group %s failed: %s", group_id, error.name)
+        return _GROUP_ERRORS.get(error, error)
 
     async def store_group(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> ErrorCode:
         """Write the group's metadata with ``assignment``; NONE once durable, else the error to
@@ -337,7 +350,8 @@ class GroupMetadataManager:
     def install(
         self, partition: int, epoch: int, loaded: LoadedPartition, on_group_loaded: Callable[[GroupMetadata], None]
     ) -> None:
-        """Take the groups :meth:`replay` read over (the partition is owned at ``epoch`` now)."""
+        """Take the groups :meth:`replay` read over (the partition is owned at ``epoch`` now); the
+        consumer-protocol records stay in ``loaded.consumer`` for the coordinator."""
         groups = self._build_groups(loaded)
         self.txn_offsets.restore(
             {
@@ -383,6 +397,9 @@ class GroupMetadataManager:
             return
         for rec in records:
             if rec.key is None:
+                continue
+            if len(rec.key) >= 2 and rec.key[0] == 0 and rec.key[1] in CONSUMER_RECORD_TYPES:
+                loaded.consumer[bytes(rec.key)] = None if rec.value is None else bytes(rec.value)
                 continue
             key = self._record_key(loaded, rec.key, rec.offset)
             if isinstance(key, OffsetCommitKey):

@@ -85,7 +85,7 @@ async def handle(ctx: RequestContext[ConsumerGroupHeartbeatRequest]) -> Any:
             if name is not None and t.partitions:
                 owned[name] = frozenset(int(p) for p in t.partitions)
     rebalance_ms = int(req.rebalance_timeout.total_seconds() * 1000)
-    result = ctx.services.group_coordinator.consumer_group_heartbeat(
+    result = await ctx.services.group_coordinator.consumer_group_heartbeat(
         ConsumerHeartbeat(
             group_id=req.group_id,
             member_id=req.member_id,
