@@ -51,7 +51,7 @@ import uuid
 from dataclasses import dataclass
 from typing import ClassVar
 
-from odradek.coordinator.group.schemas import SchemaError
+from odradek.coordinator.group.schemas import BinaryReader, SchemaError
 
 __all__ = [
     "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE",
@@ -183,36 +183,9 @@ class _Writer:
         return self
 
 
-class _Reader:
-    def __init__(self, data: bytes | memoryview, what: str) -> None:
-        self.data = memoryview(data)
-        self.pos = 0
-        self.what = what
-
-    def fail(self, message: str) -> SchemaError:
-        return SchemaError(f"{self.what}: {message} (at byte {self.pos})")
-
-    def remaining(self) -> int:
-        return len(self.data) - self.pos
-
-    def take(self, n: int) -> memoryview:
-        if n < 0 or n > self.remaining():
-            raise self.fail(f"needs {n} bytes, has {self.remaining()}")
-        view = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return view
-
+class _Reader(BinaryReader):
     def i8(self) -> int:
         return int(_I8.unpack(self.take(1))[0])
-
-    def i16(self) -> int:
-        return int(_I16.unpack(self.take(2))[0])
-
-    def i32(self) -> int:
-        return int(_I32.unpack(self.take(4))[0])
-
-    def i64(self) -> int:
-        return int(_I64.unpack(self.take(8))[0])
 
     def uvarint(self) -> int:
         value = 0

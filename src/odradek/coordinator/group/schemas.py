@@ -46,6 +46,7 @@ __all__ = [
     "GROUP_METADATA_KEY_VERSION",
     "GROUP_METADATA_TOPIC",
     "OFFSET_COMMIT_KEY_VERSION",
+    "BinaryReader",
     "GroupMetadataKey",
     "GroupMetadataValue",
     "MemberRecord",
@@ -119,34 +120,45 @@ class _Writer:
         return self
 
 
-class _Reader:
+class BinaryReader:
+    """Big-endian fixed-size reads over a record's bytes; every overrun is a SchemaError naming
+    ``what`` (the record) and the byte position (:mod:`.consumer_schemas` builds on it)."""
+
     def __init__(self, data: bytes | memoryview, what: str) -> None:
         self.data = memoryview(data)
         self.pos = 0
         self.what = what
 
-    def _take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > len(self.data):
-            raise SchemaError(f"{self.what}: needs {n} bytes at {self.pos}, has {len(self.data) - self.pos}")
+    def fail(self, message: str) -> SchemaError:
+        return SchemaError(f"{self.what}: {message} (at byte {self.pos})")
+
+    def remaining(self) -> int:
+        return len(self.data) - self.pos
+
+    def take(self, n: int) -> memoryview:
+        if n < 0 or n > self.remaining():
+            raise self.fail(f"needs {n} bytes, has {self.remaining()}")
         view = self.data[self.pos : self.pos + n]
         self.pos += n
         return view
 
     def i16(self) -> int:
-        return int(_I16.unpack(self._take(2))[0])
+        return int(_I16.unpack(self.take(2))[0])
 
     def i32(self) -> int:
-        return int(_I32.unpack(self._take(4))[0])
+        return int(_I32.unpack(self.take(4))[0])
 
     def i64(self) -> int:
-        return int(_I64.unpack(self._take(8))[0])
+        return int(_I64.unpack(self.take(8))[0])
 
+
+class _Reader(BinaryReader):
     def nullable_string(self) -> str | None:
         n = self.i16()
         if n == -1:
             return None
         try:
-            return bytes(self._take(n)).decode("utf-8")
+            return bytes(self.take(n)).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SchemaError(f"{self.what}: string is not UTF-8") from exc
 
@@ -158,7 +170,7 @@ class _Reader:
 
     def nullable_bytes(self) -> bytes | None:
         n = self.i32()
-        return None if n == -1 else bytes(self._take(n))
+        return None if n == -1 else bytes(self.take(n))
 
     def bytes_(self) -> bytes:
         value = self.nullable_bytes()
