@@ -160,3 +160,28 @@ def test_a_classic_member_is_refused_while_the_group_has_consumer_protocol_membe
     finally:
         classic.close()
         a.close()
+
+
+def test_a_regex_subscription_gets_every_matching_topic(broker: BrokerRunner) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic("kip848-extra", 2, 1)])["kip848-extra"].result(30)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe(["^kip848.*"])
+    try:
+        wanted = {(TOPIC, p) for p in range(PARTITIONS)} | {("kip848-extra", 0), ("kip848-extra", 1)}
+        deadline = time.monotonic() + 20
+        got: set[tuple[str, int]] = set()
+        while got != wanted and time.monotonic() < deadline:
+            consumer.poll(0.1)
+            got = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+        assert got == wanted
+    finally:
+        consumer.close()

@@ -177,3 +177,23 @@ def test_a_static_member_that_comes_back_keeps_its_partitions() -> None:
     assert m.groups["g"].group_epoch > epoch  # c's join moved it; a2's return did not add a member
     in_use = _join(m, "a3", instance_id="i-1")
     assert in_use.error is ErrorCode.unreleased_instance_id
+
+
+def test_a_regex_subscription_takes_every_matching_topic_and_follows_new_ones() -> None:
+    m, _ = _membership()
+    topics = {"orders-eu": 2, "orders-us": 2, "payments": 1, "__consumer_offsets": 3}
+    joined = m.heartbeat(
+        ConsumerHeartbeat("g", "a", 0, rebalance_timeout_ms=1, subscribed_topic_regex="orders-.*", owned={}), topics
+    )
+    assert joined.error is ErrorCode.none
+    assert joined.assignment == {"orders-eu": frozenset({0, 1}), "orders-us": frozenset({0, 1})}
+    epoch = m.groups["g"].group_epoch
+    topics["orders-asia"] = 1  # a new matching topic: a new epoch, and its partition
+    later = m.heartbeat(ConsumerHeartbeat("g", "a", joined.member_epoch), topics)
+    assert m.groups["g"].group_epoch == epoch + 1
+    assert later.assignment is not None and later.assignment["orders-asia"] == frozenset({0})
+    assert "payments" not in later.assignment and "__consumer_offsets" not in later.assignment
+    bad = m.heartbeat(
+        ConsumerHeartbeat("g", "b", 0, rebalance_timeout_ms=1, subscribed_topic_regex="orders-(", owned={}), topics
+    )
+    assert bad.error is ErrorCode.invalid_regular_expression

@@ -107,6 +107,8 @@ class ConsumerGroup:
         """Member -> its target assignment at :attr:`assignment_epoch`."""
         self.subscribed_topics: dict[str, int] = {}
         """The partition count of each subscribed topic when the group epoch last moved."""
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
+        """Each subscribed regular expression -> the topics it matched when last resolved."""
 
     # --- what the group is -------------------------------------------------------------------
 
@@ -120,8 +122,15 @@ class ConsumerGroup:
             return "Reconciling"
         return "Stable"
 
+    def member_topics(self, member: ConsumerGroupMember) -> frozenset[str]:
+        """The topics ``member`` subscribes to: its names and what its regex matched."""
+        topics = frozenset(member.subscribed_topic_names)
+        if member.subscribed_topic_regex is not None:
+            topics |= self.resolved_regexes.get(member.subscribed_topic_regex, frozenset())
+        return topics
+
     def subscribed_topic_names(self) -> set[str]:
-        return {t for m in self.members.values() for t in m.subscribed_topic_names}
+        return {t for m in self.members.values() for t in self.member_topics(m)}
 
     def assignor(self) -> str:
         """The assignor the members ask for most (Kafka's ``computePreferredServerAssignor``),
@@ -147,7 +156,7 @@ class ConsumerGroup:
         if self.assignment_epoch >= self.group_epoch:
             return False
         subscriptions = {
-            mid: frozenset(t for t in m.subscribed_topic_names if t in self.subscribed_topics)
+            mid: frozenset(t for t in self.member_topics(m) if t in self.subscribed_topics)
             for mid, m in self.members.items()
         }
         current = {mid: self.target.get(mid, {}) for mid in self.members}

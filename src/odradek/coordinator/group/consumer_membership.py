@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -188,6 +189,7 @@ class ConsumerGroupMembership:
             if fenced is not None:
                 return ConsumerHeartbeatResult(ErrorCode.fenced_member_epoch, fenced)
         bump |= self._update_member(member, req)
+        resolve_regexes(group, topics)
         subscribed = {t: topics[t] for t in group.subscribed_topic_names() if t in topics}
         if bump or subscribed != group.subscribed_topics:
             group.bump_epoch(subscribed)
@@ -234,7 +236,13 @@ class ConsumerGroupMembership:
                     "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
                 )
         if req.subscribed_topic_regex is not None:
-            return ErrorCode.invalid_request, "SubscribedTopicRegex is not supported yet by this broker."
+            try:
+                compile_regex(req.subscribed_topic_regex)
+            except re.error as exc:
+                return (
+                    ErrorCode.invalid_regular_expression,
+                    f"SubscribedTopicRegex {req.subscribed_topic_regex!r}: {exc}",
+                )
         if req.server_assignor is not None and req.server_assignor not in self.config.assignors:
             return ErrorCode.unsupported_assignor, f"ServerAssignor {req.server_assignor} is not supported."
         return None
@@ -275,6 +283,10 @@ class ConsumerGroupMembership:
             names = tuple(sorted(set(req.subscribed_topic_names)))
             changed = names != member.subscribed_topic_names
             member.subscribed_topic_names = names
+        if req.subscribed_topic_regex is not None:
+            regex = req.subscribed_topic_regex or None  # an empty one unsubscribes the regex
+            changed |= regex != member.subscribed_topic_regex
+            member.subscribed_topic_regex = regex
         if req.server_assignor is not None and req.server_assignor != member.server_assignor:
             member.server_assignor = req.server_assignor
             changed = True
@@ -399,3 +411,24 @@ def _check_epoch(member: ConsumerGroupMember, req: ConsumerHeartbeat) -> str | N
 
 def _subset(owned: Assignment, assigned: Assignment) -> bool:
     return all(ps <= assigned.get(t, frozenset()) for t, ps in owned.items())
+
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_regex(regex: str) -> re.Pattern[str]:
+    """A subscription's regular expression; re.error when it is not one. Kafka compiles them with
+    RE2/J, whose syntax is a subset of Python's for what subscriptions use (classes, alternation,
+    repetition, anchors); Python also accepts lookarounds and backreferences, which RE2 refuses."""
+    return re.compile(regex)
+
+
+def resolve_regexes(group: ConsumerGroup, topics: Mapping[str, int]) -> None:
+    """Match the members' regular expressions against every topic but the internal ones, as
+    Kafka's coordinator does (a topic matches when the whole name matches)."""
+    regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex is not None}
+    names = [t for t in topics if t not in INTERNAL_TOPICS] if regexes else []
+    group.resolved_regexes = {
+        regex: frozenset(t for t in names if compile_regex(regex).fullmatch(t)) for regex in sorted(regexes)
+    }
