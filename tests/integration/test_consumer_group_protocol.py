@@ -185,3 +185,30 @@ def test_a_regex_subscription_gets_every_matching_topic(broker: BrokerRunner) ->
         assert got == wanted
     finally:
         consumer.close()
+
+
+def test_the_cli_lists_types_and_describes_epochs_and_target_assignments(
+    broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from odradek.cli.consumer_groups import main
+
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _consumer(broker, group, **{"client.id": "cli-member"})
+    try:
+        _assigned([a], lambda s: s[0] == set(range(PARTITIONS)))
+        capsys.readouterr()
+        assert main(["--bootstrap-server", broker.bootstrap_servers, "--list", "--type"]) == 0
+        listed = [line.split() for line in capsys.readouterr().out.splitlines()]
+        assert listed[0] == ["GROUP", "TYPE"] and [group, "consumer"] in listed
+        assert main(["--bootstrap-server", broker.bootstrap_servers, "--describe", "--group", group, "--state"]) == 0
+        state = capsys.readouterr().out.split()
+        assert "GROUP-EPOCH" in state and "TARGET-ASSIGNMENT-EPOCH" in state and "Stable" in state
+        args = ["--describe", "--group", group, "--members", "--verbose"]
+        assert main(["--bootstrap-server", broker.bootstrap_servers, *args]) == 0
+        rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
+        assert rows[0][-4:] == ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        member = rows[1]
+        everything = f"{TOPIC}({','.join(map(str, range(PARTITIONS)))})"
+        assert "cli-member" in member and member[-3] == everything and member[-1] == everything
+    finally:
+        a.close()

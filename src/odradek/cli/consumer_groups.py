@@ -43,11 +43,9 @@ import asyncio
 import datetime
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.cli.common import (
-    MISSING,
     ArgumentParser,
     CommandError,
     add_command_config,
@@ -56,13 +54,14 @@ from odradek.cli.common import (
     run,
     table,
 )
+from odradek.cli.consumer_groups_view import Group, Listed, Member, describe_members, describe_state, state_notice
 from odradek.cli.zk_groups import zk_groups
 from odradek.client.admin import AdminClient
 from odradek.client.connection import KafkaConnection
 from odradek.client.errors import error_for, error_name
 from odradek.client.group_offsets import GroupOffsetsClient
 from odradek.coordinator.group.schemas import SchemaError, decode_assignment
-from odradek.errors import ErrorCode
+from odradek.errors import ErrorCode, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
 from odradek.storage.topic_partition import TopicPartition
 
@@ -73,29 +72,6 @@ _RETRY = frozenset(
 _ATTEMPTS = 50
 
 
-@dataclass
-class Member:
-    member_id: str
-    instance_id: str | None
-    client_id: str
-    host: str
-    assignment: dict[str, list[int]] = field(default_factory=dict)
-
-    @property
-    def partitions(self) -> list[TopicPartition]:
-        return sorted(TopicPartition(t, p) for t, ps in self.assignment.items() for p in ps)
-
-
-@dataclass
-class Group:
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    members: list[Member]
-    coordinator: str
-
-
 class GroupsClient(GroupOffsetsClient):
     """Group requests routed to each group's coordinator, over an :class:`AdminClient`."""
 
@@ -103,21 +79,23 @@ class GroupsClient(GroupOffsetsClient):
         super().__init__(admin.cluster)
         self.admin = admin
 
-    async def list_groups(self) -> list[tuple[str, str, str]]:
-        """(group id, protocol type, state) of every group of every broker."""
+    async def list_groups(self) -> list[Listed]:
+        """Every group of every broker, with its protocol type, state and type (``classic`` or
+        ``consumer``, ListGroups v5; ``classic`` from an older broker)."""
         await self.cluster.refresh(topics=[])
-        out: dict[str, tuple[str, str, str]] = {}
+        out: dict[str, Listed] = {}
         for broker_id in sorted(self.cluster.brokers):
             conn = await self.cluster.connection(broker_id)
             for _ in range(_ATTEMPTS):
-                resp = await conn.send(conn.builder(ApiKey.LIST_GROUPS, 0, 4)())
+                resp = await conn.send(conn.builder(ApiKey.LIST_GROUPS, 0, 5)())
                 if ErrorCode(resp.error_code) is not ErrorCode.coordinator_load_in_progress:
                     break
                 await asyncio.sleep(0.1)
             if resp.error_code:
                 raise error_for(resp.error_code, None, f"ListGroups on broker {broker_id}")
             for g in resp.groups:
-                out[g.group_id] = (g.group_id, g.protocol_type, getattr(g, "group_state", ""))
+                kind = getattr(g, "group_type", "") or "classic"
+                out[g.group_id] = Listed(g.group_id, g.protocol_type, getattr(g, "group_state", ""), kind)
         return [out[k] for k in sorted(out)]
 
     async def describe(self, group_id: str) -> Group:
@@ -126,6 +104,10 @@ class GroupsClient(GroupOffsetsClient):
 
         resp, node = await self._call(group_id, make, lambda r: r.groups[0].error_code)
         g = resp.groups[0]
+        if g.error_code == ErrorCode.group_id_not_found:
+            consumer = await self.describe_consumer_group(group_id)
+            if consumer is not None:
+                return consumer
         if g.error_code and g.error_code != ErrorCode.group_id_not_found:
             raise error_for(g.error_code, None, f"group {group_id}")
         members = []
@@ -142,6 +124,51 @@ class GroupsClient(GroupOffsetsClient):
         state = "Dead" if g.error_code else g.group_state
         return Group(group_id, state, g.protocol_type, g.protocol_data, members, where)
 
+    async def describe_consumer_group(self, group_id: str) -> Group | None:
+        """A consumer group (KIP-848) by ConsumerGroupDescribe; None when the group is not one."""
+
+        def make(conn: KafkaConnection) -> Any:
+            return conn.builder(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1)(
+                group_ids=(group_id,), include_authorized_operations=False
+            )
+
+        try:
+            resp, node = await self._call(group_id, make, lambda r: r.groups[0].error_code)
+        except UnsupportedVersionError:
+            return None
+        g = resp.groups[0]
+        if g.error_code:
+            return None
+
+        def named(assignment: Any) -> dict[str, list[int]]:
+            return {t.topic_name: sorted(t.partitions) for t in assignment.topic_partitions}
+
+        members = [
+            Member(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                named(m.assignment),
+                int(m.member_epoch),
+                named(m.target_assignment),
+            )
+            for m in g.members
+        ]
+        broker = self.cluster.brokers.get(node)
+        where = f"{broker.host}:{broker.port} ({node})" if broker else f"({node})"
+        return Group(
+            group_id,
+            g.group_state,
+            "consumer",
+            g.assignor_name,
+            members,
+            where,
+            "consumer",
+            g.group_epoch,
+            g.assignment_epoch,
+        )
+
     async def delete(self, group_id: str) -> ErrorCode:
         def make(conn: KafkaConnection) -> Any:
             return conn.builder(ApiKey.DELETE_GROUPS, 0, 2)(groups_names=(group_id,))
@@ -157,19 +184,7 @@ class GroupsClient(GroupOffsetsClient):
         return {tp: r.offset for tp, r in result.items() if r.error is None}
 
 
-# --- output -----------------------------------------------------------------------------------------
-
-
-def _state_notice(group: Group) -> bool:
-    """Print Kafka's notice for the group's state; False if the group does not exist."""
-    if group.state == "Dead":
-        print(f"\nError: Consumer group '{group.group_id}' does not exist.", file=sys.stderr)
-        return False
-    if group.state == "Empty":
-        print(f"\nConsumer group '{group.group_id}' has no active members.", file=sys.stderr)
-    elif group.state in ("PreparingRebalance", "CompletingRebalance"):
-        print(f"\nWarning: Consumer group '{group.group_id}' is rebalancing.", file=sys.stderr)
-    return True
+# --- output ---------------------------------------------------------------------------------------
 
 
 async def _describe_offsets(client: GroupsClient, group: Group) -> None:
@@ -215,55 +230,32 @@ async def _describe_offsets(client: GroupsClient, group: Group) -> None:
         print(line)
 
 
-def _describe_members(group: Group, verbose: bool) -> None:
-    def assignment(m: Member) -> str:
-        text = ",".join(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in sorted(m.assignment.items()) if ps)
-        return text or MISSING
-
-    print()
-    if verbose:
-        header: tuple[str, ...] = (
-            "GROUP",
-            "CONSUMER-ID",
-            "GROUP-INSTANCE-ID",
-            "HOST",
-            "CLIENT-ID",
-            "#PARTITIONS",
-            "ASSIGNMENT",
-        )
-        rows: list[tuple[object, ...]] = [
-            (group.group_id, m.member_id, m.instance_id, m.host, m.client_id, len(m.partitions), assignment(m))
-            for m in group.members
-        ]
-        widths: tuple[int | None, ...] = (15, 15, 17, 15, 15, 12, None)
-    else:
-        header = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
-        rows = [(group.group_id, m.member_id, m.host, m.client_id, len(m.partitions)) for m in group.members]
-        widths = (15, 15, 15, 15, None)
-    for line in table(header, rows, widths):
-        print(line)
-
-
-def _describe_state(group: Group) -> None:
-    print()
-    row = (group.group_id, group.coordinator, group.protocol or MISSING, group.state, len(group.members))
-    header = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
-    for line in table(header, [row], (15, 25, 20, 20, None)):
-        print(line)
-
-
 # --- actions ----------------------------------------------------------------------------------------
 
 
 async def _list(client: GroupsClient, args: argparse.Namespace) -> int:
     groups = await client.list_groups()
-    if args.state is None:
-        for group_id, _, _ in groups:
-            print(group_id)
+    if args.state is None and args.type is None:
+        for g in groups:
+            print(g.group_id)
         return 0
-    wanted = {s.strip().lower() for s in args.state.split(",") if s.strip()}
-    rows = [(g, s) for g, _, s in groups if not wanted or s.lower() in wanted]
-    for line in table(("GROUP", "STATE"), rows, (15, None)):
+    states = {s.strip().lower() for s in (args.state or "").split(",") if s.strip()}
+    types = {t.strip().lower() for t in (args.type or "").split(",") if t.strip()}
+    chosen = [g for g in groups if (not states or g.state.lower() in states) and (not types or g.group_type in types)]
+    header: tuple[str, ...] = ("GROUP",)
+    if args.type is not None:
+        header += ("TYPE",)
+    if args.state is not None:
+        header += ("STATE",)
+    rows = [
+        (
+            g.group_id,
+            *((g.group_type,) if args.type is not None else ()),
+            *((g.state,) if args.state is not None else ()),
+        )
+        for g in chosen
+    ]
+    for line in table(header, rows, (15,) * (len(header) - 1) + (None,)):
         print(line)
     return 0
 
@@ -271,24 +263,24 @@ async def _list(client: GroupsClient, args: argparse.Namespace) -> int:
 async def _describe(client: GroupsClient, args: argparse.Namespace) -> int:
     names = args.group or []
     if args.all_groups:
-        names = [g for g, _, _ in await client.list_groups()]
+        names = [g.group_id for g in await client.list_groups()]
     if not names:
         raise CommandError("Option [describe] takes one of these options: [all-groups], [group]")
     status = 0
     for name in names:
         group = await client.describe(name)
         if args.members:
-            if _state_notice(group):
-                _describe_members(group, args.verbose)
+            if state_notice(group):
+                describe_members(group, args.verbose)
             else:
                 status = 1
         elif args.state is not None:
             if group.state == "Dead":
-                _state_notice(group)
+                state_notice(group)
                 status = 1
             else:
-                _describe_state(group)
-        elif _state_notice(group):
+                describe_state(group)
+        elif state_notice(group):
             await _describe_offsets(client, group)
         else:
             status = 1
@@ -436,6 +428,14 @@ def build_parser() -> ArgumentParser:
         default=None,
         metavar="STATES",
         help="describe: the group's state; list: show states (optionally only these, comma-separated)",
+    )
+    parser.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="TYPES",
+        help="list: show group types (optionally only these, comma-separated: classic, consumer)",
     )
     parser.add_argument("--topic", action="append", help="reset-offsets: topic or topic:0,1 (repeatable)")
     parser.add_argument("--all-topics", action="store_true", help="reset-offsets: every topic with a committed offset")
