@@ -107,3 +107,15 @@ async def test_a_new_coordinator_loads_the_groups_epochs_and_assignments() -> No
     # no rejoin: it carries on to the group's latest assignment epoch ("gone" joined and left)
     assert resumed.error is ErrorCode.none and resumed.member_epoch == after.assignment_epoch == 4
     assert await h2.coordinator.commit_offsets("g", "m1", None, 4, {T0: OffsetAndMetadata(3)}) == {T0: ErrorCode.none}
+
+
+@run
+async def test_transactional_commits_from_a_consumer_member_carry_its_epoch() -> None:
+    h = await Harness().start()
+    await _join(h, "m1")
+    txn = h.coordinator.txn_commit_offsets
+    offsets = {T0: OffsetAndMetadata(4)}
+    assert await txn("g", 7, 0, offsets, "m1", 1) == {T0: ErrorCode.none}
+    assert await txn("g", 7, 0, offsets, "m1", 0) == {T0: ErrorCode.stale_member_epoch}
+    assert await txn("g", 7, 0, offsets, "ghost", 1) == {T0: ErrorCode.unknown_member_id}
+    assert await txn("g", 7, 0, offsets) == {T0: ErrorCode.none}  # a producer without group metadata

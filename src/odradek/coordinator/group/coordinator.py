@@ -390,11 +390,19 @@ class GroupCoordinator:
         producer_id: int,
         producer_epoch: int,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        member_id: str = "",
+        generation_id: int = -1,
     ) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: the offsets, written with the producer's transaction, become the
         group's when its COMMIT marker is written (:mod:`odradek.coordinator.group.txn_offsets`).
-        The group is created (Empty) if needed, as for a simple commit."""
+        The group is created (Empty) if needed, as for a simple commit. A consumer group's
+        (KIP-848) member, named by v3+'s ``member_id`` and ``generation_id``, must be current
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), as Kafka's ``validateOffsetCommit``."""
         error = self.validate_group_status(group_id)
+        if error is None:
+            consumer = self.consumer_groups.group(group_id)
+            if consumer is not None and generation_id >= 0:
+                error = self._validate_consumer_commit(consumer, generation_id, member_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
         group = self.manager.get_or_maybe_create_group(group_id, create=True)

@@ -15,6 +15,8 @@ import datetime
 import time
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.txn_offset_commit import v3 as txn_offset_commit_v3
+from kio.schema.txn_offset_commit import v4 as txn_offset_commit_v4
 from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequestPartition as PartitionV0
 from kio.schema.txn_offset_commit.v1.request import TxnOffsetCommitRequestPartition as PartitionV1
 
@@ -67,8 +69,13 @@ async def handle(ctx: RequestContext[TxnOffsetCommitRequest]) -> Any:
                 offsets[tp] = OffsetAndMetadata(int(p.committed_offset), metadata, now, epoch)
     if offsets:
         groups = ctx.services.group_coordinator
+        member: tuple[str, int] = ("", -1)
+        if isinstance(req, (txn_offset_commit_v3.TxnOffsetCommitRequest, txn_offset_commit_v4.TxnOffsetCommitRequest)):
+            member = (req.member_id, int(req.generation_id))  # v3+ (KIP-447): the consumer's group member
         errors.update(
-            await groups.txn_commit_offsets(req.group_id, int(req.producer_id), int(req.producer_epoch), offsets)
+            await groups.txn_commit_offsets(
+                req.group_id, int(req.producer_id), int(req.producer_epoch), offsets, *member
+            )
         )
     by_topic: dict[str, list[Any]] = {}
     for tp, error in errors.items():
