@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -153,7 +154,14 @@ def test_sanity_check_rejects_bad_files(tmp_path: Path) -> None:
 
 def test_an_index_costs_one_descriptor_its_mapping_and_resizes_still_work(tmp_path: Path) -> None:
     def open_fds() -> int:
-        return len(list(Path("/proc/self/fd").iterdir()))
+        """Descriptors open on files under ``tmp_path`` (other tests' threads may open others meanwhile)."""
+        count = 0
+        for fd in Path("/proc/self/fd").iterdir():
+            try:
+                count += os.readlink(fd).startswith(str(tmp_path))
+            except OSError:  # closed meanwhile
+                continue
+        return count
 
     before = open_fds()
     indexes = [OffsetIndex(tmp_path / f"{i:020d}.index", i * 100, max_index_size=4096) for i in range(20)]

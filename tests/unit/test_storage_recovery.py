@@ -324,7 +324,15 @@ def test_an_unreadable_checkpoint_is_rebuilt_from_every_segment(tmp_path: Path) 
 @pytest.mark.parametrize("clean", [True, False])
 def test_an_empty_log_holds_one_descriptor_until_its_first_append(tmp_path: Path, clean: bool) -> None:
     def open_fds() -> int:
-        return len(list(Path("/proc/self/fd").iterdir()))
+        """Descriptors open on files under ``tmp_path`` (other tests' threads may open others meanwhile)."""
+        count = 0
+        for fd in Path("/proc/self/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:  # closed meanwhile
+                continue
+            count += target.startswith(str(tmp_path))
+        return count
 
     before = open_fds()
     logs = [Log(tmp_path / f"orders-{i}", CFG) for i in range(10)]
