@@ -74,3 +74,18 @@ def test_api_versions_at_an_unknown_version_gets_the_kip_511_answer() -> None:
 def test_what_kafka_closes_the_connection_on_raises_close_connection(frame: bytes) -> None:
     with pytest.raises(CloseConnection):
         _handle(frame)
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_api_versions_finalizes_the_group_version_feature(version: int) -> None:
+    schema = api_schema(ApiKey.API_VERSIONS, version)
+    request = schema.request_type(client_software_name="t", client_software_version="1")
+    response = _handle(encode_request(schema, 7, "c", request))
+    assert isinstance(response, SendResponse)
+    _, decoded = decode_response(ApiKey.API_VERSIONS, version, bytes(response.frame[4:]))
+    assert decoded.finalized_features_epoch >= 0
+    assert [(f.name, f.min_version_level, f.max_version_level) for f in decoded.finalized_features] == [
+        ("group.version", 1, 1)
+    ]
+    supported = [(f.name, f.min_version, f.max_version) for f in decoded.supported_features]
+    assert supported == ([("group.version", 0, 1)] if version >= 4 else [])  # v3 omits minimum-0 features

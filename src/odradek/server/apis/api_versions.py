@@ -3,6 +3,11 @@
 v0..v4. A request at a version above our maximum is answered in v0 format with
 UNSUPPORTED_VERSION and the full table (KIP-511), whatever version the client used, so the
 client can pick a version we support and ask again.
+
+v3+ also carry the features (KIP-584, tagged fields): ``group.version`` 0..1 supported and
+finalized at level 1 (the consumer group protocol of KIP-848 is served; Kafka gates it with this
+feature), at a constant finalized-features epoch. As Kafka, v3 leaves out a supported feature whose
+minimum is 0, so ``group.version`` is listed from v4 (its finalized level in both).
 """
 
 from __future__ import annotations
@@ -29,17 +34,34 @@ def supported_versions() -> list[tuple[int, int, int]]:
     return sorted((key, m.MIN_VERSION, m.MAX_VERSION) for key, m in API_HANDLERS.items())
 
 
+FEATURES: dict[str, tuple[int, int, int]] = {"group.version": (0, 1, 1)}
+"""Feature name -> (min supported, max supported, finalized level)."""
+FINALIZED_FEATURES_EPOCH = 0
+"""The finalized features never change while the broker runs."""
+
+
 async def handle(ctx: RequestContext[ApiVersionsRequest]) -> Any:
     keys = tuple(
         ctx.make("ApiVersion", api_key=k, min_version=lo, max_version=hi) for k, lo, hi in supported_versions()
+    )
+    if ctx.api_version < 3:
+        return ctx.response(error_code=ErrorCode.none, api_keys=keys, throttle_time=datetime.timedelta(0))
+    supported = tuple(
+        ctx.make("SupportedFeatureKey", name=name, min_version=low, max_version=high)
+        for name, (low, high, _) in FEATURES.items()
+        if low > 0 or ctx.api_version >= 4
+    )
+    finalized = tuple(
+        ctx.make("FinalizedFeatureKey", name=name, max_version_level=level, min_version_level=level)
+        for name, (_, _, level) in FEATURES.items()
     )
     return ctx.response(
         error_code=ErrorCode.none,
         api_keys=keys,
         throttle_time=datetime.timedelta(0),
-        supported_features=(),
-        finalized_features_epoch=-1,
-        finalized_features=(),
+        supported_features=supported,
+        finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+        finalized_features=finalized,
         zk_migration_ready=False,
     )
 
