@@ -119,3 +119,17 @@ async def test_transactional_commits_from_a_consumer_member_carry_its_epoch() ->
     assert await txn("g", 7, 0, offsets, "m1", 0) == {T0: ErrorCode.stale_member_epoch}
     assert await txn("g", 7, 0, offsets, "ghost", 1) == {T0: ErrorCode.unknown_member_id}
     assert await txn("g", 7, 0, offsets) == {T0: ErrorCode.none}  # a producer without group metadata
+
+
+@run
+async def test_an_empty_consumer_group_becomes_classic_and_keeps_its_offsets() -> None:
+    h = await Harness().start()
+    await _join(h, "m1", "g")
+    assert await h.coordinator.commit_offsets("g", "m1", None, 1, {T0: OffsetAndMetadata(6)}) == {T0: ErrorCode.none}
+    await h.coordinator.consumer_group_heartbeat(ConsumerHeartbeat("g", "m1", -1), TOPICS)
+    joined = await h.join_fully("g")
+    assert joined.error is ErrorCode.none
+    assert h.coordinator.consumer_group("g")[0] is ErrorCode.group_id_not_found
+    _, listed = h.coordinator.list_groups()
+    assert [(g.group_id, g.group_type) for g in listed] == [("g", "classic")]
+    assert h.coordinator.fetch_offsets("g", False, [T0])[1][T0].offset == 6

@@ -198,6 +198,9 @@ class GroupCoordinator:
             error = ErrorCode.invalid_session_timeout
         if error is None and self.consumer_groups.has_members(req.group_id):
             error = ErrorCode.inconsistent_group_protocol  # a consumer group (KIP-848) with members
+        elif error is None and self.consumer_groups.delete(req.group_id):
+            # an empty consumer group becomes a classic one (its offsets stay): its records go
+            await self._persist(req.group_id)
         group = None
         if error is None:
             group = self.manager.get_or_maybe_create_group(req.group_id, req.member_id == "")
