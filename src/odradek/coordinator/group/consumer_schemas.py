@@ -51,7 +51,7 @@ import uuid
 from dataclasses import dataclass
 from typing import ClassVar
 
-from odradek.coordinator.group.schemas import BinaryReader, SchemaError
+from odradek.coordinator.group.schemas import BinaryReader, BinaryWriter, SchemaError
 
 __all__ = [
     "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE",
@@ -114,9 +114,8 @@ _MAX_LENGTH = 0x7FFFFFFF
 # --- primitive writer / reader --------------------------------------------------------------------
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self.out = bytearray()
+class _Writer(BinaryWriter):
+    """Range-checked integers (SchemaError, not struct.error), varints, uuids, compact fields."""
 
     def _pack(self, fmt: struct.Struct, v: int) -> _Writer:
         try:
@@ -148,14 +147,6 @@ class _Writer:
 
     def uuid(self, v: uuid.UUID) -> _Writer:
         self.out += v.bytes
-        return self
-
-    def key_string(self, v: str) -> _Writer:
-        raw = v.encode("utf-8")
-        if len(raw) > 32767:
-            raise SchemaError(f"string of {len(raw)} bytes is longer than 32767")
-        self.i16(len(raw))
-        self.out += raw
         return self
 
     def compact_bytes(self, v: bytes | None) -> _Writer:
@@ -347,9 +338,9 @@ _MEMBER_KEY_TYPES = {cls.RECORD_TYPE: cls for cls in _MEMBER_KEYS}
 
 def encode_consumer_key(key: ConsumerKey) -> bytes:
     """int16 record type, group_id string, then member_id string for the per-member types."""
-    w = _Writer().i16(key.RECORD_TYPE).key_string(key.group_id)
+    w = _Writer().i16(key.RECORD_TYPE).string(key.group_id)
     if isinstance(key, _MEMBER_KEYS):
-        w.key_string(key.member_id)
+        w.string(key.member_id)
     return bytes(w.out)
 
 

@@ -86,23 +86,25 @@ class SchemaError(ValueError):
 # --- primitive writer / reader --------------------------------------------------------------------
 
 
-class _Writer:
+class BinaryWriter:
+    """Big-endian writes of a record's fields (:mod:`.consumer_schemas` builds on it)."""
+
     def __init__(self) -> None:
         self.out = bytearray()
 
-    def i16(self, v: int) -> _Writer:
+    def i16(self, v: int) -> BinaryWriter:
         self.out += _I16.pack(v)
         return self
 
-    def i32(self, v: int) -> _Writer:
+    def i32(self, v: int) -> BinaryWriter:
         self.out += _I32.pack(v)
         return self
 
-    def i64(self, v: int) -> _Writer:
+    def i64(self, v: int) -> BinaryWriter:
         self.out += _I64.pack(v)
         return self
 
-    def string(self, v: str | None) -> _Writer:
+    def string(self, v: str | None) -> BinaryWriter:
         if v is None:
             return self.i16(-1)
         raw = v.encode("utf-8")
@@ -112,7 +114,7 @@ class _Writer:
         self.out += raw
         return self
 
-    def bytes_(self, v: bytes | None) -> _Writer:
+    def bytes_(self, v: bytes | None) -> BinaryWriter:
         if v is None:
             return self.i32(-1)
         self.i32(len(v))
@@ -202,11 +204,11 @@ class GroupMetadataKey:
 
 
 def encode_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    return bytes(_Writer().i16(OFFSET_COMMIT_KEY_VERSION).string(group).string(topic).i32(partition).out)
+    return bytes(BinaryWriter().i16(OFFSET_COMMIT_KEY_VERSION).string(group).string(topic).i32(partition).out)
 
 
 def encode_group_metadata_key(group: str) -> bytes:
-    return bytes(_Writer().i16(GROUP_METADATA_KEY_VERSION).string(group).out)
+    return bytes(BinaryWriter().i16(GROUP_METADATA_KEY_VERSION).string(group).out)
 
 
 def decode_key(data: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey:
@@ -237,7 +239,7 @@ class OffsetAndMetadata:
 
 
 def encode_offset_commit_value(value: OffsetAndMetadata) -> bytes:
-    w = _Writer()
+    w = BinaryWriter()
     if value.expire_timestamp_ms is not None:
         w.i16(1).i64(value.offset).string(value.metadata).i64(value.commit_timestamp_ms)
         w.i64(value.expire_timestamp_ms)
@@ -288,7 +290,7 @@ class GroupMetadataValue:
 
 
 def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
-    w = _Writer().i16(GROUP_METADATA_VALUE_VERSION)
+    w = BinaryWriter().i16(GROUP_METADATA_VALUE_VERSION)
     w.string(value.protocol_type).i32(value.generation).string(value.protocol).string(value.leader)
     w.i64(value.current_state_timestamp_ms).i32(len(value.members))
     for m in value.members:
@@ -347,7 +349,7 @@ def decode_subscription(data: bytes | memoryview) -> list[str]:
 
 
 def encode_subscription(topics: Sequence[str], user_data: bytes | None = None) -> bytes:
-    w = _Writer().i16(0).i32(len(topics))
+    w = BinaryWriter().i16(0).i32(len(topics))
     for topic in topics:
         w.string(topic)
     return bytes(w.bytes_(user_data).out)
@@ -367,7 +369,7 @@ def decode_assignment(data: bytes | memoryview) -> dict[str, list[int]]:
 
 
 def encode_assignment(assignment: dict[str, Sequence[int]], user_data: bytes | None = None) -> bytes:
-    w = _Writer().i16(0).i32(len(assignment))
+    w = BinaryWriter().i16(0).i32(len(assignment))
     for topic, partitions in assignment.items():
         w.string(topic).i32(len(partitions))
         for p in partitions:
