@@ -1,0 +1,8 @@
+"""Share groups (KIP-932): queues on Kafka's log.
+
+- :mod:`.state`: the types every part shares: delivery states, acknowledgement types, the state
+  batches the share coordinator keeps, and the :class:`~.state.Persister` interface through which
+  a partition's leader reads and writes a share-partition's durable state.
+- :mod:`.share_partition`: one share-partition on its leader (acquisition, locks, acknowledgements,
+  the start offset and the in-flight window).
+"""
