@@ -76,6 +76,7 @@ from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
 from odradek.server.socket_server import SocketServer
+from odradek.share.manager import SharePartitionManager
 from odradek.storage import LogManager, TopicPartition
 from odradek.storage.cleaner import CLEANER_KEYS, CleanerConfig, LogCleaner
 from odradek.storage.config import LogConfig
@@ -184,6 +185,10 @@ class Broker:
     def transaction_coordinator(self) -> TransactionCoordinator:
         return self.components.transaction_coordinator
 
+    @property
+    def share_partition_manager(self) -> SharePartitionManager:
+        return self.components.share_partitions
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property
@@ -214,7 +219,11 @@ class Broker:
             create_internal_topic=self.admin.create_internal_topic,
             local_address=self._local_address,
         )
-        self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
+        self.leadership_listeners += [
+            components.group_coordinator,
+            components.transaction_coordinator,
+            components.share_partitions,
+        ]
         rm = components.replica_manager
         self.fetch_manager.watchers = rm.fetch_watchers  # sessions read what changed, not all they hold
         rm.topic_config_loader = self._load_topic_config

@@ -36,6 +36,8 @@ from odradek.security.acl import ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG, SUPER_US
 from odradek.server.config import KafkaConfig
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
+from odradek.share.manager import SharePartitionManager, ShareSettings
+from odradek.share.memory_persister import InMemoryPersister
 from odradek.storage import LogManager
 from odradek.storage.config import LogConfig
 
@@ -55,6 +57,7 @@ class BrokerComponents:
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
     transaction_coordinator: TransactionCoordinator
+    share_partitions: SharePartitionManager
 
 
 def fetcher_config(config: KafkaConfig) -> FetcherConfig:
@@ -120,7 +123,15 @@ def build_components(
             MarkerWriter(broker_id, metadata_cache, local_address, inter_broker_client_security(config), endpoint_for),
         )
     )
-    return BrokerComponents(zk, producer_ids, replica_manager, group_coordinator, transaction_coordinator)
+    share_defaults = ShareSettings(
+        record_lock_duration_ms=int(config.get("group.share.record.lock.duration.ms", 30_000)),
+        delivery_count_limit=int(config.get("group.share.delivery.count.limit", 5)),
+        max_record_locks=int(config.get("group.share.partition.max.record.locks", 2000)),
+    )
+    share_partitions = SharePartitionManager(replica_manager, InMemoryPersister(), lambda group_id: share_defaults)
+    return BrokerComponents(
+        zk, producer_ids, replica_manager, group_coordinator, transaction_coordinator, share_partitions
+    )
 
 
 async def start_authorizer(config: KafkaConfig, store: CoordinationStore) -> AclAuthorizer | None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from odradek.server.fetch_context import FetchManager
     from odradek.server.metadata_cache import MetadataCache
     from odradek.server.producer_id_manager import ProducerIdManager
+    from odradek.share.manager import SharePartitionManager
 
 __all__ = ["ApiServices", "DynamicConfigLayers", "HandlerServices"]
 
@@ -118,6 +119,11 @@ class ApiServices(Protocol):
 
     @property
     def client_quotas(self) -> ClientQuotas: ...
+
+    @property
+    def share_partition_manager(self) -> SharePartitionManager:
+        """The share-partitions this broker leads and its share sessions (KIP-932)."""
+        ...
 
     @property
     def fetch_manager(self) -> FetchManager:

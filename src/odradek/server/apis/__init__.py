@@ -70,6 +70,8 @@ from odradek.server.apis import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -125,6 +127,8 @@ _MODULES: list[ModuleType] = [
     offset_delete,
     consumer_group_heartbeat,
     consumer_group_describe,
+    share_fetch,
+    share_acknowledge,
     sasl_handshake,
     sasl_authenticate,
     describe_acls,
@@ -215,6 +219,8 @@ KAFKA_4_0_MINIMA: dict[int, int] = {
 KAFKA_4_GROUP_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.SHARE_FETCH: (1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
 }
 """(min, max) of the Kafka 4.x group APIs odradek serves (KIP-848), from Kafka 4.2's message specs;
 Kafka serves them in KRaft mode only, odradek beside its ZooKeeper-era APIs."""
