@@ -11,6 +11,7 @@ import re
 from kio.schema.index import api_key_map
 
 from odradek.configdef import render_markdown_table
+from odradek.coordinator.group.group_config import GROUP_CONFIGS
 from odradek.protocol import inter_broker_messages
 from odradek.server.apis import API_HANDLERS, KAFKA_4_0_MINIMA, KAFKA_4_GROUP_VERSIONS, KAFKA_RELEASE, SERVED_VERSIONS
 from odradek.server.config import BROKER_CONFIGS
@@ -52,6 +53,7 @@ def render() -> dict[pathlib.Path, str]:
     text = cfg.read_text()
     text = replace_block(text, "BROKER", render_markdown_table(BROKER_CONFIGS))
     text = replace_block(text, "TOPIC", render_markdown_table(TOPIC_CONFIGS))
+    text = replace_block(text, "GROUP", render_markdown_table(GROUP_CONFIGS))
     text = replace_block(text, "DYNAMIC", dynamic_config_table())
     out[cfg] = text
     compat = DOCS / "compatibility.md"

@@ -126,6 +126,11 @@ class ConfigDef:
         self.keys[name] = ConfigKey(name, type_, default, doc, validator, tuple(synonyms))
         return self
 
+    def include(self, other: ConfigDef) -> ConfigDef:
+        """Define every key of ``other`` here too, in its order."""
+        self.keys.update(other.keys)
+        return self
+
     def __contains__(self, name: object) -> bool:
         return name in self.keys
 

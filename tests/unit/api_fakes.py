@@ -11,6 +11,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any, cast
 
 from odradek.coordinator.group.group import GroupSummary, MemberSummary
+from odradek.coordinator.group.group_config import GroupConfigs
 from odradek.coordinator.group.manager import OffsetFetchEntry
 from odradek.errors import ErrorCode, KafkaError, TopicExistsError
 from odradek.metadata.authorizer import AclAuthorizer
@@ -190,12 +191,20 @@ class FakeAdmin:
 
 @dataclass
 class FakeZk:
-    """The metadata store client: the topics it lists."""
+    """The metadata store client: the topics it lists and the entity configs it holds (by
+    ``(entity type, entity name)``)."""
 
     topics: set[str] = field(default_factory=set)
+    entity_configs: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
     async def get_all_topics(self) -> set[str]:
         return set(self.topics)
+
+    async def get_entity_configs(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        return dict(self.entity_configs.get((entity_type, entity_name), {}))
+
+    async def set_entity_configs(self, entity_type: str, entity_name: str, configs: dict[str, str]) -> None:
+        self.entity_configs[(entity_type, entity_name)] = dict(configs)
 
 
 @dataclass
@@ -217,6 +226,7 @@ class FakeServices:
     client_quotas: ClientQuotas = field(default_factory=lambda: ClientQuotas(11, 1))
     topic_stats: None = None
     fetch_manager: FetchManager = field(default_factory=lambda: FetchManager(FetchSessionCache.sharded(1000, 120000)))
+    group_configs: GroupConfigs = field(default_factory=lambda: GroupConfigs(CONFIG))
 
 
 def context(

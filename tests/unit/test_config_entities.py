@@ -55,7 +55,7 @@ def test_writes_merge_delete_keys_and_notify() -> None:
         assert notices == [b'{"version":2,"entity_path":"users/alice"}'] * 3
         assert await store.get_children("/config/changes") == [f"config_change_{i:010d}" for i in range(3)]
         with pytest.raises(ValueError, match="not a known entityType"):
-            await alter_entity_config(store, "groups", "g", {"a": "b"})
+            await alter_entity_config(store, "client-metrics", "m", {"a": "b"})
 
     run(scenario)
 

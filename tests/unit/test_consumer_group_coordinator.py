@@ -5,6 +5,12 @@ time, ListGroups types and states, DeleteGroups of a group with members."""
 from __future__ import annotations
 
 from odradek.coordinator.group.consumer_membership import ConsumerHeartbeat, ConsumerHeartbeatResult
+from odradek.coordinator.group.consumer_schemas import (
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
+    decode_consumer_key,
+    decode_consumer_value,
+)
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
 from odradek.storage.topic_partition import TopicPartition
@@ -133,3 +139,46 @@ async def test_an_empty_consumer_group_becomes_classic_and_keeps_its_offsets() -
     _, listed = h.coordinator.list_groups()
     assert [(g.group_id, g.group_type) for g in listed] == [("g", "classic")]
     assert h.coordinator.fetch_offsets("g", False, [T0])[1][T0].offset == 6
+
+
+def _regex_records(h: Harness, group: str) -> dict[str, ConsumerGroupRegularExpressionValue]:
+    """The group's ConsumerGroupRegularExpression records as last written (tombstoned ones gone)."""
+    out = {}
+    for raw_key, raw_value in h.coordinator._written.get(group, {}).items():
+        key = decode_consumer_key(raw_key)
+        if isinstance(key, ConsumerGroupRegularExpressionKey):
+            value = decode_consumer_value(key, raw_value)
+            assert isinstance(value, ConsumerGroupRegularExpressionValue)
+            out[key.regular_expression] = value
+    return out
+
+
+@run
+async def test_resolved_regexes_are_written_loaded_and_tombstoned_once_unused() -> None:
+    h = await Harness().start()
+    topics = {"orders-eu": 2, "orders-us": 1, "t": 2}
+    for name, count in topics.items():
+        h.metadata.add_topic(name, count)
+    beat = h.coordinator.consumer_group_heartbeat
+    req = ConsumerHeartbeat("g", "m1", 0, rebalance_timeout_ms=30000, subscribed_topic_regex="orders-.*", owned={})
+    joined = await beat(req, topics)
+    assert joined.error is ErrorCode.none
+    (written,) = _regex_records(h, "g").values()
+    assert written.topics == ("orders-eu", "orders-us") and written.version == 0
+    await h.coordinator.shutdown()
+
+    h2 = Harness(log=h.log, clock=h.clock)
+    for name, count in topics.items():
+        h2.metadata.add_topic(name, count)
+    await h2.start()
+    group = h2.coordinator.consumer_group("g")[1]
+    assert group is not None and group.resolved_regexes == {"orders-.*": frozenset({"orders-eu", "orders-us"})}
+    epoch = group.group_epoch
+    resumed = await h2.coordinator.consumer_group_heartbeat(ConsumerHeartbeat("g", "m1", joined.member_epoch), topics)
+    assert resumed.error is ErrorCode.none and group.group_epoch == epoch  # loaded: nothing to resolve anew
+    changed = ConsumerHeartbeat(
+        "g", "m1", resumed.member_epoch, subscribed_topic_regex="", subscribed_topic_names=("t",)
+    )
+    assert (await h2.coordinator.consumer_group_heartbeat(changed, topics)).error is ErrorCode.none
+    assert _regex_records(h2, "g") == {}  # tombstoned: no member subscribes with it
+    assert group.resolved_regexes == {}

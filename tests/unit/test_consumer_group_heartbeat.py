@@ -13,7 +13,9 @@ from odradek.coordinator.group.consumer_membership import (
     ConsumerGroupMembership,
     ConsumerHeartbeat,
     ConsumerHeartbeatResult,
+    TopicFilter,
 )
+from odradek.coordinator.group.group_config import GroupConfig
 from odradek.errors import ErrorCode
 
 TOPICS = {"t": 4, "u": 2}
@@ -197,3 +199,62 @@ def test_a_regex_subscription_takes_every_matching_topic_and_follows_new_ones() 
         ConsumerHeartbeat("g", "b", 0, rebalance_timeout_ms=1, subscribed_topic_regex="orders-(", owned={}), topics
     )
     assert bad.error is ErrorCode.invalid_regular_expression
+
+
+def test_a_groups_configs_set_its_heartbeat_interval_and_session_timeout() -> None:
+    configs = {"slow": GroupConfig(consumer_session_timeout_ms=60000, consumer_heartbeat_interval_ms=12000)}
+    timers = Timers()
+    m = ConsumerGroupMembership(CONFIG, timers, group_config=lambda g: configs.get(g, GroupConfig()))
+    slow = m.heartbeat(
+        ConsumerHeartbeat("slow", "a", 0, rebalance_timeout_ms=1, subscribed_topic_names=("t",), owned={}), TOPICS
+    )
+    assert slow.heartbeat_interval_ms == 12000
+    assert _join(m, "b").heartbeat_interval_ms == 5000  # group "g": the broker's
+    assert sorted(t.delay_ms for t in timers.scheduled if not t.cancelled) == [45000, 60000]
+    configs["g"] = GroupConfig(consumer_session_timeout_ms=50000, consumer_heartbeat_interval_ms=7000)
+    again = _beat(m, "b", 1)  # read at every heartbeat
+    assert again.error is ErrorCode.none and again.heartbeat_interval_ms == 7000
+    assert timers.fire(45000) == 0 and timers.fire(50000) == 1  # the session timer restarted with the group's
+    assert "b" not in m.groups["g"].members
+
+
+def test_with_an_authorizer_a_regex_takes_only_the_topics_its_members_principal_may_describe() -> None:
+    m, _ = _membership()
+    topics = {"orders-eu": 2, "orders-us": 2, "orders-secret": 1}
+    visible = {"alice": {"orders-eu", "orders-us"}, "bob": {"orders-eu"}}
+
+    def describable(principal: str) -> TopicFilter:
+        return lambda names: {t for t in names if t in visible[principal]}
+
+    def join(member: str, principal: str) -> ConsumerHeartbeatResult:
+        req = ConsumerHeartbeat(
+            "g", member, 0, rebalance_timeout_ms=1, subscribed_topic_regex="orders-.*", owned={},
+            authorized_topics=describable(principal),
+        )  # fmt: skip
+        return m.heartbeat(req, topics)
+
+    joined = join("a", "alice")
+    assert joined.assignment == {"orders-eu": frozenset({0, 1}), "orders-us": frozenset({0, 1})}
+    group = m.groups["g"]
+    assert group.resolved_regexes == {"orders-.*": frozenset({"orders-eu", "orders-us"})}
+    visible["alice"].add("orders-secret")  # an ACL granted: the next heartbeat of its member sees it
+    later = m.heartbeat(
+        ConsumerHeartbeat("g", "a", joined.member_epoch, authorized_topics=describable("alice")), topics
+    )
+    assert later.assignment is not None and "orders-secret" in later.assignment
+    # a member of another principal with another regex: each regex resolved with its own member's principal
+    req = ConsumerHeartbeat(
+        "g", "b", 0, rebalance_timeout_ms=1, subscribed_topic_regex="orders-(eu|secret)", owned={},
+        authorized_topics=describable("bob"),
+    )  # fmt: skip
+    b = m.heartbeat(req, topics)
+    assert group.resolved_regexes == {
+        "orders-.*": frozenset({"orders-eu", "orders-us", "orders-secret"}),
+        "orders-(eu|secret)": frozenset({"orders-eu"}),
+    }
+    version = group.regex_versions["orders-(eu|secret)"]
+    again = m.heartbeat(ConsumerHeartbeat("g", "b", b.member_epoch, authorized_topics=describable("bob")), topics)
+    assert again.error is ErrorCode.none
+    assert group.regex_versions["orders-(eu|secret)"] == version  # unchanged topics: resolved, not rewritten
+    m.heartbeat(ConsumerHeartbeat("g", "b", -1), topics)  # it leaves: its regex is forgotten
+    assert set(group.resolved_regexes) == {"orders-.*"} and set(group.regex_versions) == {"orders-.*"}

@@ -11,6 +11,7 @@ from odradek.coordinator.group.consumer_schemas import (
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE,
     CONSUMER_GROUP_MEMBER_METADATA_TYPE,
     CONSUMER_GROUP_METADATA_TYPE,
+    CONSUMER_GROUP_REGULAR_EXPRESSION_TYPE,
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_TYPE,
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE,
     MEMBER_STATE_UNKNOWN,
@@ -23,6 +24,8 @@ from odradek.coordinator.group.consumer_schemas import (
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -94,6 +97,11 @@ SAMPLES: list[tuple[ConsumerKey, ConsumerValue]] = [
         ConsumerGroupCurrentMemberAssignmentKey("g", "m"),
         ConsumerGroupCurrentMemberAssignmentValue(-1, -2, MEMBER_STATE_UNKNOWN, (TopicPartitions(T1, (), ()),), ()),
     ),
+    (ConsumerGroupRegularExpressionKey("g", ""), ConsumerGroupRegularExpressionValue()),
+    (
+        ConsumerGroupRegularExpressionKey("grüppe", "^(orders|платежи)-.*$"),
+        ConsumerGroupRegularExpressionValue(("orders-eu", "платежи-1", ""), 2**63 - 1, -(2**63)),
+    ),
 ]
 
 
@@ -115,7 +123,8 @@ def test_record_types() -> None:
         CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE,
         CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_TYPE,
         CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE,
-    ] == [3, 5, 6, 7, 8]
+        CONSUMER_GROUP_REGULAR_EXPRESSION_TYPE,
+    ] == [3, 5, 6, 7, 8, 16]
 
 
 # --- golden bytes -----------------------------------------------------------------------------------
@@ -211,6 +220,18 @@ def test_golden_target_assignment() -> None:
     assert encode_consumer_value(value) == bytes.fromhex("0000 02" + T2.hex + "02 00000007 0000")
 
 
+def test_golden_regular_expression() -> None:
+    key = ConsumerGroupRegularExpressionKey("g", "t-.*")
+    # type 16 | group_id "g" | regular_expression "t-.*"
+    assert encode_consumer_key(key) == bytes.fromhex("0010 0001 67 0004 742d2e2a")
+    # version 0 | topics: 2 ("t-a", "t-b") | version int64 5 | timestamp int64 1000 | no tagged fields
+    golden = bytes.fromhex("0000 03 04742d61 04742d62 0000000000000005 00000000000003e8 00")
+    value = ConsumerGroupRegularExpressionValue(("t-a", "t-b"), 5, 1000)
+    assert encode_consumer_value(value) == golden
+    assert decode_consumer_value(key, golden) == value
+    assert decode_consumer_value(key, golden[:-1] + bytes.fromhex("01 03 01 ff")) == value  # unknown tag skipped
+
+
 # --- tagged fields ----------------------------------------------------------------------------------
 
 
@@ -263,6 +284,8 @@ def test_null_classic_metadata_in_tag_reads_as_none() -> None:
         bytes.fromhex("0003 0001 67 00"),  # trailing byte
         bytes.fromhex("0005 0001 67"),  # member id missing
         bytes.fromhex("0003 0001 ff"),  # not UTF-8
+        bytes.fromhex("0010 0001 67"),  # regular expression missing
+        bytes.fromhex("0010 0001 67 ffff"),  # null regular expression
     ],
 )
 def test_bad_keys(raw: bytes) -> None:
@@ -287,6 +310,9 @@ def test_bad_keys(raw: bytes) -> None:
         (ConsumerGroupMemberMetadataKey("g", "m"), bytes.fromhex("0000 00 00 02 63 02 68 ffffffff07")),
         (ConsumerGroupMemberMetadataKey("g", "m"), bytes.fromhex("0000 05 61")),  # string past the end
         (ConsumerGroupTargetAssignmentMemberKey("g", "m"), bytes.fromhex("0000 00 00")),  # null array
+        (ConsumerGroupRegularExpressionKey("g", "r"), bytes.fromhex("0000 00" + "00" * 16 + "00")),  # null topics
+        (ConsumerGroupRegularExpressionKey("g", "r"), bytes.fromhex("0000 02 00" + "00" * 16 + "00")),  # null topic
+        (ConsumerGroupRegularExpressionKey("g", "r"), bytes.fromhex("0000 01 00000000")),  # truncated version
         (ConsumerGroupTargetAssignmentMemberKey("g", "m"), bytes.fromhex("0000 0a 00")),  # 9 topics, no bytes
         (
             ConsumerGroupCurrentMemberAssignmentKey("g", "m"),

@@ -14,6 +14,9 @@ Exactly one action, with Kafka 3.9's flags::
     odradek configs --bootstrap-server H:P --alter --entity-type users --entity-name alice
         [--entity-type clients --entity-default] --add-config producer_byte_rate=1048576
     odradek configs --bootstrap-server H:P --describe --entity-type users|clients [--entity-name N]
+    odradek configs --bootstrap-server H:P --describe --entity-type groups [--entity-name G] [--all]
+    odradek configs --bootstrap-server H:P --alter --entity-type groups --entity-name G
+        --add-config consumer.session.timeout.ms=50000 --delete-config consumer.heartbeat.interval.ms
 
 ``--user``/``--broker``/``--topic``/``--client`` and ``--user-defaults``/``--broker-defaults``/
 ``--client-defaults`` stand for ``--entity-type``/``--entity-name``/``--entity-default``.
@@ -31,8 +34,8 @@ lines, then ``Completed updating config for entity: user-principal 'alice'.`` or
 (Kafka prints the stored salt and keys there; odradek shows the iterations only, as Kafka's
 ``--bootstrap-server`` mode does).
 
-``--bootstrap-server`` serves topics and brokers through DescribeConfigs and
-IncrementalAlterConfigs (topics) / AlterConfigs (brokers); users and clients through
+``--bootstrap-server`` serves topics, brokers and groups (Kafka 4's group configs) through
+DescribeConfigs and IncrementalAlterConfigs (topics, groups) / AlterConfigs (brokers); users and clients through
 DescribeClientQuotas / AlterClientQuotas (quota keys, :mod:`odradek.cli.configs_quotas`) and
 Describe/AlterUserScramCredentials (SCRAM keys of a named user).
 Errors print one line on stderr and exit 1; usage errors exit 2.
@@ -71,7 +74,7 @@ __all__ = ["main", "parse_add_config"]
 
 PROG = "odradek configs"
 ZK_TYPES = ("users", "brokers")
-BROKER_TYPES = ("topics", "clients", "users", "brokers", "ips")
+BROKER_TYPES = ("topics", "clients", "users", "brokers", "ips", "groups")
 DEFAULT_ITERATIONS = 4096
 DEPRECATION = (
     "Warning: --zookeeper is deprecated and will be removed in a future version of Kafka.\n"
@@ -97,8 +100,8 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--command-config", help="client properties file (with --bootstrap-server)")
     parser.add_argument("--alter", action="store_true", help="alter the configuration of the entity")
     parser.add_argument("--describe", action="store_true", help="list configs for the given entity")
-    parser.add_argument("--all", action="store_true", help="list all configs of a topic or broker")
-    parser.add_argument("--entity-type", action="append", default=[], help="topics/clients/users/brokers")
+    parser.add_argument("--all", action="store_true", help="list all configs of a topic, broker or group")
+    parser.add_argument("--entity-type", action="append", default=[], help="topics/clients/users/brokers/groups")
     parser.add_argument("--entity-name", action=_EntityName, dest="entity_names", help="name of the entity")
     parser.add_argument("--entity-default", action=_EntityName, nargs=0, dest="entity_names", help="default entity")
     parser.add_argument("--add-config", help="k1=v1,k2=[v1,v2,v2],k3=v3")

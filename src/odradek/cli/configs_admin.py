@@ -1,16 +1,18 @@
-"""``odradek configs --bootstrap-server`` for topics and brokers, as Kafka's ``ConfigCommand`` does
-it through the admin client.
+"""``odradek configs --bootstrap-server`` for topics, brokers and groups, as Kafka's
+``ConfigCommand`` does it through the admin client.
 
 ``--describe``: per entity ``Dynamic configs for topic t are:`` (``All configs for ...`` with
 ``--all``; ``Default configs for brokers in the cluster are:`` for the default broker entity), then
 one line per key, sorted: ``  k=v sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:k=v, ...}``. Only
-the keys whose source is the entity's dynamic source are shown unless ``--all``. Without
-``--entity-name`` every topic (internal ones too) or every live broker and the default are shown.
+the keys whose source is the entity's dynamic source (a group's: GROUP_CONFIG) are shown unless
+``--all``. Without ``--entity-name`` every topic (internal ones too), every live broker and the
+default, or every group ListGroups shows.
 
-``--alter``: topics through IncrementalAlterConfigs (SET and DELETE), brokers through AlterConfigs
-with the broker's dynamic keys plus the added ones minus the deleted ones; deleting a key that is
-not a dynamic override fails with ``Invalid config(s): k``. Prints ``Completed updating config for
-topic t.`` or ``Completed updating default config for brokers in the cluster.``
+``--alter``: topics and groups through IncrementalAlterConfigs (SET and DELETE), brokers through
+AlterConfigs with the broker's dynamic keys plus the added ones minus the deleted ones; deleting a
+key that is not a dynamic override fails with ``Invalid config(s): k``. Prints ``Completed updating
+config for topic t.`` (``group g``) or ``Completed updating default config for brokers in the
+cluster.``
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ CONFIG_SOURCES = {
     5: "DEFAULT_CONFIG",
     6: "DYNAMIC_BROKER_LOGGER_CONFIG",
     7: "DYNAMIC_CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
 }
 """DescribeConfigs ``config_source`` numbers by the admin client's ``ConfigEntry.ConfigSource`` names."""
 
@@ -38,6 +41,8 @@ def _resource(entity_type: str, name: str) -> tuple[ConfigResource, int]:
     """The resource and its dynamic config source."""
     if entity_type == "topics":
         return ConfigResource.topic(name), 1
+    if entity_type == "groups":
+        return ConfigResource.group(name), 8
     return ConfigResource.broker(name), (3 if name == "" else 2)
 
 
@@ -66,6 +71,10 @@ async def describe_with_admin(
             names = [name]
         elif entity_type == "topics":
             names = await admin.list_topics(include_internal=True)
+        elif entity_type == "groups":
+            from odradek.cli.consumer_groups import GroupsClient
+
+            names = [g.group_id for g in await GroupsClient(admin).list_groups()]
         else:
             names = [str(b[0]) for b in (await admin.describe_cluster()).brokers] + [""]
         for entity in names:
@@ -94,7 +103,7 @@ async def alter_with_admin(
         if invalid:
             raise CommandError(f"Invalid config(s): {','.join(invalid)}")
         resource, _ = _resource(entity_type, name)
-        if entity_type == "topics":
+        if entity_type in ("topics", "groups"):
             ops = [AlterConfigOp(k, AlterConfigOp.SET, v) for k, v in added.items()]
             ops += [AlterConfigOp(k, AlterConfigOp.DELETE) for k in deleted]
             errors = await admin.incremental_alter_configs({resource: ops})

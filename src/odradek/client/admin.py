@@ -104,10 +104,11 @@ class NewPartitions:
 
 @dataclass(frozen=True, slots=True)
 class ConfigResource:
-    """A config resource: type 2 (topic) or 4 (broker) and its name."""
+    """A config resource: type 2 (topic), 4 (broker) or 32 (group) and its name."""
 
     TOPIC = 2
     BROKER = 4
+    GROUP = 32
 
     type: int
     name: str
@@ -119,6 +120,10 @@ class ConfigResource:
     @classmethod
     def broker(cls, broker_id: int | str) -> ConfigResource:
         return cls(cls.BROKER, str(broker_id))
+
+    @classmethod
+    def group(cls, group_id: str) -> ConfigResource:
+        return cls(cls.GROUP, group_id)
 
 
 @dataclass(slots=True)
@@ -346,7 +351,7 @@ class AdminClient:
         include_synonyms: bool = False,
         include_documentation: bool = False,
     ) -> dict[ConfigResource, DescribeConfigsResult]:
-        """Configs of topics and brokers (``keys`` None: every key)."""
+        """Configs of topics, brokers and groups (``keys`` None: every key)."""
 
         async def one(conn: KafkaConnection, group: list[ConfigResource]) -> list[Any]:
             rb = conn.builder(ApiKey.DESCRIBE_CONFIGS, 1, 4)

@@ -6,8 +6,9 @@ Entities (``entity_type`` / ``entity_name``)::
     topics/<topic>                    brokers/<id> and brokers/<default>
     clients/<client id>               users/<user>          users/<user>/clients/<client id>
     ips/<ip>                          (``<default>`` is the default entity of users, clients, ips)
+    groups/<group id>                 (Kafka 4's group configs)
 
-User principals and client ids are *sanitized* into znode names (:func:`sanitize`, Kafka's
+User principals, client ids and group ids are *sanitized* into znode names (:func:`sanitize`, Kafka's
 ``Sanitizer``: URL-encoding, ``*`` as ``%2A``, space as ``%20``). Each entity's znode holds one JSON
 map ``{"version":1,"config":{...}}`` shared by several writers (SCRAM credentials and quotas both
 live under ``/config/users/<user>``), so :func:`alter_entity_config` never replaces the map: it

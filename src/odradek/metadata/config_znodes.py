@@ -33,7 +33,9 @@ class ConfigType:
     USER = "users"
     BROKER = "brokers"
     IP = "ips"
-    ALL = (TOPIC, CLIENT, USER, BROKER, IP)
+    GROUP = "groups"
+    """Group configs (Kafka 4's ``GROUP`` config resource), by sanitized group id."""
+    ALL = (TOPIC, CLIENT, USER, BROKER, IP, GROUP)
 
 
 class ConfigEntityTypeZNode:

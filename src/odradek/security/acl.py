@@ -301,7 +301,15 @@ _SUPPORTED_OPERATIONS = {
             AclOperation.ALTER_CONFIGS,
         }
     ),
-    ResourceType.GROUP: frozenset({AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE}),
+    ResourceType.GROUP: frozenset(  # the configs ones since Kafka 3.8 (group configs, KIP-848)
+        {
+            AclOperation.READ,
+            AclOperation.DESCRIBE,
+            AclOperation.DELETE,
+            AclOperation.DESCRIBE_CONFIGS,
+            AclOperation.ALTER_CONFIGS,
+        }
+    ),
     ResourceType.CLUSTER: frozenset(
         {
             AclOperation.CREATE,

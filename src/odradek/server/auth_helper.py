@@ -14,7 +14,7 @@ Every check asks the broker's :class:`~odradek.metadata.authorizer.AclAuthorizer
 - :func:`authorized_operations` / :func:`operations_field`: the 32-bit field of Kafka's
   ``*_authorized_operations`` (bit ``n`` for the :class:`~odradek.security.acl.AclOperation` with
   code ``n``; Kafka's ``Int.MinValue`` when the client did not ask);
-- :func:`config_refusal`: DESCRIBE_CONFIGS / ALTER_CONFIGS on a topic or on the cluster;
+- :func:`config_refusal`: DESCRIBE_CONFIGS / ALTER_CONFIGS on a topic, a group or the cluster;
 - :func:`may_auto_create`: CREATE on the cluster or the topic, for Metadata and Produce;
 - :func:`authorize_cluster_action`: the controller's requests (LeaderAndIsr, StopReplica,
   UpdateMetadata, ControlledShutdown) and WriteTxnMarkers: CLUSTER_ACTION on the cluster; with no
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from odradek.errors import ErrorCode
-from odradek.security.acl import CLUSTER_NAME, AclOperation, ResourceType, supported_operations
+from odradek.security.acl import CLUSTER_NAME, AclOperation, ResourceType, authorization_error, supported_operations
 from odradek.server.request import RequestContext
 
 __all__ = [
@@ -138,28 +138,25 @@ def may_auto_create(ctx: RequestContext, name: str) -> bool:
     )
 
 
-_CONFIG_RESOURCES = {2: ResourceType.TOPIC, 4: ResourceType.CLUSTER, 8: ResourceType.CLUSTER}
-"""DescribeConfigs/AlterConfigs resource types (TOPIC 2, BROKER 4, BROKER_LOGGER 8) to the ACL
-resource their authorization asks about."""
+_CONFIG_RESOURCES = {2: ResourceType.TOPIC, 4: ResourceType.CLUSTER, 8: ResourceType.CLUSTER, 32: ResourceType.GROUP}
+"""DescribeConfigs/AlterConfigs resource types (TOPIC 2, BROKER 4, BROKER_LOGGER 8, GROUP 32) to
+the ACL resource their authorization asks about."""
 
 
 def config_refusal(
     ctx: RequestContext, operation: AclOperation, config_resource_type: int, name: str
 ) -> ErrorCode | None:
     """DESCRIBE_CONFIGS / ALTER_CONFIGS on a config resource: on the topic for a topic
-    (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker or broker logger
-    (CLUSTER_AUTHORIZATION_FAILED); None when allowed or for another type (refused elsewhere)."""
+    (TOPIC_AUTHORIZATION_FAILED), on the group for a group (GROUP_AUTHORIZATION_FAILED), on the
+    cluster for a broker or broker logger (CLUSTER_AUTHORIZATION_FAILED); None when allowed or for
+    another type (refused elsewhere)."""
     resource_type = _CONFIG_RESOURCES.get(config_resource_type)
     if resource_type is None:
         return None
-    acl_name = name if resource_type == ResourceType.TOPIC else CLUSTER_NAME
+    acl_name = CLUSTER_NAME if resource_type == ResourceType.CLUSTER else name
     if authorize(ctx, operation, resource_type, acl_name):
         return None
-    return (
-        ErrorCode.topic_authorization_failed
-        if resource_type == ResourceType.TOPIC
-        else ErrorCode.cluster_authorization_failed
-    )
+    return authorization_error(resource_type)
 
 
 def operations_field(ctx: RequestContext, include: bool, resource_type: ResourceType, name: str) -> int:

@@ -40,6 +40,7 @@ from odradek.controller.controller import KafkaController
 from odradek.controller.events import Reelect
 from odradek.controller.messages import controlled_shutdown
 from odradek.coordinator.group import GroupCoordinator
+from odradek.coordinator.group.group_config import GroupConfigs
 from odradek.coordinator.runtime import LeadershipListener
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.errors import ErrorCode
@@ -136,6 +137,8 @@ class Broker:
         self.listener_securities: dict[str, ListenerSecurity] = {}
         self._user_configs: ZkConfigManager | None = None
         self.dynamic_config = DynamicBrokerConfig(config)
+        self.group_configs = GroupConfigs(config)
+        """Each group's configs (``/config/groups``), followed through ``/config/changes``."""
         self.client_quotas = ClientQuotas(config["quota.window.num"], config["quota.window.size.seconds"])
         """``/config/brokers/<id>`` and ``<default>`` over ``server.properties``; swaps :attr:`config`."""
         self.fetch_manager = FetchManager(
@@ -218,6 +221,7 @@ class Broker:
             endpoint_for=self._inter_broker_endpoint,
             create_internal_topic=self.admin.create_internal_topic,
             local_address=self._local_address,
+            group_configs=self.group_configs,
         )
         self.leadership_listeners += [
             components.group_coordinator,
@@ -233,6 +237,7 @@ class Broker:
         handlers = quota_config_handlers(self.client_quotas, self.credential_cache.process_config_changes)
         handlers[ConfigType.BROKER] = self.dynamic_config.process_config_changes
         handlers[ConfigType.IP] = self.socket_server.quotas.ip_config_changed
+        handlers[ConfigType.GROUP] = self.group_configs.process_config_changes
         self._user_configs = ZkConfigManager(store, handlers)
         await self._user_configs.startup()
         self.listener_securities = listener_securities(self.config, self.credential_cache)

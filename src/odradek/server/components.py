@@ -19,6 +19,7 @@ from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.config import GroupCoordinatorConfig
 from odradek.coordinator.group.consumer_membership import ConsumerGroupConfig
 from odradek.coordinator.group.coordinator import GroupCoordinatorDeps
+from odradek.coordinator.group.group_config import GroupConfigs
 from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC
 from odradek.coordinator.runtime import CreateInternalTopic, ReplicaInternalLog, RuntimeDeps
 from odradek.coordinator.transaction import TransactionCoordinator
@@ -85,10 +86,12 @@ def build_components(
     endpoint_for: Callable[[int], tuple[str, int] | None],
     create_internal_topic: CreateInternalTopic,
     local_address: Callable[[], tuple[str, int] | None],
+    group_configs: GroupConfigs | None = None,
 ) -> BrokerComponents:
     """The components of broker ``config.broker_id``. ``log_config_for(topic)`` gives a topic's
     log config, ``isr_writer`` writes a leader's ISR change, ``endpoint_for(broker_id)`` is where
-    followers fetch from, ``local_address()`` this broker's own (host, port) for its markers."""
+    followers fetch from, ``local_address()`` this broker's own (host, port) for its markers,
+    ``group_configs`` each group's configs (the group coordinator reads them)."""
     broker_id = config.broker_id
     replica_manager = ReplicaManager(
         broker_id,
@@ -113,6 +116,7 @@ def build_components(
             runtime_deps(GROUP_METADATA_TOPIC),
             ConsumerGroupConfig.from_broker(config),
             metadata_cache,
+            group_configs,
         )
     )
     transaction_coordinator = TransactionCoordinator(

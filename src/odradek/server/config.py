@@ -21,6 +21,7 @@ from typing import Any
 
 from odradek.configdef import ConfigDef, at_least, between, one_of
 from odradek.configdef import parse_properties as parse_properties
+from odradek.coordinator.group.group_config import GROUP_BROKER_CONFIGS, check_broker_group_keys
 from odradek.errors import InvalidConfigError
 from odradek.metadata.authorizer import is_acl_authorizer
 from odradek.security.listener_config import LISTENER_PREFIX, listener_config
@@ -583,30 +584,7 @@ BROKER_CONFIGS = (
     .define("offsets.retention.check.interval.ms", "long", 600000, "How often offset expiry runs.", at_least(1))
     .define("offsets.commit.timeout.ms", "int", 5000, "How long a commit waits for its write.", at_least(1))
     .define("offset.metadata.max.bytes", "int", 4096, "Largest commit metadata string.", at_least(0))
-    .define(
-        "group.initial.rebalance.delay.ms",
-        "int",
-        3000,
-        "Wait this long for more members before the first rebalance of an empty group.",
-        at_least(0),
-    )
-    .define("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for.")
-    .define("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask for.")
-    .define("group.max.size", "int", 2147483647, "Most members in one group.", at_least(1))
-    .define("group.consumer.session.timeout.ms", "int", 45000, "A consumer-protocol member's session timeout.")
-    .define("group.consumer.min.session.timeout.ms", "int", 45000, "Smallest group.consumer.session.timeout.ms.")
-    .define("group.consumer.max.session.timeout.ms", "int", 60000, "Largest group.consumer.session.timeout.ms.")
-    .define("group.consumer.heartbeat.interval.ms", "int", 5000, "How often consumer-protocol members heartbeat.")
-    .define("group.consumer.min.heartbeat.interval.ms", "int", 5000, "Smallest group.consumer.heartbeat.interval.ms.")
-    .define("group.consumer.max.heartbeat.interval.ms", "int", 15000, "Largest group.consumer.heartbeat.interval.ms.")
-    .define("group.consumer.max.size", "int", 2147483647, "Most members in one consumer-protocol group.", at_least(1))
-    .define(
-        "group.consumer.assignors",
-        "list",
-        "uniform,range",
-        "Server-side assignors of consumer-protocol groups (the first is the default): uniform, range, or "
-        "Kafka's class names of them.",
-    )
+    .include(GROUP_BROKER_CONFIGS)  # group.*: the group coordinators' keys
     .define("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", at_least(1))
     .define("transaction.state.log.replication.factor", "int", 3, "Replication of __transaction_state.")
     .define("transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state.")
@@ -749,6 +727,7 @@ class KafkaConfig:
             self.listener_security_protocol(endpoint.listener)
         self.inter_broker_listener_name = self._inter_broker_listener()
         self.control_plane_listener_name = self._control_plane_listener()
+        check_broker_group_keys(self.values)
         try:
             is_acl_authorizer(self.values["authorizer.class.name"])
         except ValueError as exc:

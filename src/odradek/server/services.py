@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from odradek.controller.controller import KafkaController
     from odradek.coordinator.group import GroupCoordinator
+    from odradek.coordinator.group.group_config import GroupConfigs
     from odradek.coordinator.transaction import TransactionCoordinator
     from odradek.metadata.authorizer import AclAuthorizer
     from odradek.metadata.kafka_zk_client import KafkaZkClient
@@ -95,6 +96,11 @@ class ApiServices(Protocol):
 
     @property
     def transaction_coordinator(self) -> TransactionCoordinator: ...
+
+    @property
+    def group_configs(self) -> GroupConfigs:
+        """Each group's configs as this broker applies them (``/config/groups``)."""
+        ...
 
     @property
     def producer_ids(self) -> ProducerIdManager: ...

@@ -109,6 +109,8 @@ class ConsumerGroup:
         """The partition count of each subscribed topic when the group epoch last moved."""
         self.resolved_regexes: dict[str, frozenset[str]] = {}
         """Each subscribed regular expression -> the topics it matched when last resolved."""
+        self.regex_versions: dict[str, tuple[int, int]] = {}
+        """Each resolved regular expression -> (group epoch, time in ms) when its topics last changed."""
 
     # --- what the group is -------------------------------------------------------------------
 

@@ -17,7 +17,14 @@ One heartbeat does everything a member needs (there is no JoinGroup or SyncGroup
   assignment.
 - Timers: ``group.consumer.session.timeout.ms`` after its last heartbeat a member is removed; a
   member asked to revoke partitions that has not done so ``rebalance_timeout_ms`` later is fenced
-  (removed). Either bumps the group epoch, so the others converge at their next heartbeats.
+  (removed). Either bumps the group epoch, so the others converge at their next heartbeats. A
+  group's ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` configs
+  (:mod:`.group_config`) replace the broker's, read at every heartbeat.
+- Regular expressions (``SubscribedTopicRegex``) match every topic but the internal ones, whole
+  names only. With an authorizer, the topics a regex matched are only those the principal of the
+  member that subscribed with it may DESCRIBE (Kafka resolves with the heartbeating member's
+  principal): the heartbeat carries that principal's filter, and a regex is resolved again at every
+  heartbeat of a member using it; without one, every regex of the group at every heartbeat.
 - A static member (``instance_id``) that leaves with -2 keeps its place for the session timeout; a
   member joining with the same instance id takes over its assignment and epoch (KIP-345 as
   KIP-848 keeps it). A different member id with an instance id in use by a live member is
@@ -36,22 +43,33 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import time
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Set
+from dataclasses import dataclass, field
 
 from odradek.coordinator.group.consumer_assignment import ASSIGNORS, assign
 from odradek.coordinator.group.consumer_group import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState
+from odradek.coordinator.group.group_config import GroupConfig
 from odradek.coordinator.runtime import CallLater, ConfigSource, Timer
 from odradek.errors import ErrorCode
 
-__all__ = ["ConsumerGroupConfig", "ConsumerGroupMembership", "ConsumerHeartbeat", "ConsumerHeartbeatResult"]
+__all__ = [
+    "ConsumerGroupConfig",
+    "ConsumerGroupMembership",
+    "ConsumerHeartbeat",
+    "ConsumerHeartbeatResult",
+    "TopicFilter",
+]
 
 log = logging.getLogger(__name__)
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+
+TopicFilter = Callable[[Iterable[str]], Set[str]]
+"""The topics among some names a member's principal may DESCRIBE (the authorizer's answer)."""
 
 
 ASSIGNOR_CLASSES = {
@@ -119,6 +137,9 @@ class ConsumerHeartbeat:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    authorized_topics: TopicFilter | None = field(default=None, compare=False)
+    """With an authorizer: the DESCRIBE filter of the heartbeating principal, which the member's
+    regex is resolved with; None: no authorizer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,18 +156,38 @@ class ConsumerGroupMembership:
     """See the module docstring."""
 
     def __init__(
-        self, config: ConsumerGroupConfig, call_later: CallLater, on_change: Callable[[str], None] | None = None
+        self,
+        config: ConsumerGroupConfig,
+        call_later: CallLater,
+        on_change: Callable[[str], None] | None = None,
+        group_config: Callable[[str], GroupConfig] | None = None,
+        time_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.config = config
         self.call_later = call_later
         self.on_change = on_change
         """Told the group id after a timer changed a group (a member expired or was fenced)."""
+        self.group_config = group_config
+        """A group's configs (overrides over the broker's); None: the broker's for every group."""
+        self.time_ms = time_ms
         self.groups: dict[str, ConsumerGroup] = {}
         self._session_timers: dict[tuple[str, str], Timer] = {}
         self._rebalance_timers: dict[tuple[str, str], Timer] = {}
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's ``consumer.session.timeout.ms`` (the broker's when it sets none)."""
+        if self.group_config is None:
+            return self.config.session_timeout_ms
+        return self.group_config(group_id).consumer_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's ``consumer.heartbeat.interval.ms`` (the broker's when it sets none)."""
+        if self.group_config is None:
+            return self.config.heartbeat_interval_ms
+        return self.group_config(group_id).consumer_heartbeat_interval_ms
 
     def has_members(self, group_id: str) -> bool:
         group = self.groups.get(group_id)
@@ -189,7 +230,11 @@ class ConsumerGroupMembership:
             if fenced is not None:
                 return ConsumerHeartbeatResult(ErrorCode.fenced_member_epoch, fenced)
         bump |= self._update_member(member, req)
-        resolve_regexes(group, topics)
+        if req.authorized_topics is None:
+            resolve_regexes(group, topics, now_ms=self.time_ms())
+        else:
+            mine = () if member.subscribed_topic_regex is None else (member.subscribed_topic_regex,)
+            resolve_regexes(group, topics, req.authorized_topics, mine, self.time_ms())
         subscribed = {t: topics[t] for t in group.subscribed_topic_names() if t in topics}
         if bump or subscribed != group.subscribed_topics:
             group.bump_epoch(subscribed)
@@ -212,7 +257,7 @@ class ConsumerGroupMembership:
         return ConsumerHeartbeatResult(
             member_id=member_id,
             member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             assignment=dict(member.assigned) if send else None,
         )
 
@@ -317,6 +362,7 @@ class ConsumerGroupMembership:
         self._cancel_timers(group.group_id, member_id)
         if group.remove_member(member_id) is None:
             return
+        forget_unused_regexes(group)
         subscribed = (
             {t: n for t, n in group.subscribed_topics.items() if t in group.subscribed_topic_names()}
             if topics is None
@@ -331,7 +377,7 @@ class ConsumerGroupMembership:
         if old is not None:
             old.cancel()
         self._session_timers[key] = self.call_later(
-            self.config.session_timeout_ms, functools.partial(self._expire, group.group_id, member.member_id)
+            self.session_timeout_ms(group.group_id), functools.partial(self._expire, group.group_id, member.member_id)
         )
 
     def _schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -350,7 +396,7 @@ class ConsumerGroupMembership:
         self._session_timers.pop((group_id, member_id), None)
         group = self.groups.get(group_id)
         if group is not None and member_id in group.members:
-            self.remove(group, member_id, f"expired after {self.config.session_timeout_ms} ms without a heartbeat")
+            self.remove(group, member_id, f"expired after {self.session_timeout_ms(group_id)} ms without a heartbeat")
             if self.on_change is not None:
                 self.on_change(group_id)
 
@@ -413,7 +459,7 @@ def _subset(owned: Assignment, assigned: Assignment) -> bool:
     return all(ps <= assigned.get(t, frozenset()) for t, ps in owned.items())
 
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 @functools.lru_cache(maxsize=1024)
@@ -424,11 +470,34 @@ def compile_regex(regex: str) -> re.Pattern[str]:
     return re.compile(regex)
 
 
-def resolve_regexes(group: ConsumerGroup, topics: Mapping[str, int]) -> None:
-    """Match the members' regular expressions against every topic but the internal ones, as
-    Kafka's coordinator does (a topic matches when the whole name matches)."""
+def forget_unused_regexes(group: ConsumerGroup) -> None:
+    """Drop the resolutions of regexes no member subscribes with any more."""
+    in_use = {m.subscribed_topic_regex for m in group.members.values()}
+    for regex in [r for r in group.resolved_regexes if r not in in_use]:
+        del group.resolved_regexes[regex]
+        group.regex_versions.pop(regex, None)
+
+
+def resolve_regexes(
+    group: ConsumerGroup,
+    topics: Mapping[str, int],
+    authorized: TopicFilter | None = None,
+    only: Collection[str] | None = None,
+    now_ms: int = 0,
+) -> None:
+    """Match the members' regular expressions (``only``: just these) against every topic but the
+    internal ones, as Kafka's coordinator does (a topic matches when the whole name matches), keeping
+    the matches ``authorized`` lets through when given. A regex whose topics changed records the
+    group epoch and ``now_ms`` in ``group.regex_versions``; regexes no member uses are forgotten."""
+    forget_unused_regexes(group)
     regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex is not None}
+    if only is not None:
+        regexes &= set(only)
     names = [t for t in topics if t not in INTERNAL_TOPICS] if regexes else []
-    group.resolved_regexes = {
-        regex: frozenset(t for t in names if compile_regex(regex).fullmatch(t)) for regex in sorted(regexes)
-    }
+    for regex in sorted(regexes):
+        matched = frozenset(t for t in names if compile_regex(regex).fullmatch(t))
+        if authorized is not None and matched:
+            matched = frozenset(authorized(sorted(matched)))
+        if group.resolved_regexes.get(regex) != matched:
+            group.resolved_regexes[regex] = matched
+            group.regex_versions[regex] = (group.group_epoch, now_ms)

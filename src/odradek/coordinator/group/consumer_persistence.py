@@ -9,7 +9,10 @@ A group is written as Kafka 4.x's group coordinator writes it (record formats in
 - per member: ``ConsumerGroupMemberMetadata`` (subscription, client, timeouts, assignor),
   ``ConsumerGroupTargetAssignmentMember`` (its target) and
   ``ConsumerGroupCurrentMemberAssignment`` (member epoch, previous epoch, state, assigned and
-  pending-revocation partitions).
+  pending-revocation partitions);
+- per regular expression a member subscribes with: ``ConsumerGroupRegularExpression`` (the
+  topic names it resolved to, the group epoch and the time it last changed); tombstoned once no
+  member uses it.
 
 :func:`group_records` gives every record of a group as (key bytes -> value bytes); the
 coordinator writes those whose bytes changed since its last write and tombstones (null values)
@@ -20,7 +23,8 @@ metadata does not know (deleted, or not known yet) is left out of what is writte
 
 After a load the members' timers start again (a member gone meanwhile expires after its session
 timeout); a group whose subscribed topics' partition counts differ from the hash it was written
-with gets a new epoch at its next heartbeat.
+with gets a new epoch at its next heartbeat. The regexes keep their resolved topics until a member
+using one heartbeats again (it is then resolved again, with that member's principal).
 
 Pure functions; event loop only (the groups they read are the coordinator's).
 """
@@ -43,6 +47,8 @@ from odradek.coordinator.group.consumer_schemas import (
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -134,6 +140,13 @@ def group_records(group: ConsumerGroup, topic_id: TopicId) -> dict[bytes, bytes]
                 partitions_pending_revocation=_partitions(m.pending_revocation, topic_id),
             )
         )
+    in_use = {m.subscribed_topic_regex for m in group.members.values()}
+    for regex, topics in sorted(group.resolved_regexes.items()):
+        if regex in in_use:
+            version, timestamp = group.regex_versions.get(regex, (group.group_epoch, 0))
+            records[encode_consumer_key(ConsumerGroupRegularExpressionKey(gid, regex))] = encode_consumer_value(
+                ConsumerGroupRegularExpressionValue(tuple(sorted(topics)), version, timestamp)
+            )
     return records
 
 
@@ -183,6 +196,11 @@ def load_groups(
             value, ConsumerGroupTargetAssignmentMetadataValue
         ):
             groups[key.group_id].assignment_epoch = value.assignment_epoch
+        elif isinstance(key, ConsumerGroupRegularExpressionKey) and isinstance(
+            value, ConsumerGroupRegularExpressionValue
+        ):
+            groups[key.group_id].resolved_regexes[key.regular_expression] = frozenset(value.topics)
+            groups[key.group_id].regex_versions[key.regular_expression] = (value.version, value.timestamp)
         elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey) and isinstance(
             value, ConsumerGroupTargetAssignmentMemberValue
         ):
@@ -201,6 +219,9 @@ def load_groups(
     for group in groups.values():
         for mid in [m for m in group.target if m not in group.members]:
             del group.target[mid]
+        in_use = {m.subscribed_topic_regex for m in group.members.values()}
+        for regex in [r for r in group.resolved_regexes if r not in in_use]:
+            del group.resolved_regexes[regex]
         counts = {t: n for t in group.subscribed_topic_names() if (n := topics(t)) is not None}
         # the topics moved while nobody coordinated the group: the next heartbeat bumps its epoch
         group.subscribed_topics = counts if hashes.get(group.group_id) == metadata_hash(counts) else {}

@@ -35,6 +35,10 @@ Record types (key int16 prefix) and their layouts:
   partitions [int32], tagged 0 assignment_epochs nullable [int32] (default null; aligned with
   partitions, KIP-1251), tags].
 
+- 16 ``ConsumerGroupRegularExpression``: key group_id string, regular_expression string. Value
+  v0: topics [string] (the topic names it resolved to), version int64, timestamp int64 (when it
+  was resolved, ms).
+
 (Type 4 was an earlier partition-metadata record; it is not decoded here.)
 
 Decoders reject malformed bytes (truncation, a length past the end, a null where the schema does
@@ -57,6 +61,7 @@ __all__ = [
     "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE",
     "CONSUMER_GROUP_MEMBER_METADATA_TYPE",
     "CONSUMER_GROUP_METADATA_TYPE",
+    "CONSUMER_GROUP_REGULAR_EXPRESSION_TYPE",
     "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_TYPE",
     "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE",
     "CONSUMER_RECORD_TYPES",
@@ -73,6 +78,8 @@ __all__ = [
     "ConsumerGroupMemberMetadataValue",
     "ConsumerGroupMetadataKey",
     "ConsumerGroupMetadataValue",
+    "ConsumerGroupRegularExpressionKey",
+    "ConsumerGroupRegularExpressionValue",
     "ConsumerGroupTargetAssignmentMemberKey",
     "ConsumerGroupTargetAssignmentMemberValue",
     "ConsumerGroupTargetAssignmentMetadataKey",
@@ -92,8 +99,9 @@ CONSUMER_GROUP_MEMBER_METADATA_TYPE = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE = 6
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_TYPE = 7
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE = 8
+CONSUMER_GROUP_REGULAR_EXPRESSION_TYPE = 16
 
-CONSUMER_RECORD_TYPES = frozenset({3, 4, 5, 6, 7, 8})
+CONSUMER_RECORD_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
 """Key versions of consumer-group records (4: partition metadata, before KIP-1101)."""
 
 CONSUMER_VALUE_VERSION = 0
@@ -316,12 +324,20 @@ class ConsumerGroupCurrentMemberAssignmentKey:
     member_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionKey:
+    RECORD_TYPE: ClassVar[int] = CONSUMER_GROUP_REGULAR_EXPRESSION_TYPE
+    group_id: str
+    regular_expression: str
+
+
 ConsumerKey = (
     ConsumerGroupMetadataKey
     | ConsumerGroupMemberMetadataKey
     | ConsumerGroupTargetAssignmentMetadataKey
     | ConsumerGroupTargetAssignmentMemberKey
     | ConsumerGroupCurrentMemberAssignmentKey
+    | ConsumerGroupRegularExpressionKey
 )
 
 _GROUP_KEYS = (ConsumerGroupMetadataKey, ConsumerGroupTargetAssignmentMetadataKey)
@@ -341,11 +357,13 @@ def encode_consumer_key(key: ConsumerKey) -> bytes:
     w = _Writer().i16(key.RECORD_TYPE).string(key.group_id)
     if isinstance(key, _MEMBER_KEYS):
         w.string(key.member_id)
+    elif isinstance(key, ConsumerGroupRegularExpressionKey):
+        w.string(key.regular_expression)
     return bytes(w.out)
 
 
 def decode_consumer_key(data: bytes | memoryview) -> ConsumerKey:
-    """The key of one of the five record types; SchemaError for any other record type (the
+    """The key of one of the six record types; SchemaError for any other record type (the
     classic types 0..2 are :func:`odradek.coordinator.group.schemas.decode_key`'s)."""
     r = _Reader(data, "consumer group record key")
     record_type = r.i16()
@@ -354,6 +372,8 @@ def decode_consumer_key(data: bytes | memoryview) -> ConsumerKey:
         key = _GROUP_KEY_TYPES[record_type](r.key_string())
     elif record_type in _MEMBER_KEY_TYPES:
         key = _MEMBER_KEY_TYPES[record_type](r.key_string(), r.key_string())
+    elif record_type == CONSUMER_GROUP_REGULAR_EXPRESSION_TYPE:
+        key = ConsumerGroupRegularExpressionKey(r.key_string(), r.key_string())
     else:
         raise SchemaError(f"unknown consumer group record type {record_type}")
     r.end()
@@ -427,12 +447,20 @@ class ConsumerGroupCurrentMemberAssignmentValue:
     partitions_pending_revocation: tuple[TopicPartitions, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionValue:
+    topics: tuple[str, ...] = ()
+    version: int = 0
+    timestamp: int = 0
+
+
 ConsumerValue = (
     ConsumerGroupMetadataValue
     | ConsumerGroupMemberMetadataValue
     | ConsumerGroupTargetAssignmentMetadataValue
     | ConsumerGroupTargetAssignmentMemberValue
     | ConsumerGroupCurrentMemberAssignmentValue
+    | ConsumerGroupRegularExpressionValue
 )
 
 
@@ -517,6 +545,11 @@ def encode_consumer_value(value: ConsumerValue) -> bytes:
     elif isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
         _write_topic_partitions(w, value.topic_partitions, with_epochs=False)
         w.tags([])
+    elif isinstance(value, ConsumerGroupRegularExpressionValue):
+        w.uvarint(len(value.topics) + 1)
+        for topic in value.topics:
+            w.compact_string(topic)
+        w.i64(value.version).i64(value.timestamp).tags([])
     else:
         w.i32(value.member_epoch).i32(value.previous_member_epoch).i8(value.state)
         _write_topic_partitions(w, value.assigned_partitions, with_epochs=True)
@@ -555,6 +588,10 @@ def decode_consumer_value(key: ConsumerKey, data: bytes | memoryview) -> Consume
         value = ConsumerGroupTargetAssignmentMetadataValue(epoch, _tag_i64(r.tags(), 0, 0))
     elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
         value = ConsumerGroupTargetAssignmentMemberValue(_read_topic_partitions(r, with_epochs=False))
+        r.tags()
+    elif isinstance(key, ConsumerGroupRegularExpressionKey):
+        topics = tuple(r.compact_string() for _ in range(r.count(1)))
+        value = ConsumerGroupRegularExpressionValue(topics, r.i64(), r.i64())
         r.tags()
     else:
         member_epoch = r.i32()

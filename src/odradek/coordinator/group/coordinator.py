@@ -46,6 +46,7 @@ from odradek.coordinator.group.consumer_membership import (
 )
 from odradek.coordinator.group.consumer_persistence import group_records, load_groups
 from odradek.coordinator.group.group import GroupMetadata, GroupOverview, GroupSummary
+from odradek.coordinator.group.group_config import GroupConfigs
 from odradek.coordinator.group.manager import GroupMetadataManager, LoadedPartition, OffsetFetchEntry
 from odradek.coordinator.group.member import JoinGroupResult, JoinRequest, SyncGroupResult
 from odradek.coordinator.group.membership import GroupMembership, LeavingMember
@@ -77,6 +78,8 @@ class GroupCoordinatorDeps:
     topic_ids: TopicIds | None = None
     """Topic names and ids (the metadata cache's): consumer groups are written to
     ``__consumer_offsets`` with them; None keeps consumer groups in memory only."""
+    group_configs: GroupConfigs | None = None
+    """Each group's configs (``consumer.session.timeout.ms``, ...); None: the broker's for every group."""
 
 
 class TopicIds(Protocol):
@@ -109,7 +112,14 @@ class GroupCoordinator:
         self.membership = GroupMembership(
             config, self.manager, self.runtime.call_later, self.time_ms, self.runtime.spawn
         )
-        self.consumer_groups = ConsumerGroupMembership(deps.consumer, self.runtime.call_later, self._on_consumer_change)
+        self.group_configs = deps.group_configs
+        self.consumer_groups = ConsumerGroupMembership(
+            deps.consumer,
+            self.runtime.call_later,
+            self._on_consumer_change,
+            None if deps.group_configs is None else deps.group_configs.get,
+            self.time_ms,
+        )
         self.topic_ids = deps.topic_ids
         self._written: dict[str, dict[bytes, bytes]] = {}
         """Each consumer group's records as last submitted to ``__consumer_offsets``."""

@@ -9,6 +9,13 @@ overrides: keys left out go back to the broker's defaults. Each resource is answ
   dynamic, with Kafka's text (see :mod:`odradek.server.dynamic_config`);
 - INVALID_REQUEST: a key named twice, a null value, any other resource type.
 
+A group (resource type 32, Kafka 4's group configs, :mod:`odradek.coordinator.group.group_config`)
+is replaced the same way: INVALID_CONFIG for an unknown key ("Unknown group config name: k"), a bad
+value or one outside the broker's bounds; INVALID_REQUEST for the empty group id. Its overrides
+are written to ``/config/groups/<sanitized group>`` with a change notification, applied on this
+broker at once and on the others at the notification; :func:`alter_group` is shared with
+IncrementalAlterConfigs. Authorized as Kafka: ALTER_CONFIGS on the group (GROUP_AUTHORIZATION_FAILED).
+
 With ``validate_only`` everything is checked and nothing written. A change is written to the
 metadata store (``/config/topics/<topic>`` plus a change notification) and applied to this
 broker's logs before the answer; other brokers apply it when they see the notification.
@@ -25,9 +32,17 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from odradek.metadata.config_entities import sanitize
+from odradek.metadata.config_znodes import ConfigType
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
-from odradek.server.apis.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, topic_exists
+from odradek.server.apis.describe_configs import (
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    check_group_name,
+    topic_exists,
+)
 from odradek.server.auth_helper import AclOperation, config_refusal
 from odradek.server.request import RequestContext
 
@@ -44,7 +59,7 @@ log = logging.getLogger(__name__)
 
 def check_resource(ctx: RequestContext, resource_type: int, names: Iterable[str]) -> None:
     """Raise for a resource that cannot be altered or a key named twice."""
-    if resource_type not in (RESOURCE_TOPIC, RESOURCE_BROKER):
+    if resource_type not in (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP):
         raise InvalidRequestError(f"Unsupported resource type: {resource_type}")
     duplicates = sorted(name for name, n in Counter(names).items() if n > 1)
     if duplicates:
@@ -64,6 +79,17 @@ async def alter_topic(ctx: RequestContext, name: str, overrides: Mapping[str, st
     await ctx.services.admin.set_topic_overrides(name, dict(overrides), validate_only)
 
 
+async def alter_group(ctx: RequestContext, name: str, overrides: Mapping[str, str], validate_only: bool) -> None:
+    """Validate and (unless ``validate_only``) store ``overrides`` as the group's overrides, then
+    apply them here (the other brokers at the change notification)."""
+    check_group_name(name)
+    ctx.services.group_configs.validate(overrides)
+    if validate_only:
+        return
+    await ctx.services.zk.set_entity_configs(ConfigType.GROUP, sanitize(name), dict(overrides))
+    ctx.services.group_configs.update(name, overrides)
+
+
 async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
     check_resource(ctx, resource.resource_type, (c.name for c in resource.configs))
     nulls = [c.name for c in resource.configs if c.value is None]
@@ -72,6 +98,8 @@ async def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_o
     overrides = {c.name: c.value for c in resource.configs if c.value is not None}
     if resource.resource_type == RESOURCE_BROKER:
         await ctx.services.set_broker_overrides(resource.resource_name, overrides, validate_only)
+    elif resource.resource_type == RESOURCE_GROUP:
+        await alter_group(ctx, resource.resource_name, overrides, validate_only)
     else:
         await alter_topic(ctx, resource.resource_name, overrides, validate_only)
 

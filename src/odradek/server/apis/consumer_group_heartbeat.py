@@ -3,15 +3,17 @@ stays, reconciles its assignment or leaves (:mod:`odradek.coordinator.group.cons
 
 v0..v1 (Kafka 4.x's range; from v1 the client generates its member id, KIP-1082). Authorized as
 Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on every subscribed topic
-(TOPIC_AUTHORIZATION_FAILED). Partitions go by topic id on the wire: owned partitions of a topic
-id this broker does not know are ignored, and the assignment names topics by their ids.
+(TOPIC_AUTHORIZATION_FAILED); a subscribed regex takes only the topics the member's principal may
+DESCRIBE (the coordinator resolves it with that principal's filter). Partitions go by topic id on
+the wire: owned partitions of a topic id this broker does not know are ignored, and the assignment
+names topics by their ids.
 """
 
 from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.consumer_group_heartbeat import v1 as heartbeat_v1
@@ -20,7 +22,7 @@ from odradek.coordinator.group.consumer_membership import ConsumerHeartbeat
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.apis.join_group import client_host
-from odradek.server.auth_helper import AclOperation, ResourceType, authorize, filter_authorized
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize, filter_authorized, has_authorizer
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.request import RequestContext
 
@@ -85,6 +87,10 @@ async def handle(ctx: RequestContext[ConsumerGroupHeartbeatRequest]) -> Any:
             if name is not None and t.partitions:
                 owned[name] = frozenset(int(p) for p in t.partitions)
     rebalance_ms = int(req.rebalance_timeout.total_seconds() * 1000)
+
+    def describable(topics: Iterable[str]) -> set[str]:
+        return filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics, log_if_denied=False)
+
     result = await ctx.services.group_coordinator.consumer_group_heartbeat(
         ConsumerHeartbeat(
             group_id=req.group_id,
@@ -100,6 +106,7 @@ async def handle(ctx: RequestContext[ConsumerGroupHeartbeatRequest]) -> Any:
             client_id=ctx.header.client_id or "",
             client_host=client_host(ctx),
             version=ctx.api_version,
+            authorized_topics=describable if has_authorizer(ctx) else None,
         ),
         _PartitionCounts(cache),
     )

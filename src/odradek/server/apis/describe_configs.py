@@ -18,6 +18,12 @@ v1..v4 (v4 is the first flexible version). Each resource is answered on its own:
   :mod:`odradek.server.dynamic_config` for which of them take effect here.
   The resource name must be this broker's id; the empty name lists the cluster-wide dynamic
   defaults that are set. Any other name gets INVALID_REQUEST.
+- **group** (resource type 32, Kafka 4's group configs): every key of the group config table
+  (:mod:`odradek.coordinator.group.group_config`), valued by the group's override in
+  ``/config/groups/<group>`` (``config_source`` 8, GROUP_CONFIG) or else the broker's default for
+  it (5); the one synonym is the key itself with that value and source, as Kafka's
+  ``createGroupConfigEntry``. Any group id but the empty one (INVALID_REQUEST), whether the group
+  exists or not.
 - any other resource type: INVALID_REQUEST.
 
 ``include_synonyms`` lists, per key, every place a value comes from, highest priority first, as
@@ -49,7 +55,10 @@ from kio.schema.describe_configs import v1 as describe_configs_v1
 from kio.schema.describe_configs import v2 as describe_configs_v2
 
 from odradek.configdef import ConfigDef, ConfigKey
+from odradek.coordinator.group.group_config import GROUP_CONFIGS
 from odradek.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from odradek.metadata.config_entities import sanitize
+from odradek.metadata.config_znodes import ConfigType
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.admin_manager import validate_topic_name
 from odradek.server.auth_helper import AclOperation, config_refusal
@@ -73,6 +82,7 @@ log = logging.getLogger(__name__)
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
+RESOURCE_GROUP = 32
 
 # Kafka's DescribeConfigsResponse.ConfigSource ids.
 UNKNOWN_CONFIG = 0
@@ -81,6 +91,7 @@ DYNAMIC_BROKER_CONFIG = 2
 DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+GROUP_CONFIG = 8
 
 # Kafka's DescribeConfigsResponse.ConfigType ids.
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "password": 9}
@@ -284,6 +295,43 @@ def _listener_entries(broker: ApiServices, requested: Sequence[str] | None) -> l
     return entries
 
 
+def check_group_name(name: str) -> None:
+    """INVALID_REQUEST for the empty group id (Kafka allows no default group resource)."""
+    if not name:
+        raise InvalidRequestError("Group name must not be empty")
+
+
+async def group_overrides(broker: ApiServices, name: str) -> dict[str, str]:
+    """The group's stored overrides (``/config/groups/<sanitized name>``)."""
+    return await broker.zk.get_entity_configs(ConfigType.GROUP, sanitize(name))
+
+
+def group_config_entries(
+    broker: ApiServices,
+    overrides: Mapping[str, str],
+    requested: Sequence[str] | None = None,
+    include_documentation: bool = False,
+) -> list[ConfigEntry]:
+    """Every (or every requested) group config of a group with ``overrides``, sorted by name."""
+    values = broker.group_configs.effective(overrides).values()
+    entries = []
+    for name in _wanted(GROUP_CONFIGS.keys, requested):
+        key = GROUP_CONFIGS.keys[name]
+        value = render_value(values[name])
+        source = GROUP_CONFIG if name in overrides else DEFAULT_CONFIG
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=value,
+                source=source,
+                synonyms=[(name, value, source)],
+                config_type=CONFIG_TYPES.get(key.type, 0),
+                documentation=key.doc if include_documentation else None,
+            )
+        )
+    return entries
+
+
 async def topic_exists(broker: ApiServices, name: str) -> bool:
     """Whether ``name`` is a topic: in this broker's metadata cache or in the metadata store."""
     if broker.metadata_cache.topic(name) is not None:
@@ -319,6 +367,10 @@ async def _describe(
                 f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}"
             )
         return broker_config_entries(broker, requested, include_doc)
+    if resource.resource_type == RESOURCE_GROUP:
+        check_group_name(resource.resource_name)
+        overrides = await group_overrides(broker, resource.resource_name)
+        return group_config_entries(broker, overrides, requested, include_doc)
     raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
 
 

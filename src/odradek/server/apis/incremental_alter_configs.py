@@ -11,7 +11,9 @@ in request order, on top of the stored overrides:
 - any other operation: INVALID_REQUEST.
 
 A broker resource (type 4) applies the operations to its stored dynamic configs the same way
-(:mod:`odradek.server.dynamic_config`). Errors per resource as AlterConfigs:
+(:mod:`odradek.server.dynamic_config`), a group (type 32) to its group configs
+(:func:`~odradek.server.apis.alter_configs.alter_group`; no group key is a list, so APPEND and
+SUBTRACT are INVALID_CONFIG there). Errors per resource as AlterConfigs:
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (unknown key, bad value, a broker key that is not
 dynamic), INVALID_REQUEST (a key named twice). ``validate_only`` checks without writing. Runs on the
 broker's event loop.
@@ -21,10 +23,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from odradek.configdef import ConfigDef
+from odradek.coordinator.group.group_config import GROUP_CONFIGS
 from odradek.errors import InvalidConfigError, InvalidRequestError
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.apis.alter_configs import answer_resources, check_resource, check_topic
-from odradek.server.apis.describe_configs import RESOURCE_BROKER, render_value
+from odradek.server.apis.alter_configs import alter_group, answer_resources, check_resource, check_topic
+from odradek.server.apis.describe_configs import (
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    check_group_name,
+    group_overrides,
+    render_value,
+)
 from odradek.server.request import RequestContext
 from odradek.storage.config import TOPIC_CONFIGS
 
@@ -46,12 +56,17 @@ def _split(value: str | None) -> list[str]:
 
 
 def apply_operations(
-    overrides: dict[str, str], defaults: dict[str, Any], ops: list[tuple[str, int, str | None]]
+    overrides: dict[str, str],
+    defaults: dict[str, Any],
+    ops: list[tuple[str, int, str | None]],
+    table: ConfigDef = TOPIC_CONFIGS,
+    kind: str = "topic",
 ) -> dict[str, str]:
     """The overrides after applying ``ops`` ((name, operation, value), in order).
 
     ``defaults`` gives the effective typed value of keys without an override (for APPEND and
-    SUBTRACT). Raises InvalidRequestError / InvalidConfigError; values are validated later.
+    SUBTRACT); ``table`` the keys' types (``kind`` names it in errors). Raises
+    InvalidRequestError / InvalidConfigError; values are validated later.
     """
     result = dict(overrides)
     for name, op, value in ops:
@@ -65,9 +80,9 @@ def apply_operations(
         if op == SET:
             result[name] = value
             continue
-        key = TOPIC_CONFIGS.keys.get(name)
+        key = table.keys.get(name)
         if key is None:
-            raise InvalidConfigError(f"Unknown topic config name: {name}")
+            raise InvalidConfigError(f"Unknown {kind} config name: {name}")
         if key.type != "list":
             raise InvalidConfigError(
                 f"Config value {OPERATION_NAMES[op].lower()} is not allowed for config key: {name}"
@@ -90,6 +105,11 @@ async def _alter(ctx: RequestContext, resource: IncrementalAlterConfigsResource,
         current = await ctx.services.broker_overrides(name)
         updated = apply_operations(current, {}, ops)
         await ctx.services.set_broker_overrides(name, updated, validate_only)
+        return
+    if resource.resource_type == RESOURCE_GROUP:
+        check_group_name(name)
+        current = await group_overrides(ctx.services, name)
+        await alter_group(ctx, name, apply_operations(current, {}, ops, GROUP_CONFIGS, "group"), validate_only)
         return
     await check_topic(ctx, name)
     overrides = await ctx.services.admin.topic_overrides(name)
