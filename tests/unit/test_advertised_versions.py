@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import api_schema
-from odradek.server.apis import API_HANDLERS, KAFKA_3_9_VERSIONS, KAFKA_4_0_MINIMA, SERVED_VERSIONS
+from odradek.server.apis import (
+    API_HANDLERS,
+    KAFKA_3_9_VERSIONS,
+    KAFKA_4_0_MINIMA,
+    KAFKA_4_GROUP_VERSIONS,
+    SERVED_VERSIONS,
+)
 
 
 def test_every_served_api_is_a_kafka_3_9_api_with_its_maximum() -> None:
@@ -27,11 +32,11 @@ def test_minima_above_3_9_are_versions_without_a_codec(key: int) -> None:
             api_schema(key, version)
 
 
-def test_the_only_apis_past_3_9_are_the_kafka_4_consumer_group_ones() -> None:
-    assert set(API_HANDLERS) - set(KAFKA_3_9_VERSIONS) == {
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        ApiKey.CONSUMER_GROUP_DESCRIBE,
-    }
+def test_the_only_apis_past_3_9_are_the_kafka_4_group_ones() -> None:
+    assert set(API_HANDLERS) - set(KAFKA_3_9_VERSIONS) == set(KAFKA_4_GROUP_VERSIONS)
+    # ConsumerGroupHeartbeat/Describe (68, 69); ShareGroupHeartbeat/Describe, ShareFetch,
+    # ShareAcknowledge (76-79); the share coordinator's state APIs (83-87); share group offsets (90-92)
+    assert {int(k) for k in KAFKA_4_GROUP_VERSIONS} <= {68, 69, 76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
 
 
 def test_every_advertised_version_has_a_codec() -> None:

@@ -1,15 +1,12 @@
-"""Share sessions' epoch rules (Kafka's ShareSessionCache), the ISO-8601 durations of
-``share.auto.offset.reset=by_duration:``, and which batches read_committed archives."""
+"""Share sessions' epoch rules (Kafka's ShareSessionCache) and which batches read_committed archives."""
 
 from __future__ import annotations
 
 import uuid
 
-import pytest
-
 from odradek.errors import ErrorCode
 from odradek.protocol.records import BatchHeader, Record, build_batch, iter_batches
-from odradek.share.manager import _aborted_ranges, duration_ms
+from odradek.share.manager import _aborted_ranges
 from odradek.share.share_session import ShareSessionCache, ShareTopicPartition, next_epoch
 
 T = uuid.uuid4()
@@ -51,20 +48,6 @@ def test_partitions_join_in_order_and_forgetting_reports_what_was_there() -> Non
 
 def test_epochs_wrap_to_one() -> None:
     assert next_epoch(0) == 1 and next_epoch(7) == 8 and next_epoch(2**31 - 1) == 1
-
-
-@pytest.mark.parametrize(
-    ("text", "ms"),
-    [("PT1S", 1000), ("P1D", 86_400_000), ("PT1H30M", 5_400_000), ("pt0.5s", 500), ("P2DT3H4M5.5S", 183_845_500)],
-)
-def test_iso_8601_durations(text: str, ms: int) -> None:
-    assert duration_ms(text) == ms
-
-
-@pytest.mark.parametrize("text", ["", "P", "PT", "1S", "PTS", "P1H", "-PT1S"])
-def test_malformed_durations_are_refused(text: str) -> None:
-    with pytest.raises(ValueError):
-        duration_ms(text)
 
 
 def _batch(base: int, n: int, pid: int = -1, txn: bool = False, control: bool = False) -> bytes:

@@ -127,12 +127,9 @@ def build_components(
             MarkerWriter(broker_id, metadata_cache, local_address, inter_broker_client_security(config), endpoint_for),
         )
     )
-    share_defaults = ShareSettings(
-        record_lock_duration_ms=int(config.get("group.share.record.lock.duration.ms", 30_000)),
-        delivery_count_limit=int(config.get("group.share.delivery.count.limit", 5)),
-        max_record_locks=int(config.get("group.share.partition.max.record.locks", 2000)),
+    share_partitions = SharePartitionManager(
+        replica_manager, InMemoryPersister(), _share_settings(config, group_configs or GroupConfigs(config))
     )
-    share_partitions = SharePartitionManager(replica_manager, InMemoryPersister(), lambda group_id: share_defaults)
     return BrokerComponents(
         zk, producer_ids, replica_manager, group_coordinator, transaction_coordinator, share_partitions
     )
@@ -153,3 +150,10 @@ async def start_authorizer(config: KafkaConfig, store: CoordinationStore) -> Acl
     )
     await authorizer.start()
     return authorizer
+
+
+def _share_settings(config: KafkaConfig, group_configs: GroupConfigs) -> Callable[[str], ShareSettings]:
+    """A share group's settings: its group configs, and the broker's share-partition limits."""
+    limit = config.get_int("group.share.delivery.count.limit")
+    locks = config.get_int("group.share.partition.max.record.locks")
+    return lambda group_id: ShareSettings.of(group_configs.get(group_id), limit, locks)

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from odradek.coordinator.group.group_config import GroupConfig, parse_share_auto_offset_reset
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.records import BatchHeader, iter_batches
 from odradek.replication.replica_manager import FetchRequestPartition, ReplicaManager
@@ -57,7 +57,6 @@ log = logging.getLogger(__name__)
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 _FENCED = frozenset({ErrorCode.fenced_state_epoch, ErrorCode.fenced_leader_epoch})
-_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +68,18 @@ class ShareSettings:
     record_lock_duration_ms: int = DEFAULT_RECORD_LOCK_DURATION_MS
     delivery_count_limit: int = DEFAULT_DELIVERY_COUNT_LIMIT
     max_record_locks: int = DEFAULT_PARTITION_MAX_RECORD_LOCKS
+
+    @classmethod
+    def of(cls, group: GroupConfig, delivery_count_limit: int, max_record_locks: int) -> ShareSettings:
+        """From a group's configs and the broker's ``group.share.delivery.count.limit`` and
+        ``group.share.partition.max.record.locks`` (broker keys only, as in Kafka 4.2)."""
+        return cls(
+            auto_offset_reset=group.share_auto_offset_reset,
+            isolation_level=READ_COMMITTED if group.share_read_committed else READ_UNCOMMITTED,
+            record_lock_duration_ms=group.share_record_lock_duration_ms,
+            delivery_count_limit=delivery_count_limit,
+            max_record_locks=max_record_locks,
+        )
 
 
 @dataclass(slots=True)
@@ -103,16 +114,6 @@ class _Entry:
         self.sp.mark_clean()
         self.generation += 1
         return True
-
-
-def duration_ms(text: str) -> int:
-    """An ISO-8601 duration (``PnDTnHnMn.nS``, as Java's ``Duration.parse``) in milliseconds;
-    ValueError when malformed."""
-    m = _DURATION.match(text.strip().upper())
-    if m is None or not any(m.groups()):
-        raise ValueError(f"not an ISO-8601 duration: {text!r}")
-    d, h, mi, s = (float(g) if g else 0.0 for g in m.groups())
-    return int(((d * 24 + h) * 60 + mi) * 60_000 + s * 1000)
 
 
 def _now_ms() -> int:
@@ -199,14 +200,13 @@ class SharePartitionManager:
         return _Entry(sp, key, tp, leader_epoch, settings.isolation_level)
 
     def _reset_offset(self, tp: TopicPartition, settings: ShareSettings) -> int:
-        policy = settings.auto_offset_reset.strip().lower()
-        if policy == "earliest":
+        strategy, since_ms = parse_share_auto_offset_reset(settings.auto_offset_reset)
+        if strategy == "earliest":
             return self.rm.fetch_offset_for_timestamp(tp, -2)[0]
-        if policy.startswith("by_duration:"):
-            since = self.wall_clock_ms() - duration_ms(policy.split(":", 1)[1])
-            offset = self.rm.fetch_offset_for_timestamp(tp, since, settings.isolation_level)[0]
-            if offset >= 0:
-                return offset
+        if strategy == "by_duration" and since_ms is not None:
+            found = self.rm.fetch_offset_for_timestamp(tp, self.wall_clock_ms() - since_ms, settings.isolation_level)
+            if found[0] >= 0:
+                return found[0]
         return self.rm.fetch_offset_for_timestamp(tp, -1, settings.isolation_level)[0]
 
     def _drop(self, k: tuple[str, TopicPartition], only: _Entry | None = None) -> None:
