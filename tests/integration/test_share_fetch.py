@@ -171,3 +171,56 @@ def test_a_fetch_waits_for_an_append(broker: BrokerRunner) -> None:
         assert time.monotonic() - t0 < 8
 
     _run(broker, go)
+
+
+def _group_configs(broker: BrokerRunner, group: str, **configs: str) -> None:
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    entries = [
+        ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()
+    ]
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)]
+    ).values():
+        future.result(15)
+
+
+def test_earliest_and_read_committed_from_the_groups_configs(broker: BrokerRunner) -> None:
+    topic = _topic(broker)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, f"aborted{i}".encode(), partition=0)
+    assert producer.flush(15) == 0  # written: an abort drops what it has not sent
+    producer.abort_transaction(15)
+    producer.begin_transaction()
+    for i in range(2):
+        producer.produce(topic, f"committed{i}".encode(), partition=0)
+    producer.commit_transaction(15)
+    _group_configs(broker, "g-rc", share_auto_offset_reset="earliest", share_isolation_level="read_committed")
+    _group_configs(broker, "g-ru", share_auto_offset_reset="earliest")
+
+    async def collect(conn: KafkaConnection, group: str, tid: uuid.UUID) -> set[int]:
+        """Every offset delivered to one member, accepting as it goes, until 4 and 5 (the
+        committed records) came or 5 s passed (the commit marker is written after the commit)."""
+        got: set[int] = set()
+        epoch, acks = 0, {}
+        deadline = time.monotonic() + 5
+        while not {4, 5} <= got and time.monotonic() < deadline:
+            answer = await share_fetch(conn, group, "m", epoch, tid, acks=acks, max_wait_ms=500)
+            new = acquired_offsets(partitions(answer)[0]) if 0 in partitions(answer) else {}
+            got |= set(new)
+            acks = {0: [(o, o, [ACCEPT]) for o in sorted(new)]} if new else {}
+            epoch += 1
+        return got
+
+    async def go(a: KafkaConnection, b: KafkaConnection) -> None:
+        tid = await topic_id(a, topic)
+        # the log: 0-2 aborted, 3 abort marker, 4-5 committed, 6 commit marker
+        got_rc, got_ru = await collect(a, "g-rc", tid), await collect(b, "g-ru", tid)
+        assert {0, 1, 2}.isdisjoint(got_rc) and {4, 5} <= got_rc
+        assert {0, 1, 2, 4, 5} <= got_ru
+
+    _run(broker, go)
