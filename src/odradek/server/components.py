@@ -20,6 +20,7 @@ from odradek.coordinator.group.config import GroupCoordinatorConfig
 from odradek.coordinator.group.consumer_membership import ConsumerGroupConfig
 from odradek.coordinator.group.coordinator import GroupCoordinatorDeps
 from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC
+from odradek.coordinator.group.share_membership import ShareGroupConfig
 from odradek.coordinator.runtime import CreateInternalTopic, ReplicaInternalLog, RuntimeDeps
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.coordinator.transaction.config import TransactionCoordinatorConfig
@@ -110,6 +111,7 @@ def build_components(
             runtime_deps(GROUP_METADATA_TOPIC),
             ConsumerGroupConfig.from_broker(config),
             metadata_cache,
+            ShareGroupConfig.from_broker(config),
         )
     )
     transaction_coordinator = TransactionCoordinator(
