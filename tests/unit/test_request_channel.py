@@ -77,7 +77,7 @@ def test_what_kafka_closes_the_connection_on_raises_close_connection(frame: byte
 
 
 @pytest.mark.parametrize("version", [3, 4])
-def test_api_versions_finalizes_the_group_version_feature(version: int) -> None:
+def test_api_versions_finalizes_the_group_and_share_version_features(version: int) -> None:
     schema = api_schema(ApiKey.API_VERSIONS, version)
     request = schema.request_type(client_software_name="t", client_software_version="1")
     response = _handle(encode_request(schema, 7, "c", request))
@@ -85,7 +85,9 @@ def test_api_versions_finalizes_the_group_version_feature(version: int) -> None:
     _, decoded = decode_response(ApiKey.API_VERSIONS, version, bytes(response.frame[4:]))
     assert decoded.finalized_features_epoch >= 0
     assert [(f.name, f.min_version_level, f.max_version_level) for f in decoded.finalized_features] == [
-        ("group.version", 1, 1)
+        ("group.version", 1, 1),
+        ("share.version", 1, 1),
     ]
     supported = [(f.name, f.min_version, f.max_version) for f in decoded.supported_features]
-    assert supported == ([("group.version", 0, 1)] if version >= 4 else [])  # v3 omits minimum-0 features
+    expected = [("group.version", 0, 1), ("share.version", 0, 1)]
+    assert supported == (expected if version >= 4 else [])  # v3 omits minimum-0 features

@@ -21,6 +21,7 @@ from odradek.coordinator.group.consumer_membership import ConsumerGroupConfig
 from odradek.coordinator.group.coordinator import GroupCoordinatorDeps
 from odradek.coordinator.group.group_config import GroupConfigs
 from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC
+from odradek.coordinator.group.share_membership import ShareGroupConfig
 from odradek.coordinator.runtime import CreateInternalTopic, ReplicaInternalLog, RuntimeDeps
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.coordinator.transaction.config import TransactionCoordinatorConfig
@@ -110,13 +111,16 @@ def build_components(
     def runtime_deps(topic: str) -> RuntimeDeps:
         return RuntimeDeps(ReplicaInternalLog(replica_manager, topic), metadata_cache, create_internal_topic)
 
+    share_persister = InMemoryPersister()
     group_coordinator = GroupCoordinator(
         GroupCoordinatorDeps(
             GroupCoordinatorConfig.from_broker(config),
             runtime_deps(GROUP_METADATA_TOPIC),
             ConsumerGroupConfig.from_broker(config),
             metadata_cache,
-            group_configs,
+            group_configs=group_configs,
+            share=ShareGroupConfig.from_broker(config),
+            share_persister=share_persister,
         )
     )
     transaction_coordinator = TransactionCoordinator(
@@ -128,8 +132,9 @@ def build_components(
         )
     )
     share_partitions = SharePartitionManager(
-        replica_manager, InMemoryPersister(), _share_settings(config, group_configs or GroupConfigs(config))
+        replica_manager, share_persister, _share_settings(config, group_configs or GroupConfigs(config))
     )
+    group_coordinator.share_groups.on_member_removed = share_partitions.member_removed
     return BrokerComponents(
         zk, producer_ids, replica_manager, group_coordinator, transaction_coordinator, share_partitions
     )

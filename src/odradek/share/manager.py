@@ -459,8 +459,10 @@ class SharePartitionManager:
             await self._persist_logged(entry)
 
     def member_removed(self, group_id: str, member_id: str) -> None:
-        """The group's coordinator removed the member: close its session, release its records."""
-        self.sessions.close(group_id, member_id)
+        """The group's coordinator (on this broker) removed the member: its records here are
+        released at once, not after their locks. Its share session stays until the member closes
+        it (a closing consumer may leave the group before its last ShareAcknowledge) or it is
+        replaced; a member's records on other brokers go back when their locks run out."""
         asyncio.get_running_loop().create_task(self.release(group_id, member_id))
 
     def on_become_leader(self, tp: TopicPartition, leader_epoch: int) -> None:

@@ -6,7 +6,11 @@
 - :mod:`.manager` the groups of the partitions this broker leads: load, store, expire;
 - :mod:`.membership` JoinGroup / SyncGroup / Heartbeat / LeaveGroup and the rebalance timers;
 - :mod:`.coordinator` the front door the request handlers call;
-- :mod:`.consumer_assignors` the consumer protocol's (KIP-848) server assignors, ``uniform`` and ``range``.
+- :mod:`.consumer_assignors` the consumer protocol's (KIP-848) server assignors, ``uniform`` and ``range``;
+- share groups (KIP-932): :mod:`.share_group` (state), :mod:`.share_assignor` (``simple``),
+  :mod:`.share_membership` (ShareGroupHeartbeat, timers), :mod:`.share_schemas` and
+  :mod:`.share_persistence` (their ``__consumer_offsets`` records), :mod:`.share_groups` (what the
+  coordinator holds: writes, share-partition state initialization, describe, list, delete).
 """
 
 from odradek.coordinator.group.coordinator import GroupCoordinator

@@ -72,6 +72,8 @@ __all__ = [
     "MEMBER_STATE_UNREVOKED_PARTITIONS",
     "ClassicMemberMetadata",
     "ClassicProtocol",
+    "CompactReader",
+    "CompactWriter",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
     "ConsumerGroupMemberMetadataKey",
@@ -122,29 +124,30 @@ _MAX_LENGTH = 0x7FFFFFFF
 # --- primitive writer / reader --------------------------------------------------------------------
 
 
-class _Writer(BinaryWriter):
-    """Range-checked integers (SchemaError, not struct.error), varints, uuids, compact fields."""
+class CompactWriter(BinaryWriter):
+    """Range-checked integers (SchemaError, not struct.error), varints, uuids, compact fields
+    (the flexible values' encoding; :mod:`.share_schemas` writes with it too)."""
 
-    def _pack(self, fmt: struct.Struct, v: int) -> _Writer:
+    def _pack(self, fmt: struct.Struct, v: int) -> CompactWriter:
         try:
             self.out += fmt.pack(v)
         except struct.error as exc:
             raise SchemaError(f"{v} does not fit {fmt.format!r}") from exc
         return self
 
-    def i8(self, v: int) -> _Writer:
+    def i8(self, v: int) -> CompactWriter:
         return self._pack(_I8, v)
 
-    def i16(self, v: int) -> _Writer:
+    def i16(self, v: int) -> CompactWriter:
         return self._pack(_I16, v)
 
-    def i32(self, v: int) -> _Writer:
+    def i32(self, v: int) -> CompactWriter:
         return self._pack(_I32, v)
 
-    def i64(self, v: int) -> _Writer:
+    def i64(self, v: int) -> CompactWriter:
         return self._pack(_I64, v)
 
-    def uvarint(self, v: int) -> _Writer:
+    def uvarint(self, v: int) -> CompactWriter:
         if v < 0 or v > _MAX_VARINT:
             raise SchemaError(f"{v} does not fit an unsigned varint")
         while v >= 0x80:
@@ -153,27 +156,27 @@ class _Writer(BinaryWriter):
         self.out.append(v)
         return self
 
-    def uuid(self, v: uuid.UUID) -> _Writer:
+    def uuid(self, v: uuid.UUID) -> CompactWriter:
         self.out += v.bytes
         return self
 
-    def compact_bytes(self, v: bytes | None) -> _Writer:
+    def compact_bytes(self, v: bytes | None) -> CompactWriter:
         if v is None:
             return self.uvarint(0)
         self.uvarint(len(v) + 1)
         self.out += v
         return self
 
-    def compact_string(self, v: str | None) -> _Writer:
+    def compact_string(self, v: str | None) -> CompactWriter:
         return self.compact_bytes(None if v is None else v.encode("utf-8"))
 
-    def compact_i32s(self, values: tuple[int, ...]) -> _Writer:
+    def compact_i32s(self, values: tuple[int, ...]) -> CompactWriter:
         self.uvarint(len(values) + 1)
         for v in values:
             self.i32(v)
         return self
 
-    def tags(self, fields: list[tuple[int, bytes]]) -> _Writer:
+    def tags(self, fields: list[tuple[int, bytes]]) -> CompactWriter:
         """The tagged-field buffer of ``(tag, data)`` pairs, already in ascending tag order."""
         self.uvarint(len(fields))
         for tag, data in fields:
@@ -182,7 +185,9 @@ class _Writer(BinaryWriter):
         return self
 
 
-class _Reader(BinaryReader):
+class CompactReader(BinaryReader):
+    """The reads matching :class:`CompactWriter`, each checked against the bytes left."""
+
     def i8(self) -> int:
         return int(_I8.unpack(self.take(1))[0])
 
@@ -260,9 +265,9 @@ class _Reader(BinaryReader):
     def compact_i32s(self) -> tuple[int, ...]:
         return tuple(self.i32() for _ in range(self.count(4)))
 
-    def tags(self) -> dict[int, _Reader]:
+    def tags(self) -> dict[int, CompactReader]:
         """The tagged-field buffer: tag -> a reader over that field's bytes (unknown ones unused)."""
-        fields: dict[int, _Reader] = {}
+        fields: dict[int, CompactReader] = {}
         n = self.uvarint()
         if n * 2 > self.remaining():
             raise self.fail(f"{n} tagged fields run past the end")
@@ -271,7 +276,7 @@ class _Reader(BinaryReader):
             size = self.uvarint()
             if tag in fields:
                 raise self.fail(f"tagged field {tag} appears twice")
-            fields[tag] = _Reader(self.take(size), f"{self.what} tag {tag}")
+            fields[tag] = CompactReader(self.take(size), f"{self.what} tag {tag}")
         return fields
 
     def end(self) -> None:
@@ -279,7 +284,7 @@ class _Reader(BinaryReader):
             raise self.fail(f"{self.remaining()} bytes left over")
 
 
-def _tag_i64(fields: dict[int, _Reader], tag: int, default: int) -> int:
+def _tag_i64(fields: dict[int, CompactReader], tag: int, default: int) -> int:
     field = fields.get(tag)
     if field is None:
         return default
@@ -354,7 +359,7 @@ _MEMBER_KEY_TYPES = {cls.RECORD_TYPE: cls for cls in _MEMBER_KEYS}
 
 def encode_consumer_key(key: ConsumerKey) -> bytes:
     """int16 record type, group_id string, then member_id string for the per-member types."""
-    w = _Writer().i16(key.RECORD_TYPE).string(key.group_id)
+    w = CompactWriter().i16(key.RECORD_TYPE).string(key.group_id)
     if isinstance(key, _MEMBER_KEYS):
         w.string(key.member_id)
     elif isinstance(key, ConsumerGroupRegularExpressionKey):
@@ -365,7 +370,7 @@ def encode_consumer_key(key: ConsumerKey) -> bytes:
 def decode_consumer_key(data: bytes | memoryview) -> ConsumerKey:
     """The key of one of the six record types; SchemaError for any other record type (the
     classic types 0..2 are :func:`odradek.coordinator.group.schemas.decode_key`'s)."""
-    r = _Reader(data, "consumer group record key")
+    r = CompactReader(data, "consumer group record key")
     record_type = r.i16()
     key: ConsumerKey
     if record_type in _GROUP_KEY_TYPES:
@@ -465,10 +470,10 @@ ConsumerValue = (
 
 
 def _i64_tag(tag: int, value: int, default: int) -> list[tuple[int, bytes]]:
-    return [] if value == default else [(tag, bytes(_Writer().i64(value).out))]
+    return [] if value == default else [(tag, bytes(CompactWriter().i64(value).out))]
 
 
-def _write_topic_partitions(w: _Writer, topics: tuple[TopicPartitions, ...], with_epochs: bool) -> None:
+def _write_topic_partitions(w: CompactWriter, topics: tuple[TopicPartitions, ...], with_epochs: bool) -> None:
     w.uvarint(len(topics) + 1)
     for tp in topics:
         w.uuid(tp.topic_id).compact_i32s(tp.partitions)
@@ -480,10 +485,10 @@ def _write_topic_partitions(w: _Writer, topics: tuple[TopicPartitions, ...], wit
             raise SchemaError("a target assignment carries no assignment epochs")
         if len(epochs) != len(tp.partitions):
             raise SchemaError(f"{len(epochs)} assignment epochs for {len(tp.partitions)} partitions")
-        w.tags([(0, bytes(_Writer().compact_i32s(epochs).out))])
+        w.tags([(0, bytes(CompactWriter().compact_i32s(epochs).out))])
 
 
-def _read_topic_partitions(r: _Reader, with_epochs: bool) -> tuple[TopicPartitions, ...]:
+def _read_topic_partitions(r: CompactReader, with_epochs: bool) -> tuple[TopicPartitions, ...]:
     topics = []
     for _ in range(r.count(18)):  # uuid + empty array + empty tags
         topic_id = r.uuid()
@@ -501,14 +506,14 @@ def _read_topic_partitions(r: _Reader, with_epochs: bool) -> tuple[TopicPartitio
 
 
 def _write_classic(meta: ClassicMemberMetadata) -> bytes:
-    w = _Writer().uvarint(1).i32(meta.session_timeout_ms)  # presence marker of a nullable struct
+    w = CompactWriter().uvarint(1).i32(meta.session_timeout_ms)  # presence marker of a nullable struct
     w.uvarint(len(meta.supported_protocols) + 1)
     for protocol in meta.supported_protocols:
         w.compact_string(protocol.name).compact_bytes(protocol.metadata).tags([])
     return bytes(w.tags([]).out)
 
 
-def _read_classic(r: _Reader) -> ClassicMemberMetadata | None:
+def _read_classic(r: CompactReader) -> ClassicMemberMetadata | None:
     if r.uvarint() == 0:
         r.end()
         return None
@@ -526,7 +531,7 @@ def _read_classic(r: _Reader) -> ClassicMemberMetadata | None:
 
 def encode_consumer_value(value: ConsumerValue) -> bytes:
     """int16 value version (0), then the fields and tagged fields of the module docstring."""
-    w = _Writer().i16(CONSUMER_VALUE_VERSION)
+    w = CompactWriter().i16(CONSUMER_VALUE_VERSION)
     if isinstance(value, ConsumerGroupMetadataValue):
         w.i32(value.epoch)
         w.tags(_i64_tag(0, value.metadata_hash, 0) + _i64_tag(1, value.creation_time_ms, -1))
@@ -560,7 +565,7 @@ def encode_consumer_value(value: ConsumerValue) -> bytes:
 
 def decode_consumer_value(key: ConsumerKey, data: bytes | memoryview) -> ConsumerValue:
     """The (non-tombstone) value of the record whose key is ``key``; version 0 only."""
-    r = _Reader(data, f"{type(key).__name__.removesuffix('Key')}Value")
+    r = CompactReader(data, f"{type(key).__name__.removesuffix('Key')}Value")
     version = r.i16()
     if version != CONSUMER_VALUE_VERSION:
         raise r.fail(f"unknown value version {version}")

@@ -22,7 +22,11 @@ the next-generation protocol (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDesc
 :mod:`.consumer_membership`'s, beside the classic ones under the same ids: a group id is either
 kind while it has members (a classic JoinGroup for a consumer group with members is
 INCONSISTENT_GROUP_PROTOCOL, a heartbeat for a classic group with members GROUP_ID_NOT_FOUND), and
-its committed offsets are kept the same way for both. Offsets and the admin operations are here.
+its committed offsets are kept the same way for both. Share groups (KIP-932) are
+:attr:`GroupCoordinator.share_groups` (:mod:`.share_groups`): a share group id is no other kind
+while it exists (JoinGroup: INCONSISTENT_GROUP_PROTOCOL; ConsumerGroupHeartbeat, OffsetCommit,
+TxnOffsetCommit, OffsetDelete: GROUP_ID_NOT_FOUND; DescribeGroups: GROUP_ID_NOT_FOUND from v6, Dead
+before), and has no committed offsets here. Offsets and the admin operations are here.
 
 Runs on the broker's event loop; only that loop may call.
 """
@@ -51,10 +55,13 @@ from odradek.coordinator.group.manager import GroupMetadataManager, LoadedPartit
 from odradek.coordinator.group.member import JoinGroupResult, JoinRequest, SyncGroupResult
 from odradek.coordinator.group.membership import GroupMembership, LeavingMember
 from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC, OffsetAndMetadata
+from odradek.coordinator.group.share_groups import ShareGroups
+from odradek.coordinator.group.share_membership import MemberRemoved, ShareGroupConfig
 from odradek.coordinator.group.state import COMMIT_ANSWER, GroupState, parse_state
 from odradek.coordinator.runtime import CoordinatorRuntime, InternalTopic, RuntimeDeps
 from odradek.errors import ErrorCode
 from odradek.protocol.records import Record
+from odradek.share.state import Persister
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = ["GroupCoordinator", "GroupCoordinatorDeps"]
@@ -77,9 +84,15 @@ class GroupCoordinatorDeps:
     """The ``group.consumer.*`` settings (KIP-848 groups)."""
     topic_ids: TopicIds | None = None
     """Topic names and ids (the metadata cache's): consumer groups are written to
-    ``__consumer_offsets`` with them; None keeps consumer groups in memory only."""
+    ``__consumer_offsets`` with them; None keeps consumer and share groups in memory only."""
     group_configs: GroupConfigs | None = None
     """Each group's configs (``consumer.session.timeout.ms``, ...); None: the broker's for every group."""
+    share: ShareGroupConfig = field(default_factory=ShareGroupConfig)
+    """The ``group.share.*`` settings (KIP-932 groups)."""
+    share_persister: Persister | None = None
+    """Initializes and deletes share-partition state; None: share groups skip both."""
+    share_member_removed: MemberRemoved | None = None
+    """Told ``(group_id, member_id)`` when a share group's member left or expired."""
 
 
 class TopicIds(Protocol):
@@ -123,6 +136,17 @@ class GroupCoordinator:
         self.topic_ids = deps.topic_ids
         self._written: dict[str, dict[bytes, bytes]] = {}
         """Each consumer group's records as last submitted to ``__consumer_offsets``."""
+        self.share_groups = ShareGroups(
+            deps.share,
+            self.manager,
+            self.runtime,
+            self.validate_group_status,
+            self._is_classic_or_consumer,
+            deps.share_persister,
+            deps.topic_ids.topic_id if deps.topic_ids is not None else None,
+            deps.share_member_removed,
+        )
+        """The share groups (KIP-932) of this coordinator: see :mod:`.share_groups`."""
 
     @property
     def active(self) -> bool:
@@ -168,11 +192,17 @@ class GroupCoordinator:
                 if self.manager.get_group(group_id) is None:
                     self.manager.add_group(GroupMetadata(group_id, _S.EMPTY, self.time_ms()))
             log.info("loaded %d consumer groups from __consumer_offsets-%d", len(groups), partition)
+        self.share_groups.install(loaded.share, partition)
 
     def unload(self, partition: int) -> None:
         self.manager.unload_partition(partition, self.membership.on_group_unloaded)
         for group_id in self.consumer_groups.unload(lambda g: self.manager.partition_for(g) == partition):
             self._written.pop(group_id, None)
+        self.share_groups.unload(lambda g: self.manager.partition_for(g) == partition)
+
+    def _is_classic_or_consumer(self, group_id: str) -> bool:
+        classic = self.manager.get_group(group_id)
+        return self.consumer_groups.group(group_id) is not None or (classic is not None and not classic.is_(_S.DEAD))
 
     async def expire_offsets(self, now_ms: int | None = None) -> int:
         """Expire offsets now (as the periodic task does); returns how many were removed."""
@@ -206,8 +236,10 @@ class GroupCoordinator:
             and not config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms
         ):
             error = ErrorCode.invalid_session_timeout
-        if error is None and self.consumer_groups.has_members(req.group_id):
-            error = ErrorCode.inconsistent_group_protocol  # a consumer group (KIP-848) with members
+        if error is None and (
+            self.consumer_groups.has_members(req.group_id) or self.share_groups.group(req.group_id) is not None
+        ):
+            error = ErrorCode.inconsistent_group_protocol  # a consumer group with members, or a share group
         elif error is None and self.consumer_groups.delete(req.group_id):
             # an empty consumer group becomes a classic one (its offsets stay): its records go
             await self._persist(req.group_id)
@@ -287,7 +319,7 @@ class GroupCoordinator:
         if error is not None:
             return ConsumerHeartbeatResult(error)
         classic = self.manager.get_group(req.group_id)
-        if classic is not None and classic.members:
+        if (classic is not None and classic.members) or self.share_groups.group(req.group_id) is not None:
             return ConsumerHeartbeatResult(
                 ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group."
             )
@@ -378,6 +410,8 @@ class GroupCoordinator:
         Generation -1 with no member id is a "simple" commit, allowed while the group is Empty
         (creating it if needed)."""
         error = self.validate_group_status(group_id, allow_empty_id=True)
+        if error is None and self.share_groups.group(group_id) is not None:
+            error = ErrorCode.group_id_not_found  # a share group keeps no offsets here
         if error is not None:
             return dict.fromkeys(offsets, error)
         group = self.manager.get_group(group_id)
@@ -412,6 +446,8 @@ class GroupCoordinator:
         (KIP-848) member, named by v3+'s ``member_id`` and ``generation_id``, must be current
         (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), as Kafka's ``validateOffsetCommit``."""
         error = self.validate_group_status(group_id)
+        if error is None and self.share_groups.group(group_id) is not None:
+            error = ErrorCode.group_id_not_found
         if error is None:
             consumer = self.consumer_groups.group(group_id)
             if consumer is not None and generation_id >= 0:
@@ -458,7 +494,7 @@ class GroupCoordinator:
         if error is not None:
             return error, {}
         group = self.manager.get_group(group_id)
-        if group is None or group.is_(_S.DEAD):
+        if group is None or group.is_(_S.DEAD):  # a share group too: it has no offsets here
             return ErrorCode.group_id_not_found, {}
         results: dict[TopicPartition, ErrorCode] = {}
         if group.is_(_S.EMPTY):
@@ -489,6 +525,10 @@ class GroupCoordinator:
         group = self.manager.get_group(group_id)
         if self.consumer_groups.group(group_id) is not None:
             return ErrorCode.group_id_not_found, f"Group {group_id} is not a classic group.", _DEAD_SUMMARY
+        if self.share_groups.group(group_id) is not None and api_version < 6:
+            return ErrorCode.none, None, _DEAD_SUMMARY  # as Kafka answers a group of another kind
+        if self.share_groups.group(group_id) is not None:
+            return ErrorCode.group_id_not_found, f"Group {group_id} is not a classic group.", _DEAD_SUMMARY
         if group is None:
             if api_version >= 6:
                 return ErrorCode.group_id_not_found, f"Group {group_id} not found.", _DEAD_SUMMARY
@@ -499,7 +539,7 @@ class GroupCoordinator:
         self, states: Iterable[str] = (), types: Iterable[str] = ()
     ) -> tuple[ErrorCode, list[GroupOverview]]:
         """Groups of this broker, filtered by state names and group types (case-insensitive;
-        every group here is ``classic``). COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
+        ``classic``, ``consumer`` or ``share``). COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
         if not self.runtime.active:
             return ErrorCode.coordinator_not_available, []
         state_names = {name.lower() for name in states}
@@ -520,17 +560,22 @@ class GroupCoordinator:
                 for g in consumer.values()
                 if not state_names or g.state.lower() in state_names
             ]
+        if not wanted_types or "share" in wanted_types:
+            groups += self.share_groups.overviews(state_names)
         return error, groups
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
         """DeleteGroups: Empty groups go (NONE), others get NON_EMPTY_GROUP, unknown ones
-        GROUP_ID_NOT_FOUND."""
+        GROUP_ID_NOT_FOUND; share groups as :meth:`.ShareGroups.delete` answers."""
         results: dict[str, ErrorCode] = {}
         eligible: list[GroupMetadata] = []
         for group_id in group_ids:
             error = self.validate_group_status(group_id, allow_empty_id=True)
             if error is not None:
                 results[group_id] = error
+                continue
+            if self.share_groups.group(group_id) is not None:
+                results[group_id] = await self.share_groups.delete(group_id)
                 continue
             group = self.manager.get_group(group_id)
             if self.consumer_groups.has_members(group_id):

@@ -48,6 +48,7 @@ from odradek.coordinator.group.schemas import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
+from odradek.coordinator.group.share_schemas import SHARE_RECORD_TYPES
 from odradek.coordinator.group.state import GroupState
 from odradek.coordinator.group.txn_offsets import TxnOffsetCommits
 from odradek.coordinator.runtime import CoordinatorRuntime
@@ -106,6 +107,8 @@ class LoadedPartition:
     """Decoded record keys by their bytes (None: unreadable); a partition holds few distinct keys."""
     consumer: dict[bytes, bytes | None] = field(default_factory=dict)
     """The consumer-protocol (KIP-848) records, raw: key -> the last value (None: tombstone)."""
+    share: dict[bytes, bytes | None] = field(default_factory=dict)
+    """The share-group (KIP-932) records, raw, likewise."""
 
     def apply_offset(self, group: str, tp: TopicPartition, value: bytes | None, at: int) -> None:
         self.offsets.setdefault(group, {})[tp] = (value, at)
@@ -351,7 +354,8 @@ class GroupMetadataManager:
         self, partition: int, epoch: int, loaded: LoadedPartition, on_group_loaded: Callable[[GroupMetadata], None]
     ) -> None:
         """Take the groups :meth:`replay` read over (the partition is owned at ``epoch`` now); the
-        consumer-protocol records stay in ``loaded.consumer`` for the coordinator."""
+        consumer-protocol and share-group records stay in ``loaded.consumer`` and ``loaded.share``
+        for the coordinator."""
         groups = self._build_groups(loaded)
         self.txn_offsets.restore(
             {
@@ -400,6 +404,9 @@ class GroupMetadataManager:
                 continue
             if len(rec.key) >= 2 and rec.key[0] == 0 and rec.key[1] in CONSUMER_RECORD_TYPES:
                 loaded.consumer[bytes(rec.key)] = None if rec.value is None else bytes(rec.value)
+                continue
+            if len(rec.key) >= 2 and rec.key[0] == 0 and rec.key[1] in SHARE_RECORD_TYPES:
+                loaded.share[bytes(rec.key)] = None if rec.value is None else bytes(rec.value)
                 continue
             key = self._record_key(loaded, rec.key, rec.offset)
             if isinstance(key, OffsetCommitKey):

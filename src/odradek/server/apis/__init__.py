@@ -6,7 +6,8 @@
 
 Advertised versions are one Kafka release: every served API's maximum is Kafka 3.9's
 (``KAFKA_3_9_VERSIONS``, from 3.9's message specs; clients infer the broker's release from the
-maxima), but for the Kafka 4 group APIs (``KAFKA_4_GROUP_VERSIONS``), which 3.9 does not have.
+maxima), but for the Kafka 4 group APIs (``KAFKA_4_GROUP_VERSIONS``: the consumer and share group
+APIs), which 3.9 does not have.
 Minima are Kafka 3.9's too, except where the protocol library has no codec for the
 oldest versions: there they are Kafka 4.0's (KIP-896 removed Produce v0-2, Fetch v0-3,
 ListOffsets v0, CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0,
@@ -72,6 +73,8 @@ from odradek.server.apis import (
     sasl_handshake,
     share_acknowledge,
     share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -127,6 +130,8 @@ _MODULES: list[ModuleType] = [
     offset_delete,
     consumer_group_heartbeat,
     consumer_group_describe,
+    share_group_heartbeat,
+    share_group_describe,
     share_fetch,
     share_acknowledge,
     sasl_handshake,
@@ -219,10 +224,13 @@ KAFKA_4_0_MINIMA: dict[int, int] = {
 KAFKA_4_GROUP_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
     ApiKey.SHARE_FETCH: (1, 2),
     ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
 }
-"""(min, max) of the Kafka 4.x group APIs odradek serves (KIP-848), from Kafka 4.2's message specs;
+"""(min, max) of the Kafka 4.x group APIs odradek serves (KIP-848 consumer groups, KIP-932 share
+groups), from Kafka 4.2's message specs (the share APIs' v0 was early access, removed in 4.1);
 Kafka serves them in KRaft mode only, odradek beside its ZooKeeper-era APIs."""
 
 SERVED_VERSIONS: dict[int, tuple[int, int]] = {**KAFKA_3_9_VERSIONS, **KAFKA_4_GROUP_VERSIONS}

@@ -6,8 +6,9 @@ client can pick a version we support and ask again.
 
 v3+ also carry the features (KIP-584, tagged fields): ``group.version`` 0..1 supported and
 finalized at level 1 (the consumer group protocol of KIP-848 is served; Kafka gates it with this
-feature), at a constant finalized-features epoch. As Kafka, v3 leaves out a supported feature whose
-minimum is 0, so ``group.version`` is listed from v4 (its finalized level in both).
+feature) and ``share.version`` 0..1 finalized at level 1 (share groups, KIP-932, likewise), at a
+constant finalized-features epoch. As Kafka, v3 leaves out a supported feature whose minimum is 0,
+so both are listed as supported from v4 (their finalized levels in both).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def supported_versions() -> list[tuple[int, int, int]]:
     return sorted((key, m.MIN_VERSION, m.MAX_VERSION) for key, m in API_HANDLERS.items())
 
 
-FEATURES: dict[str, tuple[int, int, int]] = {"group.version": (0, 1, 1)}
+FEATURES: dict[str, tuple[int, int, int]] = {"group.version": (0, 1, 1), "share.version": (0, 1, 1)}
 """Feature name -> (min supported, max supported, finalized level)."""
 FINALIZED_FEATURES_EPOCH = 0
 """The finalized features never change while the broker runs."""

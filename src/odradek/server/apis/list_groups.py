@@ -1,8 +1,8 @@
 """ListGroups (key 16): the groups this broker coordinates.
 
 v0..v5. v4+ filter by state (case-insensitive names: Empty, Stable, ...) and answer each group's
-state; v5+ filter by type and answer it (every group here is ``classic``; a filter without
-``classic`` gives nothing). COORDINATOR_LOAD_IN_PROGRESS (with the groups loaded so far) while a
+state; v5+ filter by type and answer it (``classic``, ``consumer`` or ``share``; a filter naming
+none of them gives nothing). COORDINATOR_LOAD_IN_PROGRESS (with the groups loaded so far) while a
 ``__consumer_offsets`` partition loads. A client lists a cluster's groups by asking every broker.
 """
 

@@ -37,6 +37,8 @@ from kio.schema.list_groups import v3 as list_groups_v3
 from kio.schema.list_groups import v4 as list_groups_v4
 from kio.schema.list_groups import v5 as list_groups_v5
 from kio.schema.offset_delete import v0 as offset_delete_v0
+from kio.schema.share_group_describe import v1 as share_group_describe_v1
+from kio.schema.share_group_heartbeat import v1 as share_group_heartbeat_v1
 
 __all__ = [
     "ConsumerGroupDescribeRequest",
@@ -46,6 +48,8 @@ __all__ = [
     "LeaveGroupRequest",
     "ListGroupsRequest",
     "OffsetDeleteRequest",
+    "ShareGroupDescribeRequest",
+    "ShareGroupHeartbeatRequest",
 ]
 
 ConsumerGroupHeartbeatRequest: TypeAlias = (
@@ -58,6 +62,12 @@ ConsumerGroupDescribeRequest: TypeAlias = (
     consumer_group_describe_v0.ConsumerGroupDescribeRequest | consumer_group_describe_v1.ConsumerGroupDescribeRequest
 )
 """consumer_group_describe v0..v1."""
+
+ShareGroupHeartbeatRequest: TypeAlias = share_group_heartbeat_v1.ShareGroupHeartbeatRequest
+"""share_group_heartbeat v1."""
+
+ShareGroupDescribeRequest: TypeAlias = share_group_describe_v1.ShareGroupDescribeRequest
+"""share_group_describe v1."""
 
 LeaveGroupRequest: TypeAlias = (
     leave_group_v0.LeaveGroupRequest
