@@ -27,10 +27,15 @@ def test_minima_above_3_9_are_versions_without_a_codec(key: int) -> None:
             api_schema(key, version)
 
 
-def test_the_only_apis_past_3_9_are_the_kafka_4_consumer_group_ones() -> None:
+def test_the_only_apis_past_3_9_are_the_kafka_4_group_ones() -> None:
     assert set(API_HANDLERS) - set(KAFKA_3_9_VERSIONS) == {
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
         ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.INITIALIZE_SHARE_GROUP_STATE,
+        ApiKey.READ_SHARE_GROUP_STATE,
+        ApiKey.WRITE_SHARE_GROUP_STATE,
+        ApiKey.DELETE_SHARE_GROUP_STATE,
+        ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
     }
 
 

@@ -8,7 +8,8 @@ Start-up (Kafka's ``KafkaServer.startup`` order):
    brokers in one process share one tree); create the top-level znodes; read or create the
    cluster id and check it against each log dir's ``meta.properties``;
 3. build the replica manager (its ISR writes go through a :class:`ZkIsrWriter`) and, over it, the
-   group and transaction coordinators from their typed dependencies (:class:`BrokerComponents`);
+   group, transaction and share coordinators from their typed dependencies, and the share persister
+   (:class:`BrokerComponents`; other code reaches the persister as :attr:`Broker.share_persister`);
    wire the replica manager's hooks: a topic's config overrides read before LeaderAndIsr creates
    its first partition here, the leadership listeners (the coordinators) told of each change
    LeaderAndIsr and StopReplica make, deleted topics' overrides and metrics forgotten;
@@ -41,6 +42,7 @@ from odradek.controller.events import Reelect
 from odradek.controller.messages import controlled_shutdown
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.runtime import LeadershipListener
+from odradek.coordinator.share import ShareCoordinator
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclAuthorizer
@@ -76,6 +78,7 @@ from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
 from odradek.server.socket_server import SocketServer
+from odradek.share.persister import DefaultStatePersister
 from odradek.storage import LogManager, TopicPartition
 from odradek.storage.cleaner import CLEANER_KEYS, CleanerConfig, LogCleaner
 from odradek.storage.config import LogConfig
@@ -184,6 +187,15 @@ class Broker:
     def transaction_coordinator(self) -> TransactionCoordinator:
         return self.components.transaction_coordinator
 
+    @property
+    def share_coordinator(self) -> ShareCoordinator:
+        return self.components.share_coordinator
+
+    @property
+    def share_persister(self) -> DefaultStatePersister:
+        """How share-partition leaders keep their state (KIP-932's ``Persister``)."""
+        return self.components.share_persister
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property
@@ -215,6 +227,7 @@ class Broker:
             local_address=self._local_address,
         )
         self.leadership_listeners += [components.group_coordinator, components.transaction_coordinator]
+        self.leadership_listeners.append(components.share_coordinator)
         rm = components.replica_manager
         self.fetch_manager.watchers = rm.fetch_watchers  # sessions read what changed, not all they hold
         rm.topic_config_loader = self._load_topic_config
@@ -250,6 +263,7 @@ class Broker:
         self._start_replication_tasks()
         await components.group_coordinator.startup()
         await components.transaction_coordinator.startup()
+        await components.share_coordinator.startup()
         self.started = True
         self.serving.set()
         await self.metrics.start()
@@ -477,7 +491,8 @@ class Broker:
                 await self.controlled_shutdown()
         components = self._components
         if components is not None:
-            for stop in (components.transaction_coordinator.shutdown, components.group_coordinator.shutdown):
+            stops = (components.share_persister.close, components.share_coordinator.shutdown)
+            for stop in (*stops, components.transaction_coordinator.shutdown, components.group_coordinator.shutdown):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(stop(), SHUTDOWN_STEP_TIMEOUT_S)
         await self.socket_server.stop()

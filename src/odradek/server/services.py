@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from odradek.controller.controller import KafkaController
     from odradek.coordinator.group import GroupCoordinator
+    from odradek.coordinator.share import ShareCoordinator
     from odradek.coordinator.transaction import TransactionCoordinator
     from odradek.metadata.authorizer import AclAuthorizer
     from odradek.metadata.kafka_zk_client import KafkaZkClient
@@ -94,6 +95,11 @@ class ApiServices(Protocol):
 
     @property
     def transaction_coordinator(self) -> TransactionCoordinator: ...
+
+    @property
+    def share_coordinator(self) -> ShareCoordinator:
+        """The share coordinator (KIP-932's ``__share_group_state``)."""
+        ...
 
     @property
     def producer_ids(self) -> ProducerIdManager: ...

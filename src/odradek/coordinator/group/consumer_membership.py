@@ -413,7 +413,7 @@ def _subset(owned: Assignment, assigned: Assignment) -> bool:
     return all(ps <= assigned.get(t, frozenset()) for t, ps in owned.items())
 
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 @functools.lru_cache(maxsize=1024)

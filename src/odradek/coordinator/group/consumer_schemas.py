@@ -79,6 +79,8 @@ __all__ = [
     "ConsumerGroupTargetAssignmentMetadataValue",
     "ConsumerKey",
     "ConsumerValue",
+    "FlexibleReader",
+    "FlexibleWriter",
     "SchemaError",
     "TopicPartitions",
     "decode_consumer_key",
@@ -566,3 +568,10 @@ def decode_consumer_value(key: ConsumerKey, data: bytes | memoryview) -> Consume
         value = ConsumerGroupCurrentMemberAssignmentValue(member_epoch, previous_epoch, state, assigned, pending)
     r.end()
     return value
+
+
+FlexibleWriter = _Writer
+"""The writer of flexible-version fields (range-checked ints, varints, uuids, compact fields,
+tagged fields): other coordinators' records build on it (:mod:`odradek.coordinator.share.records`)."""
+FlexibleReader = _Reader
+"""The matching reader (bounded counts, tagged-field buffers, ``end`` for bytes left over)."""
