@@ -78,7 +78,7 @@ ERROR_PREFIX = "Error while executing topic command : "
 DEFAULT_CONFIG = 5
 """DescribeConfigs ``config_source`` of a key nobody set; every other source is printed."""
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 """Kafka's ``Topic.isInternal`` names, left out by ``--exclude-internal`` even when ``--topic`` names them."""
 REPORT_FLAGS = {
     "under-replicated-partitions": "if set when describing topics, only show under replicated partitions",

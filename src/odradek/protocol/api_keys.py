@@ -1,7 +1,8 @@
 """Kafka's API keys (``org.apache.kafka.common.protocol.ApiKeys``): the one place odradek names them.
 
-Every key Kafka 3.9 defines, by Kafka's enum name, including the ones odradek neither serves nor
-sends (SASL, ACLs, delegation tokens, quotas, the KRaft quorum and share-group APIs): a frame's
+Every key Kafka 3.9 defines, and Kafka 4's ReadShareGroupStateSummary (87), by Kafka's enum name,
+including the ones odradek neither serves nor sends (SASL, ACLs, delegation tokens, quotas, the
+KRaft quorum and share-group APIs): a frame's
 ``api_key`` (the request header's first int16) is looked up here, and code that builds or
 dispatches a request names its key through :class:`ApiKey`, never as a bare int.
 :class:`ApiKey` is an ``IntEnum``: a member compares and hashes equal to its int, so it can key
@@ -107,3 +108,4 @@ class ApiKey(IntEnum):
     READ_SHARE_GROUP_STATE = 84
     WRITE_SHARE_GROUP_STATE = 85
     DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87

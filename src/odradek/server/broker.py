@@ -8,7 +8,8 @@ Start-up (Kafka's ``KafkaServer.startup`` order):
    brokers in one process share one tree); create the top-level znodes; read or create the
    cluster id and check it against each log dir's ``meta.properties``;
 3. build the replica manager (its ISR writes go through a :class:`ZkIsrWriter`) and, over it, the
-   group and transaction coordinators from their typed dependencies (:class:`BrokerComponents`);
+   group, transaction and share coordinators from their typed dependencies, and the share persister
+   (:class:`BrokerComponents`; other code reaches the persister as :attr:`Broker.share_persister`);
    wire the replica manager's hooks: a topic's config overrides read before LeaderAndIsr creates
    its first partition here, the leadership listeners (the coordinators) told of each change
    LeaderAndIsr and StopReplica make, deleted topics' overrides and metrics forgotten;
@@ -42,6 +43,7 @@ from odradek.controller.messages import controlled_shutdown
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.group_config import GroupConfigs
 from odradek.coordinator.runtime import LeadershipListener
+from odradek.coordinator.share import ShareCoordinator
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclAuthorizer
@@ -78,6 +80,7 @@ from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
 from odradek.server.socket_server import SocketServer
 from odradek.share.manager import SharePartitionManager
+from odradek.share.persister import DefaultStatePersister
 from odradek.storage import LogManager, TopicPartition
 from odradek.storage.cleaner import CLEANER_KEYS, CleanerConfig, LogCleaner
 from odradek.storage.config import LogConfig
@@ -192,6 +195,15 @@ class Broker:
     def share_partition_manager(self) -> SharePartitionManager:
         return self.components.share_partitions
 
+    @property
+    def share_coordinator(self) -> ShareCoordinator:
+        return self.components.share_coordinator
+
+    @property
+    def share_persister(self) -> DefaultStatePersister:
+        """How share-partition leaders keep their state (KIP-932's ``Persister``)."""
+        return self.components.share_persister
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property
@@ -226,6 +238,7 @@ class Broker:
         self.leadership_listeners += [
             components.group_coordinator,
             components.transaction_coordinator,
+            components.share_coordinator,
             components.share_partitions,
         ]
         rm = components.replica_manager
@@ -264,6 +277,7 @@ class Broker:
         self._start_replication_tasks()
         await components.group_coordinator.startup()
         await components.transaction_coordinator.startup()
+        await components.share_coordinator.startup()
         self.started = True
         self.serving.set()
         await self.metrics.start()
@@ -491,7 +505,8 @@ class Broker:
                 await self.controlled_shutdown()
         components = self._components
         if components is not None:
-            for stop in (components.transaction_coordinator.shutdown, components.group_coordinator.shutdown):
+            stops = (components.share_persister.close, components.share_coordinator.shutdown)
+            for stop in (*stops, components.transaction_coordinator.shutdown, components.group_coordinator.shutdown):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(stop(), SHUTDOWN_STEP_TIMEOUT_S)
         await self.socket_server.stop()

@@ -1,10 +1,13 @@
 """What a broker's start-up builds once its logs are loaded and its metadata store session is open.
 
 :func:`build_components` makes, in dependency order, the producer id manager, the replica manager
-and, over it, the group and transaction coordinators from their typed dependencies (each
+and, over it, the group, transaction and share coordinators from their typed dependencies (each
 coordinator's settings, its internal topic's partitions through :class:`ReplicaInternalLog`, the
 metadata cache as their :class:`~odradek.coordinator.runtime.MetadataView`, internal-topic
-creation, and for the transaction coordinator producer ids and the marker channel). The result,
+creation, for the transaction coordinator producer ids and the marker channel, for the share
+coordinator the metadata cache's topic ids and DeleteRecords on its partitions), then the share
+persister (:class:`~odradek.share.persister.DefaultStatePersister`: the local share coordinator
+for the keys this broker coordinates, inter-broker connections for the others). The result,
 :class:`BrokerComponents`, is immutable; ``Broker`` reads it through typed properties and raises
 :class:`BrokerNotStartedError` before start-up has built it. Event loop only.
 """
@@ -23,6 +26,8 @@ from odradek.coordinator.group.group_config import GroupConfigs
 from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC
 from odradek.coordinator.group.share_membership import ShareGroupConfig
 from odradek.coordinator.runtime import CreateInternalTopic, ReplicaInternalLog, RuntimeDeps
+from odradek.coordinator.share import ShareCoordinator, ShareCoordinatorConfig, ShareCoordinatorDeps
+from odradek.coordinator.share.records import SHARE_GROUP_STATE_TOPIC
 from odradek.coordinator.transaction import TransactionCoordinator
 from odradek.coordinator.transaction.config import TransactionCoordinatorConfig
 from odradek.coordinator.transaction.coordinator import TransactionCoordinatorDeps
@@ -39,8 +44,8 @@ from odradek.server.config import KafkaConfig
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.share.manager import SharePartitionManager, ShareSettings
-from odradek.share.memory_persister import InMemoryPersister
-from odradek.storage import LogManager
+from odradek.share.persister import DefaultStatePersister, MetadataLocator
+from odradek.storage import LogManager, TopicPartition
 from odradek.storage.config import LogConfig
 
 __all__ = ["BrokerComponents", "BrokerNotStartedError", "build_components"]
@@ -59,6 +64,8 @@ class BrokerComponents:
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
     transaction_coordinator: TransactionCoordinator
+    share_coordinator: ShareCoordinator
+    share_persister: DefaultStatePersister
     share_partitions: SharePartitionManager
 
 
@@ -111,7 +118,23 @@ def build_components(
     def runtime_deps(topic: str) -> RuntimeDeps:
         return RuntimeDeps(ReplicaInternalLog(replica_manager, topic), metadata_cache, create_internal_topic)
 
-    share_persister = InMemoryPersister()
+    share_config = ShareCoordinatorConfig.from_broker(config)
+    share_coordinator = ShareCoordinator(
+        ShareCoordinatorDeps(
+            share_config,
+            runtime_deps(SHARE_GROUP_STATE_TOPIC),
+            metadata_cache,
+            lambda p, offset: replica_manager.delete_records(TopicPartition(SHARE_GROUP_STATE_TOPIC, p), offset),
+        )
+    )
+    share_persister = DefaultStatePersister(
+        MetadataLocator(broker_id, share_coordinator.find_coordinator, endpoint_for, local_address),
+        local=share_coordinator,
+        local_broker_id=broker_id,
+        security=inter_broker_client_security(config),
+        client_id=f"broker-{broker_id}-share-persister",
+        request_timeout_ms=share_config.write_timeout_ms + 5000,
+    )
     group_coordinator = GroupCoordinator(
         GroupCoordinatorDeps(
             GroupCoordinatorConfig.from_broker(config),
@@ -135,9 +158,8 @@ def build_components(
         replica_manager, share_persister, _share_settings(config, group_configs or GroupConfigs(config))
     )
     group_coordinator.share_groups.on_member_removed = share_partitions.member_removed
-    return BrokerComponents(
-        zk, producer_ids, replica_manager, group_coordinator, transaction_coordinator, share_partitions
-    )
+    coordinators = (group_coordinator, transaction_coordinator, share_coordinator)
+    return BrokerComponents(zk, producer_ids, replica_manager, *coordinators, share_persister, share_partitions)
 
 
 async def start_authorizer(config: KafkaConfig, store: CoordinationStore) -> AclAuthorizer | None:

@@ -611,6 +611,15 @@ BROKER_CONFIGS = (
         "How often the transaction coordinator removes expired transactional ids.",
         at_least(1),
     )
+    # --- the share coordinator (KIP-932; defaults as Kafka 4.2's ShareCoordinatorConfig)
+    .define("share.coordinator.state.topic.num.partitions", "int", 50, "Partitions of __share_group_state.")
+    .define("share.coordinator.state.topic.replication.factor", "int", 3, "Replication of __share_group_state.")
+    .define("share.coordinator.state.topic.min.isr", "int", 2, "min.insync.replicas of __share_group_state.")
+    .define("share.coordinator.state.topic.segment.bytes", "int", 104857600, "segment.bytes of __share_group_state.")
+    .define("share.coordinator.snapshot.update.records.per.snapshot", "int", 500, "ShareUpdates between snapshots.")
+    .define("share.coordinator.write.timeout.ms", "int", 5000, "How long a state write waits to be durable.")
+    .define("share.coordinator.load.buffer.size", "int", 5242880, "Bytes read at a time loading a partition.")
+    .define("share.coordinator.cold.partition.snapshot.interval.ms", "int", 300000, "Snapshot idle state this often.")
     .define(
         "producer.id.expiration.ms",
         "int",

@@ -21,7 +21,7 @@ from odradek.replication.partition import PartitionState
 from odradek.storage import TopicPartition
 
 ZERO_UUID = uuid.UUID(int=0)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 @dataclass

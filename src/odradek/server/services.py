@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from odradek.controller.controller import KafkaController
     from odradek.coordinator.group import GroupCoordinator
     from odradek.coordinator.group.group_config import GroupConfigs
+    from odradek.coordinator.share import ShareCoordinator
     from odradek.coordinator.transaction import TransactionCoordinator
     from odradek.metadata.authorizer import AclAuthorizer
     from odradek.metadata.kafka_zk_client import KafkaZkClient
@@ -100,6 +101,11 @@ class ApiServices(Protocol):
     @property
     def group_configs(self) -> GroupConfigs:
         """Each group's configs as this broker applies them (``/config/groups``)."""
+        ...
+
+    @property
+    def share_coordinator(self) -> ShareCoordinator:
+        """The share coordinator (KIP-932's ``__share_group_state``)."""
         ...
 
     @property

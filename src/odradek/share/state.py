@@ -129,9 +129,12 @@ class Persister(Protocol):
         self, key: SharePartitionKey, state_epoch: int, leader_epoch: int, start_offset: int, batches: list[StateBatch]
     ) -> None:
         """WriteShareGroupState: merge these batches over the kept ones (a batch replaces the
-        offsets it covers) and move the start offset (-1: unchanged); batches below the new start
-        offset are dropped. Answered only once durable. A state epoch other than the kept one is
-        FENCED_STATE_EPOCH, a leader epoch below the kept one FENCED_LEADER_EPOCH."""
+        offsets it covers; as Kafka combines them, overlapping offsets keep the higher delivery
+        count, then the later state, which a leader's newer batch has) and move the start offset
+        (-1: unchanged); batches below the new start offset are dropped. Answered only once
+        durable. A state epoch below the kept one is FENCED_STATE_EPOCH (Kafka's rule), a leader
+        epoch below the kept one FENCED_LEADER_EPOCH; a share-partition never initialized is
+        INVALID_REQUEST."""
         ...
 
     async def delete_state(self, key: SharePartitionKey) -> None:

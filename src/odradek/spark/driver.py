@@ -51,7 +51,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 # librdkafka properties that only one kind of client understands; dropped for the others so the
 # client does not warn about them.

@@ -6,8 +6,8 @@
 
 Advertised versions are one Kafka release: every served API's maximum is Kafka 3.9's
 (``KAFKA_3_9_VERSIONS``, from 3.9's message specs; clients infer the broker's release from the
-maxima), but for the Kafka 4 group APIs (``KAFKA_4_GROUP_VERSIONS``: the consumer and share group
-APIs), which 3.9 does not have.
+maxima), but for the Kafka 4 group APIs (``KAFKA_4_GROUP_VERSIONS``: KIP-848's consumer group
+APIs, KIP-932's share group APIs and the share coordinator's state APIs), which 3.9 does not have.
 Minima are Kafka 3.9's too, except where the protocol library has no codec for the
 oldest versions: there they are Kafka 4.0's (KIP-896 removed Produce v0-2, Fetch v0-3,
 ListOffsets v0, CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0,
@@ -39,6 +39,7 @@ from odradek.server.apis import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_state,
     delete_topics,
     describe_acls,
     describe_client_quotas,
@@ -56,6 +57,7 @@ from odradek.server.apis import (
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    initialize_share_group_state,
     join_group,
     leader_and_isr,
     leave_group,
@@ -69,6 +71,8 @@ from odradek.server.apis import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    read_share_group_state,
+    read_share_group_state_summary,
     sasl_authenticate,
     sasl_handshake,
     share_acknowledge,
@@ -79,6 +83,7 @@ from odradek.server.apis import (
     sync_group,
     txn_offset_commit,
     update_metadata,
+    write_share_group_state,
     write_txn_markers,
 )
 
@@ -134,6 +139,11 @@ _MODULES: list[ModuleType] = [
     share_group_describe,
     share_fetch,
     share_acknowledge,
+    initialize_share_group_state,
+    read_share_group_state,
+    write_share_group_state,
+    delete_share_group_state,
+    read_share_group_state_summary,
     sasl_handshake,
     sasl_authenticate,
     describe_acls,
@@ -228,10 +238,16 @@ KAFKA_4_GROUP_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
     ApiKey.SHARE_FETCH: (1, 2),
     ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.WRITE_SHARE_GROUP_STATE: (0, 1),
+    ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 1),
 }
 """(min, max) of the Kafka 4.x group APIs odradek serves (KIP-848 consumer groups, KIP-932 share
-groups), from Kafka 4.2's message specs (the share APIs' v0 was early access, removed in 4.1);
-Kafka serves them in KRaft mode only, odradek beside its ZooKeeper-era APIs."""
+groups and the share coordinator's state APIs), from Kafka 4.2's message specs (the share APIs'
+v0 was early access, removed in 4.1); Kafka serves them in KRaft mode only, odradek beside its
+ZooKeeper-era APIs."""
 
 SERVED_VERSIONS: dict[int, tuple[int, int]] = {**KAFKA_3_9_VERSIONS, **KAFKA_4_GROUP_VERSIONS}
 """Every API odradek may serve, with the Kafka release's (min, max) it follows."""

@@ -1,14 +1,18 @@
-"""FindCoordinator (key 10): which broker coordinates a group (or a transactional id).
+"""FindCoordinator (key 10): which broker coordinates a group, a transactional id or a share-partition.
 
 v0..v6. v0 asks for one group (``key``); v1..v3 add ``key_type`` (0 group, 1 transaction) and an
-error message; v4+ look up a batch (``coordinator_keys``) and answer one entry per key.
+error message; v4+ look up a batch (``coordinator_keys``) and answer one entry per key; v6 adds
+key type 2, SHARE (KIP-932): a share-partition's ``"groupId:topicId:partition"``.
 
 Each key type is answered by the broker's coordinator for it (``group_coordinator`` for 0,
-``transaction_coordinator`` for 1), whose ``find_coordinator(key)`` creates its internal topic
-(``__consumer_offsets``, ``__transaction_state``) on first use; another key type:
-INVALID_REQUEST. The coordinator's address is its endpoint on the listener the request arrived on;
-a coordinator without that listener is COORDINATOR_NOT_AVAILABLE. On error the node is -1, the
-host empty and the port -1, as Kafka answers.
+``transaction_coordinator`` for 1, ``share_coordinator`` for 2), whose ``find_coordinator(key)``
+creates its internal topic (``__consumer_offsets``, ``__transaction_state``,
+``__share_group_state``) on first use. Groups need DESCRIBE on the group, transactional ids
+DESCRIBE on the id, share keys CLUSTER_ACTION on the cluster (as Kafka: a broker's persister asks
+them). A SHARE key before v6, a malformed one, or another key type: INVALID_REQUEST. The
+coordinator's address is its endpoint on the listener the request arrived on; a coordinator
+without that listener is COORDINATOR_NOT_AVAILABLE. On error the node is -1, the host empty and
+the port -1, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from kio.schema.find_coordinator import v1 as find_coordinator_v1
 from kio.schema.find_coordinator import v2 as find_coordinator_v2
 from kio.schema.find_coordinator import v3 as find_coordinator_v3
 
+from odradek.coordinator.share.records import parse_share_coordinator_key
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.acl import authorization_error
-from odradek.server.auth_helper import AclOperation, ResourceType, authorize
+from odradek.server.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
@@ -36,6 +41,8 @@ MAX_VERSION = 6
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+SHARE_KEY = 2
+SHARE_MIN_VERSION = 6
 _SINGLE_KEY = (
     find_coordinator_v0.FindCoordinatorRequest,
     find_coordinator_v1.FindCoordinatorRequest,
@@ -54,6 +61,14 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCo
         error, node_id = await ctx.services.group_coordinator.find_coordinator(key)
     elif key_type == TRANSACTION_KEY:
         error, node_id = await ctx.services.transaction_coordinator.find_coordinator(key)
+    elif key_type == SHARE_KEY and ctx.api_version >= SHARE_MIN_VERSION:
+        if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+            return ErrorCode.cluster_authorization_failed, -1, "", -1
+        try:
+            parse_share_coordinator_key(key)
+        except ValueError:
+            return ErrorCode.invalid_request, -1, "", -1
+        error, node_id = await ctx.services.share_coordinator.find_coordinator(key)
     else:
         return ErrorCode.invalid_request, -1, "", -1
     if error is not ErrorCode.none:
