@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -104,6 +105,12 @@ def cluster(
         "share.coordinator.state.topic.num.partitions": "3",
         "share.coordinator.state.topic.replication.factor": "3",
         "share.coordinator.state.topic.min.isr": "2",
+        "offsets.topic.replication.factor": "3",
+        "offsets.topic.num.partitions": "3",
+        "group.share.heartbeat.interval.ms": "1000",
+        "group.share.min.heartbeat.interval.ms": "1000",
+        "group.share.session.timeout.ms": "15000",
+        "group.share.min.session.timeout.ms": "6000",
     }
     c = odradek_cluster_module(3, overrides=overrides, zookeeper_connect=zookeeper_server.chroot_connect())
     admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
@@ -159,3 +166,78 @@ def test_the_new_coordinator_reads_the_state_after_the_old_one_is_killed(cluster
         assert after == ShareState(1, 151, 4, (batches[2],))
     finally:
         cluster.restart(victim)
+
+
+QUEUE = "share-queue"
+
+
+@pytest.mark.zookeeper
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_share_consumer_never_gets_an_accepted_record_again_after_the_leader_is_killed(cluster: LocalCluster) -> None:
+    """KIP-932 across a leader failover: records accepted (acknowledgements confirmed) before the
+    partition's leader is killed -9 are never delivered again by the new leader, which starts
+    from the share state kept in ``__share_group_state``; every record is delivered."""
+    from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    group = f"sq-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(QUEUE, 1, 3, config={"min.insync.replicas": "2"})])[QUEUE].result(30)
+    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
+    ).values():
+        future.result(15)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5})
+
+    def produce(prefix: str) -> set[bytes]:
+        batch = {f"{prefix}{i}".encode() for i in range(150)}
+        for v in sorted(batch):
+            producer.produce(QUEUE, v, partition=0)
+        assert producer.flush(60) == 0
+        return batch
+
+    values = produce("before-")
+    consumer = ShareConsumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    )
+    consumer.subscribe([QUEUE])
+    accepted: set[bytes] = set()
+    after_kill: list[bytes] = []
+
+    def consume(until: Callable[[], bool], timeout_s: float, into: list[bytes] | None) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not until() and time.monotonic() < deadline:
+            batch = [m for m in consumer.poll(0.5) or [] if m.error() is None]
+            for m in batch:
+                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+            if into is not None:
+                into.extend(m.value() for m in batch)
+            if not batch:
+                continue
+            try:
+                results = consumer.commit_sync(30)
+            except Exception:  # during the failover: not confirmed, so not counted as accepted
+                continue
+            if all(error is None for error in results.values()):
+                accepted.update(m.value() for m in batch)
+
+    victim = -1
+    accepted_before: set[bytes] = set()
+    try:
+        consume(lambda: values <= accepted, 60, None)
+        assert values <= accepted
+        state = cluster.read_znode(f"/brokers/topics/{QUEUE}/partitions/0/state")
+        victim = int(json.loads(state or b"{}")["leader"])
+        accepted_before = set(accepted)
+        cluster.kill9(victim)
+        values |= produce("after-")  # to the new leader, which loads the group's share state
+        consume(lambda: values <= accepted | set(after_kill), 120, after_kill)
+    finally:
+        consumer.close()
+        if victim >= 0:
+            cluster.restart(victim)
+    assert values <= accepted | set(after_kill), f"{len(values - accepted - set(after_kill))} never delivered"
+    again = accepted_before & set(after_kill)
+    assert not again, f"{len(again)} accepted records delivered again, e.g. {sorted(again)[:5]}"
