@@ -20,6 +20,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "odradek.cli.consumer_groups",
         "list, describe, delete, reset groups (kafka-consumer-groups)",
     ),
+    "share-groups": (
+        "odradek.cli.share_groups",
+        "list, describe, delete share groups, reset their offsets (kafka-share-groups)",
+    ),
     "leader-election": (
         "odradek.cli.leader_election",
         "preferred or unclean leader election (kafka-leader-election)",

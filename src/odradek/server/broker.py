@@ -241,6 +241,7 @@ class Broker:
             components.share_coordinator,
             components.share_partitions,
         ]
+        self.socket_server.close_listeners.append(components.share_partitions.connection_closed)
         rm = components.replica_manager
         self.fetch_manager.watchers = rm.fetch_watchers  # sessions read what changed, not all they hold
         rm.topic_config_loader = self._load_topic_config

@@ -71,7 +71,7 @@ import ssl
 import struct
 import termios
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from odradek.protocol.api_keys import ApiKey
@@ -351,6 +351,8 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self._worker = None
         self.transport = None
         self.server.connection_closed(freed)
+        for listener in self.server.close_listeners:
+            listener(self.connection_id)
 
     # --- worker --------------------------------------------------------------------------------
 
@@ -597,6 +599,8 @@ class SocketServer:
         self.closed: dict[str, int] = {}
         """Listener name -> accepted connections since closed."""
         self._sweeper: asyncio.Task[None] | None = None
+        self.close_listeners: list[Callable[[str], None]] = []
+        """Told the id of each connection as it closes (e.g. share sessions end with theirs)."""
         self._closed_since_trim = 0
         self._freed_since_trim = 0
         self._trim_scheduled = False

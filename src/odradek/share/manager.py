@@ -458,6 +458,31 @@ class SharePartitionManager:
             self._arm(entry)
             await self._persist_logged(entry)
 
+    async def close_session(self, group_id: str, member_id: str) -> None:
+        """The member closed its share session here: its records are released; when no session of
+        the group is left on this broker the group is empty here and its share-partitions are
+        dropped (written first), as Kafka's leader does when a group empties. So their next fetch
+        loads the state again: offsets altered meanwhile (AlterShareGroupOffsets, which needs the
+        group empty) are seen."""
+        closed = self.sessions.close(group_id, member_id)
+        if closed is not None:
+            await self.release(group_id, member_id, list(closed.partitions))
+        if self.sessions.of_group(group_id):
+            return
+        for k, entry in [(k, e) for k, e in self._entries.items() if k[0] == group_id]:
+            await self._persist_logged(entry)
+            if not self.sessions.of_group(group_id):
+                self._drop(k, entry)
+
+    def connection_closed(self, connection_id: str) -> None:
+        """A client connection closed: the share sessions last used over it end (Kafka's share
+        session cache evicts them with their connection), so a consumer killed without closing
+        gives its records back now rather than when their locks run out."""
+        if not len(self.sessions):
+            return
+        for session in self.sessions.of_connection(connection_id):
+            asyncio.get_running_loop().create_task(self.close_session(session.group_id, session.member_id))
+
     def member_removed(self, group_id: str, member_id: str) -> None:
         """The group's coordinator (on this broker) removed the member: its records here are
         released at once, not after their locks. Its share session stays until the member closes

@@ -109,5 +109,9 @@ class ShareSessionCache:
         """The sessions last used over ``connection_id`` (to close when it closes)."""
         return [s for s in self._sessions.values() if s.connection_id == connection_id]
 
+    def of_group(self, group_id: str) -> list[ShareSession]:
+        """The sessions of ``group_id``'s members on this broker."""
+        return [s for (g, _), s in self._sessions.items() if g == group_id]
+
     def of_member(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.get((group_id, member_id))

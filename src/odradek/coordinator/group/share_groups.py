@@ -179,6 +179,10 @@ class ShareGroups:
     def _changed_by_timer(self, group_id: str) -> None:
         self.runtime.spawn(self._persist_quietly(group_id))
 
+    async def persist(self, group_id: str) -> ErrorCode:
+        """Write the group's changes made outside a heartbeat (its offsets altered or deleted)."""
+        return await self._persist(group_id)
+
     async def _persist_quietly(self, group_id: str) -> None:
         await self._persist(group_id)
 

@@ -57,9 +57,7 @@ async def handle(ctx: RequestContext) -> Any:
     for stp, error in resolved.bad_acks.items():
         results[stp] = (error, "malformed acknowledgement batches")
     if epoch == FINAL_EPOCH:
-        closed = manager.sessions.close(group_id, member_id)
-        if closed is not None:
-            await manager.release(group_id, member_id, list(closed.partitions))
+        await manager.close_session(group_id, member_id)
     answers: list[tuple[Any, int, dict[str, Any]]] = [
         (stp.topic_id, stp.partition, {"error_code": error, "error_message": message})
         for stp, (error, message) in results.items()

@@ -96,9 +96,7 @@ async def handle(ctx: RequestContext) -> Any:
     for stp, error in resolved.bad_acks.items():
         ack_results[stp] = (error, "malformed acknowledgement batches")
     if epoch == FINAL_EPOCH:
-        closed = sessions.close(group_id, member_id)
-        if closed is not None:
-            await manager.release(group_id, member_id, list(closed.partitions))
+        await manager.close_session(group_id, member_id)
         fetched = {}
     else:
         v2 = ctx.api_version >= 2
