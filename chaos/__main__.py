@@ -1,11 +1,14 @@
 """``python -m chaos [--minutes M] [--seed S] [--brokers N] [--schedule KIND|mixed] [--unclean]
-[--max-in-flight N] [--report-dir D]``: run a fault campaign against a local odradek cluster and write its report.
+[--max-in-flight N] [--no-consumer-protocol] [--no-share-group] [--report-dir D]``: run a fault campaign against a
+local odradek cluster and write its report.
 
 Run from the repository root (``PYTHONPATH=src`` or an installed odradek). Prints the text
 report; exit status 0 when the checker found no anomaly, 1 when it found any, 2 on bad arguments.
 ``--unclean`` runs the fixed unclean-election schedule instead (3 brokers), which must find lost
 writes: its exit status is 0 when it does. ``--override KEY=VALUE`` sets a broker config. The mixed
 schedule includes ``clock-skew`` when libfaketime is installed (``--no-clock`` leaves it out).
+``--no-consumer-protocol`` and ``--no-share-group`` leave out the KIP-848 consumer group and the
+KIP-932 share group (both run by default).
 """
 
 from __future__ import annotations
@@ -31,6 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=100.0, help="records/s of each producer")
     parser.add_argument("--hold", type=float, default=8.0, help="seconds a fault stays before its heal")
     parser.add_argument("--no-transactions", action="store_true")
+    parser.add_argument(
+        "--no-consumer-protocol",
+        action="store_true",
+        help="leave out the KIP-848 consumer group (group.protocol=consumer)",
+    )
+    parser.add_argument("--no-share-group", action="store_true", help="leave out the KIP-932 share group and its topic")
     parser.add_argument(
         "--no-clock",
         action="store_true",
@@ -65,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         hold_s=args.hold,
         rate=args.rate,
         transactions=not args.no_transactions,
+        consumer_protocol_group=not args.no_consumer_protocol,
+        share_group=not args.no_share_group,
         kinds=KINDS + CLOCK_KINDS if faketime_available() and not args.no_clock else KINDS,
         overrides=overrides,
         base_dir=directory,

@@ -9,7 +9,10 @@ is elected outside the ISR, then the old leader returns and truncates to it.
 Topics: ``chaos`` (6 partitions, RF 3, ``min.insync.replicas=2``) for the idempotent producers
 and the consumer groups (a Kafka group and seed 004's ZooKeeper group); ``chaos-txn``
 (3 partitions) for the transactional producer and its read_committed group, also consumed by the
-consume-transform-produce workload, which writes ``chaos-transform`` (2 partitions).
+consume-transform-produce workload, which writes ``chaos-transform`` (2 partitions). A
+consumer-protocol group (KIP-848) of three members reads ``chaos`` too; ``chaos-share``
+(2 partitions) has a producer of its own and a share group (KIP-932) of three consumers, drained
+after the heal.
 """
 
 from __future__ import annotations
@@ -24,6 +27,12 @@ from typing import Any
 
 from chaos.checker import CheckResult, check, unavailability
 from chaos.cluster import ChaosCluster
+from chaos.group_workloads import (
+    ConsumerProtocolGroupWorkload,
+    ShareGroupWorkload,
+    drain_share_group,
+    prepare_share_group,
+)
 from chaos.history import History
 from chaos.nemesis import KINDS, Nemesis, isr_full, make_nemesis, run_fault
 from chaos.transform import TransformWorkload
@@ -49,6 +58,12 @@ TRANSFORM_TOPIC = "chaos-transform"
 TRANSFORM_PARTITIONS = 2
 GROUP = "chaos-group"
 ZK_GROUP = "chaos-zk-group"
+CONSUMER_PROTOCOL_GROUP = "chaos-cp-group"
+CONSUMER_PROTOCOL_MEMBERS = 3
+SHARE_TOPIC = "chaos-share"
+SHARE_PARTITIONS = 2
+SHARE_GROUP = "chaos-share-group"
+SHARE_CONSUMERS = 3
 
 
 @dataclass
@@ -64,6 +79,12 @@ class CampaignConfig:
     """Records per second of each of the two producers."""
     transactions: bool = True
     zookeeper_group: bool = True
+    consumer_protocol_group: bool = True
+    """A KIP-848 consumer group (``group.protocol=consumer``) of three members on ``chaos``."""
+    share_group: bool = True
+    """A KIP-932 share group of three consumers on ``chaos-share``, with a producer of its own."""
+    share_rate: float = 20.0
+    """Records per second of the share group's producer."""
     overrides: dict[str, str] = field(default_factory=dict)
     base_dir: Path = Path("chaos-report")
     max_in_flight: int = 1
@@ -104,6 +125,15 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
             cluster.create_topic(TXN_TOPIC, TXN_PARTITIONS, 3, {"min.insync.replicas": "2"})
             cluster.create_topic(TRANSFORM_TOPIC, TRANSFORM_PARTITIONS, 3, {"min.insync.replicas": "2"})
         bootstrap = cluster.bootstrap_servers
+        shares: list[ShareGroupWorkload] = []
+        if config.share_group:
+            cluster.create_topic(SHARE_TOPIC, SHARE_PARTITIONS, 3, {"min.insync.replicas": "2"})
+            history.share_groups[SHARE_GROUP] = [SHARE_TOPIC]
+            history.share_delivery_count_limit = int(cluster.overrides["group.share.delivery.count.limit"])
+            history.share_record_lock_duration_ms = int(cluster.overrides["group.share.record.lock.duration.ms"])
+            problem = prepare_share_group(bootstrap, SHARE_GROUP)
+            if problem is not None:
+                history.notes.append(problem)
         producers: list[Worker] = [  # p1 is the solo client (its own listener, node "solo")
             ProducerWorkload(
                 history, b, TOPIC, PARTITIONS, f"p{i}", config.rate, config.base_dir / "clients", config.max_in_flight
@@ -122,6 +152,30 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
             producers.append(TransactionalWorkload(history, bootstrap, TXN_TOPIC, TXN_PARTITIONS))
             consumers.append(GroupConsumerWorkload(history, bootstrap, [TXN_TOPIC], "chaos-txn-group", "tc0"))
             consumers.append(TransformWorkload(history, bootstrap, TXN_TOPIC, TRANSFORM_TOPIC, TRANSFORM_PARTITIONS))
+        if config.consumer_protocol_group:
+            consumers += [
+                ConsumerProtocolGroupWorkload(history, bootstrap, [TOPIC], CONSUMER_PROTOCOL_GROUP, f"cp{i}")
+                for i in range(CONSUMER_PROTOCOL_MEMBERS)
+            ]
+            consumers.append(OffsetMonitor(history, bootstrap, CONSUMER_PROTOCOL_GROUP, TOPIC, PARTITIONS))
+        if config.share_group:
+            producers.append(
+                ProducerWorkload(
+                    history,
+                    bootstrap,
+                    SHARE_TOPIC,
+                    SHARE_PARTITIONS,
+                    "s0",
+                    config.share_rate,
+                    config.base_dir / "clients",
+                    config.max_in_flight,
+                )
+            )
+            shares = [
+                ShareGroupWorkload(history, bootstrap, [SHARE_TOPIC], SHARE_GROUP, f"sh{i}", config.seed)
+                for i in range(SHARE_CONSUMERS)
+            ]
+            consumers += shares
         workers = [*producers, *consumers]
         for w in workers:
             w.start()
@@ -144,6 +198,12 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
         for w in producers:
             w.join(90)
         time.sleep(2)
+        if shares:
+            _log("draining the share group")
+            if not cluster.wait_for(lambda: isr_full(cluster, SHARE_TOPIC), 30):
+                history.notes.append(f"the ISRs of {SHARE_TOPIC} were not full 30 s after the last heal")
+            lock_s = int(cluster.overrides["group.share.record.lock.duration.ms"]) / 1000
+            history.notes.append(drain_share_group(history, shares, SHARE_GROUP, idle_s=lock_s + 5))
         for w in consumers:
             w.stop()
         for w in consumers:
@@ -153,6 +213,8 @@ def run_campaign(config: CampaignConfig) -> CampaignResult:
         if config.transactions:
             final_read(history, cluster.bootstrap_servers, TXN_TOPIC, TXN_PARTITIONS)
             final_read(history, cluster.bootstrap_servers, TRANSFORM_TOPIC, TRANSFORM_PARTITIONS)
+        if config.share_group:
+            final_read(history, cluster.bootstrap_servers, SHARE_TOPIC, SHARE_PARTITIONS)
     finally:
         for w in workers:
             w.stop()

@@ -27,11 +27,18 @@ Anomalies (:data:`ANOMALIES`; each reported with examples):
 - ``g1c``: a cycle of write-write and write-read dependencies holding a write-read edge (a
   consume-transform-produce transaction consumed a committed transaction's value); see
   :mod:`chaos.cycles`.
+- ``partition-owned-twice``: two members of a consumer-protocol group owned one partition at once
+  (their rebalance callbacks say so); ``share-accepted-redelivered``,
+  ``share-rejected-redelivered``, ``share-never-delivered``, ``share-over-delivered``: a share
+  group's deliveries and acknowledgements; see :mod:`chaos.group_checks` (and what a client-side
+  view cannot prove). Share deliveries are reads too: they enter the version order, so a delivery
+  of a wrong value at an offset is ``inconsistent-offsets``.
 
 Unavailability (:func:`unavailability`): for each fault, per partition, the time from the
 fault to the first acknowledgement of a record sent after it; the fault's window is that of the
 partition it aims at (a leader or follower of it), or the largest over all partitions for faults
-of the whole cluster (``window_all_s`` is always the largest).
+of the whole cluster (``window_all_s`` is always the largest). The share groups' topics are left out
+(their producer writes at a lower rate, and the faults aim at the ``chaos`` topic).
 Faults that took a leader away also report when ZooKeeper named a new one (``elected_s``).
 """
 
@@ -44,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.cycles import find_cycles
+from chaos.group_checks import GROUP_ANOMALIES, check_ownership, check_share_groups
 from chaos.history import History, Poll, seq_of
 
 __all__ = ["ANOMALIES", "CheckResult", "check", "unavailability"]
@@ -63,6 +71,7 @@ ANOMALIES = (
     "offsets-backwards",
     "g0",
     "g1c",
+    *GROUP_ANOMALIES,
 )
 
 MAX_EXAMPLES = 20
@@ -109,6 +118,12 @@ def check(history: History) -> CheckResult:
             positions[value].add((tp, offset))
             read_values.add(value)
             max_read[tp] = max(max_read.get(tp, -1), offset)
+    for delivery in history.share_deliveries:
+        tp = (delivery.topic, delivery.partition)
+        at_offset[tp][delivery.offset].add(delivery.value)
+        positions[delivery.value].add((tp, delivery.offset))
+        read_values.add(delivery.value)
+        max_read[tp] = max(max_read.get(tp, -1), delivery.offset)
     for ack in history.acks:
         tp = (ack.topic, ack.partition)
         at_offset[tp][ack.offset].add(ack.value)
@@ -147,6 +162,8 @@ def check(history: History) -> CheckResult:
     _check_polls(history, at_offset, aborted, result)
     _check_transactions(history, result)
     _check_offsets(history, result)
+    ownership = check_ownership(history, result.add)
+    share = check_share_groups(history, result.add)
     for kind in ANOMALIES:
         result.counts.setdefault(kind, 0)
     result.stats = {
@@ -156,6 +173,8 @@ def check(history: History) -> CheckResult:
         "indeterminate_sends": len(history.fails),
         "indeterminate_read": sum(1 for f in history.fails if f.value in read_values),
         "partitions": len(at_offset),
+        "ownership": ownership,
+        "share": share,
     }
     return result
 
@@ -282,8 +301,11 @@ def unavailability(history: History) -> dict[str, Any]:
     """Per fault kind: each fault's window (s) and their median and maximum; a fault after which
     no record sent was ever acknowledged counts as unavailable to the end (``None`` in the list)."""
     send_t = {s.value: s.t for s in history.sends}
+    share_topics = {t for topics in history.share_groups.values() for t in topics}
     acks_by_tp: dict[TP, list[tuple[float, float]]] = defaultdict(list)  # (send t, ack t)
     for ack in history.acks:
+        if ack.topic in share_topics:
+            continue
         sent = send_t.get(ack.value)
         if sent is not None:
             acks_by_tp[(ack.topic, ack.partition)].append((sent, ack.t))

@@ -56,8 +56,26 @@ CHAOS_BROKER_DEFAULTS = {
     "min.insync.replicas": "2",
     "unclean.leader.election.enable": "false",
     "auto.create.topics.enable": "false",
+    "group.consumer.session.timeout.ms": "10000",
+    "group.consumer.min.session.timeout.ms": "6000",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "1000",
+    "group.share.session.timeout.ms": "10000",
+    "group.share.min.session.timeout.ms": "6000",
+    "group.share.heartbeat.interval.ms": "1000",
+    "group.share.min.heartbeat.interval.ms": "1000",
+    "group.share.record.lock.duration.ms": "15000",
+    "group.share.delivery.count.limit": "5",
+    "share.coordinator.state.topic.num.partitions": "5",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
 }
-"""Broker settings of a campaign: the session and lag timeouts the figures are measured against."""
+"""Broker settings of a campaign: the session and lag timeouts the figures are measured against.
+Consumer-protocol and share group members get the classic members' 10 s session and 1 s heartbeat
+(Kafka's defaults are 45 s and 5 s, which would hide a member's loss behind a whole fault); a share
+group's records stay locked 15 s (``group.share.min.record.lock.duration.ms``, the shortest
+Kafka's defaults allow) and are delivered at most 5 times (Kafka's default); the share-partitions'
+state topic ``__share_group_state`` is replicated like the other internal topics."""
 
 
 SOLO_CLIENT = "solo"

@@ -5,6 +5,13 @@ string unique in the campaign, ``<producer>:<seq>``, where ``<producer>`` names 
 instance and ``<seq>`` counts its sends from 0 (so a producer's send order is readable from its
 values). A partition is ``(topic, partition)``.
 
+Consumer-protocol groups (KIP-848) also record each member's :class:`AssignmentChange` (the
+partitions it learned, in a rebalance callback, it was assigned, had revoked or had lost); share
+groups (KIP-932) record each :class:`ShareDelivery` and each :class:`ShareAck` with what the
+broker answered to it. ``share_groups`` names each share group's topics,
+``share_delivery_count_limit`` and ``share_record_lock_duration_ms`` the brokers'
+``group.share.delivery.count.limit`` and ``group.share.record.lock.duration.ms``.
+
 Workload threads append concurrently: ``list.append`` is atomic under the GIL, and the checker
 reads the lists only after the workloads stopped.
 """
@@ -15,7 +22,20 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Ack", "Fail", "Fault", "History", "OffsetObservation", "Poll", "Send", "Txn", "seq_of"]
+__all__ = [
+    "Ack",
+    "AssignmentChange",
+    "Fail",
+    "Fault",
+    "History",
+    "OffsetObservation",
+    "Poll",
+    "Send",
+    "ShareAck",
+    "ShareDelivery",
+    "Txn",
+    "seq_of",
+]
 
 TopicPartition = tuple[str, int]
 
@@ -77,6 +97,58 @@ class OffsetObservation:
     t: float
 
 
+@dataclass(frozen=True)
+class AssignmentChange:
+    """A member of consumer-protocol group ``group`` learned at ``t``, in a rebalance callback,
+    that ``partitions`` were ``assigned`` to it, ``revoked`` from it (it gives them up: the
+    coordinator hands them to another member only after the member's next heartbeat says so) or
+    ``lost`` (it was fenced: the coordinator may have handed them on before it learned);
+    ``closed``: the member stopped consuming them because it is closing (its last partitions)."""
+
+    consumer: str
+    group: str
+    kind: str
+    t: float
+    partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class ShareDelivery:
+    """A share consumer's ``poll`` returned the record at ``offset`` (holding ``value``) at ``t``;
+    ``delivery_count`` is the broker's count of its acquisitions (1 the first time), None when
+    the client does not expose it."""
+
+    consumer: str
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    value: str
+    t: float
+    delivery_count: int | None = None
+
+
+@dataclass
+class ShareAck:
+    """An acknowledgement (``accept``, ``release`` or ``reject``) a share consumer sent at ``t``
+    for a record it had been delivered. ``outcome``: ``confirmed`` (the broker answered it without
+    error, in the acknowledgement-commit callback or ``commit_sync``), ``failed`` (an error was
+    answered, or the client refused it; ``error`` says which) or ``pending`` (no answer seen, so
+    the record's state is unknown); ``t_outcome`` when the answer was seen."""
+
+    consumer: str
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    value: str
+    kind: str
+    t: float
+    outcome: str = "pending"
+    t_outcome: float | None = None
+    error: str | None = None
+
+
 @dataclass
 class Txn:
     """One transaction: its values, ``outcome`` ``committed``/``aborted``/``unknown`` and when
@@ -121,6 +193,14 @@ class History:
     faults: list[Fault] = field(default_factory=list)
     final_reads: list[Poll] = field(default_factory=list)
     """The final read of every partition from its beginning, after the cluster was healed."""
+    assignments: list[AssignmentChange] = field(default_factory=list)
+    share_deliveries: list[ShareDelivery] = field(default_factory=list)
+    share_acks: list[ShareAck] = field(default_factory=list)
+    share_groups: dict[str, list[str]] = field(default_factory=dict)
+    """Each share group's topics: every acknowledged record of them must reach the group."""
+    share_delivery_count_limit: int = 5
+    share_record_lock_duration_ms: int = 30000
+    """The brokers' ``group.share.record.lock.duration.ms`` (Kafka's default here)."""
     notes: list[str] = field(default_factory=list)
 
     def now(self) -> float:
@@ -131,6 +211,20 @@ class History:
         for poll in self.polls:
             counts[poll.consumer] = counts.get(poll.consumer, 0) + len(poll.records)
         return dict(sorted(counts.items()))
+
+    def share_deliveries_by(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for delivery in self.share_deliveries:
+            counts[delivery.consumer] = counts.get(delivery.consumer, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def share_ack_counts(self) -> dict[str, dict[str, int]]:
+        """``{kind: {outcome: count}}`` of the share acknowledgements."""
+        counts: dict[str, dict[str, int]] = {}
+        for ack in self.share_acks:
+            by_outcome = counts.setdefault(ack.kind, {})
+            by_outcome[ack.outcome] = by_outcome.get(ack.outcome, 0) + 1
+        return counts
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -144,6 +238,12 @@ class History:
             "records_final_read": sum(len(p.records) for p in self.final_reads),
             "offset_observations": len(self.offsets),
             "txns": {o: sum(1 for t in self.txns if t.outcome == o) for o in ("committed", "aborted", "unknown")},
+            "assignment_changes": {
+                k: sum(1 for a in self.assignments if a.kind == k) for k in ("assigned", "revoked", "lost", "closed")
+            },
+            "share_deliveries": len(self.share_deliveries),
+            "share_deliveries_by": self.share_deliveries_by(),
+            "share_acks": self.share_ack_counts(),
             "faults": [asdict(f) for f in self.faults],
             "notes": self.notes,
         }

@@ -46,6 +46,9 @@ def text_report(result: CampaignResult) -> str:
         f"polled {h['records_polled']} in {h['polls']} polls; final read {h['records_final_read']}",
         f"records polled by consumer {h['records_polled_by']}",
         f"transactions {h['txns']}; committed-offset observations {h['offset_observations']}",
+        f"consumer-protocol group: assignment changes {h['assignment_changes']}",
+        f"share group: deliveries {h['share_deliveries']} by consumer {h['share_deliveries_by']}; "
+        f"acknowledgements by kind and outcome {h['share_acks']}",
         f"checked: {s['check']['stats']}",
         "",
         "anomalies:",

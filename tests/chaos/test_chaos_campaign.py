@@ -34,6 +34,9 @@ def test_mixed_campaign_finds_no_anomaly(tmp_path: Path) -> None:
     polled = result.history.records_polled_by()
     assert polled.get("c0", 0) + polled.get("c1", 0) > 0  # the Kafka group consumed under faults
     assert polled.get("z0", 0) + polled.get("z1", 0) > 0  # and so did the ZooKeeper group
+    assert sum(polled.get(f"cp{i}", 0) for i in range(3)) > 0  # and the consumer-protocol group
+    assert any(a.kind == "assigned" for a in result.history.assignments)
+    assert stats["share"]["acks"].get("accept", {}).get("confirmed", 0) > 0  # the share group consumed
     assert result.history.offsets, "no committed offsets observed"
     assert any(t.outcome == "committed" for t in result.history.txns)
     assert paths["timeline"].stat().st_size > 10_000
