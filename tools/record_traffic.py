@@ -422,6 +422,36 @@ def run_confluent_kafka(bootstrap: str) -> list[str]:
             reader.poll(0.2)
         reader.close()
         del txn
+    with w.step("KIP-848 consumer group: heartbeats, commit, describe"):
+        member = Consumer(
+            {**base, "group.id": f"{group}-848", "group.protocol": "consumer", "auto.offset.reset": "earliest"}
+        )
+        member.subscribe([topic])
+        polled = [member.poll(0.2) for _ in range(15)]
+        if any(m is not None and m.error() is None for m in polled):
+            member.commit(asynchronous=False)
+        admin.describe_consumer_groups([f"{group}-848"])[f"{group}-848"].result(10)
+        member.close()
+    with w.step("KIP-932 share group: heartbeats, share fetch and acknowledge, group config"):
+        from confluent_kafka import AcknowledgeType, ShareConsumer
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+        entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ResourceType.GROUP, f"{group}-share", incremental_configs=[entry])
+        _wait_all(admin.incremental_alter_configs([resource]))
+        sharer = ShareConsumer({**base, "group.id": f"{group}-share", "share.acknowledgement.mode": "explicit"})
+        sharer.subscribe([topic])
+        deadline = time.monotonic() + 15
+        kinds = (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT)
+        got = 0
+        while time.monotonic() < deadline and got < 20:
+            batch = [m for m in sharer.poll(0.5) or [] if m.error() is None]
+            for i, m in enumerate(batch):
+                sharer.acknowledge(m, kinds[i % 3])
+            got += len(batch)
+            if batch:
+                sharer.commit_sync(10)
+        sharer.close()
     with w.step("delete records, groups and topics"):
         _wait_all(admin.delete_records([TopicPartition(topic, 0, 3)]))
         _wait_all(admin.delete_consumer_groups([group]))

@@ -14,6 +14,11 @@ encodes its response. Version negotiation follows Kafka:
 The answer is a :data:`~odradek.server.request_channel.Response`: the encoded frame, the parts of a
 Fetch frame that carry file ranges, or nothing (Produce with acks=0).
 
+A request body over :data:`DECODE_OFF_LOOP_BYTES` (Produce's aside: its records are bytes and
+decode fast) is decoded on a worker thread: a large frame of small entries (say 300,000
+acknowledgement batches) takes Python half a second to decode, which would stall every other
+connection; the thread gives the loop the interpreter every switch interval meanwhile.
+
 Runs on the broker's event loop.
 """
 
@@ -52,6 +57,9 @@ if TYPE_CHECKING:
     from odradek.server.services import HandlerServices
 
 log = logging.getLogger(__name__)
+
+DECODE_OFF_LOOP_BYTES = 256 * 1024
+"""Request frames larger than this (but Produce's) are decoded off the event loop."""
 
 SERVED_DURING_STARTUP = frozenset(
     {
@@ -117,7 +125,10 @@ class RequestHandler:
         try:
             schema = api_schema(api_key, api_version)
             header = parse_request_header(frame, schema.flexible)
-            decoded = decode_request(schema, frame, header.size)
+            if len(frame) > DECODE_OFF_LOOP_BYTES and api_key != ApiKey.PRODUCE:
+                decoded = await asyncio.to_thread(decode_request, schema, frame, header.size)
+            else:
+                decoded = decode_request(schema, frame, header.size)
             request = bound_request(api_key, decoded, getattr(self.broker, "config", {}))
         except (InvalidRequestError, UnsupportedVersionError, RequestTooLarge) as exc:
             raise CloseConnection(str(exc)) from None
