@@ -1,8 +1,8 @@
 """KIP-848 consumer groups with a real client: confluent-kafka (librdkafka 2.16) consumers with
 ``group.protocol=consumer`` on one broker. The group shares the partitions without two owners,
 follows members joining and leaving, commits offsets with member epochs (a restarted group resumes
-after them), shows up in ConsumerGroupDescribe and ListGroups, and refuses a classic member while
-it has consumer-protocol members."""
+after them), shows up in ConsumerGroupDescribe and ListGroups, and takes in a classic member (an
+eager ``range`` consumer) as one of its own."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.testing import BrokerRunner
@@ -138,25 +138,26 @@ def test_the_group_is_described_and_listed_as_a_consumer_group(broker: BrokerRun
         a.close()
 
 
-def test_a_classic_member_is_refused_while_the_group_has_consumer_protocol_members(broker: BrokerRunner) -> None:
+def test_a_classic_member_joins_a_group_of_consumer_protocol_members(broker: BrokerRunner) -> None:
     group = f"g-{uuid.uuid4().hex[:6]}"
     a = _consumer(broker, group)
-    classic = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "session.timeout.ms": 6000})
+    classic = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": group,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300,
+            "partition.assignment.strategy": "range",
+        }
+    )
     try:
         _assigned([a], lambda s: s[0] == set(range(PARTITIONS)))
         classic.subscribe([TOPIC])
-        errors: list[int] = []
-        deadline = time.monotonic() + 10
-        while not errors and time.monotonic() < deadline:
-            try:
-                msg = classic.poll(0.2)
-            except KafkaException as exc:
-                errors.append(exc.args[0].code())
-                continue
-            if msg is not None and msg.error() is not None:
-                errors.append(msg.error().code())
-        assert KafkaError.INCONSISTENT_GROUP_PROTOCOL in errors, errors
-        assert {tp.partition for tp in a.assignment()} == set(range(PARTITIONS))
+        both = _assigned([a, classic], lambda s: _disjoint_cover(s) and all(len(x) == 3 for x in s))
+        assert _disjoint_cover(both) and [len(x) for x in both] == [3, 3], both
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        described = admin.describe_consumer_groups([group])[group].result(15)
+        assert str(described.type).upper().endswith("CONSUMER") and len(described.members) == 2
     finally:
         classic.close()
         a.close()

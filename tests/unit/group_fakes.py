@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from odradek.coordinator.group.config import GroupCoordinatorConfig
+from odradek.coordinator.group.consumer_membership import ConsumerGroupConfig
 from odradek.coordinator.group.coordinator import GroupCoordinator, GroupCoordinatorDeps
 from odradek.coordinator.group.member import JoinGroupResult, JoinRequest
 from odradek.coordinator.group.schemas import encode_assignment, encode_subscription
@@ -19,7 +20,13 @@ __all__ = ["Harness", "ManualClock", "MemoryOffsetsLog", "assignment_for", "run"
 class Harness:
     """A coordinator over fakes that leads every ``__consumer_offsets`` partition."""
 
-    def __init__(self, log: MemoryOffsetsLog | None = None, clock: ManualClock | None = None, **config: Any) -> None:
+    def __init__(
+        self,
+        log: MemoryOffsetsLog | None = None,
+        clock: ManualClock | None = None,
+        consumer: ConsumerGroupConfig | None = None,
+        **config: Any,
+    ) -> None:
         self.clock = clock or ManualClock()
         self.log = log or MemoryOffsetsLog()
         self.epochs = self.log.epochs
@@ -27,7 +34,9 @@ class Harness:
         settings = {"initial_rebalance_delay_ms": 0, "offsets_partitions": 3, **config}
         deps, self.metadata, self.create_topic = runtime_deps(self.log, self.clock)
         self.coordinator = GroupCoordinator(
-            GroupCoordinatorDeps(GroupCoordinatorConfig(**settings), deps, topic_ids=self.metadata)
+            GroupCoordinatorDeps(
+                GroupCoordinatorConfig(**settings), deps, consumer or ConsumerGroupConfig(), topic_ids=self.metadata
+            )
         )
 
     async def start(self) -> Harness:

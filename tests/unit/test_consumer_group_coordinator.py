@@ -1,6 +1,6 @@
 """KIP-848 consumer groups through the group coordinator (fakes: manual clock, in-memory
-``__consumer_offsets``): commits and fetches checked by member epoch, a group id of one kind at a
-time, ListGroups types and states, DeleteGroups of a group with members."""
+``__consumer_offsets``): commits and fetches checked by member epoch, the kinds a group id may
+take, ListGroups types and states, DeleteGroups of a group with members."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from odradek.coordinator.group.consumer_schemas import (
     decode_consumer_key,
     decode_consumer_value,
 )
+from odradek.coordinator.group.member import JoinRequest
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
 from odradek.storage.topic_partition import TopicPartition
@@ -48,13 +49,14 @@ async def test_commits_and_fetches_carry_the_members_current_epoch() -> None:
 
 
 @run
-async def test_a_group_id_is_one_kind_while_it_has_members() -> None:
+async def test_only_consumer_protocol_groups_mix_kinds() -> None:
     h = await Harness().start()
     await _join(h, "m1", "cg")
-    classic = await h.join("cg")
-    assert classic.error is ErrorCode.inconsistent_group_protocol
-    await h.join_fully("classic")
-    refused = await _join(h, "m2", "classic")
+    connect = JoinRequest("cg", "", None, "c", "/h", 30000, 10000, "connect", (("v0", b"x"),))
+    assert (await h.coordinator.join_group(connect)).error is ErrorCode.inconsistent_group_protocol
+    classic = JoinRequest("classic", "", None, "c", "/h", 30000, 10000, "connect", (("v0", b"x"),), False)
+    assert (await h.coordinator.join_group(classic)).error is ErrorCode.none
+    refused = await _join(h, "m2", "classic")  # a "connect" group does not become a consumer group
     assert refused.error is ErrorCode.group_id_not_found and "not a consumer group" in (refused.message or "")
     error, message, _ = h.coordinator.describe_group("cg", 5)
     assert error is ErrorCode.group_id_not_found and "not a classic group" in (message or "")
@@ -144,7 +146,7 @@ async def test_an_empty_consumer_group_becomes_classic_and_keeps_its_offsets() -
 def _regex_records(h: Harness, group: str) -> dict[str, ConsumerGroupRegularExpressionValue]:
     """The group's ConsumerGroupRegularExpression records as last written (tombstoned ones gone)."""
     out = {}
-    for raw_key, raw_value in h.coordinator._written.get(group, {}).items():
+    for raw_key, raw_value in h.coordinator.migration.written.get(group, {}).items():
         key = decode_consumer_key(raw_key)
         if isinstance(key, ConsumerGroupRegularExpressionKey):
             value = decode_consumer_value(key, raw_value)

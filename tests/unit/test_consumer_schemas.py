@@ -262,7 +262,7 @@ def test_null_classic_metadata_in_tag_reads_as_none() -> None:
     key = ConsumerGroupMemberMetadataKey("g", "m")
     value = ConsumerGroupMemberMetadataValue(None, None, "c", "h")
     raw = encode_consumer_value(value)
-    assert decode_consumer_value(key, raw[:-1] + bytes.fromhex("01 00 01 00")) == value
+    assert decode_consumer_value(key, raw[:-1] + bytes.fromhex("01 00 01 ff")) == value  # Kafka's null marker
 
 
 # --- malformed input --------------------------------------------------------------------------------

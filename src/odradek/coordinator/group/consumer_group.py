@@ -26,6 +26,10 @@ Partitions are named by topic name here; the heartbeat handler translates to top
 group's state (Kafka's names): ``Empty`` (no members), ``Assigning`` (the target is behind the
 group epoch), ``Reconciling`` (a member is not at the assignment epoch), ``Stable``.
 
+A member may also speak the classic protocol (JoinGroup and SyncGroup, :mod:`.consumer_classic`):
+it then carries its :attr:`ConsumerGroupMember.classic` metadata (session timeout, protocols) and
+reconciles the same way, at each JoinGroup, with the owned partitions of its subscription.
+
 Pure state, no I/O and no timers (those are :mod:`.consumer_membership`'s). Event loop only.
 """
 
@@ -34,6 +38,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from odradek.coordinator.group.consumer_schemas import ClassicMemberMetadata
 
 __all__ = [
     "Assignment",
@@ -81,6 +87,9 @@ class ConsumerGroupMember:
     """Partitions the member may use now."""
     pending_revocation: Assignment = field(default_factory=dict)
     """Partitions it must give up before it moves on (still its own until it does)."""
+    classic: ClassicMemberMetadata | None = None
+    """A member that joined with JoinGroup: its session timeout and protocols (name, metadata) in
+    its order of preference; None for a member of the consumer protocol."""
 
     def owns(self) -> Iterable[tuple[str, int]]:
         """Every partition it holds or is revoking."""
@@ -133,6 +142,33 @@ class ConsumerGroup:
 
     def subscribed_topic_names(self) -> set[str]:
         return {t for m in self.members.values() for t in self.member_topics(m)}
+
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [m for m in self.members.values() if m.classic is not None]
+
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Whether a classic member with these protocols may join (Kafka's
+        ``supportsClassicProtocols``): protocol type ``consumer`` and one protocol every classic
+        member supports (any protocol while there is none)."""
+        wanted = set(names)
+        if protocol_type != "consumer" or not wanted:
+            return False
+        for member in self.classic_members():
+            assert member.classic is not None
+            wanted &= {p.name for p in member.classic.supported_protocols}
+        return bool(wanted)
+
+    def waiting_on_unreleased(self, member: ConsumerGroupMember) -> bool:
+        """Whether a member in ``UNRELEASED_PARTITIONS`` still waits for a partition of its target
+        that another member owns or revokes (Kafka's ``waitingOnUnreleasedPartition``)."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        owners = self._owners(member.member_id)
+        return any(
+            (topic, p) in owners and p not in member.assigned.get(topic, frozenset())
+            for topic, partitions in self.target.get(member.member_id, {}).items()
+            for p in partitions
+        )
 
     def assignor(self) -> str:
         """The assignor the members ask for most (Kafka's ``computePreferredServerAssignor``),

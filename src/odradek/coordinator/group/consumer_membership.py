@@ -30,6 +30,12 @@ One heartbeat does everything a member needs (there is no JoinGroup or SyncGroup
   KIP-848 keeps it). A different member id with an instance id in use by a live member is
   UNRELEASED_INSTANCE_ID.
 
+Members of the classic protocol (:mod:`.consumer_classic`) share the groups: their session timer
+runs on their own session timeout, and instead of the revocation timer they have a deadline to
+rejoin and one to sync (:meth:`ConsumerGroupMembership.schedule_classic_timeout`). A member that
+leaves for good goes through :meth:`ConsumerGroupMembership.fence`, where the group may become a
+classic group again (:mod:`.migration`).
+
 Groups live on the coordinator of their ``__consumer_offsets`` partition; the coordinator writes
 each change to that partition (:mod:`.consumer_persistence`) and a new coordinator loads them, so
 members keep their epochs and assignments across a coordinator's move. Committed offsets are
@@ -50,7 +56,7 @@ from dataclasses import dataclass, field
 
 from odradek.coordinator.group.consumer_assignment import ASSIGNORS, assign
 from odradek.coordinator.group.consumer_group import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState
-from odradek.coordinator.group.group_config import GroupConfig
+from odradek.coordinator.group.group_config import ConsumerGroupMigrationPolicy, GroupConfig
 from odradek.coordinator.runtime import CallLater, ConfigSource, Timer
 from odradek.errors import ErrorCode
 
@@ -88,6 +94,8 @@ class ConsumerGroupConfig:
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
     """The assignors members may ask for; the first is the default."""
+    migration_policy: ConsumerGroupMigrationPolicy = ConsumerGroupMigrationPolicy.BIDIRECTIONAL
+    """``group.consumer.migration.policy``: the online conversions allowed (:mod:`.migration`)."""
 
     @classmethod
     def from_broker(cls, config: ConfigSource) -> ConsumerGroupConfig:
@@ -117,7 +125,8 @@ class ConsumerGroupConfig:
         unknown = [n for n in names if n not in ASSIGNORS]
         if unknown or not names:
             raise ValueError(f"group.consumer.assignors: unknown assignors {unknown} (known: {sorted(ASSIGNORS)})")
-        return cls(session, heartbeat, int(config["group.consumer.max.size"]), names)
+        policy = ConsumerGroupMigrationPolicy.parse(str(config["group.consumer.migration.policy"]))
+        return cls(session, heartbeat, int(config["group.consumer.max.size"]), names, policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +180,15 @@ class ConsumerGroupMembership:
         """A group's configs (overrides over the broker's); None: the broker's for every group."""
         self.time_ms = time_ms
         self.groups: dict[str, ConsumerGroup] = {}
+        self.downgrade: Callable[[ConsumerGroup, str], bool] | None = None
+        """Asked before a member is fenced (left with epoch -1, expired, did not revoke, a classic
+        member that did not join or sync in time) whether the group became a classic group
+        instead (:mod:`.migration`); it then is no consumer group any more."""
         self._session_timers: dict[tuple[str, str], Timer] = {}
         self._rebalance_timers: dict[tuple[str, str], Timer] = {}
+        self._join_timers: dict[tuple[str, str], Timer] = {}
+        self._sync_timers: dict[tuple[str, str], Timer] = {}
+        """A classic member's deadlines to rejoin (after REBALANCE_IN_PROGRESS) and to sync."""
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -197,7 +213,7 @@ class ConsumerGroupMembership:
 
     def heartbeat(self, req: ConsumerHeartbeat, topics: Mapping[str, int]) -> ConsumerHeartbeatResult:
         """Answer one heartbeat; ``topics``: the partition count of every topic the cluster has."""
-        error = self._validate(req)
+        error = self.validate(req)
         if error is not None:
             log.info("consumer group %s: heartbeat of member %s refused: %s", req.group_id, req.member_id, error[1])
             return ConsumerHeartbeatResult(error[0], error[1])
@@ -249,7 +265,7 @@ class ConsumerGroupMembership:
         owned = req.owned if req.member_epoch != JOIN_EPOCH else (req.owned or {})
         assigned_before = member.assigned
         group.reconcile(member, owned)
-        self._schedule_session(group, member)
+        self.schedule_session(group, member)
         self._schedule_revocation(group, member)
         # Kafka's rule: a joining member, a full request (after an error), or a changed assignment
         full = req.rebalance_timeout_ms > 0 and req.subscribed_topic_names is not None and req.owned is not None
@@ -261,7 +277,8 @@ class ConsumerGroupMembership:
             assignment=dict(member.assigned) if send else None,
         )
 
-    def _validate(self, req: ConsumerHeartbeat) -> tuple[ErrorCode, str] | None:
+    def validate(self, req: ConsumerHeartbeat) -> tuple[ErrorCode, str] | None:
+        """(error, message) for a heartbeat whose fields are invalid whatever the group; None if valid."""
         if not req.group_id:
             return ErrorCode.invalid_group_id, "the group id is empty"
         if req.version >= 1 and not req.member_id:
@@ -302,17 +319,18 @@ class ConsumerGroupMembership:
         old = next((m for m in group.members.values() if m.instance_id == req.instance_id), None)
         if old is None:
             return None
-        if old.member_epoch != STATIC_LEAVE_EPOCH:
+        if old.member_epoch != STATIC_LEAVE_EPOCH and old.classic is None:  # a classic one is replaced
             return ConsumerHeartbeatResult(
                 ErrorCode.unreleased_instance_id,
                 f"instance id {req.instance_id} is in use by member {old.member_id}",
             )
-        self._cancel_timers(group.group_id, old.member_id)
+        self.cancel_timers(group.group_id, old.member_id)
         del group.members[old.member_id]
         target = group.target.pop(old.member_id, {})
         group.target[member_id] = target
         old.member_id = member_id
-        old.member_epoch = old.previous_member_epoch
+        if old.classic is None:
+            old.member_epoch = old.previous_member_epoch
         return old
 
     def _update_member(self, member: ConsumerGroupMember, req: ConsumerHeartbeat) -> bool:
@@ -337,6 +355,7 @@ class ConsumerGroupMembership:
             changed = True
         member.client_id = req.client_id or member.client_id
         member.client_host = req.client_host or member.client_host
+        member.classic = None  # it speaks the consumer protocol now
         return changed
 
     def _leave(self, req: ConsumerHeartbeat, topics: Mapping[str, int]) -> ConsumerHeartbeatResult:
@@ -347,20 +366,36 @@ class ConsumerGroupMembership:
         if req.member_epoch == STATIC_LEAVE_EPOCH:  # keeps its place until its session expires
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = STATIC_LEAVE_EPOCH
-            self._cancel_timers(group.group_id, member.member_id)
-            self._schedule_session(group, member)
+            self.cancel_timers(group.group_id, member.member_id)
+            self.schedule_session(group, member)
         else:
-            self.remove(group, req.member_id, "left the group", topics)
+            self.fence(group, req.member_id, "left the group", topics)
         return ConsumerHeartbeatResult(member_id=req.member_id, member_epoch=req.member_epoch)
 
     # --- removal and timers ------------------------------------------------------------------
+
+    def fence(self, group: ConsumerGroup, member_id: str, reason: str, topics: Mapping[str, int] | None = None) -> None:
+        """A member leaves for good: the group becomes a classic group if :attr:`downgrade` says so,
+        else the member is removed (:meth:`remove`)."""
+        if self.downgrade is None or not self.downgrade(group, member_id):
+            self.remove(group, member_id, reason, topics)
 
     def remove(
         self, group: ConsumerGroup, member_id: str, reason: str, topics: Mapping[str, int] | None = None
     ) -> None:
         """Drop a member; the group epoch moves on (a group left empty stays, with its epoch)."""
-        self._cancel_timers(group.group_id, member_id)
-        if group.remove_member(member_id) is None:
+        self.remove_members(group, (member_id,), reason, topics)
+
+    def remove_members(
+        self, group: ConsumerGroup, member_ids: Iterable[str], reason: str, topics: Mapping[str, int] | None = None
+    ) -> None:
+        """Drop members; the group epoch moves on once if any was there."""
+        removed = []
+        for member_id in member_ids:
+            self.cancel_timers(group.group_id, member_id)
+            if group.remove_member(member_id) is not None:
+                removed.append(member_id)
+        if not removed:
             return
         forget_unused_regexes(group)
         subscribed = (
@@ -369,20 +404,51 @@ class ConsumerGroupMembership:
             else {t: topics[t] for t in group.subscribed_topic_names() if t in topics}
         )
         group.bump_epoch(subscribed)
-        log.info("consumer group %s: member %s %s; epoch %d", group.group_id, member_id, reason, group.group_epoch)
+        log.info("consumer group %s: members %s %s; epoch %d", group.group_id, removed, reason, group.group_epoch)
 
-    def _schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+    def member_session_timeout_ms(self, group_id: str, member: ConsumerGroupMember) -> int:
+        """A classic member's own session timeout (its JoinGroup's), else the group's."""
+        return member.classic.session_timeout_ms if member.classic is not None else self.session_timeout_ms(group_id)
+
+    def schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """(Re)start the member's session timer."""
         key = (group.group_id, member.member_id)
         old = self._session_timers.pop(key, None)
         if old is not None:
             old.cancel()
         self._session_timers[key] = self.call_later(
-            self.session_timeout_ms(group.group_id), functools.partial(self._expire, group.group_id, member.member_id)
+            self.member_session_timeout_ms(group.group_id, member),
+            functools.partial(self._expire, group.group_id, member.member_id),
         )
+
+    def schedule_classic_timeout(
+        self, kind: str, group_id: str, member_id: str, delay_ms: int, if_absent: bool = False
+    ) -> None:
+        """Start a classic member's ``"join"`` or ``"sync"`` deadline (``if_absent``: unless one runs);
+        it is fenced when the deadline passes."""
+        timers = self._join_timers if kind == "join" else self._sync_timers
+        key = (group_id, member_id)
+        if if_absent and key in timers:
+            return
+        self.cancel_classic_timeout(kind, group_id, member_id)
+        timers[key] = self.call_later(delay_ms, functools.partial(self._classic_timeout, kind, group_id, member_id))
+
+    def cancel_classic_timeout(self, kind: str, group_id: str, member_id: str) -> None:
+        timer = (self._join_timers if kind == "join" else self._sync_timers).pop((group_id, member_id), None)
+        if timer is not None:
+            timer.cancel()
+
+    def _classic_timeout(self, kind: str, group_id: str, member_id: str) -> None:
+        (self._join_timers if kind == "join" else self._sync_timers).pop((group_id, member_id), None)
+        group = self.groups.get(group_id)
+        if group is not None and member_id in group.members:
+            self.fence(group, member_id, f"did not {kind} within its rebalance timeout")
+            if self.on_change is not None:
+                self.on_change(group_id)
 
     def _schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         key = (group.group_id, member.member_id)
-        if member.state is not MemberState.UNREVOKED_PARTITIONS:
+        if member.state is not MemberState.UNREVOKED_PARTITIONS or member.classic is not None:
             timer = self._rebalance_timers.pop(key, None)
             if timer is not None:
                 timer.cancel()
@@ -395,8 +461,10 @@ class ConsumerGroupMembership:
     def _expire(self, group_id: str, member_id: str) -> None:
         self._session_timers.pop((group_id, member_id), None)
         group = self.groups.get(group_id)
-        if group is not None and member_id in group.members:
-            self.remove(group, member_id, f"expired after {self.session_timeout_ms(group_id)} ms without a heartbeat")
+        member = group.members.get(member_id) if group is not None else None
+        if group is not None and member is not None:
+            timeout = self.member_session_timeout_ms(group_id, member)
+            self.fence(group, member_id, f"expired after {timeout} ms without a heartbeat")
             if self.on_change is not None:
                 self.on_change(group_id)
 
@@ -407,12 +475,13 @@ class ConsumerGroupMembership:
         if group is None or member is None:
             return
         if member.state is MemberState.UNREVOKED_PARTITIONS and member.member_epoch == epoch:
-            self.remove(group, member_id, f"did not revoke its partitions within {member.rebalance_timeout_ms} ms")
+            self.fence(group, member_id, f"did not revoke its partitions within {member.rebalance_timeout_ms} ms")
             if self.on_change is not None:
                 self.on_change(group_id)
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        for timers in (self._session_timers, self._rebalance_timers):
+    def cancel_timers(self, group_id: str, member_id: str) -> None:
+        """Stop every timer of a member."""
+        for timers in (self._session_timers, self._rebalance_timers, self._join_timers, self._sync_timers):
             timer = timers.pop((group_id, member_id), None)
             if timer is not None:
                 timer.cancel()
@@ -422,21 +491,24 @@ class ConsumerGroupMembership:
         coordinator schedules them on load), and their revocation timers where they revoke."""
         self.groups[group.group_id] = group
         for member in group.members.values():
-            if member.member_epoch == STATIC_LEAVE_EPOCH:
-                self._schedule_session(group, member)
-                continue
-            self._schedule_session(group, member)
-            self._schedule_revocation(group, member)
+            self.schedule_session(group, member)
+            if member.member_epoch != STATIC_LEAVE_EPOCH:
+                self._schedule_revocation(group, member)
 
     def unload(self, owns: Callable[[str], bool]) -> list[str]:
         """The coordinator lost the groups for which ``owns(group_id)``: forget them and their
         timers; the ids forgotten."""
         gone = [g for g in self.groups if owns(g)]
         for group_id in gone:
-            group = self.groups.pop(group_id)
-            for member_id in list(group.members):
-                self._cancel_timers(group_id, member_id)
+            self.forget(group_id)
         return gone
+
+    def forget(self, group_id: str) -> ConsumerGroup | None:
+        """Drop a group and its members' timers (unloaded, or converted to a classic group)."""
+        group = self.groups.pop(group_id, None)
+        for member_id in list(group.members) if group is not None else ():
+            self.cancel_timers(group_id, member_id)
+        return group
 
     def delete(self, group_id: str) -> bool:
         """DeleteGroups of a group without members; whether there was one."""

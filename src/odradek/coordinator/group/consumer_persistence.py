@@ -6,7 +6,9 @@ A group is written as Kafka 4.x's group coordinator writes it (record formats in
 
 - ``ConsumerGroupMetadata`` (group epoch, and a hash of the subscribed topics' partition counts);
 - ``ConsumerGroupTargetAssignmentMetadata`` (assignment epoch);
-- per member: ``ConsumerGroupMemberMetadata`` (subscription, client, timeouts, assignor),
+- per member: ``ConsumerGroupMemberMetadata`` (subscription, client, timeouts, assignor; for a
+  member of the classic protocol also its ``ClassicMemberMetadata``: session timeout and
+  supported protocols),
   ``ConsumerGroupTargetAssignmentMember`` (its target) and
   ``ConsumerGroupCurrentMemberAssignment`` (member epoch, previous epoch, state, assigned and
   pending-revocation partitions);
@@ -126,6 +128,7 @@ def group_records(group: ConsumerGroup, topic_id: TopicId) -> dict[bytes, bytes]
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 rebalance_timeout_ms=m.rebalance_timeout_ms,
                 server_assignor=m.server_assignor,
+                classic_member_metadata=m.classic,
             )
         )
         records[encode_consumer_key(ConsumerGroupTargetAssignmentMemberKey(gid, mid))] = encode_consumer_value(
@@ -183,6 +186,7 @@ def load_groups(
             member.subscribed_topic_names = tuple(value.subscribed_topic_names)
             member.subscribed_topic_regex = value.subscribed_topic_regex
             member.server_assignor = value.server_assignor
+            member.classic = value.classic_member_metadata
             if value.rebalance_timeout_ms > 0:
                 member.rebalance_timeout_ms = value.rebalance_timeout_ms
             group.members[key.member_id] = member

@@ -23,8 +23,9 @@ Record types (key int16 prefix) and their layouts:
   instance_id nullable string, rack_id nullable string, client_id string, client_host string,
   subscribed_topic_names [string], subscribed_topic_regex nullable string,
   rebalance_timeout_ms int32 (default -1), server_assignor nullable string; tagged
-  0 classic_member_metadata nullable struct (default null) written as size, varint 1 (present),
-  then session_timeout_ms int32, supported_protocols [name string, metadata bytes, tags], tags.
+  0 classic_member_metadata nullable struct (default null) written as size, int8 1 (present; a
+  negative marker is null), then session_timeout_ms int32, supported_protocols [name string,
+  metadata bytes, tags], tags.
 - 6 ``ConsumerGroupTargetAssignmentMetadata``: key group_id string. Value v0:
   assignment_epoch int32; tagged 0 assignment_timestamp_ms int64 (default 0, KIP-1263).
 - 7 ``ConsumerGroupTargetAssignmentMember``: key group_id string, member_id string. Value v0:
@@ -506,7 +507,7 @@ def _read_topic_partitions(r: CompactReader, with_epochs: bool) -> tuple[TopicPa
 
 
 def _write_classic(meta: ClassicMemberMetadata) -> bytes:
-    w = CompactWriter().uvarint(1).i32(meta.session_timeout_ms)  # presence marker of a nullable struct
+    w = CompactWriter().i8(1).i32(meta.session_timeout_ms)  # presence marker of a nullable struct
     w.uvarint(len(meta.supported_protocols) + 1)
     for protocol in meta.supported_protocols:
         w.compact_string(protocol.name).compact_bytes(protocol.metadata).tags([])
@@ -514,7 +515,7 @@ def _write_classic(meta: ClassicMemberMetadata) -> bytes:
 
 
 def _read_classic(r: CompactReader) -> ClassicMemberMetadata | None:
-    if r.uvarint() == 0:
+    if r.i8() < 0:  # a null struct
         r.end()
         return None
     session_timeout = r.i32()

@@ -19,10 +19,11 @@ through :meth:`on_become_leader` / :meth:`on_become_follower`. Loading replays t
 
 Membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is :mod:`.membership`; the groups of
 the next-generation protocol (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe) are
-:mod:`.consumer_membership`'s, beside the classic ones under the same ids: a group id is either
-kind while it has members (a classic JoinGroup for a consumer group with members is
-INCONSISTENT_GROUP_PROTOCOL, a heartbeat for a classic group with members GROUP_ID_NOT_FOUND), and
-its committed offsets are kept the same way for both. Share groups (KIP-932) are
+:mod:`.consumer_membership`'s, beside the classic ones under the same ids. A consumer group also
+serves classic members (:mod:`.consumer_classic`: their JoinGroup, SyncGroup, Heartbeat and
+LeaveGroup), and a group converts between the kinds online (:mod:`.migration`, under
+``group.consumer.migration.policy``); its committed offsets are kept the same way for both kinds.
+Share groups (KIP-932) are
 :attr:`GroupCoordinator.share_groups` (:mod:`.share_groups`): a share group id is no other kind
 while it exists (JoinGroup: INCONSISTENT_GROUP_PROTOCOL; ConsumerGroupHeartbeat, OffsetCommit,
 TxnOffsetCommit, OffsetDelete: GROUP_ID_NOT_FOUND; DescribeGroups: GROUP_ID_NOT_FOUND from v6, Dead
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from odradek.coordinator.group.config import GroupCoordinatorConfig
+from odradek.coordinator.group.consumer_classic import ClassicMembers
 from odradek.coordinator.group.consumer_group import ConsumerGroup
 from odradek.coordinator.group.consumer_membership import (
     ConsumerGroupConfig,
@@ -48,19 +50,19 @@ from odradek.coordinator.group.consumer_membership import (
     ConsumerHeartbeat,
     ConsumerHeartbeatResult,
 )
-from odradek.coordinator.group.consumer_persistence import group_records, load_groups
+from odradek.coordinator.group.consumer_persistence import load_groups
 from odradek.coordinator.group.group import GroupMetadata, GroupOverview, GroupSummary
 from odradek.coordinator.group.group_config import GroupConfigs
 from odradek.coordinator.group.manager import GroupMetadataManager, LoadedPartition, OffsetFetchEntry
 from odradek.coordinator.group.member import JoinGroupResult, JoinRequest, SyncGroupResult
 from odradek.coordinator.group.membership import GroupMembership, LeavingMember
+from odradek.coordinator.group.migration import GroupMigration
 from odradek.coordinator.group.schemas import GROUP_METADATA_TOPIC, OffsetAndMetadata
 from odradek.coordinator.group.share_groups import ShareGroups
 from odradek.coordinator.group.share_membership import MemberRemoved, ShareGroupConfig
 from odradek.coordinator.group.state import COMMIT_ANSWER, GroupState, parse_state
 from odradek.coordinator.runtime import CoordinatorRuntime, InternalTopic, RuntimeDeps
 from odradek.errors import ErrorCode
-from odradek.protocol.records import Record
 from odradek.share.state import Persister
 from odradek.storage.topic_partition import TopicPartition
 
@@ -129,13 +131,18 @@ class GroupCoordinator:
         self.consumer_groups = ConsumerGroupMembership(
             deps.consumer,
             self.runtime.call_later,
-            self._on_consumer_change,
+            lambda group_id: self.migration.persist_later(group_id),
             None if deps.group_configs is None else deps.group_configs.get,
             self.time_ms,
         )
         self.topic_ids = deps.topic_ids
-        self._written: dict[str, dict[bytes, bytes]] = {}
-        """Each consumer group's records as last submitted to ``__consumer_offsets``."""
+        count = self.runtime.metadata.partition_count
+        topic_id = None if deps.topic_ids is None else deps.topic_ids.topic_id
+        self.migration = GroupMigration(
+            self.consumer_groups, self.manager, self.membership, config.max_size, topic_id, count, self.runtime.spawn
+        )
+        self._persist = self.migration.persist
+        self.classic_members = ClassicMembers(self.consumer_groups, count, self._persist, self.migration.downgrade)
         self.share_groups = ShareGroups(
             deps.share,
             self.manager,
@@ -187,7 +194,7 @@ class GroupCoordinator:
                 self.consumer_groups.config.assignors[0],
             )
             for group_id, (group, written) in groups.items():
-                self._written[group_id] = written
+                self.migration.written[group_id] = written
                 self.consumer_groups.install(group)
                 if self.manager.get_group(group_id) is None:
                     self.manager.add_group(GroupMetadata(group_id, _S.EMPTY, self.time_ms()))
@@ -197,7 +204,7 @@ class GroupCoordinator:
     def unload(self, partition: int) -> None:
         self.manager.unload_partition(partition, self.membership.on_group_unloaded)
         for group_id in self.consumer_groups.unload(lambda g: self.manager.partition_for(g) == partition):
-            self._written.pop(group_id, None)
+            self.migration.forget(group_id)
         self.share_groups.unload(lambda g: self.manager.partition_for(g) == partition)
 
     def _is_classic_or_consumer(self, group_id: str) -> bool:
@@ -236,10 +243,10 @@ class GroupCoordinator:
             and not config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms
         ):
             error = ErrorCode.invalid_session_timeout
-        if error is None and (
-            self.consumer_groups.has_members(req.group_id) or self.share_groups.group(req.group_id) is not None
-        ):
-            error = ErrorCode.inconsistent_group_protocol  # a consumer group with members, or a share group
+        if error is None and self.share_groups.group(req.group_id) is not None:
+            error = ErrorCode.inconsistent_group_protocol
+        elif error is None and self.consumer_groups.has_members(req.group_id):
+            return await self.classic_members.join(req)  # a classic member of a consumer group
         elif error is None and self.consumer_groups.delete(req.group_id):
             # an empty consumer group becomes a classic one (its offsets stay): its records go
             await self._persist(req.group_id)
@@ -268,6 +275,10 @@ class GroupCoordinator:
             return SyncGroupResult(ErrorCode.rebalance_in_progress)
         if error is not None:
             return SyncGroupResult(error)
+        if self.consumer_groups.group(group_id) is not None:
+            return self.classic_members.sync(
+                group_id, generation_id, member_id, protocol_type, protocol_name, group_instance_id
+            )
         group = self.manager.get_group(group_id)
         if group is None:
             return SyncGroupResult(ErrorCode.unknown_member_id)
@@ -290,6 +301,8 @@ class GroupCoordinator:
             return ErrorCode.none
         if error is not None:
             return error
+        if self.consumer_groups.group(group_id) is not None:
+            return self.classic_members.heartbeat(group_id, member_id, group_instance_id, generation_id)
         group = self.manager.get_group(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
@@ -300,6 +313,10 @@ class GroupCoordinator:
         error = self.validate_group_status(group_id)
         if error is not None:
             return error, []
+        if self.consumer_groups.group(group_id) is not None:
+            answer = self.classic_members.leave(group_id, members)
+            self.migration.persist_later(group_id)
+            return answer
         group = self.manager.get_group(group_id)
         if group is None:
             return ErrorCode.none, [ErrorCode.unknown_member_id for _ in members]
@@ -319,42 +336,18 @@ class GroupCoordinator:
         if error is not None:
             return ConsumerHeartbeatResult(error)
         classic = self.manager.get_group(req.group_id)
-        if (classic is not None and classic.members) or self.share_groups.group(req.group_id) is not None:
+        if self.share_groups.group(req.group_id) is not None:
             return ConsumerHeartbeatResult(
                 ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group."
             )
+        if classic is not None and classic.members and (refused := self.migration.upgrade(req, classic)) is not None:
+            return refused
         result = self.consumer_groups.heartbeat(req, topics)
         if classic is None and self.consumer_groups.group(req.group_id) is not None:
             # the committed offsets of a consumer group are kept as a classic group's
             self.manager.add_group(GroupMetadata(req.group_id, _S.EMPTY, self.time_ms()))
         error = await self._persist(req.group_id)
         return result if error is ErrorCode.none else ConsumerHeartbeatResult(error)
-
-    def _on_consumer_change(self, group_id: str) -> None:
-        """A timer changed a consumer group (a member expired or was fenced): write it."""
-        self.runtime.spawn(self._persist_logged(group_id))
-
-    async def _persist_logged(self, group_id: str) -> None:
-        await self._persist(group_id)
-
-    async def _persist(self, group_id: str) -> ErrorCode:
-        """Write what changed in a consumer group since its last write (tombstones for the records
-        that went). The records submitted become the new base at once, so writes of one group
-        follow each other in the log as their changes did."""
-        if self.topic_ids is None:
-            return ErrorCode.none
-        group = self.consumer_groups.group(group_id)
-        new = group_records(group, self.topic_ids.topic_id) if group is not None else {}
-        old = self._written.get(group_id, {})
-        changed = [Record(k, v) for k, v in new.items() if old.get(k) != v]
-        changed += [Record(k, None) for k in old if k not in new]
-        if not changed:
-            return ErrorCode.none
-        if new:
-            self._written[group_id] = new
-        else:
-            self._written.pop(group_id, None)
-        return await self.manager.write_records(group_id, changed)
 
     def consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
         """ConsumerGroupDescribe's view: (error, group). GROUP_ID_NOT_FOUND for an unknown group or
@@ -375,8 +368,8 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
-        if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
+        if member_epoch != member.member_epoch:  # a classic member's epoch is its generation
+            return ErrorCode.stale_member_epoch if member.classic is None else ErrorCode.illegal_generation
         return None
 
     def _validate_offset_commit(

@@ -113,6 +113,23 @@ class GroupMetadata:
         self.state = target
         self.state_timestamp_ms = now_ms
 
+    def reset_membership(self, state: GroupState, now_ms: int) -> None:
+        """Start over without members in ``state`` because the group changes protocol (KIP-848's
+        online migration, :mod:`.migration`): Empty when it became a consumer group (it keeps
+        only its offsets), Stable when it is a classic group again (its members are added next).
+        The state is set outside the transition table, as a load sets it; the caller has answered
+        the parked requests and stopped the timers."""
+        self.state = state
+        self.state_timestamp_ms = now_ms
+        self.protocol_type = self.protocol_name = self.leader_id = None
+        self.generation_id = 0
+        self.members, self.static_members = {}, {}
+        self.pending_members, self.pending_sync_members = set(), set()
+        self.subscribed_topics = None
+        self.new_member_added = self.initial_delay_active = False
+        self.join_timer = self.sync_timer = None
+        self.pending_member_timers = {}
+
     @property
     def can_rebalance(self) -> bool:
         return can_rebalance(self.state)

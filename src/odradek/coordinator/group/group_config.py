@@ -2,9 +2,10 @@
 ``GroupConfigManager``, and the broker keys that give their defaults and bounds.
 
 :data:`GROUP_BROKER_CONFIGS` holds the broker's ``group.*`` keys (``server.properties``; the broker
-config table includes it). :data:`GROUP_CONFIGS` holds the keys a group may override (Kafka 4.2's
-non-streams ``GroupConfig`` keys); each takes its default from a broker key and, where Kafka
-bounds it, must lie within that key's ``min``/``max`` keys:
+config table includes it), among them ``group.consumer.migration.policy``
+(:class:`ConsumerGroupMigrationPolicy`). :data:`GROUP_CONFIGS` holds the keys a group may
+override (Kafka 4.2's non-streams ``GroupConfig`` keys); each takes its default from a broker key
+and, where Kafka bounds it, must lie within that key's ``min``/``max`` keys:
 
 - ``consumer.session.timeout.ms``: default ``group.consumer.session.timeout.ms``, within
   ``group.consumer.min.session.timeout.ms`` and ``group.consumer.max.session.timeout.ms``;
@@ -36,6 +37,7 @@ records. Event loop only (:class:`GroupConfigs`); the rest are pure.
 
 from __future__ import annotations
 
+import enum
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -52,6 +54,7 @@ __all__ = [
     "GROUP_CONFIGS",
     "GROUP_CONFIG_BOUNDS",
     "GROUP_CONFIG_DEFAULTS",
+    "ConsumerGroupMigrationPolicy",
     "GroupConfig",
     "GroupConfigs",
     "broker_group_defaults",
@@ -64,6 +67,43 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _INT_MAX = 2**31 - 1
+
+
+class ConsumerGroupMigrationPolicy(enum.Enum):
+    """``group.consumer.migration.policy`` (Kafka's ``ConsumerGroupMigrationPolicy``): which online
+    conversions of a group with members are allowed. An upgrade turns a classic group whose members
+    use the ``consumer`` protocol type into a consumer group when a member joins with
+    ConsumerGroupHeartbeat; a downgrade turns a consumer group back into a classic one when its
+    last consumer-protocol member leaves and classic members remain. Either way of an empty group
+    is allowed under every policy."""
+
+    BIDIRECTIONAL = "bidirectional"
+    UPGRADE = "upgrade"
+    DOWNGRADE = "downgrade"
+    DISABLED = "disabled"
+
+    @classmethod
+    def parse(cls, name: str | None) -> ConsumerGroupMigrationPolicy:
+        """The policy named ``name`` in any case; DISABLED for None or an unknown name (as Kafka's
+        ``parse``; the broker key refuses unknown names before this is reached)."""
+        lowered = (name or "").strip().lower()
+        return next((p for p in cls if p.value == lowered), cls.DISABLED)
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self in (ConsumerGroupMigrationPolicy.BIDIRECTIONAL, ConsumerGroupMigrationPolicy.UPGRADE)
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self in (ConsumerGroupMigrationPolicy.BIDIRECTIONAL, ConsumerGroupMigrationPolicy.DOWNGRADE)
+
+
+def _migration_policy_problem(value: Any) -> str | None:
+    names = [p.value for p in ConsumerGroupMigrationPolicy]
+    if value is None or str(value).strip().lower() in names:
+        return None
+    return f"String must be one of (case insensitive): {', '.join(names)}"
+
 
 GROUP_BROKER_CONFIGS = (
     ConfigDef()
@@ -104,6 +144,15 @@ GROUP_BROKER_CONFIGS = (
         "Largest consumer heartbeat interval (the broker's and a group's).",
     )
     .define("group.consumer.max.size", "int", _INT_MAX, "Most members in one consumer-protocol group.", at_least(1))
+    .define(
+        "group.consumer.migration.policy",
+        "string",
+        "bidirectional",
+        "Which online conversions of a group with members between the classic and the consumer protocol "
+        "are allowed: bidirectional, upgrade (classic to consumer), downgrade (consumer to classic) or "
+        "disabled; any case. An empty group changes kind regardless.",
+        _migration_policy_problem,
+    )
     .define(
         "group.consumer.assignors",
         "list",

@@ -22,10 +22,13 @@ Values (null value = tombstone: the offset or the group was deleted):
   [v1+] rebalance_timeout int32, session_timeout int32, subscription bytes, assignment bytes).
   odradek writes v3.
 
-The consumer protocol (group protocol type ``consumer``), read to show assignments and to know a
-group's subscribed topics: ``ConsumerProtocolSubscription`` version int16, topics [string],
-user_data nullable bytes, (v1+ owned partitions, v2+ generation, v3+ rack: ignored here);
-``ConsumerProtocolAssignment`` version int16, partitions [(topic string, [int32])], user_data.
+The consumer protocol (group protocol type ``consumer``), read to show assignments, to know a
+group's subscribed topics and to serve classic members of consumer groups:
+``ConsumerProtocolSubscription`` version int16, topics [string], user_data nullable bytes, v1+
+owned partitions [(topic string, [int32])], v2+ generation int32, v3+ rack nullable string;
+``ConsumerProtocolAssignment`` version int16, partitions [(topic string, [int32])], user_data
+(the same in v0..v3). A version above 3 is read as 3 (later fields are ignored), as Kafka's
+``ConsumerProtocol`` reads it; a negative one is a SchemaError.
 
 A group's ``__consumer_offsets`` partition is ``abs(java_hash(group)) % partitions`` with Java's
 ``String.hashCode`` over UTF-16 code units and Kafka's ``Utils.abs`` (MIN_VALUE -> 0).
@@ -36,24 +39,28 @@ Malformed bytes raise :class:`SchemaError`. Pure functions: safe from any thread
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from odradek.protocol.java_hash import java_string_hash
 from odradek.protocol.java_hash import key_partition as partition_for
 
 __all__ = [
+    "CONSUMER_PROTOCOL_MAX_VERSION",
     "GROUP_METADATA_KEY_VERSION",
     "GROUP_METADATA_TOPIC",
     "OFFSET_COMMIT_KEY_VERSION",
     "BinaryReader",
+    "ConsumerSubscription",
     "GroupMetadataKey",
     "GroupMetadataValue",
     "MemberRecord",
     "OffsetAndMetadata",
     "OffsetCommitKey",
     "SchemaError",
+    "consumer_protocol_version",
     "decode_assignment",
+    "decode_consumer_subscription",
     "decode_group_metadata_value",
     "decode_key",
     "decode_offset_commit_value",
@@ -348,11 +355,75 @@ def decode_subscription(data: bytes | memoryview) -> list[str]:
     return [r.string() for _ in range(r.count())]
 
 
-def encode_subscription(topics: Sequence[str], user_data: bytes | None = None) -> bytes:
-    w = BinaryWriter().i16(0).i32(len(topics))
+CONSUMER_PROTOCOL_MAX_VERSION = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSubscription:
+    """A ``consumer`` protocol subscription, every version's fields (defaults where absent)."""
+
+    version: int
+    topics: tuple[str, ...]
+    user_data: bytes | None = None
+    owned_partitions: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    generation_id: int = -1
+    rack_id: str | None = None
+
+
+def _protocol_version(r: _Reader) -> int:
+    version = r.i16()
+    if version < 0:
+        raise r.fail(f"unsupported version {version}")
+    return min(version, CONSUMER_PROTOCOL_MAX_VERSION)
+
+
+def consumer_protocol_version(data: bytes | memoryview) -> int:
+    """The version a ``consumer`` protocol metadata starts with, as an assignment is written back
+    to its member (3 for later ones); SchemaError for a negative one or too few bytes."""
+    return _protocol_version(_Reader(data, "ConsumerProtocolSubscription"))
+
+
+def decode_consumer_subscription(data: bytes | memoryview) -> ConsumerSubscription:
+    """Every field of a ``consumer`` protocol subscription; bytes past the version's fields are ignored."""
+    r = _Reader(data, "ConsumerProtocolSubscription")
+    version = _protocol_version(r)
+    topics = tuple(r.string() for _ in range(r.count()))
+    user_data = r.nullable_bytes()
+    owned: dict[str, tuple[int, ...]] = {}
+    if version >= 1:
+        for _ in range(r.count()):
+            topic = r.string()
+            owned[topic] = owned.get(topic, ()) + tuple(r.i32() for _ in range(r.count()))
+    generation = r.i32() if version >= 2 else -1
+    rack = r.nullable_string() if version >= 3 else None
+    return ConsumerSubscription(version, topics, user_data, owned, generation, rack)
+
+
+def encode_subscription(
+    topics: Sequence[str],
+    user_data: bytes | None = None,
+    *,
+    version: int = 0,
+    owned: Mapping[str, Sequence[int]] | None = None,
+    generation_id: int = -1,
+    rack_id: str | None = None,
+) -> bytes:
+    """A ``consumer`` protocol subscription of ``version`` (0..3; the fields it has)."""
+    w = BinaryWriter().i16(version).i32(len(topics))
     for topic in topics:
         w.string(topic)
-    return bytes(w.bytes_(user_data).out)
+    w.bytes_(user_data)
+    if version >= 1:
+        w.i32(len(owned or {}))
+        for topic, partitions in (owned or {}).items():
+            w.string(topic).i32(len(partitions))
+            for p in partitions:
+                w.i32(p)
+    if version >= 2:
+        w.i32(generation_id)
+    if version >= 3:
+        w.string(rack_id)
+    return bytes(w.out)
 
 
 def decode_assignment(data: bytes | memoryview) -> dict[str, list[int]]:
@@ -368,8 +439,12 @@ def decode_assignment(data: bytes | memoryview) -> dict[str, list[int]]:
     return out
 
 
-def encode_assignment(assignment: dict[str, Sequence[int]], user_data: bytes | None = None) -> bytes:
-    w = BinaryWriter().i16(0).i32(len(assignment))
+def encode_assignment(
+    assignment: Mapping[str, Sequence[int]], user_data: bytes | None = None, version: int = 0
+) -> bytes:
+    """A ``consumer`` protocol assignment (every version 0..3 has these fields; ``version`` is
+    only written)."""
+    w = BinaryWriter().i16(version).i32(len(assignment))
     for topic, partitions in assignment.items():
         w.string(topic).i32(len(partitions))
         for p in partitions:

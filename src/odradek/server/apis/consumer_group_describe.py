@@ -1,5 +1,6 @@
 """ConsumerGroupDescribe (key 69): next-generation consumer groups (KIP-848) with their epochs,
-assignor, and each member's current and target assignment.
+assignor, and each member's current and target assignment (v1: and whether it speaks the classic
+protocol or the consumer one).
 
 v0..v1. DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED per group otherwise); an unknown group,
 or a classic one, is GROUP_ID_NOT_FOUND; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as for
@@ -26,6 +27,7 @@ API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 MIN_VERSION = 0
 MAX_VERSION = 1
 
+CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
 """``member_type`` (v1): 0 classic, 1 consumer protocol; -1 unknown."""
 
@@ -83,7 +85,11 @@ async def handle(ctx: RequestContext[ConsumerGroupDescribeRequest]) -> Any:
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 assignment=_assignment(ctx, m.assigned),
                 target_assignment=_assignment(ctx, group.target.get(m.member_id, {})),
-                **({"member_type": CONSUMER_MEMBER_TYPE} if ctx.api_version >= 1 else {}),
+                **(
+                    {"member_type": CONSUMER_MEMBER_TYPE if m.classic is None else CLASSIC_MEMBER_TYPE}
+                    if ctx.api_version >= 1
+                    else {}
+                ),
             )
             for m in sorted(group.members.values(), key=lambda m: m.member_id)
         )
