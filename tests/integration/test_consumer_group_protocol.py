@@ -213,3 +213,84 @@ def test_the_cli_lists_types_and_describes_epochs_and_target_assignments(
         assert "cli-member" in member and member[-3] == everything and member[-1] == everything
     finally:
         a.close()
+
+
+_KILLED_MEMBER = """
+import json, sys
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "group.protocol": "consumer",
+              "auto.offset.reset": "earliest", "enable.auto.commit": False})
+c.subscribe([sys.argv[3]])
+read = []
+while len(read) < 6:
+    read += [m.value().decode() for m in c.consume(100, 0.2) if m.error() is None]
+c.commit(asynchronous=False)  # everything it read is committed
+print(json.dumps(read), flush=True)
+sys.stdin.read()  # then it hangs until killed
+"""
+
+
+def test_a_killed_member_loses_its_partitions_after_its_session_and_nothing_committed_is_read_again(
+    broker: BrokerRunner,
+) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    every = {f"killed-{i}" for i in range(60)}
+    survivor = _consumer(broker, group, **{"max.poll.interval.ms": 300000})
+    victim = None
+    seen: list[str] = []
+    try:
+        # nothing is produced until both members hold partitions: the survivor reads nothing early
+        _assigned([survivor], lambda s: s[0] == set(range(PARTITIONS)))
+        victim = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_MEMBER, broker.bootstrap_servers, group, TOPIC],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        shared = _assigned([survivor], lambda s: 0 < len(s[0]) < PARTITIONS)
+        assert 0 < len(shared[0]) < PARTITIONS
+        _produce(broker, 60, "killed")
+        assert victim.stdout is not None
+        victim_read = set(json.loads(victim.stdout.readline()))
+        assert victim_read and victim_read <= every
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(10)
+        t0 = time.monotonic()
+        whole_at = None
+        deadline = t0 + 40
+        while time.monotonic() < deadline and (whole_at is None or set(seen) | victim_read != every):
+            seen += [m.value().decode() for m in survivor.consume(100, 0.2) if m.error() is None]
+            if whole_at is None and {tp.partition for tp in survivor.assignment()} == set(range(PARTITIONS)):
+                whole_at = time.monotonic()
+        assert whole_at is not None and whole_at - t0 < 20  # its session (6 s) ran out, its partitions moved
+    finally:
+        if victim is not None and victim.poll() is None:
+            victim.kill()
+        survivor.close()
+    assert set(seen) | victim_read == every  # nothing lost
+    assert not set(seen) & victim_read  # nothing the victim committed is read again
+    assert len(seen) == len(set(seen))
+
+
+def test_a_static_member_that_comes_back_keeps_its_partitions_and_epoch_place(broker: BrokerRunner) -> None:
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _consumer(broker, group, **{"group.instance.id": "static-a"})
+    b = _consumer(broker, group, **{"group.instance.id": "static-b"})
+    try:
+        before = _assigned([a, b], lambda s: _disjoint_cover(s) and all(len(x) == 3 for x in s))
+        assert _disjoint_cover(before)
+        b.close()  # a static member leaves with epoch -2: its place is kept for the session timeout
+        kept = _assigned([a], lambda s: s[0] == set(range(PARTITIONS)), timeout_s=2)
+        assert kept == [before[0]]  # nothing moved to a while b may come back
+        b = _consumer(broker, group, **{"group.instance.id": "static-b"})
+        again = _assigned([a, b], lambda s: _disjoint_cover(s) and all(len(x) == 3 for x in s))
+        assert again == before  # b got its partitions back; a kept its own
+    finally:
+        a.close()
+        b.close()

@@ -155,7 +155,10 @@ def build_components(
         )
     )
     share_partitions = SharePartitionManager(
-        replica_manager, share_persister, _share_settings(config, group_configs or GroupConfigs(config))
+        replica_manager,
+        share_persister,
+        _share_settings(config, group_configs or GroupConfigs(config)),
+        max_sessions=config.get_int("group.share.max.share.sessions"),
     )
     group_coordinator.share_groups.on_member_removed = share_partitions.member_removed
     coordinators = (group_coordinator, transaction_coordinator, share_coordinator)

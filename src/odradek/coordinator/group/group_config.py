@@ -233,6 +233,13 @@ GROUP_BROKER_CONFIGS = (
         "Records a share-partition holds locked (in flight) at most.",
         between(100, 10000),
     )
+    .define(
+        "group.share.max.share.sessions",
+        "int",
+        2000,
+        "Share sessions a broker keeps at most; a new one past it is SHARE_SESSION_LIMIT_REACHED.",
+        at_least(1),
+    )
 )
 """The broker's ``group.*`` keys (Kafka 4.2's names, defaults and ranges)."""
 
