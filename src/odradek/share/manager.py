@@ -484,11 +484,13 @@ class SharePartitionManager:
             asyncio.get_running_loop().create_task(self.close_session(session.group_id, session.member_id))
 
     def member_removed(self, group_id: str, member_id: str) -> None:
-        """The group's coordinator (on this broker) removed the member: its records here are
-        released at once, not after their locks. Its share session stays until the member closes
-        it (a closing consumer may leave the group before its last ShareAcknowledge) or it is
-        replaced; a member's records on other brokers go back when their locks run out."""
-        asyncio.get_running_loop().create_task(self.release(group_id, member_id))
+        """The group's coordinator (on this broker) removed the member. With a share session here
+        the member is closing (librdkafka leaves the group before its last ShareAcknowledge, which
+        accepts what its last poll returned): its records go back when that session closes, or
+        its connection does. Without one (its session expired), they are released at once, not
+        after their locks. A member's records on other brokers go back with its sessions there."""
+        if self.sessions.get(group_id, member_id) is None:
+            asyncio.get_running_loop().create_task(self.release(group_id, member_id))
 
     def on_become_leader(self, tp: TopicPartition, leader_epoch: int) -> None:
         """A new leader epoch: share-partitions of an older one load again at their next fetch."""
