@@ -240,22 +240,37 @@ def test_a_killed_member_loses_its_partitions_after_its_session_and_nothing_comm
     import sys
 
     group = f"g-{uuid.uuid4().hex[:6]}"
+    topic = f"killed-{uuid.uuid4().hex[:6]}"  # its own topic: a new group reads from the start
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
     every = {f"killed-{i}" for i in range(60)}
-    survivor = _consumer(broker, group, **{"max.poll.interval.ms": 300000})
+    survivor = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    survivor.subscribe([topic])
     victim = None
     seen: list[str] = []
     try:
         # nothing is produced until both members hold partitions: the survivor reads nothing early
         _assigned([survivor], lambda s: s[0] == set(range(PARTITIONS)))
         victim = subprocess.Popen(
-            [sys.executable, "-c", _KILLED_MEMBER, broker.bootstrap_servers, group, TOPIC],
+            [sys.executable, "-c", _KILLED_MEMBER, broker.bootstrap_servers, group, topic],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
         shared = _assigned([survivor], lambda s: 0 < len(s[0]) < PARTITIONS)
         assert 0 < len(shared[0]) < PARTITIONS
-        _produce(broker, 60, "killed")
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        for i in range(60):
+            producer.produce(topic, f"killed-{i}".encode(), partition=i % PARTITIONS)
+        assert producer.flush(15) == 0
         assert victim.stdout is not None
         victim_read = set(json.loads(victim.stdout.readline()))
         assert victim_read and victim_read <= every

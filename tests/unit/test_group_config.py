@@ -46,6 +46,7 @@ def test_the_broker_keys_are_kafkas_and_give_the_group_defaults() -> None:
         "group.share.max.record.lock.duration.ms": 60000,
         "group.share.delivery.count.limit": 5,
         "group.share.partition.max.record.locks": 2000,
+        "group.share.max.share.sessions": 2000,
     }
     assert GroupConfigs(defaults).get("any") == GroupConfig()
     assert GroupConfigs(BROKER).defaults == GroupConfig(
