@@ -267,6 +267,51 @@ def test_controller_mutation_rate_refuses_topics_over_it_and_throttles_older_ver
     assert throttles and max(throttles) > 0
 
 
+def test_kafka_python_admin_is_refused_topic_mutations_once_its_bucket_is_in_debt(
+    broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """controller_mutation_rate=5 (a burst of 10 with the module's 2 windows): kafka-python sends
+    CreateTopics v7, CreatePartitions v3 and DeleteTopics v6 (strict versions). A 40-partition
+    topic passes (the bucket goes to -30, six seconds of debt); at once a second topic, more
+    partitions and the deletion are refused with THROTTLING_QUOTA_EXCEEDED and nothing changes."""
+    from kafka import errors as kafka_errors
+    from kafka.admin import KafkaAdminClient, NewPartitions
+
+    bs = ["--bootstrap-server", broker.bootstrap_servers]
+    entity = ["--entity-type", "clients", "--entity-name", "kp-mutator"]
+    assert configs.main([*bs, "--alter", *entity, "--add-config", "controller_mutation_rate=5"]) == 0
+    capsys.readouterr()
+    assert configs.main([*bs, "--describe", *entity]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "Quota configs for client-id 'kp-mutator' are controller_mutation_rate=5.0"
+    )
+    admins: list[KafkaAdminClient] = []
+
+    def admin() -> KafkaAdminClient:
+        """A new client (connection) with the same client id: kafka-python holds back any request
+        on a connection the broker throttled, so each refusal is asked on a fresh one."""
+        admins.append(KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, client_id="kp-mutator"))
+        return admins[-1]
+
+    try:
+        first = admin()
+        created = first.create_topics({"kp-cm-big": {"num_partitions": 40, "replication_factor": 1}})
+        assert [t["error_code"] for t in created["topics"]] == [0]
+        one = {"kp-cm-next": {"num_partitions": 1, "replication_factor": 1}}
+        refused = first.create_topics(one, raise_errors=False)
+        assert [t["error_code"] for t in refused["topics"]] == [ErrorCode.throttling_quota_exceeded]
+        assert refused["topics"][0]["error_message"] == "The throttling quota has been exceeded."
+        with pytest.raises(kafka_errors.ThrottlingQuotaExceededError):
+            admin().create_partitions({"kp-cm-big": NewPartitions(total_count=41)})
+        with pytest.raises(kafka_errors.ThrottlingQuotaExceededError):
+            admin().delete_topics(["kp-cm-big"])
+        topics = admin().list_topics()
+        assert "kp-cm-big" in topics and "kp-cm-next" not in topics
+    finally:
+        for client in admins:
+            client.close()
+
+
 def test_connection_creation_rate_of_an_ip_closes_connections_over_it_after_the_throttle(
     broker: BrokerRunner, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -17,6 +17,7 @@ from odradek.security.sasl.jaas import (
 )
 from odradek.security.sasl.plain import PlainSaslClient, PlainSaslServer
 from odradek.security.sasl.scram import (
+    MECHANISMS,
     ScramCredential,
     ScramSaslClient,
     ScramSaslServer,
@@ -227,6 +228,47 @@ def test_scram_tampered_nonce_and_channel_binding() -> None:
     expect_generic_failure(server, final.replace(b"c=biws", b"c=eSws"), "Invalid channel binding")
     server, final = scram_exchange_until_final("pencil")
     expect_generic_failure(server, final[:-8] + b"AAAAAAA=", "Invalid client credentials")
+
+
+def client_final_with_nonce(password: str, nonce: str) -> tuple[ScramSaslServer, bytes]:
+    """An RFC 7677 exchange whose final message carries ``nonce``, with a proof over it (as
+    librdkafka computes its proof over the final message it sends)."""
+    server = rfc7677_server()
+    client_first_bare = f"n=user,r={RFC7677_CLIENT_NONCE}"
+    server_first = server.evaluate_response(f"n,,{client_first_bare}".encode()).decode()
+    mech = MECHANISMS["SCRAM-SHA-256"]
+    without_proof = f"c=biws,r={nonce}"
+    client_key = mech.client_key(mech.salted_password(password, RFC7677_SALT, 4096))
+    signature = mech.hmac(mech.hash(client_key), f"{client_first_bare},{server_first},{without_proof}".encode())
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
+    return server, f"{without_proof},p={proof}".encode()
+
+
+def test_scram_final_nonce_ending_with_the_combined_nonce_is_accepted_as_kafka_3_9() -> None:
+    """librdkafka < 2.6.1 repeats its client nonce in front of the combined one; Kafka 3.9 accepts."""
+    combined = RFC7677_CLIENT_NONCE + RFC7677_SERVER_NONCE
+    server, final = client_final_with_nonce("pencil", RFC7677_CLIENT_NONCE + combined)
+    assert server.evaluate_response(final).startswith(b"v=")
+    assert server.complete and server.authorization_id == "user"
+    server, final = client_final_with_nonce("pencil", combined)
+    assert server.evaluate_response(final).startswith(b"v=") and server.complete
+    server, final = client_final_with_nonce("crayon", RFC7677_CLIENT_NONCE + combined)
+    expect_generic_failure(server, final, "Invalid client credentials")
+
+
+@pytest.mark.parametrize(
+    "nonce",
+    [
+        RFC7677_CLIENT_NONCE,  # the client's part only
+        RFC7677_CLIENT_NONCE + RFC7677_SERVER_NONCE[:-1],  # cut short
+        RFC7677_CLIENT_NONCE + RFC7677_SERVER_NONCE + "x",  # something after the combined nonce
+        RFC7677_SERVER_NONCE,  # the server's part only
+        "abc" + RFC7677_SERVER_NONCE,  # another client nonce in front of the server's
+    ],
+)
+def test_scram_final_nonce_not_ending_with_the_combined_nonce_is_refused(nonce: str) -> None:
+    server, final = client_final_with_nonce("pencil", nonce)
+    expect_generic_failure(server, final, "Invalid client nonce in the final client message.")
 
 
 @pytest.mark.parametrize(

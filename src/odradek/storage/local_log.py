@@ -51,6 +51,7 @@ from odradek.storage.log_segments import (
     find_offset_by_timestamp,
     flush_segments,
     latest_timestamp,
+    legacy_offsets_before,
     read_across,
     remove_segments,
     replace_segments,
@@ -349,6 +350,19 @@ class LocalLog:
         if timestamp == MAX_TIMESTAMP:
             return self.latest_timestamp()
         return find_offset_by_timestamp(self._segments, self._base_offsets, timestamp, self._log_start_offset)
+
+    def legacy_fetch_offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
+        """ListOffsets v0's offsets: segment starts before ``timestamp`` (by file mtime), latest
+        first (see :func:`~odradek.storage.log_segments.legacy_offsets_before`)."""
+        self._check_open()
+        return legacy_offsets_before(
+            self._segments,
+            self._log_start_offset,
+            self._log_end_offset,
+            timestamp,
+            max_num_offsets,
+            self._time_ms(),
+        )
 
     def latest_timestamp(self) -> tuple[int, int] | None:
         """``(offset, max_timestamp)`` of the first record with the largest timestamp (MAX_TIMESTAMP);

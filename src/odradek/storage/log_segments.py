@@ -1,6 +1,6 @@
 """Operations on a log's ordered list of segments (Kafka's ``LogSegments`` and the segment parts of
 ``LocalLog``): reading across segments, removing them (retention, truncation), flushing them, replacing some
-with a cleaned one, and the timestamp lookups of ListOffsets.
+with a cleaned one, and the timestamp lookups of ListOffsets (v1+, and v0's segment-start list).
 
 A log keeps its segments in two parallel lists, ascending by base offset: ``segments`` (the
 :class:`~odradek.storage.segment.LogSegment` objects; the last is the active one) and
@@ -27,6 +27,7 @@ __all__ = [
     "find_replaced_range",
     "flush_segments",
     "latest_timestamp",
+    "legacy_offsets_before",
     "read_across",
     "remove_segments",
     "replace_segments",
@@ -120,6 +121,42 @@ def latest_timestamp(segments: Sequence[LogSegment]) -> tuple[int, int] | None:
         if ts > best_ts:
             best, best_ts = segment, ts
     return best.find_max_timestamp_record() if best is not None else None
+
+
+def legacy_offsets_before(
+    segments: Sequence[LogSegment],
+    log_start_offset: int,
+    log_end_offset: int,
+    timestamp: int,
+    max_num_offsets: int,
+    now_ms: int,
+) -> list[int]:
+    """ListOffsets v0's ``old_style_offsets`` (Kafka 3.9's ``UnifiedLog.legacyFetchOffsetsBefore``),
+    in descending order, at most ``max_num_offsets`` of them.
+
+    The candidates are one ``(offset, time)`` per segment, ``(max(base_offset, log_start_offset),
+    file mtime)``, then ``(log_end_offset, now_ms)`` when the last segment holds any bytes.
+    ``timestamp`` -1 (latest) starts at the last candidate, -2 (earliest) and -4 (earliest local)
+    at the first (so at most one offset); any other value at the last candidate whose time is <=
+    ``timestamp`` (none: an empty list). From there the offsets are taken backwards. Segment
+    times are file modification times, not record timestamps, as in Kafka. ``max_num_offsets``
+    0 gives an empty list; a negative one raises ``ValueError`` (Kafka's array of negative size).
+    """
+    if max_num_offsets < 0:
+        raise ValueError(f"max_num_offsets {max_num_offsets} is negative")
+    candidates = [(max(s.base_offset, log_start_offset), s.last_modified_ms) for s in segments]
+    if segments and segments[-1].size > 0:
+        candidates.append((log_end_offset, now_ms))
+    if timestamp == -1:
+        start = len(candidates) - 1
+    elif timestamp in (-2, -4):
+        start = 0 if candidates else -1
+    else:
+        start = len(candidates) - 1
+        while start >= 0 and candidates[start][1] > timestamp:
+            start -= 1
+    count = min(max_num_offsets, start + 1)
+    return sorted((candidates[start - j][0] for j in range(count)), reverse=True)
 
 
 def read_across(

@@ -11,11 +11,13 @@ Only the gs2 header ``n`` (no channel binding) is accepted. ``saslname`` escapes
 ``,`` as ``=2C``. The ``tokenauth`` extension (delegation tokens) is refused, other extensions are
 ignored. The server checks, in Kafka's order and with Kafka's messages: the client-first syntax, a
 stored credential for the user (iterations at least the mechanism's 4096), the authzid (empty or the
-user name; the only failure shown to the client), then in the final message the nonce, the channel
-binding (base64 of the client's gs2 header; Kafka does not check it) and the proof, compared in
-constant time. A failed server answers nothing more (Kafka sends no ``e=`` message; the
-SaslAuthenticate response carries the error). Auth messages are built from the messages as
-received (RFC 5802), which for Kafka's clients is what Kafka rebuilds.
+user name; the only failure shown to the client), then in the final message the nonce (as Kafka
+3.9 does: it must *end with* the combined nonce of the server-first message, so that librdkafka
+before 2.6.1, which repeats its client nonce in front of it, still logs in; Kafka 4.0 went back to
+strict equality), the channel binding (base64 of the client's gs2 header; Kafka does not check
+it) and the proof, compared in constant time. A failed server answers nothing more (Kafka sends
+no ``e=`` message; the SaslAuthenticate response carries the error). Auth messages are built from
+the messages as received (RFC 5802), which for Kafka's clients is what Kafka rebuilds.
 
 Credentials (``ScramCredentialUtils``): ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>``
 with Java's standard base64, the form stored under ``/config/users/<user>``. Kafka's salts and nonces
@@ -320,7 +322,9 @@ class ScramSaslServer:
 
     def _client_final(self, response: bytes) -> bytes:
         _, m = _parse(_CLIENT_FINAL, response, "client final", self._fail)
-        if m["nonce"] != self._nonce_full:
+        if not m["nonce"].endswith(self._nonce_full):
+            # Kafka 3.7.2/3.8.1/3.9.x: librdkafka before 2.6.1 sends its client nonce again in
+            # front of the combined nonce; Kafka 4.0 requires the combined nonce exactly
             raise self._fail("Invalid client nonce in the final client message.")
         if m["channel"] != _b64encode(self._gs2_header.encode()):
             raise self._fail("Invalid channel binding in the final client message.")

@@ -10,10 +10,11 @@ maxima), but for the Kafka 4 group APIs (``KAFKA_4_GROUP_VERSIONS``: KIP-848's c
 APIs, KIP-932's share group APIs and the share coordinator's state APIs), which 3.9 does not have.
 Minima are Kafka 3.9's too, except where the protocol library has no codec for the
 oldest versions: there they are Kafka 4.0's (KIP-896 removed Produce v0-2, Fetch v0-3,
-ListOffsets v0, CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0,
+CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0,
 DescribeAcls v0, CreateAcls v0, DeleteAcls v0, OffsetForLeaderEpoch v0-1, WriteTxnMarkers v0 and
-AlterReplicaLogDirs v0). A unit test holds
-the registry to this table.
+AlterReplicaLogDirs v0). Versions 4.0 removed that odradek defines itself
+(:mod:`odradek.protocol.legacy_messages`: OffsetCommit v0-1, OffsetFetch v0, ListOffsets v0) keep
+3.9's minimum. A unit test holds the registry to this table.
 """
 
 from __future__ import annotations
@@ -223,7 +224,6 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
 KAFKA_4_0_MINIMA: dict[int, int] = {
     ApiKey.PRODUCE: 3,
     ApiKey.FETCH: 4,
-    ApiKey.LIST_OFFSETS: 1,
     ApiKey.CREATE_TOPICS: 2,
     ApiKey.DELETE_TOPICS: 1,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: 2,

@@ -390,7 +390,8 @@ MetadataRequest: TypeAlias = (
 """metadata v0..v12."""
 
 ListOffsetsRequest: TypeAlias = (
-    list_offsets_v1.ListOffsetsRequest
+    legacy_messages.ListOffsetsRequestV0
+    | list_offsets_v1.ListOffsetsRequest
     | list_offsets_v2.ListOffsetsRequest
     | list_offsets_v3.ListOffsetsRequest
     | list_offsets_v4.ListOffsetsRequest
@@ -400,7 +401,7 @@ ListOffsetsRequest: TypeAlias = (
     | list_offsets_v8.ListOffsetsRequest
     | list_offsets_v9.ListOffsetsRequest
 )
-"""list_offsets v1..v9."""
+"""list_offsets v0..v9."""
 
 OffsetCommitRequest: TypeAlias = (
     legacy_messages.OffsetCommitRequestV0
