@@ -21,3 +21,16 @@ def test_compatibility_table_lists_core_apis() -> None:
     text = (ROOT / "docs" / "compatibility.md").read_text()
     for row in ("| 0 | Produce | 3 |", "| 1 | Fetch | 4 |", "| 18 | ApiVersions | 0 |"):
         assert row in text
+
+
+def test_no_text_file_holds_merge_conflict_markers() -> None:
+    markers = ("<<<<<<< ", ">>>>>>> ")
+    found = []
+    for folder in ("docs", "src", "tests", "bench", "chaos", "tools"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix not in {".md", ".py", ".toml", ".txt"} or not path.is_file():
+                continue
+            for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if line.startswith(markers) or line == "=======":
+                    found.append(f"{path.relative_to(ROOT)}:{n}")
+    assert not found, found
