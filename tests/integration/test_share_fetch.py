@@ -224,3 +224,32 @@ def test_earliest_and_read_committed_from_the_groups_configs(broker: BrokerRunne
         assert {0, 1, 2, 4, 5} <= got_ru
 
     _run(broker, go)
+
+
+def test_records_deleted_below_the_window_move_the_start_offset(broker: BrokerRunner) -> None:
+    from confluent_kafka import TopicPartition as TP
+    from confluent_kafka.admin import AdminClient
+
+    topic = _topic(broker)
+    _produce(broker, topic, 10)
+    _group_configs(broker, "g-deleted", share_auto_offset_reset="earliest")
+
+    async def first(a: KafkaConnection, _: KafkaConnection) -> None:
+        tid = await topic_id(a, topic)
+        got = acquired_offsets(
+            partitions(await share_fetch(a, "g-deleted", "m", 0, tid, max_records=2, acquire_mode=1))[0]
+        )
+        assert got == {0: 1, 1: 1}
+        await share_acknowledge(a, "g-deleted", "m", -1, tid, {})  # closes: 0 and 1 go back
+
+    _run(broker, first)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for future in admin.delete_records([TP(topic, 0, 6)]).values():
+        future.result(15)
+
+    async def after(a: KafkaConnection, _: KafkaConnection) -> None:
+        tid = await topic_id(a, topic)
+        got = acquired_offsets(partitions(await share_fetch(a, "g-deleted", "m", 0, tid, max_wait_ms=2000))[0])
+        assert set(got) == {6, 7, 8, 9}  # offsets 0-5 are gone from the log: the window starts at 6
+
+    _run(broker, after)

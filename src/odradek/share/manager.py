@@ -337,10 +337,13 @@ class SharePartitionManager:
                 continue
             if budget_records <= 0 or budget_bytes <= 0:
                 continue
+            tp = TopicPartition(stp.topic, stp.partition)
+            local = self.rm.partitions.get(tp)
+            if local is not None and entry.sp.move_log_start(local.log.log_start_offset):
+                entry.touched()  # retention or DeleteRecords removed records below the window
             offset = entry.sp.fetch_offset()
             if offset is None:
                 continue
-            tp = TopicPartition(stp.topic, stp.partition)
             read = FetchRequestPartition(tp, offset, min(per_partition, budget_bytes), entry.leader_epoch)
             try:
                 (fetched,) = await self.rm.fetch_messages(
