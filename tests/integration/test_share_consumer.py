@@ -232,6 +232,11 @@ def test_the_cli_describes_resets_and_deletes_a_share_groups_offsets(
     while len(seen) < 10 and time.monotonic() < deadline:
         seen.update(_values(consumer.poll(0.5)))
     consumer.poll(0.5)  # acknowledges the last records (implicit mode)
+    code, members = _cli(broker, capsys, "--describe", "--group", group, "--members", "--verbose")
+    assert code == 0 and members[0][:5] == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+    assert len(members) == 2 and members[1][0] == group and members[1][-1] == f"{topic}:0"
+    code, state = _cli(broker, capsys, "--describe", "--group", group, "--state")
+    assert state[1][-2:] == ["Stable", "1"]
     consumer.close()
     assert len(seen) == 10
     code, listed = _cli(broker, capsys, "--list")
