@@ -1,7 +1,9 @@
 """SASL/OAUTHBEARER against real clients: one broker with Kafka's AclAuthorizer and two OAUTHBEARER
 listeners, ``UNSECURED`` (Kafka's default unsecured validator) and ``JWT`` (Kafka 3.9's
 ``OAuthBearerValidatorCallbackHandler`` with a JWKS file written at test time, an expected
-audience and issuer). The controller's requests travel on a PLAINTEXT ``INTERNAL`` listener.
+audience and issuer) and ``HTTPS`` (the same validator, its JWKS fetched from a local https server
+trusted through the JAAS options' ``ssl.truststore.*``). The controller's requests travel on a
+PLAINTEXT ``INTERNAL`` listener.
 
 confluent-kafka's built-in unsecured tokens (``principal=alice``) produce and consume on ``t``,
 which ``User:alice`` is granted; ``User:bob`` is refused by the authorizer; a JWT from ``oauth_cb``
@@ -12,9 +14,12 @@ extension) produces too.
 
 from __future__ import annotations
 
+import http.server
 import json
 import logging
 import os
+import ssl
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -32,7 +37,7 @@ from odradek.security.sasl.oauthbearer import SECURED_VALIDATOR_CLASS
 from odradek.server.runner import BrokerRunner
 
 from .authz_support import CLUSTER_ACTION, acl, seed_acls
-from .security_support import address
+from .security_support import address, write_certificates
 
 TOPIC, GROUP = "t", "g"
 AUDIENCE, ISSUER = "odradek", "https://issuer.test"
@@ -43,13 +48,74 @@ def keys() -> dict[str, rsa.RSAPrivateKey]:
     return {name: rsa.generate_private_key(public_exponent=65537, key_size=2048) for name in ("trusted", "stranger")}
 
 
+def jwks(**keys: rsa.RSAPrivateKey) -> dict[str, Any]:
+    entries = []
+    for kid, key in keys.items():
+        jwk = jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key(), as_dict=True)
+        entries.append({**jwk, "kid": kid, "use": "sig", "alg": "RS256"})
+    return {"keys": entries}
+
+
+class JwksServer:
+    """An https server answering every GET with ``document`` (JSON), counting the requests."""
+
+    def __init__(self, certificates: dict[str, str]) -> None:
+        self.document: dict[str, Any] = {"keys": []}
+        self.requests = 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.requests += 1
+                body = json.dumps(outer.document).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certificates["server"])
+        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        self.url = f"https://localhost:{self.httpd.server_address[1]}/jwks"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, rsa.RSAPrivateKey]) -> Iterator[BrokerRunner]:
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return write_certificates(tmp_path_factory.mktemp("jwks-certs"))
+
+
+@pytest.fixture(scope="module")
+def jwks_server(certificates: dict[str, str], keys: dict[str, rsa.RSAPrivateKey]) -> Iterator[JwksServer]:
+    server = JwksServer(certificates)
+    server.document = jwks(k1=keys["trusted"])
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def broker(
+    tmp_path_factory: pytest.TempPathFactory,
+    keys: dict[str, rsa.RSAPrivateKey],
+    jwks_server: JwksServer,
+    certificates: dict[str, str],
+) -> Iterator[BrokerRunner]:
     data_dir = str(tmp_path_factory.mktemp("oauth-broker"))
     jwks_path = os.path.join(data_dir, "jwks.json")
-    jwk = jwt.algorithms.RSAAlgorithm.to_jwk(keys["trusted"].public_key(), as_dict=True)
     with open(jwks_path, "w") as f:
-        json.dump({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}, f)
+        json.dump(jwks(k1=keys["trusted"]), f)
     grants = [
         acl(Type.TOPIC, TOPIC, op, principal=user)
         for user in ("User:alice", "User:svc")
@@ -59,8 +125,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, rsa.RSAPriv
     runner = BrokerRunner(
         data_dir,
         {
-            "listeners": "UNSECURED://127.0.0.1:0,JWT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
-            "listener.security.protocol.map": "UNSECURED:SASL_PLAINTEXT,JWT:SASL_PLAINTEXT,INTERNAL:PLAINTEXT",
+            "listeners": "UNSECURED://127.0.0.1:0,JWT://127.0.0.1:0,HTTPS://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": (
+                "UNSECURED:SASL_PLAINTEXT,JWT:SASL_PLAINTEXT,HTTPS:SASL_PLAINTEXT,INTERNAL:PLAINTEXT"
+            ),
             "inter.broker.listener.name": "INTERNAL",
             "sasl.enabled.mechanisms": "OAUTHBEARER",
             "listener.name.unsecured.oauthbearer.sasl.jaas.config": (
@@ -72,6 +140,12 @@ def broker(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, rsa.RSAPriv
             ),
             "listener.name.jwt.oauthbearer.sasl.server.callback.handler.class": SECURED_VALIDATOR_CLASS,
             "listener.name.jwt.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": f"file://{jwks_path}",
+            "listener.name.https.oauthbearer.sasl.jaas.config": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                f'ssl.truststore.type="PEM" ssl.truststore.location="{certificates["ca"]}";'
+            ),
+            "listener.name.https.oauthbearer.sasl.server.callback.handler.class": SECURED_VALIDATOR_CLASS,
+            "listener.name.https.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": jwks_server.url,
             "sasl.oauthbearer.expected.audience": AUDIENCE,
             "sasl.oauthbearer.expected.issuer": ISSUER,
             "authorizer.class.name": ACL_AUTHORIZER_CLASS,
@@ -98,18 +172,18 @@ def unsecured(runner: BrokerRunner, principal: str) -> dict[str, Any]:
     }
 
 
-def signed_token(key: rsa.RSAPrivateKey, sub: str = "svc", lifetime_s: int = 300) -> tuple[str, float]:
+def signed_token(key: rsa.RSAPrivateKey, sub: str = "svc", lifetime_s: int = 300, kid: str = "k1") -> tuple[str, float]:
     now = int(time.time())
     claims = {"sub": sub, "iat": now, "exp": now + lifetime_s, "aud": AUDIENCE, "iss": ISSUER, "scope": "kafka"}
-    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"}), float(now + lifetime_s)
+    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid}), float(now + lifetime_s)
 
 
-def with_jwt(runner: BrokerRunner, key: rsa.RSAPrivateKey) -> dict[str, Any]:
+def with_jwt(runner: BrokerRunner, key: rsa.RSAPrivateKey, listener: str = "JWT", kid: str = "k1") -> dict[str, Any]:
     return {
-        "bootstrap.servers": address(runner, "JWT"),
+        "bootstrap.servers": address(runner, listener),
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "OAUTHBEARER",
-        "oauth_cb": lambda _config: signed_token(key),
+        "oauth_cb": lambda _config: signed_token(key, kid=kid),
     }
 
 
@@ -210,3 +284,22 @@ def test_kafka_python_token_provider(broker: BrokerRunner, keys: dict[str, rsa.R
         producer.send(TOPIC, b"from-kafka-python").get(timeout=15)
     finally:
         producer.close()
+
+
+def test_jwks_over_https_and_a_rotated_key(
+    broker: BrokerRunner, keys: dict[str, rsa.RSAPrivateKey], jwks_server: JwksServer
+) -> None:
+    assert produce(with_jwt(broker, keys["trusted"], "HTTPS"), b"via-https-jwks") is None
+    fetched = jwks_server.requests
+    assert fetched >= 1
+    # the issuer rotates to a new key: a token naming it makes the broker fetch the JWKS again
+    jwks_server.document = jwks(k1=keys["trusted"], k2=keys["stranger"])
+    errors: list[KafkaError] = []
+    config = {**with_jwt(broker, keys["stranger"], "HTTPS", kid="k2"), "error_cb": errors.append}
+    deadline = time.monotonic() + 20
+    while True:  # the first attempt may come before the fetch ends; librdkafka retries
+        error = produce(config, b"signed-by-k2")
+        if error is None or time.monotonic() > deadline:
+            break
+    assert error is None, (error, errors)
+    assert jwks_server.requests > fetched

@@ -19,6 +19,7 @@ from odradek.security.sasl import IllegalSaslStateError, SaslAuthenticationError
 from odradek.security.sasl.oauthbearer import (
     SECURED_VALIDATOR_CLASS,
     ClientInitialResponse,
+    JwksEndpoint,
     JwksFile,
     JwtValidator,
     OAuthBearerSaslServer,
@@ -251,7 +252,7 @@ def test_jwks_file_is_read_again_when_it_changes(tmp_path: Path, rsa_key: Any) -
 
 
 def test_jwks_url_checks(tmp_path: Path) -> None:
-    with pytest.raises(InvalidConfigError, match="only file://"):
+    with pytest.raises(InvalidConfigError, match="a file:// URL"):
         JwksFile("https://issuer/jwks")
     with pytest.raises(InvalidConfigError, match="cannot read"):
         JwksFile((tmp_path / "missing.json").as_uri())
@@ -416,3 +417,60 @@ def test_refused_token_is_an_authentication_failure_with_the_json() -> None:
     response = decode_response(36, 2, step.response[4:])[1]
     assert response.error_code == ErrorCode.sasl_authentication_failed
     assert response.error_message == '{"status":"invalid_token"}'
+
+
+# --- a JWKS over https, refreshed --------------------------------------------------------------
+
+
+class FakeEndpoint(JwksEndpoint):
+    """Fetches from ``served`` (an exception: the fetch fails); refreshes on the caller's thread."""
+
+    def __init__(self, served: list[Any], clock: list[float], **kwargs: Any) -> None:
+        self.served = served
+        self.fetches = 0
+        super().__init__("https://issuer.test/jwks", clock=lambda: clock[0], **kwargs)
+
+    def _fetch(self) -> dict[str | None, jwt.PyJWK]:
+        self.fetches += 1
+        item = self.served[0]
+        if isinstance(item, Exception):
+            raise item
+        return {k: jwt.PyJWK(v) for k, v in item.items()}
+
+    def _refresh_in_background(self) -> None:
+        self.refresh()
+
+
+def test_jwks_endpoint_refresh_backoff_and_missing_kid(rsa_key: Any) -> None:
+    jwk = jwt.algorithms.RSAAlgorithm.to_jwk(rsa_key.public_key(), as_dict=True)
+    clock = [0.0]
+    served: list[Any] = [OSError("connection refused")]
+    endpoint = FakeEndpoint(served, clock, refresh_ms=60000, backoff_ms=100, backoff_max_ms=250)
+    assert endpoint.fetches == 1
+    with pytest.raises(TokenValidationError):
+        endpoint.key("k1")  # the backoff is not over: no fetch, but the missing kid asked for one
+    assert endpoint.fetches == 1
+    clock[0] = 0.2
+    with pytest.raises(TokenValidationError):
+        endpoint.key("k1")  # fetched again, failed again: the next wait is 0.2 s
+    assert endpoint.fetches == 2
+    served[0] = {"k1": {**jwk, "kid": "k1"}}
+    clock[0] = 0.5
+    assert endpoint.key("k1").key_id == "k1"
+    assert endpoint.fetches == 3
+    clock[0] = 30.0
+    assert endpoint.key("k1").key_id == "k1"
+    assert endpoint.fetches == 3  # not due before refresh.ms
+    served[0] = {"k1": {**jwk, "kid": "k1"}, "k2": {**jwk, "kid": "k2"}}
+    assert endpoint.key("k2").key_id == "k2"  # an unknown kid asks for a fetch at once
+    assert endpoint.fetches == 4
+    with pytest.raises(TokenValidationError):
+        endpoint.key("k3")
+    with pytest.raises(TokenValidationError):
+        endpoint.key("k3")  # asked for at most every 10 s
+    assert endpoint.fetches == 5
+    clock[0] = 100.0
+    endpoint.key("k1")
+    assert endpoint.fetches == 6  # refresh.ms passed
+    with pytest.raises(InvalidConfigError, match="file, http or https"):
+        JwksEndpoint("ftp://x/jwks")

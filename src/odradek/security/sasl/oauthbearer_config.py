@@ -4,8 +4,8 @@ Each may be given plainly, per listener (``listener.name.<l>.<key>``) or per lis
 (``listener.name.<l>.oauthbearer.<key>``, which wins). Keys of the client-side login (token
 endpoint, login callback handler, login refresh) are accepted so a Kafka ``server.properties``
 loads; the broker does not log in with OAUTHBEARER itself (an OAUTHBEARER inter-broker listener is
-refused). :func:`oauthbearer_validator` builds the listener's token validator. Pure but for reading
-the JWKS file.
+refused). :func:`oauthbearer_validator` builds the listener's token validator; it reads the
+JWKS file, or fetches the JWKS from its https URL (blocking, at start, as Kafka).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from odradek.security.sasl.oauthbearer import (
     SECURED_VALIDATOR_CLASS,
     SECURED_VALIDATOR_CLASS_SECURED_PACKAGE,
     UNSECURED_VALIDATOR_CLASS,
+    JwksEndpoint,
     JwksFile,
     JwtValidator,
     TokenValidator,
@@ -28,6 +29,7 @@ from odradek.security.sasl.oauthbearer import (
     allowed_urls,
     check_url_allowed,
 )
+from odradek.security.tls import create_ssl_context
 
 _ACCEPTED = "Accepted for compatibility (a client-side login setting; the broker does not log in with OAUTHBEARER)."
 
@@ -50,20 +52,32 @@ OAUTHBEARER_CONFIGS = (
         "sasl.oauthbearer.jwks.endpoint.url",
         "string",
         None,
-        "Where the signed-JWT validator reads its verification keys (a JWKS): `file://` URLs (the file is read "
-        "again when it changes); https is not served yet. Allowed URLs: "
+        "Where the signed-JWT validator reads its verification keys (a JWKS): a `file://` URL (the file is read "
+        "again when it changes) or an https URL (fetched at start, then refreshed; TLS from the "
+        "OAuthBearerLoginModule JAAS options `ssl.truststore.*`, else the system's CAs). Allowed URLs: "
         "`-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=<url>,...` in `KAFKA_OPTS` (unset: any).",
     )
     .define(
         "sasl.oauthbearer.jwks.endpoint.refresh.ms",
         "long",
         3600000,
-        "Accepted (JWKS over https is not served yet; a `file://` JWKS is read again when the file changes).",
+        "How often a JWKS fetched over https is fetched again (a token naming an unknown `kid` also asks for "
+        "a fetch, at most every 10 s); a `file://` JWKS is read again when the file changes.",
         at_least(0),
     )
-    .define("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "long", 100, "Accepted (JWKS over https).", at_least(0))
     .define(
-        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "long", 10000, "Accepted (JWKS over https).", at_least(0)
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        "long",
+        100,
+        "Wait before fetching a JWKS again after a failed fetch, doubled after each failure.",
+        at_least(0),
+    )
+    .define(
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+        "long",
+        10000,
+        "The longest wait between failed JWKS fetches.",
+        at_least(0),
     )
     .define(
         "sasl.oauthbearer.expected.audience",
@@ -129,8 +143,21 @@ def oauthbearer_validator(value: Callable[[str], Any], jaas_text: str | None, pr
             f"must be set with {handler}"
         )
     check_url_allowed(str(url), allowed_urls(), "sasl.oauthbearer.jwks.endpoint.url")
+    keys: JwksFile | JwksEndpoint
+    if str(url).startswith("file:"):
+        keys = JwksFile(str(url))
+    else:
+        # TLS to the JWKS endpoint from the JAAS options' ssl.* keys, as Kafka's JaasOptionsUtils
+        tls = {k: v for k, v in options.items() if k.startswith("ssl.")}
+        keys = JwksEndpoint(
+            str(url),
+            refresh_ms=int(value("sasl.oauthbearer.jwks.endpoint.refresh.ms")),
+            backoff_ms=int(value("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms")),
+            backoff_max_ms=int(value("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms")),
+            ssl_context=create_ssl_context(tls, server_side=False) if str(url).startswith("https:") else None,
+        )
     return JwtValidator(
-        JwksFile(str(url)),
+        keys,
         audience=[str(a) for a in value("sasl.oauthbearer.expected.audience") or []],
         issuer=value("sasl.oauthbearer.expected.issuer") or None,
         scope_claim=str(value("sasl.oauthbearer.scope.claim.name")),
