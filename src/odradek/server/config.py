@@ -25,6 +25,7 @@ from odradek.coordinator.group.group_config import GROUP_BROKER_CONFIGS, check_b
 from odradek.errors import InvalidConfigError
 from odradek.metadata.authorizer import is_acl_authorizer
 from odradek.security.listener_config import LISTENER_PREFIX, listener_config
+from odradek.security.sasl.oauthbearer_config import OAUTHBEARER_CONFIGS, OAUTHBEARER_MECHANISM_KEYS
 from odradek.security.tls import SSL_CONFIG
 from odradek.security.zookeeper_auth import ZkSaslCredentials, zookeeper_sasl_credentials
 from odradek.server.policies import POLICY_CONFIGS
@@ -96,8 +97,9 @@ BROKER_CONFIGS = (
         "list",
         ["GSSAPI"],
         "SASL mechanisms served on SASL listeners (per listener: "
-        "`listener.name.<listener>.sasl.enabled.mechanisms`): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. "
-        "GSSAPI (Kerberos, Kafka's default) and OAUTHBEARER are refused on a SASL listener.",
+        "`listener.name.<listener>.sasl.enabled.mechanisms`): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+        "OAUTHBEARER (KIP-255/KIP-768: docs/security.md). GSSAPI (Kerberos, Kafka's default) is refused on a "
+        "SASL listener.",
     )
     .define(
         "sasl.mechanism.inter.broker.protocol",
@@ -661,7 +663,12 @@ BROKER_CONFIGS = (
     .define("request.timeout.ms", "int", 30000, "Timeout of requests the broker sends.", between(1, 2**31 - 1))
 )
 
-for _key in (*SSL_CONFIG.keys.values(), *LIMIT_CONFIGS.keys.values(), *POLICY_CONFIGS.keys.values()):
+for _key in (
+    *SSL_CONFIG.keys.values(),
+    *LIMIT_CONFIGS.keys.values(),
+    *POLICY_CONFIGS.keys.values(),
+    *OAUTHBEARER_CONFIGS.keys.values(),
+):
     BROKER_CONFIGS.define(_key.name, _key.type, _key.default, _key.doc, _key.validator)
 for _java_key in ("ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.provider"):
     BROKER_CONFIGS.define(_java_key, "string", None, "Accepted and ignored (a Java setting).")
@@ -678,7 +685,7 @@ LISTENER_KEY_PREFIXES = (
     "max.connection.creation.rate",
 )
 """Keys that may be given per listener as ``listener.name.<listener>.<key>``."""
-SASL_MECHANISM_KEYS = ("sasl.jaas.config",)
+SASL_MECHANISM_KEYS = ("sasl.jaas.config", *OAUTHBEARER_MECHANISM_KEYS)
 """Keys given per listener and mechanism: ``listener.name.<listener>.<mechanism>.<key>``."""
 
 
@@ -834,6 +841,11 @@ class KafkaConfig:
                     f"sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when "
                     f"SASL is used for inter-broker communication (listener {name}: "
                     f"{','.join(self.sasl_enabled_mechanisms(name))})"
+                )
+            if mechanism == "OAUTHBEARER":
+                raise InvalidConfigError(
+                    "Invalid value OAUTHBEARER for configuration sasl.mechanism.inter.broker.protocol: the broker "
+                    "serves OAUTHBEARER to clients but does not log in with it (use PLAIN or SCRAM between brokers)"
                 )
         return name
 

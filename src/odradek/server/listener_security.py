@@ -12,7 +12,11 @@ the broker's keys, resolved for the listener (``listener.name.<l>.<key>`` over `
   :class:`~odradek.metadata.scram_credentials.CredentialCache`, ``sasl.server.max.receive.size``,
   ``connection.failed.authentication.delay.ms`` and ``connections.max.reauth.ms``.
 
-A mechanism odradek cannot serve (GSSAPI, OAUTHBEARER) on a SASL listener, a PLAIN mechanism
+OAUTHBEARER's token validator from ``sasl.server.callback.handler.class``, the ``sasl.oauthbearer.*``
+keys and the OAuthBearerLoginModule JAAS entry, each resolved per listener and mechanism
+(:mod:`odradek.security.sasl.oauthbearer_config`).
+
+A mechanism odradek cannot serve (GSSAPI) on a SASL listener, a PLAIN mechanism
 without a JAAS entry, or any bad ``ssl.*`` value raises
 :class:`~odradek.errors.InvalidConfigError` naming the key. Reading key stores takes tens of
 milliseconds: called at start-up and when a dynamic ``listener.name.<l>.*`` key changes, on the
@@ -24,7 +28,7 @@ from __future__ import annotations
 import os
 import ssl
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 
@@ -33,10 +37,17 @@ from odradek.security.listener_config import jaas_config_key, listener_prefix
 from odradek.security.principal import SslPrincipalMapper
 from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslServer
 from odradek.security.sasl.jaas import PLAIN_LOGIN_MODULE, parse_single_login_module, plain_users
+from odradek.security.sasl.oauthbearer import (
+    OAUTHBEARER,
+    OAUTHBEARER_LOGIN_MODULE,
+    OAuthBearerSaslServer,
+    TokenValidator,
+)
+from odradek.security.sasl.oauthbearer_config import oauthbearer_validator
 from odradek.security.sasl.plain import PlainSaslServer
 from odradek.security.sasl.scram import ScramSaslServer
 from odradek.security.tls import ssl_context_and_certificate
-from odradek.server.config import SASL_PROTOCOLS, TLS_PROTOCOLS, KafkaConfig
+from odradek.server.config import BROKER_CONFIGS, SASL_PROTOCOLS, TLS_PROTOCOLS, KafkaConfig
 
 if TYPE_CHECKING:
     from odradek.metadata.scram_credentials import CredentialCache
@@ -49,7 +60,7 @@ __all__ = [
     "listener_security",
 ]
 
-SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,8 @@ class ListenerSecurity:
     """(path, (mtime ns, size, inode) or None) of the key and trust store files read (TLS only)."""
     certificate: x509.Certificate | None = field(default=None, repr=False)
     """The key store's own certificate (TLS only)."""
+    token_validator: TokenValidator | None = field(default=None, repr=False)
+    """OAUTHBEARER's validator, when the mechanism is enabled."""
 
     @property
     def uses_tls(self) -> bool:
@@ -87,6 +100,9 @@ class ListenerSecurity:
         """A fresh server of an enabled mechanism (the caller checked ``mechanism in mechanisms``)."""
         if mechanism == PLAIN:
             return PlainSaslServer(self.plain_users)
+        if mechanism == OAUTHBEARER:
+            assert self.token_validator is not None
+            return OAuthBearerSaslServer(self.token_validator)
         assert self.credentials is not None
         return ScramSaslServer(mechanism, self.credentials.lookup(mechanism))
 
@@ -113,6 +129,7 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
         mapper = SslPrincipalMapper(config.listener_value(name, "ssl.principal.mapping.rules"))
     mechanisms: tuple[str, ...] = ()
     users: dict[str, str] = {}
+    validator: TokenValidator | None = None
     if protocol in SASL_PROTOCOLS:
         mechanisms = tuple(config.sasl_enabled_mechanisms(name))
         prefix = listener_prefix(name)
@@ -134,6 +151,8 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
                 )
             entry = parse_single_login_module(str(text), key=f"{prefix}{key}", expected_module=PLAIN_LOGIN_MODULE)
             users = plain_users(entry)
+        if OAUTHBEARER in mechanisms:
+            validator = _oauthbearer_validator(config, name, props)
     return ListenerSecurity(
         name,
         protocol,
@@ -147,7 +166,22 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
         max_reauth_ms=int(config.listener_value(name, "connections.max.reauth.ms")),
         store_files=stores,
         certificate=certificate,
+        token_validator=validator,
     )
+
+
+def _oauthbearer_validator(config: KafkaConfig, name: str, props: dict[str, Any]) -> TokenValidator:
+    """OAUTHBEARER's validator for listener ``name``: each key's ``oauthbearer.<key>`` value for the
+    listener, else its listener or broker value."""
+
+    def value(key: str) -> Any:
+        raw = props.get(f"{OAUTHBEARER.lower()}.{key}")
+        return config.listener_value(name, key) if raw is None else BROKER_CONFIGS.validate_one(key, raw)
+
+    text = props.get(jaas_config_key(OAUTHBEARER)) or props.get("sasl.jaas.config")
+    if text and OAUTHBEARER_LOGIN_MODULE not in str(text):
+        text = props.get(jaas_config_key(OAUTHBEARER))  # the shared entry is another mechanism's
+    return oauthbearer_validator(value, str(text) if text else None, listener_prefix(name))
 
 
 def listener_securities(config: KafkaConfig, credentials: CredentialCache | None) -> dict[str, ListenerSecurity]:

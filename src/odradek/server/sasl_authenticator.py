@@ -18,12 +18,15 @@ States (Kafka's ``SaslState``):
   tokens; anything else closes the connection. A failed token is answered with the mechanism's
   error (SASL_AUTHENTICATION_FAILED with Kafka's message, ILLEGAL_SASL_STATE), then the
   connection closes. When the mechanism completes, the answer carries ``session_lifetime_ms``
-  (v1+): ``connections.max.reauth.ms``, or 0 when sessions do not expire.
+  (v1+): ``connections.max.reauth.ms``, or 0 when sessions do not expire; a mechanism whose
+  credential expires (OAUTHBEARER's token ``exp``: ``credential_lifetime_ms``) shortens it to
+  the credential's remaining life, and then sets it when ``connections.max.reauth.ms`` is 0
+  (Kafka's ``ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs``).
 - ``AUTHENTICATE`` after handshake v0 (the legacy flow): each frame is a raw token with no Kafka
   header, each answer a raw size-prefixed challenge (empty ones included); a failure closes the
   connection with no answer.
 - ``COMPLETE``: :attr:`session` is the connection's :class:`~odradek.server.session.Session`.
-- KIP-368 re-authentication (``connections.max.reauth.ms`` > 0): a SaslHandshake v1 on an
+- KIP-368 re-authentication (a session that expires): a SaslHandshake v1 on an
   authenticated connection starts :meth:`reauthenticate`; the mechanism and then the principal
   must stay the same (REAUTH_BAD_MECHANISM: UNSUPPORTED_SASL_MECHANISM; another principal:
   SASL_AUTHENTICATION_FAILED "Cannot change principals during re-authentication"); success
@@ -85,10 +88,14 @@ class SaslStep:
 
 
 class SaslServerAuthenticator:
-    def __init__(self, security: ListenerSecurity, client_host: str, *, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self, security: ListenerSecurity, client_host: str, *, clock: Any = time.monotonic, wall_clock: Any = time.time
+    ) -> None:
         self.security = security
         self.client_host = client_host
         self._clock = clock
+        self._wall_clock = wall_clock
+        self._session_lifetime_ms = 0
         self.state = SaslState.INITIAL_REQUEST
         self._server: SaslServer | None = None
         self._legacy = False
@@ -106,7 +113,7 @@ class SaslServerAuthenticator:
         return self.session_expires_at is not None and self._clock() > self.session_expires_at
 
     def can_reauthenticate(self) -> bool:
-        return self.state is SaslState.COMPLETE and self.security.max_reauth_ms > 0 and not self._legacy
+        return self.state is SaslState.COMPLETE and self.session_expires_at is not None and not self._legacy
 
     def reauthenticate(self) -> None:
         """Start KIP-368 re-authentication: the next frame is the client's SaslHandshake."""
@@ -200,7 +207,7 @@ class SaslServerAuthenticator:
             )
             self.state = SaslState.FAILED
             return self._failed(str(exc), encode_response(schema, header.correlation_id, response))
-        lifetime_ms = self.security.max_reauth_ms if self.state is SaslState.COMPLETE else 0
+        lifetime_ms = self._session_lifetime_ms if self.state is SaslState.COMPLETE else 0
         response = build(
             schema.response_type,
             error_code=ErrorCode.none,
@@ -224,10 +231,10 @@ class SaslServerAuthenticator:
         challenge = self._server.evaluate_response(token)
         if self._server.complete:
             principal = sasl_principal(self._server.authorization_id)
-            self._complete(principal)
+            self._complete(principal, getattr(self._server, "credential_lifetime_ms", None))
         return challenge
 
-    def _complete(self, principal: KafkaPrincipal) -> None:
+    def _complete(self, principal: KafkaPrincipal, credential_expiry_ms: int | None = None) -> None:
         previous = self.session
         if previous is not None and previous.principal != principal:
             raise SaslAuthenticationError(
@@ -243,7 +250,12 @@ class SaslServerAuthenticator:
             self._mechanism,
         )
         reauth_ms = self.security.max_reauth_ms
-        self.session_expires_at = self._clock() + reauth_ms / 1000 if reauth_ms > 0 else None
+        lifetime_ms: int | None = reauth_ms if reauth_ms > 0 else None
+        if credential_expiry_ms is not None:
+            remaining = max(0, int(credential_expiry_ms - self._wall_clock() * 1000))
+            lifetime_ms = remaining if lifetime_ms is None else min(lifetime_ms, remaining)
+        self._session_lifetime_ms = lifetime_ms or 0
+        self.session_expires_at = self._clock() + lifetime_ms / 1000 if lifetime_ms is not None else None
         self.state = SaslState.COMPLETE
         self._server = None
 
