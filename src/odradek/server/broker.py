@@ -506,6 +506,7 @@ class Broker:
                 await self.controlled_shutdown()
         components = self._components
         if components is not None:
+            components.share_partitions.close()  # lock timers; the state is already durable
             stops = (components.share_persister.close, components.share_coordinator.shutdown)
             for stop in (*stops, components.transaction_coordinator.shutdown, components.group_coordinator.shutdown):
                 with contextlib.suppress(Exception):

@@ -112,6 +112,3 @@ class ShareSessionCache:
     def of_group(self, group_id: str) -> list[ShareSession]:
         """The sessions of ``group_id``'s members on this broker."""
         return [s for (g, _), s in self._sessions.items() if g == group_id]
-
-    def of_member(self, group_id: str, member_id: str) -> ShareSession | None:
-        return self._sessions.get((group_id, member_id))

@@ -60,18 +60,14 @@ class ShareGroupOffsets:
         self.high_watermark = high_watermark
 
     def _share_group(self, group_id: str, create: bool = False) -> tuple[ErrorCode, str | None, ShareGroup | None]:
-        error = self.groups.validate(group_id)
-        if error is not None:
-            return error, None, None
-        group = self.groups.group(group_id)
-        if group is None and self.groups.other_kind(group_id):
-            return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.", None
-        if group is None and create:
+        """ShareGroupDescribe's answer for the group; with ``create`` an unknown id (not another
+        kind of group) becomes a new empty share group."""
+        error, message, group = self.groups.describe(group_id)
+        if group is None and create and error is ErrorCode.group_id_not_found and not self.groups.other_kind(group_id):
             group = ShareGroup(group_id)
             self.groups.membership.install(group)
-        if group is None:
-            return ErrorCode.group_id_not_found, f"Group {group_id} not found.", None
-        return ErrorCode.none, None, group
+            return ErrorCode.none, None, group
+        return error, message, group
 
     # --- describe ---------------------------------------------------------------------------------
 
