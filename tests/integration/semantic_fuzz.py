@@ -22,7 +22,7 @@ each array:
 Every mutated request is encoded with its seed's version and sent as its own frame; the oracle is
 only that the broker answers (the response carries the frame's correlation id) or closes the
 connection; a Produce with acks=0 is followed by an ApiVersions probe that must be answered.
-No answer within ``timeout`` counts as slow (allowed for the APIs that wait by design: Fetch,
+No answer within ``timeout`` counts as slow (allowed for the APIs that wait by design: Fetch, ShareFetch,
 JoinGroup, SyncGroup). Deterministic for a given seed.
 """
 
@@ -54,7 +54,7 @@ THOUSANDS = int(os.environ.get("ODRADEK_SEMANTIC_ARRAY", "1000"))
 HUGE_STRING = 30000
 BAD_UTF8_MARK = "Zq7Xw9Kp3Vb1Ym5N"
 """Stands for a string whose bytes become invalid UTF-8 once encoded (same length, all 0xff)."""
-WAITING_APIS = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
+WAITING_APIS = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
 """APIs whose answer may come after a wait the request asks for (long poll, rebalance)."""
 
 Path = tuple[str | int, ...]
