@@ -19,18 +19,23 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml | $(BIN)/python $(SYSSTAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,spark]'
 	touch $@
 
-# Debian packages the real-component tests use. Installed once per machine when missing.
+# Debian packages the real-component tests use. Installed once per machine when missing: a ZooKeeper,
+# kcat (librdkafka with SASL/GSSAPI), an MIT Kerberos KDC (libkrb5-dev builds the gssapi binding),
+# Chromium and its driver for the console's browser tests.
+DEBIAN_PACKAGES := kcat zookeeper default-jre-headless prometheus krb5-kdc krb5-admin-server krb5-user \
+	libkrb5-dev libsasl2-modules-gssapi-mit chromium chromium-driver
 $(SYSSTAMP): | $(BIN)/python
 	@if ! command -v kcat >/dev/null || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! command -v java >/dev/null \
-		|| ! command -v prometheus >/dev/null; then \
-		echo "installing Debian packages: kcat zookeeper default-jre-headless prometheus"; \
+		|| ! command -v prometheus >/dev/null || ! command -v krb5kdc >/dev/null || ! command -v chromedriver >/dev/null \
+		|| ! command -v krb5-config >/dev/null; then \
+		echo "installing Debian packages: $(DEBIAN_PACKAGES)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kcat zookeeper default-jre-headless prometheus >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEBIAN_PACKAGES) >/dev/null; \
 	fi
 	touch $@
 
