@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from tests.store_batches import check_batches
 
+from odradek.metadata import embedded
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import (
     BadVersionError,
@@ -21,7 +24,7 @@ from odradek.metadata.errors import (
     NotEmptyError,
     StoreUnavailableError,
 )
-from odradek.metadata.snapshot import snapshot_path
+from odradek.metadata.snapshot import read_snapshot, snapshot_path
 from odradek.metadata.store import CheckVersionOp, CreateOp, DeleteOp, SessionState, SetDataOp
 
 from .metadata_support import run, settle
@@ -179,6 +182,7 @@ def test_expire_gives_a_new_session_and_drops_ephemerals() -> None:
 
 WRITER = """
 import asyncio, os, signal, sys
+from odradek.metadata import embedded
 from odradek.metadata.embedded import EmbeddedStore
 
 async def main():
@@ -346,23 +350,106 @@ def test_batches_read_in_order_and_apply_each_transaction_on_its_own() -> None:
     run(scenario)
 
 
-def test_a_batch_of_transactions_writes_one_snapshot(tmp_path: Path) -> None:
+def test_a_batch_of_transactions_writes_one_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writes = _count_writes(monkeypatch)
+
     async def scenario() -> None:
         store = EmbeddedStore(tmp_path)
         s = store.session()
-        writes: list[int] = []
-        persist = store._persist
-
-        def counted() -> None:
-            writes.append(1)
-            persist()
-
-        store._persist = counted  # type: ignore[method-assign]
         await s.multi_many([[CreateOp(f"/n{i}", b"x")] for i in range(100)])
         assert len(writes) == 1
         await s.close()
         reopened = EmbeddedStore(tmp_path, read_only=True).session()
         assert len(await reopened.get_many([f"/n{i}" for i in range(100)])) == 100
         assert None not in await reopened.get_many([f"/n{i}" for i in range(100)])
+
+    run(scenario)
+
+
+def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    """Patch the writer's snapshot function to record the thread of each write."""
+    writes: list[threading.Thread] = []
+    real = embedded.write_snapshot_lines
+
+    def counted(path: Path, lines: list[str]) -> None:
+        writes.append(threading.current_thread())
+        real(path, lines)
+
+    monkeypatch.setattr(embedded, "write_snapshot_lines", counted)
+    return writes
+
+
+def test_concurrent_changes_share_snapshot_writes_off_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thousand concurrent creates (CreateTopics of a thousand topics) cost a few writes, all in
+    the writer thread, and each create returns only once the snapshot holds it."""
+    writes = _count_writes(monkeypatch)
+
+    async def scenario() -> None:
+        store = EmbeddedStore(tmp_path)
+        s = store.session()
+        seen: list[str] = []
+        s.watch_children("/", lambda _p: _record(seen, "children"))
+        await asyncio.gather(*(s.create(f"/t{i}", b"x") for i in range(1000)))
+        assert 1 <= len(writes) <= 3, len(writes)
+        assert all(t is not threading.main_thread() for t in writes)
+        on_disk = {r.path for r in read_snapshot(snapshot_path(tmp_path)) or []}
+        assert {f"/t{i}" for i in range(1000)} <= on_disk
+        await settle()
+        assert seen  # the watch fired after the write
+        await s.close()
+        await store.close()
+
+    run(scenario)
+
+
+async def _record(seen: list[str], what: str) -> None:
+    seen.append(what)
+
+
+def test_an_ephemeral_change_is_notified_behind_a_queued_persistent_one(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = EmbeddedStore(tmp_path)
+        s = store.session()
+        await s.create("/a")
+        await s.create("/b")
+        order: list[str] = []
+        s.watch_children("/a", lambda p: _record(order, p))
+        s.watch_children("/b", lambda p: _record(order, p))
+        persistent = asyncio.ensure_future(s.create("/a/persistent"))
+        await asyncio.sleep(0)  # applied and queued; its write is in flight
+        await s.create("/b/ephemeral", ephemeral=True)
+        await persistent
+        await settle()
+        assert order == ["/a", "/b"]
+        await s.close()
+        await store.close()
+
+    run(scenario)
+
+
+def test_a_failed_snapshot_write_fails_the_store_loudly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario() -> None:
+        store = EmbeddedStore(tmp_path)
+        s = store.session()
+        await s.create("/kept", b"1")
+
+        def full(path: Path, lines: list[str]) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(embedded, "write_snapshot_lines", full)
+        with pytest.raises(StoreUnavailableError, match="No space left"):
+            await s.create("/lost", b"2")
+        with pytest.raises(StoreUnavailableError):
+            await s.set("/kept", b"3")
+        assert "writing" in caplog.text and "No space left" in caplog.text
+        await s.close()
+        await store.close()
+        monkeypatch.undo()
+        reopened = EmbeddedStore(tmp_path, read_only=True).session()
+        assert await reopened.get("/kept") is not None
+        assert (await reopened.get("/kept"))[0] == b"1"
+        assert await reopened.exists("/lost") is None
 
     run(scenario)

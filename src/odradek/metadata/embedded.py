@@ -12,21 +12,34 @@ ephemeral nodes, root ``/`` always present. Differences: ``delete(recursive=True
 call are atomic; nothing is ever unavailable while the session is open.
 
 Persistence: with a ``metadata_dir`` (the broker passes ``<log.dirs[0]>/metadata``; it is created
-if missing), every change of a persistent node rewrites ``<metadata_dir>/znodes.json`` atomically
-and durably before the call returns (format and crash policy: :mod:`odradek.metadata.snapshot`).
-The directory is locked (``flock`` on ``znodes.lock``) so two processes cannot own one tree;
-``read_only=True`` (used by ``odradek zk --data-dir``) neither locks nor writes and sees the
-persistent nodes only. Without a ``metadata_dir`` the tree lives in memory only. Metadata changes
-are rare (topic creation, leader and ISR changes), so a full rewrite per change (a few ms with two
-fsyncs) is the price of simplicity.
+if missing), every change of a persistent node is in ``<metadata_dir>/znodes.json``, written
+atomically and durably, before the call that made it returns (format and crash policy:
+:mod:`odradek.metadata.snapshot`). The directory is locked (``flock`` on ``znodes.lock``) so two
+processes cannot own one tree; ``read_only=True`` (used by ``odradek zk --data-dir``) neither locks
+nor writes and sees the persistent nodes only. Without a ``metadata_dir`` the tree lives in memory
+only.
+
+Group commit: a change is applied to the tree at once (so a later call of any session sees it, as
+ZooKeeper's leader applies in order) and queued; one writer thread (``znodes-writer``) rewrites the
+whole snapshot for every change queued since its last write, and only then are the queued changes'
+watches fired, in order, and their callers resumed. A thousand topic creations in one request cost
+one or two snapshot writes, not a thousand, and the event loop never waits on an fsync. A change
+that touches only ephemeral nodes is notified at once when nothing is queued, else behind the
+queued ones (watch events keep the order of the changes). If a snapshot write fails (disk full,
+I/O error), the store is *failed*, as a ZooKeeper server that cannot write its transaction log
+stops: the callers waiting on that write and every later write get
+:class:`~odradek.metadata.errors.StoreUnavailableError`, the error is logged, and a restart reloads
+the last snapshot written.
 
 Threading: one asyncio event loop drives the store and all its sessions; watch callbacks are
-tasks on that loop. Nothing here is thread-safe.
+tasks on that loop; the writer thread only encodes and writes a copy of the lines it is handed.
+Nothing else here is thread-safe.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import functools
 import itertools
@@ -34,6 +47,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
@@ -132,6 +146,11 @@ class _Change:
         self.persistent = False
 
 
+def _write_sorted(path: Path, lines: dict[str, str]) -> None:
+    """The writer thread's job: the snapshot of ``lines`` (znode path -> encoded record) in path order."""
+    write_snapshot_lines(path, [lines[p] for p in sorted(lines)])
+
+
 def _line(path: str, n: _Node) -> str:
     return encode_record(NodeRecord(path, n.data, n.version, n.cversion, n.ctime, n.mtime))
 
@@ -158,6 +177,12 @@ class EmbeddedStore:
         self._snapshot: Path | None = None
         self._lines: dict[str, str] = {}  # persistent znode path -> its line in the last snapshot written
         self._dirty: set[str] = set()  # znodes changed since then (an ephemeral create bumps its parent)
+        self._queued: list[_Change] = []  # applied, waiting for the next snapshot write (or behind one)
+        self._next_write: asyncio.Future[None] | None = None  # resolved once the queued changes are durable
+        self._writing = False  # a write (or its notifications) is in progress
+        self._writer: ThreadPoolExecutor | None = None
+        self._flusher: asyncio.Task[None] | None = None
+        self._failed: BaseException | None = None  # a failed snapshot write: no write is accepted any more
         if self.metadata_dir is not None:
             self._snapshot = snapshot_path(self.metadata_dir)
             if not read_only:
@@ -179,9 +204,15 @@ class EmbeddedStore:
         return session
 
     async def close(self) -> None:
-        """Close every open session and release the data-dir lock. Idempotent."""
+        """Close every open session, wait for the queued changes to be written, stop the writer
+        thread and release the data-dir lock. Idempotent."""
         for session in list(self._sessions.values()):
             await session.close()
+        if self._flusher is not None:
+            await asyncio.shield(self._flusher)
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
@@ -217,12 +248,9 @@ class EmbeddedStore:
             parent.children.add(r.path.rsplit("/", 1)[1])
             self._nodes[r.path] = node
 
-    def _persist(self) -> None:
-        """Write the snapshot, re-encoding only the znodes changed since the last one (each
-        change's undo journal names every znode it touched); the cached lines and the dirty set
-        move on only once the write succeeded."""
-        if self._snapshot is None or self.read_only:
-            return
+    def _cut_lines(self) -> dict[str, str]:
+        """The snapshot's lines as of now: the last written ones with the znodes changed since
+        re-encoded (each change's undo journal names every znode it touched). Clears the dirty set."""
         lines = dict(self._lines)
         for path in self._dirty:
             n = self._nodes.get(path)
@@ -230,9 +258,71 @@ class EmbeddedStore:
                 lines.pop(path, None)
             else:
                 lines[path] = _line(path, n)
-        write_snapshot_lines(self._snapshot, [lines[p] for p in sorted(lines)])
-        self._lines = lines
         self._dirty.clear()
+        return lines
+
+    def _commit(self, changes: Sequence[_Change]) -> asyncio.Future[None] | None:
+        """Queue applied ``changes`` for the next snapshot write; the future to await before the
+        call that made them returns (``None``: nothing to wait for, the watches already fired)."""
+        persistent = any(c.persistent for c in changes)
+        if self._snapshot is None or self.read_only or not (persistent or self._queued or self._writing):
+            for change in changes:
+                self._notify(change.events)
+            return None
+        self._queued.extend(changes)
+        loop = asyncio.get_running_loop()
+        if self._next_write is None:
+            self._next_write = loop.create_future()
+        if self._flusher is None or self._flusher.done():
+            self._flusher = loop.create_task(self._flush(), name="znodes-writer")
+        return self._next_write
+
+    async def _flush(self) -> None:
+        """Write the snapshot for every queued change, then fire their watches and resume their
+        callers; again while changes were queued meanwhile. Runs as one task on the store's loop."""
+        loop = asyncio.get_running_loop()
+        while self._queued:
+            batch, done = self._queued, self._next_write
+            self._queued, self._next_write = [], None
+            self._writing = True
+            try:
+                if self._failed is None and any(c.persistent for c in batch):
+                    assert self._snapshot is not None
+                    lines = self._cut_lines()
+                    if self._writer is None:
+                        self._writer = ThreadPoolExecutor(1, thread_name_prefix="znodes-writer")
+                    try:
+                        await loop.run_in_executor(self._writer, _write_sorted, self._snapshot, lines)
+                    except Exception as e:
+                        self._failed = e
+                        log.error(
+                            "embedded metadata store: writing %s failed, no further change is accepted "
+                            "(restart the broker to reload the last snapshot): %s",
+                            self._snapshot,
+                            e,
+                        )
+                    else:
+                        self._lines = lines
+                if self._failed is not None:
+                    if done is not None and not done.done():
+                        done.set_exception(self._unavailable())
+                    continue
+                for change in batch:
+                    self._notify(change.events)
+                if done is not None and not done.done():
+                    done.set_result(None)
+            finally:
+                self._writing = False
+
+    def _unavailable(self) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"Embedded metadata store {self._snapshot} failed to write its snapshot: {self._failed}"
+        )
+
+    async def _durable(self, pending: asyncio.Future[None] | None) -> None:
+        """Wait until a change queued by :meth:`_commit` is written (raises if the write failed)."""
+        if pending is not None:
+            await asyncio.shield(pending)
 
     # -- tree primitives (synchronous, journaled) -----------------------------------------------------
 
@@ -249,6 +339,8 @@ class EmbeddedStore:
                 self._nodes[path] = node
 
     def _check_writable(self) -> None:
+        if self._failed is not None:
+            raise self._unavailable()
         if self.read_only:
             raise CoordinationError(f"Embedded metadata store in {self.metadata_dir} is open read-only")
 
@@ -321,24 +413,24 @@ class EmbeddedStore:
         change.events.update({("data", path): None, ("children", path): None, ("children", parent_name): None})
         change.persistent = change.persistent or node.ephemeral_owner == 0
 
-    def _apply(self, change: _Change, fn: Callable[[], object]) -> object:
-        """Run ``fn`` (one or more primitives); undo everything on error, else persist and notify."""
+    def _apply(self, change: _Change, fn: Callable[[], object]) -> tuple[object, asyncio.Future[None] | None]:
+        """Run ``fn`` (one or more primitives); undo everything on error, else queue the change
+        (:meth:`_commit`). Returns ``fn``'s result and the future to pass to :meth:`_durable`."""
         try:
             result = fn()
-            self._dirty.update(change.saved)
-            if change.persistent:
-                self._persist()
         except BaseException:
             self._rollback(change)
             raise
-        self._notify(change.events)
-        return result
+        self._dirty.update(change.saved)
+        return result, self._commit([change])
 
-    def _apply_many(self, runs: Sequence[tuple[_Change, Callable[[], object]]]) -> list[object]:
+    def _apply_many(
+        self, runs: Sequence[tuple[_Change, Callable[[], object]]]
+    ) -> tuple[list[object], asyncio.Future[None] | None]:
         """Each run applied on its own, as :meth:`_apply` (one failing with a CoordinationError is
-        undone and its error is its result; the others stay), with one snapshot write for all of
-        them and the watches notified after it. Any other error, or a failed snapshot write, undoes
-        every run and raises."""
+        undone and its error is its result; the others stay), all queued together: one snapshot
+        write for the batch, the watches notified after it. Any other error undoes every run and
+        raises."""
         out: list[object] = []
         done: list[_Change] = []
         try:
@@ -354,15 +446,11 @@ class EmbeddedStore:
                     raise
                 done.append(change)
                 self._dirty.update(change.saved)
-            if any(c.persistent for c in done):
-                self._persist()
         except BaseException:
             for change in reversed(done):
                 self._rollback(change)
             raise
-        for change in done:
-            self._notify(change.events)
-        return out
+        return out, self._commit(done)
 
     # -- watches -------------------------------------------------------------------------------------
 
@@ -405,7 +493,9 @@ class EmbeddedStore:
         for path in sorted(owned, reverse=True):
             if path in self._nodes:
                 self._delete(change, path, ANY_VERSION, recursive=False)
-        self._apply(change, lambda: None)
+        _, pending = self._apply(change, lambda: None)
+        with contextlib.suppress(StoreUnavailableError):  # logged by the writer; the session ends anyway
+            await self._durable(pending)
 
     def iter_tree(self, path: str = "/") -> Iterator[tuple[str, bytes, ZnodeStat]]:
         """Depth-first (children sorted) ``(path, data, stat)`` of the subtree at ``path``.
@@ -455,7 +545,10 @@ class EmbeddedSession(CoordinationStore):
         self._check_open()
         change = _Change()
         op = CreateOp(path, data, ephemeral, sequential)
-        result = self._store._apply(change, lambda: self._store._create(change, self._session_id, op, makepath))
+        result, pending = self._store._apply(
+            change, lambda: self._store._create(change, self._session_id, op, makepath)
+        )
+        await self._store._durable(pending)
         assert isinstance(result, str)
         return result
 
@@ -467,14 +560,16 @@ class EmbeddedSession(CoordinationStore):
     async def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> ZnodeStat:
         self._check_open()
         change = _Change()
-        result = self._store._apply(change, lambda: self._store._set(change, SetDataOp(path, data, version)))
+        result, pending = self._store._apply(change, lambda: self._store._set(change, SetDataOp(path, data, version)))
+        await self._store._durable(pending)
         assert isinstance(result, ZnodeStat)
         return result
 
     async def delete(self, path: str, version: int = ANY_VERSION, recursive: bool = False) -> None:
         self._check_open()
         change = _Change()
-        self._store._apply(change, lambda: self._store._delete(change, path, version, recursive))
+        _, pending = self._store._apply(change, lambda: self._store._delete(change, path, version, recursive))
+        await self._store._durable(pending)
 
     async def exists(self, path: str) -> ZnodeStat | None:
         self._check_open()
@@ -527,7 +622,8 @@ class EmbeddedSession(CoordinationStore):
     async def multi(self, ops: Sequence[Op]) -> list[str | ZnodeStat | None]:
         self._check_open()
         change = _Change()
-        results = self._store._apply(change, lambda: self._run_multi(change, ops))
+        results, pending = self._store._apply(change, lambda: self._run_multi(change, ops))
+        await self._store._durable(pending)
         assert isinstance(results, list)
         return results
 
@@ -540,7 +636,9 @@ class EmbeddedSession(CoordinationStore):
         for ops in transactions:
             change = _Change()
             runs.append((change, functools.partial(self._run_multi, change, ops)))
-        return cast(list[list[str | ZnodeStat | None] | CoordinationError], self._store._apply_many(runs))
+        results, pending = self._store._apply_many(runs)
+        await self._store._durable(pending)
+        return cast(list[list[str | ZnodeStat | None] | CoordinationError], results)
 
     async def expire(self) -> None:
         """Imitate a ZooKeeper session expiry (a test hook).
