@@ -119,6 +119,9 @@ class ZkNodeChangeNotificationListener:
             if inspect.isawaitable(result):
                 await result
         except Exception:
+            if self._closed:  # closed while the handler ran: its store may be gone, nothing to report
+                log.debug("change notification %s dropped: the listener closed", path)
+                return
             log.exception("error processing change notification %r from %s", data[:200], path)
 
     async def _purge(self, now: int, children: list[str]) -> None:

@@ -480,6 +480,11 @@ class EmbeddedStore:
                 return
             try:
                 await watch.callback(arg)
+            except StoreUnavailableError as e:
+                if not watch.cancelled:  # else its session closed while it ran (a write yields now)
+                    log.exception("watch callback %r for %s failed", watch.callback, arg)
+                else:
+                    log.debug("watch callback %r for %s ended with its session: %s", watch.callback, arg, e)
             except Exception:
                 log.exception("watch callback %r for %s failed", watch.callback, arg)
 
