@@ -176,7 +176,7 @@ BROKER_CONFIGS = (
         "boolean",
         False,
         "Create znodes with ACLs: the creator (the broker's SASL identity) may do everything, the world "
-        "only read, and not even read /config/users, /config/brokers and /delegation_tokens. Needs a "
+        "only read, and not even read /config/users, /config/brokers and /delegation_token/tokens. Needs a "
         "SASL login to ZooKeeper (a JAAS Client section).",
     )
     .define(
