@@ -47,7 +47,7 @@ def _copy(cls: type, version: int, int_timestamps: bool) -> type:
     namespace["__version__"] = i16(version)
     namespace["__annotations__"] = {name: ClassVar for name in _CLASS_VARS}
     made = dataclasses.make_dataclass(cls.__name__, fields, namespace=namespace, frozen=True, slots=True, kw_only=True)
-    made.__module__ = __name__
+    made.__module__ = cls.__module__  # nested entities are looked up in the generated module
     return made
 
 
