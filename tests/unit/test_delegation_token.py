@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import io
 import json
+import pathlib
 import random
 import struct
 from typing import Any
@@ -23,7 +24,14 @@ from odradek.client.security import ClientSecurity
 from odradek.errors import ErrorCode, InvalidConfigError, InvalidRequestError, UnsupportedVersionError
 from odradek.metadata.delegation_token_znodes import decode_token_info, encode_token_info
 from odradek.metadata.scram_credentials import CredentialCache
-from odradek.protocol.codec import api_schema, decode_request, decode_response, encode_request, encode_response
+from odradek.protocol.codec import (
+    api_schema,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    parse_request_header,
+)
 from odradek.protocol.messages import build, nested
 from odradek.security.delegation_token import (
     TokenCache,
@@ -344,3 +352,22 @@ def test_tool_prints_kafkas_token_table() -> None:
     out = io.StringIO()
     out.write("\n".join(lines))
     assert out.getvalue().count("\n") == 3
+
+
+def test_recorded_token_frames_decode() -> None:
+    """tests/data/client_frames/odradek_tokens.bin (``tools/record_traffic.py --clients odradek_tokens``)
+    holds every served version of the four APIs, and each frame decodes whole."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "data" / "client_frames" / "odradek_tokens.bin"
+    data, pos, seen = path.read_bytes(), 0, set()
+    while pos < len(data):
+        (length,) = struct.unpack_from(">I", data, pos)
+        frame = data[pos + 4 : pos + 4 + length]
+        pos += 4 + length
+        api_key, version = struct.unpack_from(">hh", frame, 4)
+        schema = api_schema(api_key, version)
+        body = memoryview(frame)[4:]
+        header = parse_request_header(body, schema.flexible)
+        request = decode_request(schema, body, header.size)
+        assert isinstance(request, schema.request_type) and header.client_id == "odradek-tokens"
+        seen.add((api_key, version))
+    assert {(k, v) for k in (38, 41) for v in range(4)} | {(k, v) for k in (39, 40) for v in range(3)} <= seen
