@@ -529,3 +529,39 @@ def test_without_a_secret_tokens_are_disabled(
     assert error_of(at, sec, lambda c: describe_tokens(c)) == ErrorCode.delegation_token_auth_disabled
     assert error_of(at, sec, lambda c: renew_token(c, b"x" * 64)) == ErrorCode.delegation_token_auth_disabled
     assert error_of(at, sec, lambda c: expire_token(c, b"x" * 64)) == ErrorCode.delegation_token_auth_disabled
+
+
+def test_tokens_survive_a_restart_and_a_wrong_secret_does_not_match(
+    odradek_broker_factory: Callable[..., BrokerRunner], tmp_path: Any, paths: dict[str, str]
+) -> None:
+    """A broker loads its tokens from the store at start-up and makes their HMACs again from the
+    secret: a restart keeps logins working; a broker with another secret derives other HMACs."""
+    data_dir = str(tmp_path / "restarted")
+    overrides = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+        "delegation.token.secret.key": SECRET,
+    }
+    runner = odradek_broker_factory(data_dir, overrides)
+    create_scram_users(runner, {"alice": "alice-secret"})
+    sec = plain_security("SASL_PLAINTEXT", paths)
+    token = call(address(runner, "SASL_PLAINTEXT"), sec, lambda c: create_token(c, renewers=[BOB]))
+    password = base64.b64encode(token.hmac).decode()
+    login = ClientSecurity.from_properties(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": scram_jaas(token.info.token_id, password, True),
+        }
+    )
+    runner.stop()
+    runner = odradek_broker_factory(data_dir, overrides)
+    at = address(runner, "SASL_PLAINTEXT")
+    call(at, login, lambda c: asyncio.sleep(0))
+    (described,) = call(at, sec, lambda c: describe_tokens(c))
+    assert described.info == token.info and described.hmac == token.hmac
+    runner.stop()
+    runner = odradek_broker_factory(data_dir, {**overrides, "delegation.token.secret.key": "another-secret"})
+    with pytest.raises(KafkaAuthenticationError):
+        call(address(runner, "SASL_PLAINTEXT"), login, lambda c: asyncio.sleep(0))
