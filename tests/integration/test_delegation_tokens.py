@@ -510,6 +510,15 @@ def test_embedded_store_keeps_tokens_under_kafkas_znodes(embedded: BrokerRunner,
     assert abs(expiry - time.time() * 1000) < 60_000
     with pytest.raises(KafkaAuthenticationError):
         call(at, token_login, lambda c: asyncio.sleep(0))
+    # past its max life (no sweep for an hour here): renew and a timed expiry are refused as
+    # expired, an immediate expiry still removes it
+    alice = plain_security("SASL_PLAINTEXT", paths)
+    short = call(at, alice, lambda c: create_token(c, max_lifetime_ms=100))
+    time.sleep(0.25)
+    assert error_of(at, alice, lambda c: renew_token(c, short.hmac, 60_000)) == ErrorCode.delegation_token_expired
+    assert error_of(at, alice, lambda c: expire_token(c, short.hmac, 60_000)) == ErrorCode.delegation_token_expired
+    call(at, alice, lambda c: expire_token(c, short.hmac, -1))
+    assert error_of(at, alice, lambda c: renew_token(c, short.hmac)) == ErrorCode.delegation_token_not_found
 
 
 def test_without_a_secret_tokens_are_disabled(
