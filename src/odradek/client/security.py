@@ -89,12 +89,12 @@ class ClientSecurity:
     sasl_mechanism: str = DEFAULT_SASL_MECHANISM
     sasl_username: str | None = None
     sasl_password: str | None = field(default=None, repr=False)
-    sasl_token_auth: bool = False
-    """Log in with a delegation token (SCRAM with the ``tokenauth=true`` extension)."""
     source_address: str | None = None
     """The local address a connection's socket binds before connecting (port chosen by the OS);
     None lets the OS pick. A broker's own connections take it from ``odradek.broker.source.address``
     (:data:`SOURCE_ADDRESS_CONFIG`); a client has none."""
+    sasl_token_auth: bool = False
+    """Log in with a delegation token (SCRAM with the ``tokenauth=true`` extension)."""
 
     @property
     def uses_ssl(self) -> bool:
@@ -136,7 +136,7 @@ class ClientSecurity:
         token_auth = _token_auth(props, "sasl.jaas.config")
         if token_auth and mechanism not in (SCRAM_SHA_256, SCRAM_SHA_512):
             raise InvalidConfigError(f"tokenauth needs a SCRAM sasl.mechanism, not {mechanism}")
-        return cls(protocol, ssl_config, mechanism, username, password, token_auth)
+        return cls(protocol, ssl_config, mechanism, username, password, sasl_token_auth=token_auth)
 
     # --- what a connection uses --------------------------------------------------------------
 
