@@ -505,7 +505,14 @@ def test_embedded_store_keeps_tokens_under_kafkas_znodes(embedded: BrokerRunner,
             "sasl.jaas.config": scram_jaas(token.info.token_id, base64.b64encode(token.hmac).decode(), True),
         }
     )
-    call(at, token_login, lambda c: asyncio.sleep(0))
+
+    async def lifetime(conn: KafkaConnection) -> int:
+        return conn.session_lifetime_ms
+
+    # KIP-368: the token's expiry (1 day from now) bounds the session though sessions do not expire here
+    remaining = token.info.expiry_timestamp - time.time() * 1000
+    assert remaining - 60_000 < call(at, token_login, lifetime) <= remaining
+    assert call(at, plain_security("SASL_PLAINTEXT", paths), lifetime) == 0
     expiry = call(at, plain_security("SASL_PLAINTEXT", paths), lambda c: expire_token(c, token.hmac, -1))
     assert abs(expiry - time.time() * 1000) < 60_000
     with pytest.raises(KafkaAuthenticationError):
