@@ -15,6 +15,8 @@ client-to-broker stream into complete request frames. Each client library (confl
 kafka-python, aiokafka) runs its own workload against its own topics and groups, one after the
 other, and its frames go to its own file. kafka-python also runs short passes pinned to older
 broker versions (``api_version=``), so its file holds older request versions as well.
+``odradek_tokens`` is odradek's own client sending the delegation token APIs, which none of
+those clients has.
 
 Output format, ``<out>/<client>.bin``: a plain concatenation of records, with no file header.
 Each record is a 4-byte big-endian unsigned length ``L`` followed by ``L`` bytes: one request frame
@@ -55,7 +57,7 @@ from odradek.server.runner import BrokerRunner
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "tests" / "data" / "client_frames"
-CLIENTS = ("confluent_kafka", "kafka_python", "aiokafka")
+CLIENTS = ("confluent_kafka", "kafka_python", "aiokafka", "odradek_tokens")
 MAX_FILE_BYTES = 2_000_000
 HOST = "127.0.0.1"
 
@@ -783,10 +785,48 @@ async def _aiokafka_workload(w: Workload) -> None:
         await admin.close()
 
 
+def run_odradek_tokens(bootstrap: str) -> list[str]:
+    """The delegation token APIs (38-41), which none of the three clients sends: odradek's own
+    client sends each at every version Kafka 3.9 serves (renewers, owners, HMACs, negative
+    periods). On this PLAINTEXT listener the broker refuses them (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED);
+    the frames are valid requests all the same."""
+    import datetime
+
+    from odradek.client.connection import KafkaConnection
+
+    host, port = bootstrap.rsplit(":", 1)
+
+    async def go() -> None:
+        async with KafkaConnection(host, int(port), client_id="odradek-tokens", request_timeout_ms=10000) as conn:
+            for version in range(4):
+                rb = conn.builder(38, version, version)
+                renewer = rb.make("CreatableRenewers", principal_type="User", principal_name="bob")
+                fields: dict[str, Any] = {"renewers": (renewer,), "max_lifetime": datetime.timedelta(milliseconds=-1)}
+                if version >= 3:
+                    fields.update(owner_principal_type="User", owner_principal_name="alice")
+                await conn.send(rb(**fields))
+                rb = conn.builder(41, version, version)
+                owner = rb.make("DescribeDelegationTokenOwner", principal_type="User", principal_name="alice")
+                await conn.send(rb(owners=(owner,)))
+                await conn.send(rb(owners=None))
+            for version in range(3):
+                rb = conn.builder(39, version, version)
+                await conn.send(rb(hmac=bytes(range(64)), renew_period=datetime.timedelta(hours=1)))
+                rb = conn.builder(40, version, version)
+                await conn.send(rb(hmac=bytes(range(64)), expiry_time_period=datetime.timedelta(milliseconds=-1)))
+
+    try:
+        asyncio.run(go())
+    except Exception as exc:
+        return [f"odradek_tokens: {type(exc).__name__}: {exc}"]
+    return []
+
+
 WORKLOADS: dict[str, Callable[[str], list[str]]] = {
     "confluent_kafka": run_confluent_kafka,
     "kafka_python": run_kafka_python,
     "aiokafka": run_aiokafka,
+    "odradek_tokens": run_odradek_tokens,
 }
 
 

@@ -36,6 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "transactions": ("odradek.cli.transactions", "list and describe transactions (kafka-transactions)"),
     "configs": ("odradek.cli.configs", "describe and alter entity configs, SCRAM users (kafka-configs)"),
     "acls": ("odradek.cli.acls", "add, remove and list ACLs kept in ZooKeeper (kafka-acls)"),
+    "delegation-tokens": (
+        "odradek.cli.delegation_tokens",
+        "create, renew, expire and describe delegation tokens (kafka-delegation-tokens)",
+    ),
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
     "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),

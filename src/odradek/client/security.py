@@ -15,7 +15,10 @@ inter-broker settings):
   Kafka's default GSSAPI (Kerberos) and OAUTHBEARER are refused with a message;
 - the credentials: ``sasl.jaas.config`` (``...LoginModule required username="alice" password="...";``,
   parsed by :mod:`odradek.security.sasl.jaas`, never evaluated), else librdkafka's
-  ``sasl.username`` / ``sasl.password``.
+  ``sasl.username`` / ``sasl.password``;
+- a delegation token (KIP-48): ``ScramLoginModule required username="<token id>" password="<base64
+  HMAC>" tokenauth="true";`` (Kafka's clients' form): the SCRAM client-first message carries the
+  extension ``tokenauth=true``.
 
 Other keys (``client.id``, ``request.timeout.ms``, ...) are ignored here. Every problem raises
 :class:`~odradek.errors.InvalidConfigError` naming the key. The SSL context is built once per
@@ -42,7 +45,7 @@ from odradek.security.listener_config import jaas_config_key, listener_config
 from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslClient
 from odradek.security.sasl.jaas import parse_single_login_module
 from odradek.security.sasl.plain import PlainSaslClient
-from odradek.security.sasl.scram import ScramSaslClient
+from odradek.security.sasl.scram import TOKEN_AUTH, ScramSaslClient
 from odradek.security.tls import SSL_CONFIG, create_ssl_context
 
 __all__ = [
@@ -90,6 +93,8 @@ class ClientSecurity:
     """The local address a connection's socket binds before connecting (port chosen by the OS);
     None lets the OS pick. A broker's own connections take it from ``odradek.broker.source.address``
     (:data:`SOURCE_ADDRESS_CONFIG`); a client has none."""
+    sasl_token_auth: bool = False
+    """Log in with a delegation token (SCRAM with the ``tokenauth=true`` extension)."""
 
     @property
     def uses_ssl(self) -> bool:
@@ -128,7 +133,10 @@ class ClientSecurity:
                 f'(e.g. {_module_for(mechanism)} required username="alice" password="...";) '
                 "or sasl.username and sasl.password"
             )
-        return cls(protocol, ssl_config, mechanism, username, password)
+        token_auth = _token_auth(props, "sasl.jaas.config")
+        if token_auth and mechanism not in (SCRAM_SHA_256, SCRAM_SHA_512):
+            raise InvalidConfigError(f"tokenauth needs a SCRAM sasl.mechanism, not {mechanism}")
+        return cls(protocol, ssl_config, mechanism, username, password, sasl_token_auth=token_auth)
 
     # --- what a connection uses --------------------------------------------------------------
 
@@ -160,7 +168,8 @@ class ClientSecurity:
             raise InvalidConfigError(f"security.protocol {self.security_protocol} does not authenticate with SASL")
         if self.sasl_mechanism == PLAIN:
             return PlainSaslClient(self.sasl_username, self.sasl_password)
-        return ScramSaslClient(self.sasl_mechanism, self.sasl_username, self.sasl_password)
+        extensions = {TOKEN_AUTH: "true"} if self.sasl_token_auth else None
+        return ScramSaslClient(self.sasl_mechanism, self.sasl_username, self.sasl_password, extensions=extensions)
 
 
 PLAINTEXT_SECURITY = ClientSecurity()
@@ -195,6 +204,15 @@ def _credentials(props: Mapping[str, Any], jaas_key: str) -> tuple[str | None, s
         return entry.options.get("username"), entry.options.get("password")
     username, password = props.get("sasl.username"), props.get("sasl.password")
     return (None if username is None else str(username)), (None if password is None else str(password))
+
+
+def _token_auth(props: Mapping[str, Any], jaas_key: str) -> bool:
+    """The JAAS option ``tokenauth="true"`` (any case) of ``props[jaas_key]``."""
+    jaas = props.get(jaas_key)
+    if jaas is None or not str(jaas).strip():
+        return False
+    entry = parse_single_login_module(str(jaas), key=jaas_key)
+    return str(entry.options.get("tokenauth", "false")).lower() == "true"
 
 
 def _read_text(path: str, key: str) -> str:

@@ -39,10 +39,12 @@ from odradek.metadata.config_entities import (
 )
 from odradek.metadata.config_znodes import ConfigType
 from odradek.metadata.store import CoordinationStore
+from odradek.security.delegation_token import TokenCache
 from odradek.security.sasl import SCRAM_SHA_256, SCRAM_SHA_512
 from odradek.security.sasl.scram import (
     MECHANISMS,
     ScramCredential,
+    TokenLogin,
     credential_from_salted_password,
     generate_credential,
 )
@@ -73,6 +75,9 @@ class CredentialCache:
 
     def __init__(self) -> None:
         self._credentials: dict[str, dict[str, ScramCredential]] = {}
+        self.tokens = TokenCache()
+        """The delegation tokens' SCRAM credentials (Kafka's ``CredentialProvider.tokenCache``), kept
+        by the broker's :class:`~odradek.server.delegation_token_manager.DelegationTokenManager`."""
 
     def process_config_changes(self, entity_name: str, config: Mapping[str, str]) -> None:
         """``UserConfigHandler``: ``<user>`` entities update the user's credentials (a mechanism
@@ -105,6 +110,18 @@ class CredentialCache:
     def lookup(self, mechanism: str) -> Callable[[str], ScramCredential | None]:
         """The credential lookup a ``ScramSaslServer(mechanism, ...)`` takes."""
         return lambda user: self.credential(user, mechanism)
+
+    def token_lookup(self, mechanism: str) -> Callable[[str], TokenLogin | None]:
+        """The delegation token lookup a ``ScramSaslServer(mechanism, ..., tokens=...)`` takes
+        (Kafka's ``ScramServerCallbackHandler`` with a ``DelegationTokenCredentialCallback``)."""
+
+        def find(token_id: str) -> TokenLogin | None:
+            info = self.tokens.token(token_id)
+            if info is None:
+                return None
+            return TokenLogin(info.owner.name, info.expiry_timestamp, self.tokens.credential(mechanism, token_id))
+
+        return find
 
     def users(self) -> list[str]:
         return sorted(self._credentials)

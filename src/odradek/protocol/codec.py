@@ -82,9 +82,17 @@ class ApiSchema:
 @functools.cache
 def api_schema(api_key: int, version: int) -> ApiSchema:
     """The codec for one (api_key, version). Raises UnsupportedVersionError if kio has none."""
+    from odradek.protocol import token_messages  # delegation tokens: v0 and int64 timestamps
+
+    token = token_messages.load(api_key, version) if api_key in token_messages.TOKEN_API_KEYS else None
+    request_type: Any
+    response_type: Any
     try:
-        request_type = load_request_schema(api_key, version)
-        response_type = load_response_schema(api_key, version)
+        if token is not None:
+            request_type, response_type = token
+        else:
+            request_type = load_request_schema(api_key, version)
+            response_type = load_response_schema(api_key, version)
     except (UnknownAPIKey, UnknownEntity, ImportError, ValueError):
         from odradek.protocol import inter_broker_messages, legacy_messages  # what kio lacks
 

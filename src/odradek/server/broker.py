@@ -58,11 +58,13 @@ from odradek.replication.isr_writer import ISR_CHANGE_PROPAGATION_MS, ZkIsrWrite
 from odradek.replication.partition import Partition
 from odradek.replication.quota import parse_throttled_replicas
 from odradek.replication.replica_manager import ReplicaManager
+from odradek.security.delegation_token import TokenSettings
 from odradek.server.admin_manager import AdminManager
 from odradek.server.broker_metrics import BrokerMetrics
 from odradek.server.client_quotas import ClientQuotas, quota_config_handlers
 from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components, start_authorizer
 from odradek.server.config import Endpoint, KafkaConfig
+from odradek.server.delegation_token_manager import DelegationTokenManager
 from odradek.server.dynamic_config import (
     DynamicBrokerConfig,
     broker_overrides,
@@ -137,6 +139,10 @@ class Broker:
         self.endpoints: list[Endpoint] = []
         self.credential_cache = CredentialCache()
         """SCRAM credentials of every user (``/config/users``), followed through ``/config/changes``."""
+        self.token_manager = DelegationTokenManager(
+            TokenSettings.from_values(config.__getitem__), self.credential_cache.tokens, broker_id=self.broker_id
+        )
+        """Delegation tokens (``/delegation_token``); their SCRAM credentials are the cache's ``tokens``."""
         self.listener_securities: dict[str, ListenerSecurity] = {}
         self._user_configs: ZkConfigManager | None = None
         self.dynamic_config = DynamicBrokerConfig(config)
@@ -254,6 +260,7 @@ class Broker:
         handlers[ConfigType.GROUP] = self.group_configs.process_config_changes
         self._user_configs = ZkConfigManager(store, handlers)
         await self._user_configs.startup()
+        await self.token_manager.startup(store)
         self.listener_securities = listener_securities(self.config, self.credential_cache)
         self.endpoints = await bind_listeners(self.socket_server, self.config, self.listener_securities)
         await self.reload_broker_throttles()
@@ -522,6 +529,8 @@ class Broker:
         if self.authorizer is not None:
             with contextlib.suppress(Exception):
                 await self.authorizer.close()
+        with contextlib.suppress(Exception):
+            await self.token_manager.shutdown()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

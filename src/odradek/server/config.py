@@ -24,6 +24,7 @@ from odradek.configdef import parse_properties as parse_properties
 from odradek.coordinator.group.group_config import GROUP_BROKER_CONFIGS, check_broker_group_keys
 from odradek.errors import InvalidConfigError
 from odradek.metadata.authorizer import is_acl_authorizer
+from odradek.security.delegation_token import DELEGATION_TOKEN_CONFIGS
 from odradek.security.listener_config import LISTENER_PREFIX, listener_config
 from odradek.security.sasl.oauthbearer_config import OAUTHBEARER_CONFIGS, OAUTHBEARER_MECHANISM_KEYS
 from odradek.security.tls import SSL_CONFIG
@@ -175,7 +176,7 @@ BROKER_CONFIGS = (
         "boolean",
         False,
         "Create znodes with ACLs: the creator (the broker's SASL identity) may do everything, the world "
-        "only read, and not even read /config/users, /config/brokers and /delegation_tokens. Needs a "
+        "only read, and not even read /config/users, /config/brokers and /delegation_token/tokens. Needs a "
         "SASL login to ZooKeeper (a JAAS Client section).",
     )
     .define(
@@ -668,6 +669,7 @@ for _key in (
     *LIMIT_CONFIGS.keys.values(),
     *POLICY_CONFIGS.keys.values(),
     *OAUTHBEARER_CONFIGS.keys.values(),
+    *DELEGATION_TOKEN_CONFIGS.keys.values(),
 ):
     BROKER_CONFIGS.define(_key.name, _key.type, _key.default, _key.doc, _key.validator)
 for _java_key in ("ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.provider"):

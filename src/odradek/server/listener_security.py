@@ -104,7 +104,9 @@ class ListenerSecurity:
             assert self.token_validator is not None
             return OAuthBearerSaslServer(self.token_validator)
         assert self.credentials is not None
-        return ScramSaslServer(mechanism, self.credentials.lookup(mechanism))
+        return ScramSaslServer(
+            mechanism, self.credentials.lookup(mechanism), tokens=self.credentials.token_lookup(mechanism)
+        )
 
 
 def _file_stamp(path: str) -> tuple[int, int, int] | None:

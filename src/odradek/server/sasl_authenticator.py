@@ -21,7 +21,9 @@ States (Kafka's ``SaslState``):
   (v1+): ``connections.max.reauth.ms``, or 0 when sessions do not expire; a mechanism whose
   credential expires (OAUTHBEARER's token ``exp``: ``credential_lifetime_ms``) shortens it to
   the credential's remaining life, and then sets it when ``connections.max.reauth.ms`` is 0
-  (Kafka's ``ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs``).
+  (Kafka's ``ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs``); a SCRAM login with a
+  delegation token (``tokenauth=true``) is bounded by the token's expiry the same way, and its
+  session is marked ``token_authenticated``.
 - ``AUTHENTICATE`` after handshake v0 (the legacy flow): each frame is a raw token with no Kafka
   header, each answer a raw size-prefixed challenge (empty ones included); a failure closes the
   connection with no answer.
@@ -231,10 +233,16 @@ class SaslServerAuthenticator:
         challenge = self._server.evaluate_response(token)
         if self._server.complete:
             principal = sasl_principal(self._server.authorization_id)
-            self._complete(principal, getattr(self._server, "credential_lifetime_ms", None))
+            self._complete(
+                principal,
+                getattr(self._server, "credential_lifetime_ms", None),
+                token_authenticated=bool(getattr(self._server, "token_authenticated", False)),
+            )
         return challenge
 
-    def _complete(self, principal: KafkaPrincipal, credential_expiry_ms: int | None = None) -> None:
+    def _complete(
+        self, principal: KafkaPrincipal, credential_expiry_ms: int | None = None, *, token_authenticated: bool = False
+    ) -> None:
         previous = self.session
         if previous is not None and previous.principal != principal:
             raise SaslAuthenticationError(
@@ -248,6 +256,7 @@ class SaslServerAuthenticator:
             self.security.listener_name,
             self.security.security_protocol,
             self._mechanism,
+            token_authenticated,
         )
         reauth_ms = self.security.max_reauth_ms
         lifetime_ms: int | None = reauth_ms if reauth_ms > 0 else None

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from odradek.server.admin_manager import AdminManager
     from odradek.server.client_quotas import ClientQuotas
     from odradek.server.config import Endpoint, KafkaConfig
+    from odradek.server.delegation_token_manager import DelegationTokenManager
     from odradek.server.fetch_context import FetchManager
     from odradek.server.metadata_cache import MetadataCache
     from odradek.server.producer_id_manager import ProducerIdManager
@@ -131,6 +132,11 @@ class ApiServices(Protocol):
 
     @property
     def client_quotas(self) -> ClientQuotas: ...
+
+    @property
+    def token_manager(self) -> DelegationTokenManager:
+        """The delegation tokens (KIP-48): create, renew, expire, describe."""
+        ...
 
     @property
     def share_partition_manager(self) -> SharePartitionManager:

@@ -26,6 +26,9 @@ class Session:
     security_protocol: str
     """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
     sasl_mechanism: str | None = None
+    token_authenticated: bool = False
+    """Authenticated with a delegation token (SCRAM with ``tokenauth=true``): the principal is the
+    token's owner, and token requests are refused (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)."""
 
 
 PLAINTEXT_SESSION = Session(ANONYMOUS, "", "PLAINTEXT", "PLAINTEXT")

@@ -8,8 +8,11 @@ Exchange (``ScramSaslServer`` / ``ScramSaslClient``)::
     server-final  v=<base64 server signature>        (a client also understands e=<error>)
 
 Only the gs2 header ``n`` (no channel binding) is accepted. ``saslname`` escapes ``=`` as ``=3D`` and
-``,`` as ``=2C``. The ``tokenauth`` extension (delegation tokens) is refused, other extensions are
-ignored. The server checks, in Kafka's order and with Kafka's messages: the client-first syntax, a
+``,`` as ``=2C``. With the extension ``tokenauth=true`` (delegation tokens, KIP-48) the user name is
+a token id: the credential is the token's (its base64 HMAC as the password), the authorization id
+is the token's owner and :attr:`ScramSaslServer.token_authenticated` is set; an unknown token fails
+with ``Token Authentication failed: Invalid tokenId : <id>``. Other extensions are ignored.
+The server checks, in Kafka's order and with Kafka's messages: the client-first syntax, a
 stored credential for the user (iterations at least the mechanism's 4096), the authzid (empty or the
 user name; the only failure shown to the client), then in the final message the nonce (as Kafka
 3.9 does: it must *end with* the combined nonce of the server-first message, so that librdkafka
@@ -46,6 +49,16 @@ from odradek.security.sasl import (
 
 TOKEN_AUTH = "tokenauth"
 DEFAULT_ITERATIONS = 4096
+
+
+@dataclass(frozen=True)
+class TokenLogin:
+    """What a SCRAM server needs of a delegation token: the owner's name (the authorization id),
+    its expiry (epoch ms; bounds the session, KIP-368) and the mechanism's credential."""
+
+    owner: str
+    expiry_timestamp_ms: int
+    credential: ScramCredential | None
 
 
 @dataclass(frozen=True)
@@ -245,10 +258,15 @@ class ScramSaslServer:
         credentials: Callable[[str], ScramCredential | None] | Mapping[str, ScramCredential],
         *,
         nonce: Callable[[], str] = secure_random_string,
+        tokens: Callable[[str], TokenLogin | None] | None = None,
     ) -> None:
         self._mech = mechanism(mechanism_name)
         self.mechanism = self._mech.name
         self._lookup = credentials.get if isinstance(credentials, Mapping) else credentials
+        self._tokens = tokens
+        self.token_authenticated = False
+        self.credential_lifetime_ms: int | None = None
+        """A token's expiry timestamp (epoch ms) once a token logged in: the session ends there."""
         self._nonce = nonce
         self._state = _ServerState.RECEIVE_CLIENT_FIRST_MESSAGE
         self._authorization_id: str | None = None
@@ -295,9 +313,16 @@ class ScramSaslServer:
             user = username(m["saslname"])
         except ValueError:
             raise self._fail("Authentication failed: Credentials could not be obtained") from None
+        authorization_id = user
         if _extensions(m["extensions"]).get(TOKEN_AUTH, "").lower() == "true":
-            raise self._fail(f"Token Authentication failed: Invalid tokenId : {user}")
-        credential = self._lookup(user)
+            token = self._tokens(user) if self._tokens is not None else None
+            if token is None:
+                raise self._fail(f"Token Authentication failed: Invalid tokenId : {user}")
+            authorization_id, credential = token.owner, token.credential
+            self.token_authenticated = True
+            self.credential_lifetime_ms = token.expiry_timestamp_ms
+        else:
+            credential = self._lookup(user)
         if credential is None:
             raise self._fail("Authentication failed: Invalid user credentials")
         authzid = m["authzid"] or ""
@@ -311,7 +336,7 @@ class ScramSaslServer:
                 f"Iterations {credential.iterations} is less than the minimum "
                 f"{self._mech.min_iterations} for {self.mechanism}"
             )
-        self._authorization_id = user
+        self._authorization_id = authorization_id
         self._credential = credential
         self._gs2_header = m["gs2"]
         self._client_first_bare = m["bare"]

@@ -13,8 +13,9 @@ oldest versions: there they are Kafka 4.0's (KIP-896 removed Produce v0-2, Fetch
 CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, DescribeLogDirs v0,
 DescribeAcls v0, CreateAcls v0, DeleteAcls v0, OffsetForLeaderEpoch v0-1, WriteTxnMarkers v0 and
 AlterReplicaLogDirs v0). Versions 4.0 removed that odradek defines itself
-(:mod:`odradek.protocol.legacy_messages`: OffsetCommit v0-1, OffsetFetch v0, ListOffsets v0) keep
-3.9's minimum. A unit test holds the registry to this table.
+(:mod:`odradek.protocol.legacy_messages`: OffsetCommit v0-1, OffsetFetch v0, ListOffsets v0;
+:mod:`odradek.protocol.token_messages`: the four delegation token APIs' v0) keep 3.9's minimum.
+A unit test holds the registry to this table.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from odradek.server.apis import (
     consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
+    create_delegation_token,
     create_partitions,
     create_topics,
     delete_acls,
@@ -48,6 +50,7 @@ from odradek.server.apis import (
     describe_client_quotas,
     describe_cluster,
     describe_configs,
+    describe_delegation_token,
     describe_groups,
     describe_log_dirs,
     describe_producers,
@@ -56,6 +59,7 @@ from odradek.server.apis import (
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
+    expire_delegation_token,
     fetch,
     find_coordinator,
     heartbeat,
@@ -77,6 +81,7 @@ from odradek.server.apis import (
     produce,
     read_share_group_state,
     read_share_group_state_summary,
+    renew_delegation_token,
     sasl_authenticate,
     sasl_handshake,
     share_acknowledge,
@@ -160,6 +165,10 @@ _MODULES: list[ModuleType] = [
     alter_user_scram_credentials,
     describe_client_quotas,
     alter_client_quotas,
+    create_delegation_token,
+    renew_delegation_token,
+    expire_delegation_token,
+    describe_delegation_token,
 ]
 
 API_HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in _MODULES}
@@ -218,6 +227,10 @@ KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.CREATE_DELEGATION_TOKEN: (0, 3),
+    ApiKey.RENEW_DELEGATION_TOKEN: (0, 2),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: (0, 2),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: (0, 3),
 }
 """(min, max) of each API Kafka 3.9's ZooKeeper-mode broker serves that odradek serves too."""
 

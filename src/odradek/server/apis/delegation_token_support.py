@@ -1,0 +1,60 @@
+"""What the four delegation token APIs share (Kafka's ``KafkaApis.allowTokenRequests`` and the
+request bodies' types).
+
+Token requests are refused with DELEGATION_TOKEN_REQUEST_NOT_ALLOWED on a PLAINTEXT listener, on an
+SSL listener whose client sent no certificate (one-way TLS: ``User:ANONYMOUS``) and from a session
+that authenticated with a delegation token: a token can neither make nor manage tokens.
+Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, TypeAlias
+
+from odradek.security.principal import ANONYMOUS
+from odradek.server.request import RequestContext
+
+if TYPE_CHECKING:
+    from kio.schema.create_delegation_token import v1 as create_v1
+    from kio.schema.create_delegation_token import v2 as create_v2
+    from kio.schema.create_delegation_token import v3 as create_v3
+    from kio.schema.describe_delegation_token import v1 as describe_v1
+    from kio.schema.describe_delegation_token import v2 as describe_v2
+    from kio.schema.describe_delegation_token import v3 as describe_v3
+    from kio.schema.expire_delegation_token import v1 as expire_v1
+    from kio.schema.expire_delegation_token import v2 as expire_v2
+    from kio.schema.renew_delegation_token import v1 as renew_v1
+    from kio.schema.renew_delegation_token import v2 as renew_v2
+
+    CreateDelegationTokenRequest: TypeAlias = (
+        create_v1.CreateDelegationTokenRequest
+        | create_v2.CreateDelegationTokenRequest
+        | create_v3.CreateDelegationTokenRequest
+    )
+    RenewDelegationTokenRequest: TypeAlias = renew_v1.RenewDelegationTokenRequest | renew_v2.RenewDelegationTokenRequest
+    ExpireDelegationTokenRequest: TypeAlias = (
+        expire_v1.ExpireDelegationTokenRequest | expire_v2.ExpireDelegationTokenRequest
+    )
+    DescribeDelegationTokenRequest: TypeAlias = (
+        describe_v1.DescribeDelegationTokenRequest
+        | describe_v2.DescribeDelegationTokenRequest
+        | describe_v3.DescribeDelegationTokenRequest
+    )
+
+__all__ = ["NO_THROTTLE", "allow_token_requests", "milliseconds"]
+
+NO_THROTTLE = datetime.timedelta(0)
+
+
+def allow_token_requests(ctx: RequestContext) -> bool:
+    """Kafka's ``allowTokenRequests``; see the module docstring."""
+    session = ctx.session
+    if session.token_authenticated or session.security_protocol == "PLAINTEXT":
+        return False
+    return not (session.security_protocol == "SSL" and session.principal == ANONYMOUS)
+
+
+def milliseconds(value: datetime.timedelta) -> int:
+    """A request's ``timedelta_i64`` field as the milliseconds on the wire (negative kept)."""
+    return (value.days * 86_400_000) + (value.seconds * 1000) + value.microseconds // 1000
