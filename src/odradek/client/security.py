@@ -11,11 +11,14 @@ inter-broker settings):
   turned into an ``ssl.SSLContext`` by :func:`odradek.security.tls.create_ssl_context`; librdkafka's
   names are accepted too: ``ssl.ca.location`` (a PEM file of CAs), ``ssl.certificate.location`` +
   ``ssl.key.location`` (PEM files; ``ssl.key.password``), ``ssl.endpoint.identification.algorithm=none``;
-- ``sasl.mechanism`` (librdkafka: ``sasl.mechanisms``): PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512;
-  Kafka's default GSSAPI (Kerberos) and OAUTHBEARER are refused with a message;
+- ``sasl.mechanism`` (librdkafka: ``sasl.mechanisms``): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or
+  OAUTHBEARER; Kafka's default GSSAPI (Kerberos) is refused with a message;
 - the credentials: ``sasl.jaas.config`` (``...LoginModule required username="alice" password="...";``,
   parsed by :mod:`odradek.security.sasl.jaas`, never evaluated), else librdkafka's
-  ``sasl.username`` / ``sasl.password``.
+  ``sasl.username`` / ``sasl.password``; for OAUTHBEARER the ``OAuthBearerLoginModule`` entry with
+  ``sasl.login.callback.handler.class`` and ``sasl.oauthbearer.token.endpoint.url``
+  (:func:`odradek.security.sasl.oauthbearer_config.client_login`: unsecured tokens, or tokens of an
+  OAuth 2 token endpoint, refreshed before they expire).
 
 Other keys (``client.id``, ``request.timeout.ms``, ...) are ignored here. Every problem raises
 :class:`~odradek.errors.InvalidConfigError` naming the key. The SSL context is built once per
@@ -41,6 +44,9 @@ from odradek.errors import InvalidConfigError
 from odradek.security.listener_config import jaas_config_key, listener_config
 from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslClient
 from odradek.security.sasl.jaas import parse_single_login_module
+from odradek.security.sasl.oauthbearer import OAUTHBEARER, OAUTHBEARER_LOGIN_MODULE
+from odradek.security.sasl.oauthbearer_config import client_login
+from odradek.security.sasl.oauthbearer_login import OAuthBearerLogin
 from odradek.security.sasl.plain import PlainSaslClient
 from odradek.security.sasl.scram import ScramSaslClient
 from odradek.security.tls import SSL_CONFIG, create_ssl_context
@@ -58,7 +64,7 @@ __all__ = [
 
 PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL = "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"
 SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
-SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 DEFAULT_SASL_MECHANISM = "GSSAPI"
 """Kafka's default ``sasl.mechanism`` (and ``sasl.mechanism.inter.broker.protocol``); refused here."""
 
@@ -90,6 +96,8 @@ class ClientSecurity:
     """The local address a connection's socket binds before connecting (port chosen by the OS);
     None lets the OS pick. A broker's own connections take it from ``odradek.broker.source.address``
     (:data:`SOURCE_ADDRESS_CONFIG`); a client has none."""
+    oauthbearer_login: OAuthBearerLogin | None = field(default=None, compare=False, repr=False)
+    """OAUTHBEARER's token holder (shared, refreshing); None for the other mechanisms."""
 
     @property
     def uses_ssl(self) -> bool:
@@ -121,6 +129,8 @@ class ClientSecurity:
         mechanism = _text(props.get("sasl.mechanism", props.get("sasl.mechanisms", DEFAULT_SASL_MECHANISM)))
         mechanism = mechanism.strip().upper()
         check_mechanism(mechanism, "sasl.mechanism")
+        if mechanism == OAUTHBEARER:
+            return cls(protocol, ssl_config, mechanism, oauthbearer_login=_oauthbearer_login(props, "sasl.jaas.config"))
         username, password = _credentials(props, "sasl.jaas.config")
         if username is None or password is None:
             raise InvalidConfigError(
@@ -156,6 +166,8 @@ class ClientSecurity:
 
     def sasl_client(self) -> SaslClient:
         """A fresh client mechanism for one exchange (SASL protocols only)."""
+        if self.uses_sasl and self.oauthbearer_login is not None:
+            return self.oauthbearer_login.sasl_client()
         if not self.uses_sasl or self.sasl_username is None or self.sasl_password is None:
             raise InvalidConfigError(f"security.protocol {self.security_protocol} does not authenticate with SASL")
         if self.sasl_mechanism == PLAIN:
@@ -180,6 +192,23 @@ def check_mechanism(mechanism: str, key: str) -> None:
             f"{', '.join(SUPPORTED_MECHANISMS)} only"
             + (" (GSSAPI, Kafka's default, is Kerberos)" if mechanism == DEFAULT_SASL_MECHANISM else "")
         )
+
+
+def _oauthbearer_login(props: Mapping[str, Any], jaas_key: str) -> OAuthBearerLogin:
+    """The started login of an OAUTHBEARER client whose keys are ``props`` (JAAS entry at ``jaas_key``)."""
+    jaas = props.get(jaas_key)
+    if jaas is None or not str(jaas).strip():
+        raise InvalidConfigError(
+            f"Missing configuration {jaas_key}: OAUTHBEARER needs {OAUTHBEARER_LOGIN_MODULE} required "
+            'unsecuredLoginStringClaim_sub="..."; (unsecured tokens) or clientId="..." clientSecret="..."; with '
+            "sasl.login.callback.handler.class and sasl.oauthbearer.token.endpoint.url"
+        )
+
+    def value(key: str) -> Any:
+        raw = props.get(f"oauthbearer.{key}", props.get(key))
+        return None if raw is None else _text(raw)
+
+    return client_login(value, str(jaas), jaas_key)
 
 
 def _module_for(mechanism: str) -> str:
@@ -284,6 +313,10 @@ def _inter_broker_security(props: Mapping[str, Any], listener: str, protocol: st
     check_mechanism(mechanism, key)
     prefixed = f"listener.name.{listener.lower()}.{jaas_config_key(mechanism)}"
     jaas_key = jaas_config_key(mechanism) if jaas_config_key(mechanism) in resolved else "sasl.jaas.config"
+    if mechanism == OAUTHBEARER:
+        # the broker's own login: the listener's OAuthBearerLoginModule entry and its sasl.login.* keys
+        login = _oauthbearer_login(resolved, jaas_key)
+        return ClientSecurity(protocol, ssl_config, mechanism, oauthbearer_login=login)
     jaas = resolved.get(jaas_key)
     if jaas is None or not str(jaas).strip():
         raise InvalidConfigError(
