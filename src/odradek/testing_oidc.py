@@ -22,7 +22,8 @@ Kafka's OAUTHBEARER clients and brokers talk to (KIP-768).
 Keys rotate with :meth:`OidcIssuer.rotate`: a new RSA key with a new ``kid`` signs from then on; the
 old one is dropped from the JWKS (or kept, ``keep_old=True``). :meth:`OidcIssuer.mint` signs a
 token directly (any claims, any key, headers overridden) for tests of bad tokens. Counters
-(``jwks_requests``, ``token_requests``) let a test see what a broker or client fetched.
+(``jwks_requests``, ``token_requests``) let a test see what a broker or client fetched;
+``jwks_status`` makes the JWKS endpoint fail.
 
 The server runs on a daemon thread (``ThreadingHTTPServer``); the public methods may be called
 from any thread (the key list is swapped under a lock).
@@ -95,6 +96,8 @@ class OidcIssuer:
         self.token_lifetime_s = token_lifetime_s
         self.clients: dict[str, OidcClient] = {}
         self.jwks_requests = 0
+        self.jwks_status = 200
+        """Set to an error status (503) to make the JWKS endpoint fail, as an issuer's outage."""
         self.token_requests = 0
         self.issued: list[dict[str, Any]] = []
         """The claims of every token the endpoint issued, in order."""
@@ -254,7 +257,10 @@ def _handler(issuer: OidcIssuer) -> type[http.server.BaseHTTPRequestHandler]:
                 self._send(200, issuer.discovery())
             elif path == "/jwks":
                 issuer.jwks_requests += 1
-                self._send(200, issuer.jwks())
+                if issuer.jwks_status != 200:
+                    self._send(issuer.jwks_status, {"error": "temporarily_unavailable"})
+                else:
+                    self._send(200, issuer.jwks())
             else:
                 self._send(404, {"error": "not_found"})
 

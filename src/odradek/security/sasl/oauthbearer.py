@@ -326,8 +326,10 @@ class JwksEndpoint:
     once at start (blocking, as Kafka's ``init``), then again every ``refresh_ms`` and soon after a
     token names an unknown ``kid``; a failed fetch is retried after ``backoff_ms``, doubling up to
     ``backoff_max_ms``, and the keys fetched before stay in use meanwhile. Fetches after the first
-    run on a short-lived thread, never on the caller's: :meth:`key` only reads what is there
-    (a token whose ``kid`` is not there yet is refused; the client's retry finds it)."""
+    run on a daemon thread that wakes when the next one is due (``scheduled``; by default when the
+    clock is the real one) or on a short-lived thread for an unknown ``kid``, never on the
+    caller's: :meth:`key` only reads what is there (a token whose ``kid`` is not there yet is
+    refused; the client's retry finds it). :meth:`close` stops the schedule."""
 
     def __init__(
         self,
@@ -339,6 +341,7 @@ class JwksEndpoint:
         ssl_context: ssl.SSLContext | None = None,
         timeout_s: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        scheduled: bool | None = None,
     ) -> None:
         scheme = urlparse(url).scheme
         if scheme not in ("https", "http"):
@@ -359,7 +362,26 @@ class JwksEndpoint:
         self._failures = 0
         self._missing_asked: dict[str, float] = {}
         self._running: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._closed = False
         self.refresh()
+        if clock is time.monotonic if scheduled is None else scheduled:
+            threading.Thread(target=self._schedule, name="jwks-schedule", daemon=True).start()
+
+    def _schedule(self) -> None:
+        """Refresh whenever the next fetch is due (``refresh_ms`` after a success, the backoff after
+        a failure); woken early when a failure elsewhere moved the next attempt."""
+        while not self._closed:
+            with self._lock:
+                wait = max(0.0, self._next_attempt - self._clock())
+            self._wake.wait(wait)
+            self._wake.clear()
+            if not self._closed and self._clock() >= self._next_attempt:
+                self.refresh()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
 
     def _fetch(self) -> dict[str | None, jwt.PyJWK]:
         request = urllib.request.Request(self.url, headers={"Accept": "application/json"})
@@ -379,6 +401,7 @@ class JwksEndpoint:
                 self._failures += 1
                 delay = min(self.backoff_s * 2 ** (self._failures - 1), self.backoff_max_s)
                 self._next_attempt = self._clock() + delay
+            self._wake.set()
             log.warning("could not fetch the JWKS at %s (retrying in %.1f s): %s", self.url, delay, exc)
             return False
         with self._lock:
