@@ -56,13 +56,14 @@ MAX_BODY_BYTES = 16384
 
 @dataclass
 class OidcClient:
-    """A registered client: its secret, the subject of its tokens and the scopes it may ask for
-    (granted when it asks for none: ``default_scope``)."""
+    """A registered client: its secret, the subject of its tokens, the scopes it may ask for
+    (granted when it asks for none: ``default_scope``) and its tokens' life (None: the issuer's)."""
 
     secret: str
     subject: str | None = None
     scopes: tuple[str, ...] = ("kafka",)
     default_scope: tuple[str, ...] = ("kafka",)
+    lifetime_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -226,9 +227,10 @@ class OidcIssuer:
         if refused:
             return 400, {"error": "invalid_scope", "error_description": f"scope {refused[0]} is not granted"}
         scope = " ".join(asked)
-        token = self.mint(client.subject or str(client_id), scope=scope, client_id=client_id)
+        life = self.token_lifetime_s if client.lifetime_s is None else client.lifetime_s
+        token = self.mint(client.subject or str(client_id), scope=scope, lifetime_s=life, client_id=client_id)
         self.issued.append(jwt.decode(token, options={"verify_signature": False}))
-        body = {"access_token": token, "token_type": "Bearer", "expires_in": self.token_lifetime_s, "scope": scope}
+        body = {"access_token": token, "token_type": "Bearer", "expires_in": life, "scope": scope}
         return 200, body
 
     def close(self) -> None:
