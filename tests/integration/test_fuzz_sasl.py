@@ -1,8 +1,9 @@
 """Mutated traffic against a SASL_PLAINTEXT listener: before, during and after authentication.
 
 A broker process with a SASL_PLAINTEXT listener (PLAIN from the listener's JAAS, SCRAM users in
-``/config/users``, OAUTHBEARER with Kafka's unsecured validator) and a PLAINTEXT inter-broker listener. Three runs, sized by
-``ODRADEK_FUZZ_FRAMES`` / ``ODRADEK_FUZZ_SEED`` like the client-traffic fuzzer (``make fuzz``),
+``/config/users``, OAUTHBEARER with Kafka's unsecured validator) and a PLAINTEXT inter-broker
+listener. Four runs, sized by ``ODRADEK_FUZZ_FRAMES`` / ``ODRADEK_FUZZ_SEED`` like the
+client-traffic fuzzer (``make fuzz``),
 a twentieth of its frames per run (each frame before authentication costs a connection):
 
 - **before authentication**: mutated SaslHandshake, SaslAuthenticate and ApiVersions frames,
