@@ -41,6 +41,7 @@ import ssl
 import threading
 import time
 import urllib.request
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -366,20 +367,13 @@ class JwksEndpoint:
         self._closed = False
         self.refresh()
         if clock is time.monotonic if scheduled is None else scheduled:
-            threading.Thread(target=self._schedule, name="jwks-schedule", daemon=True).start()
-
-    def _schedule(self) -> None:
-        """Refresh whenever the next fetch is due (``refresh_ms`` after a success, the backoff after
-        a failure); woken early when a failure elsewhere moved the next attempt."""
-        while not self._closed:
-            with self._lock:
-                wait = max(0.0, self._next_attempt - self._clock())
-            self._wake.wait(wait)
-            self._wake.clear()
-            if not self._closed and self._clock() >= self._next_attempt:
-                self.refresh()
+            # the thread holds the endpoint weakly: a listener reconfigured or a broker dropped ends it
+            ref, wake = weakref.ref(self), self._wake
+            weakref.finalize(self, wake.set)
+            threading.Thread(target=_schedule, args=(ref, wake), name="jwks-schedule", daemon=True).start()
 
     def close(self) -> None:
+        """Stop the scheduled fetches."""
         self._closed = True
         self._wake.set()
 
@@ -438,6 +432,27 @@ class JwksEndpoint:
         if key is None:
             raise TokenValidationError(f"No key with kid {kid!r} in the JWKS at {self.url}")
         return key
+
+
+def _schedule(ref: weakref.ref[JwksEndpoint], wake: threading.Event) -> None:
+    """:class:`JwksEndpoint`'s schedule: refresh whenever the next fetch is due (``refresh_ms``
+    after a success, the backoff after a failure), woken early when a failure elsewhere moved the
+    next attempt; ends when the endpoint is closed or collected."""
+    while True:
+        endpoint = ref()
+        if endpoint is None or endpoint._closed:
+            return
+        with endpoint._lock:
+            wait = max(0.0, endpoint._next_attempt - endpoint._clock())
+        del endpoint
+        wake.wait(wait)
+        wake.clear()
+        endpoint = ref()
+        if endpoint is None or endpoint._closed:
+            return
+        if endpoint._clock() >= endpoint._next_attempt:
+            endpoint.refresh()
+        del endpoint
 
 
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
