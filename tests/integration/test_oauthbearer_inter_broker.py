@@ -8,7 +8,9 @@
   ``sasl.login.refresh.*`` keys refresh them after half their life, so the brokers' own sessions
   (bounded by the token, KIP-368) are re-authenticated with fresh tokens while replication goes
   on; ``org.apache.kafka.sasl.oauthbearer.allowed.urls`` (``KAFKA_OPTS``) names the two URLs.
-  A replicated topic gets its full ISR, serves acks=all writes, and survives a kill -9 and restart.
+  The brokers run Kafka's AclAuthorizer with ``super.users=User:svc-broker`` (the subject of the
+  brokers' tokens), so every controller request and fetch is authorized as that principal. A
+  replicated topic gets its full ISR, serves acks=all writes, and survives a kill -9 and restart.
 - One in-process broker whose inter-broker login is KIP-255's unsecured token
   (``unsecuredLoginStringClaim_sub``): its controller reaches it and topics are served.
 """
@@ -25,6 +27,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
 from odradek.server.runner import BrokerRunner
 from odradek.testing import LocalCluster
 from odradek.testing_oidc import OidcIssuer
@@ -81,6 +84,9 @@ def cluster(
         "sasl.login.refresh.window.jitter": "0.0",
         "sasl.login.refresh.min.period.seconds": "1",
         "sasl.login.refresh.buffer.seconds": "1",
+        # the controller's and fetchers' requests are authorized as the token's subject
+        "authorizer.class.name": ACL_AUTHORIZER_CLASS,
+        "super.users": "User:svc-broker;User:app",
     }
     allowed = f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={issuer.token_url},{issuer.jwks_url}"
     saved = os.environ.get("KAFKA_OPTS")

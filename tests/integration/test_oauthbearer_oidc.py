@@ -30,11 +30,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
+from odradek.client.connection import KafkaConnection
+from odradek.client.security import ClientSecurity
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.server.runner import BrokerRunner
 from odradek.testing_oidc import OidcIssuer, SigningKey
 
-from .oidc_support import LOGIN_MODULE, VALIDATOR, fetch_token, sasl_exchange
+from .oidc_support import LOGIN_HANDLER, LOGIN_MODULE, VALIDATOR, fetch_token, sasl_exchange
 from .security_support import address, write_certificates
 
 TOPIC = "oidc"
@@ -253,6 +256,34 @@ def test_aiokafka_token_provider_produces_and_consumes(
             await consumer.stop()
 
     assert asyncio.run(run()) == [b"from-aiokafka"]
+
+
+def test_odradeks_own_client_logs_in_with_client_credentials(
+    broker: BrokerRunner, issuer: OidcIssuer, certificates: dict[str, str]
+) -> None:
+    """odradek's tools (``--command-config``) with Kafka's client keys for KIP-768's login."""
+    security = ClientSecurity.from_properties(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "OAUTHBEARER",
+            "sasl.login.callback.handler.class": LOGIN_HANDLER,
+            "sasl.oauthbearer.token.endpoint.url": issuer.token_url,
+            "sasl.jaas.config": (
+                f'{LOGIN_MODULE} required clientId="producer-app" clientSecret="producer-secret" scope="kafka" '
+                f'ssl.truststore.type="PEM" ssl.truststore.location="{certificates["ca"]}";'
+            ),
+        }
+    )
+    assert security.oauthbearer_login is not None
+
+    async def metadata() -> tuple[int, int]:
+        async with KafkaConnection("127.0.0.1", port(broker, "OIDC"), security=security) as conn:
+            response = await conn.send(conn.builder(ApiKey.METADATA, 1, 1)(topics=[]))
+            return len(response.brokers), conn.session_lifetime_ms
+
+    brokers, lifetime_ms = asyncio.run(metadata())
+    assert brokers == 1 and 0 < lifetime_ms <= issuer.token_lifetime_s * 1000
+    assert issuer.issued[-1]["sub"] == "svc-producer"
 
 
 # --- bad tokens ------------------------------------------------------------------------------------

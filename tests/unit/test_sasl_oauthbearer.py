@@ -20,8 +20,6 @@ from odradek.security.sasl import IllegalSaslStateError, SaslAuthenticationError
 from odradek.security.sasl.oauthbearer import (
     SECURED_VALIDATOR_CLASS,
     ClientInitialResponse,
-    JwksEndpoint,
-    JwksFile,
     JwtValidator,
     OAuthBearerSaslServer,
     TokenRefusedError,
@@ -31,6 +29,7 @@ from odradek.security.sasl.oauthbearer import (
     check_url_allowed,
     json_error,
 )
+from odradek.security.sasl.oauthbearer_jwks import JwksEndpoint, JwksFile
 from odradek.server.config import KafkaConfig
 from odradek.server.listener_security import ListenerSecurity, listener_security
 from odradek.server.sasl_authenticator import SaslServerAuthenticator

@@ -22,14 +22,13 @@ from odradek.security.sasl.oauthbearer import (
     SECURED_VALIDATOR_CLASS,
     SECURED_VALIDATOR_CLASS_SECURED_PACKAGE,
     UNSECURED_VALIDATOR_CLASS,
-    JwksEndpoint,
-    JwksFile,
     JwtValidator,
     TokenValidator,
     UnsecuredValidator,
     allowed_urls,
     check_url_allowed,
 )
+from odradek.security.sasl.oauthbearer_jwks import JwksEndpoint, JwksFile
 from odradek.security.sasl.oauthbearer_login import (
     LOGIN_CALLBACK_HANDLER_CLASS,
     LOGIN_CALLBACK_HANDLER_CLASS_SECURED_PACKAGE,
