@@ -281,7 +281,9 @@ def inter_broker_client_security(config: InterBrokerConfig) -> ClientSecurity:
     key store is also its client certificate, as Kafka's); the SASL mechanism is
     ``sasl.mechanism.inter.broker.protocol`` (Kafka's default GSSAPI is refused with a message);
     the credentials are the ``username`` / ``password`` options of the listener's JAAS entry
-    (``listener.name.<l>.<mechanism>.sasl.jaas.config``, then ``sasl.jaas.config``).
+    (``listener.name.<l>.<mechanism>.sasl.jaas.config``, then ``sasl.jaas.config``); for
+    OAUTHBEARER that entry and the listener's ``sasl.login.*`` keys make the broker's login
+    (unsecured or client-credentials tokens; blocking: the first token is obtained here).
     Raises InvalidConfigError naming the key.
     """
     listener = config.inter_broker_listener_name
@@ -315,6 +317,13 @@ def _inter_broker_security(props: Mapping[str, Any], listener: str, protocol: st
     jaas_key = jaas_config_key(mechanism) if jaas_config_key(mechanism) in resolved else "sasl.jaas.config"
     if mechanism == OAUTHBEARER:
         # the broker's own login: the listener's OAuthBearerLoginModule entry and its sasl.login.* keys
+        if not str(resolved.get(jaas_key) or "").strip():
+            raise InvalidConfigError(
+                f"Missing configuration {prefixed}: the inter-broker listener {listener} uses {protocol} with "
+                f'OAUTHBEARER; its {OAUTHBEARER_LOGIN_MODULE} entry needs unsecuredLoginStringClaim_sub="..." '
+                "(unsecured tokens) or clientId/clientSecret with sasl.login.callback.handler.class and "
+                "sasl.oauthbearer.token.endpoint.url (OAUTHBEARER needs a login)"
+            )
         login = _oauthbearer_login(resolved, jaas_key)
         return ClientSecurity(protocol, ssl_config, mechanism, oauthbearer_login=login)
     jaas = resolved.get(jaas_key)
