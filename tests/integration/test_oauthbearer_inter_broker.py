@@ -169,6 +169,8 @@ def test_brokers_replicate_with_refreshed_oauthbearer_tokens(
     for broker_id in cluster.alive_ids():
         log = cluster.broker(broker_id).log_path.read_text(errors="replace")
         assert "Failed authentication" not in log, log[-3000:]
+        # sessions ended by their tokens were re-authenticated on their connections, not closed
+        assert "closed by the broker" not in log, log[-3000:]
 
 
 def test_kill_and_restart_of_a_broker_logs_in_again(
