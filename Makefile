@@ -25,13 +25,14 @@ $(STAMP): pyproject.toml | $(BIN)/python $(SYSSTAMP)
 
 # Debian packages the real-component tests use. Installed once per machine when missing: a ZooKeeper,
 # kcat (librdkafka with SASL/GSSAPI), an MIT Kerberos KDC (libkrb5-dev builds the gssapi binding),
-# Chromium and its driver for the console's browser tests.
+# Chromium and its driver for the console's browser tests. Node.js and npm come with the machine
+# (Debian's npm conflicts with the nodejs package installed there).
 DEBIAN_PACKAGES := kcat zookeeper default-jre-headless prometheus krb5-kdc krb5-admin-server krb5-user \
 	libkrb5-dev libsasl2-modules-gssapi-mit chromium chromium-driver
 $(SYSSTAMP): | $(BIN)/python
 	@if ! command -v kcat >/dev/null || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! command -v java >/dev/null \
 		|| ! command -v prometheus >/dev/null || ! command -v krb5kdc >/dev/null || ! command -v chromedriver >/dev/null \
-		|| ! command -v krb5-config >/dev/null; then \
+		|| ! command -v krb5-config >/dev/null ; then \
 		echo "installing Debian packages: $(DEBIAN_PACKAGES)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && \
@@ -39,7 +40,16 @@ $(SYSSTAMP): | $(BIN)/python
 	fi
 	touch $@
 
-venv: $(STAMP) $(SYSSTAMP)
+# KafkaJS (pinned) for the OAUTHBEARER re-authentication tests, in .venv/node/node_modules; those
+# tests skip with the reason when it is missing.
+KAFKAJS_VERSION := 2.2.4
+NODESTAMP := $(VENV)/.node-packages-$(KAFKAJS_VERSION)
+$(NODESTAMP): | $(BIN)/python $(SYSSTAMP)
+	@if command -v npm >/dev/null; then \
+		npm install --silent --no-audit --no-fund --prefix $(VENV)/node kafkajs@$(KAFKAJS_VERSION) && touch $@; \
+	else echo "npm not found: the KafkaJS tests will be skipped"; fi
+
+venv: $(STAMP) $(SYSSTAMP) $(NODESTAMP)
 
 demo: venv
 	$(BIN)/odradek demo

@@ -14,14 +14,18 @@ TLS 1.3, OpenSSL's default suite). For each protocol, on a fresh one-partition t
 
 One JSON document goes to stdout: ``msgs_per_s`` and ``mb_per_s`` per protocol and workload, and
 ``sasl_ssl_vs_plaintext`` (the SASL_SSL rate over the PLAINTEXT rate;
-the target is >= 0.6).
+the target is >= 0.6); then ``authentication``: new authenticated connections per second for each
+mechanism (``bench/auth_cost.py``: PLAIN, SCRAM-SHA-256, OAUTHBEARER unsecured and JWKS-validated,
+against a PLAINTEXT baseline), ``--auth-seconds`` each (0 skips it; ``--messages 0`` skips the
+throughput part).
 
-    python bench/security_bench.py [--messages 100000] [--size 1024]
+    python bench/security_bench.py [--messages 100000] [--size 1024] [--auth-seconds 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -32,8 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
+import auth_cost
 from common import OdradekBroker, free_port, log, machine_info
+from odradek.testing_oidc import OidcIssuer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from unit import security_support as certs
@@ -98,20 +105,66 @@ def consume(config: dict[str, str], topic: str, messages: int, size: int) -> dic
     return {"seconds": elapsed, "msgs_per_s": messages / elapsed, "mb_per_s": messages * size / elapsed / 1e6}
 
 
+def measure_authentication(
+    plain_port: int, auth_port: int, jwt_port: int, issuer: OidcIssuer, seconds: float
+) -> dict[str, Any]:
+    """Connections per second per mechanism (``bench/auth_cost.py``)."""
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain_port}"})
+    upsert = UserScramCredentialUpsertion(
+        "bench", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"bench-secret"
+    )
+    admin.alter_user_scram_credentials([upsert])["bench"].result(30)
+    time.sleep(1)  # the credential cache follows /config/changes
+    unsecured = issuer.mint("bench", algorithm="none", lifetime_s=3600)
+    signed = issuer.mint("bench", lifetime_s=3600)
+    scram_first, scram_respond = auth_cost.scram_exchange("bench", "bench-secret")
+    cases: dict[str, tuple[int, str | None, Any, Any]] = {
+        "PLAINTEXT": (plain_port, None, lambda: b"", lambda _c: b""),
+        "PLAIN": (auth_port, "PLAIN", lambda: b"\0bench\0bench-secret", lambda _c: b""),
+        "SCRAM-SHA-256": (auth_port, "SCRAM-SHA-256", scram_first, scram_respond),
+        "OAUTHBEARER-unsecured": (
+            auth_port, "OAUTHBEARER", lambda: auth_cost.oauthbearer_message(unsecured), lambda _c: b""
+        ),
+        "OAUTHBEARER-JWKS": (jwt_port, "OAUTHBEARER", lambda: auth_cost.oauthbearer_message(signed), lambda _c: b""),
+    }  # fmt: skip
+    out: dict[str, Any] = {}
+    for name, (port, mechanism, first, respond) in cases.items():
+        log(f"authentication: {name} for {seconds} s")
+        out[name] = auth_cost.rate(seconds, functools.partial(auth_cost.connect_once, port, mechanism, first, respond))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--auth-seconds", type=float, default=5.0)
     args = parser.parse_args()
     payload = os.urandom(args.size)
     with tempfile.TemporaryDirectory(prefix="security-bench-") as tmp:
         keystore, trust = write_keystores(Path(tmp))
-        plain_port, sasl_port = free_port(), free_port()
+        plain_port, sasl_port, auth_port, jwt_port = free_port(), free_port(), free_port(), free_port()
+        issuer = OidcIssuer(None)  # http: the JWKS is fetched at start only
         overrides = {
-            "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_SSL://127.0.0.1:{sasl_port}",
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:{plain_port},SASL_SSL://127.0.0.1:{sasl_port},"
+                f"AUTH://127.0.0.1:{auth_port},JWT://127.0.0.1:{jwt_port}"
+            ),
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,AUTH:SASL_PLAINTEXT,JWT:SASL_PLAINTEXT"
+            ),
             "inter.broker.listener.name": "PLAINTEXT",
             "sasl.enabled.mechanisms": "PLAIN",
             "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+            "listener.name.auth.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
+            "listener.name.auth.plain.sasl.jaas.config": JAAS,
+            "listener.name.auth.oauthbearer.sasl.jaas.config": f"{auth_cost.LOGIN_MODULE} required;",
+            "listener.name.jwt.sasl.enabled.mechanisms": "OAUTHBEARER",
+            "listener.name.jwt.oauthbearer.sasl.jaas.config": f"{auth_cost.LOGIN_MODULE} required;",
+            "listener.name.jwt.oauthbearer.sasl.server.callback.handler.class": auth_cost.VALIDATOR,
+            "listener.name.jwt.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": issuer.jwks_url,
+            "listener.name.jwt.oauthbearer.sasl.oauthbearer.expected.audience": issuer.audience,
+            "listener.name.jwt.oauthbearer.sasl.oauthbearer.expected.issuer": issuer.url,
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": keystore,
         }
@@ -127,17 +180,24 @@ def main() -> None:
             },
         }
         results: dict[str, Any] = {}
+        authentication: dict[str, Any] = {}
         with OdradekBroker(overrides=overrides, port=plain_port).start():
+            if args.auth_seconds > 0:
+                authentication = measure_authentication(plain_port, auth_port, jwt_port, issuer, args.auth_seconds)
             for protocol, config in clients.items():
+                if args.messages <= 0:
+                    break
                 topic = f"security-bench-{protocol.lower()}"
                 log(f"{protocol}: producing {args.messages} x {args.size} B")
                 produced = produce(config, topic, args.messages, payload)
                 log(f"{protocol}: consuming")
                 consumed = consume(config, topic, args.messages + 1, args.size)
                 results[protocol] = {"produce": produced, "consume": consumed}
+        issuer.close()
     ratio = {
         workload: results["SASL_SSL"][workload]["msgs_per_s"] / results["PLAINTEXT"][workload]["msgs_per_s"]
         for workload in ("produce", "consume")
+        if results
     }
     document = {
         "benchmark": "security",
@@ -146,6 +206,7 @@ def main() -> None:
         "results": results,
         "sasl_ssl_vs_plaintext": ratio,
         "target": 0.6,
+        "authentication": authentication,
         "machine": machine_info(),
     }
     json.dump(document, sys.stdout, indent=2)

@@ -7,10 +7,13 @@ Run from the repository root:
 
 The broker, the recording proxy, the frame selection and the file format are those of
 ``tools/record_traffic.py``; here the clients' listener (advertised on the proxy's port) is
-SASL_PLAINTEXT with PLAIN (``alice``/``alice-secret`` from the listener's JAAS) and SCRAM-SHA-256 /
-SCRAM-SHA-512 (``scram-user``/``scram-secret`` in ``/config/users``), so each recorded connection
-starts with SaslHandshake and SaslAuthenticate frames (KIP-152) carrying PLAIN's token or SCRAM's
-client-first and client-final messages, then the client's requests. Each client (confluent-kafka,
+SASL_PLAINTEXT with PLAIN (``alice``/``alice-secret`` from the listener's JAAS), SCRAM-SHA-256 /
+SCRAM-SHA-512 (``scram-user``/``scram-secret`` in ``/config/users``) and OAUTHBEARER (Kafka's
+unsecured validator; confluent-kafka's built-in unsecured tokens, kafka-python's and aiokafka's
+token providers handing an unsecured JWT for ``alice`` with a SASL extension), so each recorded
+connection starts with SaslHandshake and SaslAuthenticate frames (KIP-152) carrying PLAIN's token,
+SCRAM's client-first and client-final messages or OAUTHBEARER's initial response, then the
+client's requests. Each client (confluent-kafka,
 kafka-python, aiokafka) runs a short workload once per mechanism: metadata, create a topic,
 produce, consume in a group and commit. Output: ``tests/data/client_frames_sasl/<client>.bin`` and
 its ``README.md``.
@@ -20,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import gc
+import json
 import logging
 import pathlib
 import sys
@@ -50,6 +55,7 @@ DEFAULT_OUT = ROOT / "tests" / "data" / "client_frames_sasl"
 CLIENTS = ("confluent_kafka", "kafka_python", "aiokafka")
 MECHANISMS = {"PLAIN": ("alice", "alice-secret"), "SCRAM-SHA-256": ("scram-user", "scram-secret")}
 MECHANISMS["SCRAM-SHA-512"] = MECHANISMS["SCRAM-SHA-256"]
+MECHANISMS["OAUTHBEARER"] = ("alice", "")
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
 RECORDS = 30
 
@@ -61,19 +67,37 @@ def _names(client: str, mechanism: str) -> tuple[str, str]:
     return f"{tag}-data", f"{tag}-group"
 
 
+def unsecured_token(principal: str, lifetime_s: int = 3600) -> str:
+    """An unsecured JWS (``alg: none``) as Kafka's unsecured login makes it."""
+    now = int(time.time())
+    parts = ({"alg": "none"}, {"sub": principal, "iat": now, "exp": now + lifetime_s, "scope": "kafka"})
+    encoded = [base64.urlsafe_b64encode(json.dumps(p).encode()).rstrip(b"=").decode() for p in parts]
+    return ".".join(encoded) + "."
+
+
+def _python_sasl(mechanism: str, token_provider: Any) -> dict[str, Any]:
+    """kafka-python's and aiokafka's SASL options for ``mechanism``."""
+    user, password = MECHANISMS[mechanism]
+    if mechanism == "OAUTHBEARER":
+        return {"sasl_mechanism": mechanism, "sasl_oauth_token_provider": token_provider}
+    return {"sasl_mechanism": mechanism, "sasl_plain_username": user, "sasl_plain_password": password}
+
+
 def run_confluent_kafka(bootstrap: str, mechanism: str) -> None:
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     user, password = MECHANISMS[mechanism]
     topic, group = _names("confluent_kafka", mechanism)
-    base = {
+    base: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": mechanism,
-        "sasl.username": user,
-        "sasl.password": password,
     }
+    if mechanism == "OAUTHBEARER":
+        base.update({"enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": f"principal={user}"})
+    else:
+        base.update({"sasl.username": user, "sasl.password": password})
     admin = AdminClient(dict(base))
     admin.list_topics(timeout=10)
     admin.create_topics([NewTopic(topic, 2, 1)], operation_timeout=10)[topic].result(15)
@@ -95,14 +119,23 @@ def run_kafka_python(bootstrap: str, mechanism: str) -> None:
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    user, password = MECHANISMS[mechanism]
+    try:
+        from kafka.net.sasl.oauth import AbstractTokenProvider
+    except ImportError:  # kafka-python 2
+        from kafka.sasl.oauth import AbstractTokenProvider
+
+    class Provider(AbstractTokenProvider):  # type: ignore[misc]
+        def token(self) -> str:
+            return unsecured_token(MECHANISMS[mechanism][0])
+
+        def extensions(self) -> dict[str, str]:
+            return {"traceId": "kafka-python"}
+
     topic, group = _names("kafka_python", mechanism)
     sasl: dict[str, Any] = {
         "bootstrap_servers": bootstrap,
         "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": mechanism,
-        "sasl_plain_username": user,
-        "sasl_plain_password": password,
+        **_python_sasl(mechanism, Provider()),
     }
     admin = KafkaAdminClient(**sasl)
     admin.create_topics([NewTopic(topic, 2, 1)])
@@ -124,16 +157,21 @@ def run_kafka_python(bootstrap: str, mechanism: str) -> None:
 
 def run_aiokafka(bootstrap: str, mechanism: str) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.abc import AbstractTokenProvider
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-    user, password = MECHANISMS[mechanism]
+    class Provider(AbstractTokenProvider):  # type: ignore[misc]
+        async def token(self) -> str:
+            return unsecured_token(MECHANISMS[mechanism][0])
+
+        def extensions(self) -> dict[str, str]:
+            return {"traceId": "aiokafka"}
+
     topic, group = _names("aiokafka", mechanism)
     sasl: dict[str, Any] = {
         "bootstrap_servers": bootstrap,
         "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": mechanism,
-        "sasl_plain_username": user,
-        "sasl_plain_password": password,
+        **_python_sasl(mechanism, Provider()),
     }
 
     async def workload() -> None:
@@ -243,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     failures = record(args.clients, out_dir, args.max_bytes)
     summary = render_summary(out_dir)
     summary = summary.replace(
-        "talking to an odradek broker", "authenticated with SASL (PLAIN, SCRAM) to an odradek broker"
+        "talking to an odradek broker", "authenticated with SASL (PLAIN, SCRAM, OAUTHBEARER) to an odradek broker"
     )
     summary = summary.replace("tools/record_traffic.py", "tools/record_sasl_traffic.py")
     summary = summary.replace(";\nthis page only: `.venv/bin/python tools/record_sasl_traffic.py --summary`.", ".")

@@ -1,16 +1,17 @@
 """Mutated traffic against a SASL_PLAINTEXT listener: before, during and after authentication.
 
 A broker process with a SASL_PLAINTEXT listener (PLAIN from the listener's JAAS, SCRAM users in
-``/config/users``) and a PLAINTEXT inter-broker listener. Three runs, sized by
-``ODRADEK_FUZZ_FRAMES`` / ``ODRADEK_FUZZ_SEED`` like the client-traffic fuzzer (``make fuzz``),
+``/config/users``, OAUTHBEARER with Kafka's unsecured validator) and a PLAINTEXT inter-broker
+listener. Four runs, sized by ``ODRADEK_FUZZ_FRAMES`` / ``ODRADEK_FUZZ_SEED`` like the
+client-traffic fuzzer (``make fuzz``),
 a twentieth of its frames per run (each frame before authentication costs a connection):
 
 - **before authentication**: mutated SaslHandshake, SaslAuthenticate and ApiVersions frames,
   each on a fresh connection. Only ApiVersions and a SaslHandshake that decodes may be answered;
   everything else must close the connection with no answer;
-- **during authentication**: a valid SaslHandshake v1 for PLAIN, then a mutated token frame. A
-  frame that decodes as SaslAuthenticate v0-v2 is answered (success or Kafka's error); any other
-  frame closes the connection unanswered;
+- **during authentication**: a valid SaslHandshake v1 for PLAIN (or OAUTHBEARER), then a mutated
+  token frame. A frame that decodes as SaslAuthenticate v0-v2 is answered (success, OAUTHBEARER's
+  JSON challenge or Kafka's error); any other frame closes the connection unanswered;
 - **after authentication**: the recorded client corpus and the one recorded over authenticated
   SASL_PLAINTEXT connections (``tests/data/client_frames_sasl``, with the clients' SaslHandshake
   and SaslAuthenticate frames), mutated, on authenticated connections (the fuzzer's own oracle
@@ -23,6 +24,8 @@ client still authenticates and round-trips records.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import os
 import random
 import struct
@@ -38,6 +41,7 @@ from odradek.errors import InvalidRequestError, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import api_schema, decode_request, encode_request, parse_request_header, peek_api
 from odradek.protocol.messages import build
+from odradek.security.sasl.oauthbearer import ClientInitialResponse
 from odradek.security.sasl.scram import ScramSaslClient
 
 from .fuzz_support import SASL_CORPUS, Mutator, load_corpus, run_fuzz
@@ -59,9 +63,18 @@ def _request(api_key: int, version: int, correlation_id: int = 1, **fields: Any)
 def _sasl_corpus() -> list[bytes]:
     scram_first = ScramSaslClient("SCRAM-SHA-256", "alice", "x").evaluate_challenge(b"") or b""
     frames = [_request(18, v, client_software_name="fuzz", client_software_version="1") for v in range(4)]
-    frames += [_request(17, v, mechanism=m) for v in (0, 1) for m in ("PLAIN", "SCRAM-SHA-256", "GSSAPI")]
-    frames += [_request(36, v, auth_bytes=t) for v in (0, 1, 2) for t in (b"\0alice\0alice-secret", scram_first)]
+    mechanisms = ("PLAIN", "SCRAM-SHA-256", "OAUTHBEARER", "GSSAPI")
+    frames += [_request(17, v, mechanism=m) for v in (0, 1) for m in mechanisms]
+    tokens = (b"\0alice\0alice-secret", scram_first, _oauthbearer_initial_response(), b"\x01")
+    frames += [_request(36, v, auth_bytes=t) for v in (0, 1, 2) for t in tokens]
     return frames
+
+
+def _oauthbearer_initial_response() -> bytes:
+    """RFC 7628's initial response with an unsecured JWT for alice and a SASL extension."""
+    parts = ({"alg": "none"}, {"sub": "alice", "iat": 1, "exp": 4102444800, "scope": "kafka"})
+    token = ".".join(base64.urlsafe_b64encode(json.dumps(p).encode()).rstrip(b"=").decode() for p in parts) + "."
+    return ClientInitialResponse(token, "", {"traceId": "fuzz"}).to_bytes()
 
 
 def _decodes(body: bytes, api_key: int, versions: tuple[int, int]) -> bool:
@@ -108,7 +121,8 @@ async def _outcome(port: int, prefix: bytes, frame: bytes) -> str:
 async def _fuzz_exchange(port: int, frames: int, seed: int, stage: str) -> list[str]:
     mutator = Mutator(_sasl_corpus(), seed)
     mismatches: list[str] = []
-    prefix = _request(17, 1, mechanism="PLAIN") if stage == "during" else b""
+    mechanism = "OAUTHBEARER" if stage == "during-oauthbearer" else "PLAIN"
+    prefix = _request(17, 1, mechanism=mechanism) if stage.startswith("during") else b""
     budget = [frames]
 
     async def worker() -> None:
@@ -146,7 +160,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     proc.overrides = {
         "listeners": f"SASL_PLAINTEXT://127.0.0.1:{proc.port},PLAINTEXT://127.0.0.1:{free_port()}",
         "inter.broker.listener.name": "PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "connection.failed.authentication.delay.ms": "0",
         "group.initial.rebalance.delay.ms": "0",
@@ -163,7 +177,7 @@ def _sample_rss(broker: BrokerProcess, stop: threading.Event, peak: list[int]) -
         stop.wait(0.1)
 
 
-@pytest.mark.parametrize("stage", ["before", "during"])
+@pytest.mark.parametrize("stage", ["before", "during", "during-oauthbearer"])
 def test_mutated_sasl_exchange(broker: BrokerProcess, stage: str) -> None:
     mismatches = asyncio.run(_fuzz_exchange(broker.port, FRAMES, SEED, stage))
     assert broker.alive(), broker.log_text()[-3000:]

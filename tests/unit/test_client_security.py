@@ -126,7 +126,7 @@ def create_server_context(tmp_path: pathlib.Path, client_auth: str = "none") -> 
         ({"security.protocol": "SASL_PLAINTEXT", "sasl.jaas.config": PLAIN_JAAS}, "GSSAPI"),
         (
             {"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": PLAIN_JAAS},
-            "OAUTHBEARER",
+            "OAuthBearerLoginModule expected",
         ),
         ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}, "sasl.jaas.config"),
         ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "bob"}, "sasl.password"),

@@ -12,6 +12,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from odradek.client.security import inter_broker_client_security
 from odradek.errors import ErrorCode, InvalidConfigError
 from odradek.protocol.codec import api_schema, decode_response, encode_request
 from odradek.protocol.messages import build
@@ -19,8 +20,6 @@ from odradek.security.sasl import IllegalSaslStateError, SaslAuthenticationError
 from odradek.security.sasl.oauthbearer import (
     SECURED_VALIDATOR_CLASS,
     ClientInitialResponse,
-    JwksEndpoint,
-    JwksFile,
     JwtValidator,
     OAuthBearerSaslServer,
     TokenRefusedError,
@@ -30,6 +29,7 @@ from odradek.security.sasl.oauthbearer import (
     check_url_allowed,
     json_error,
 )
+from odradek.security.sasl.oauthbearer_jwks import JwksEndpoint, JwksFile
 from odradek.server.config import KafkaConfig
 from odradek.server.listener_security import ListenerSecurity, listener_security
 from odradek.server.sasl_authenticator import SaslServerAuthenticator
@@ -366,14 +366,15 @@ def test_bad_oauthbearer_keys_are_refused(tmp_path: Path, monkeypatch: pytest.Mo
     config = broker_config(**{prefix: SECURED_VALIDATOR_CLASS}, sasl__oauthbearer__jwks__endpoint__url=url)
     with pytest.raises(InvalidConfigError, match="not allowed"):
         listener_security(config, "SASL_PLAINTEXT", None)
-    with pytest.raises(InvalidConfigError, match="OAUTHBEARER"):
-        KafkaConfig(
-            {
-                "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-                "sasl.enabled.mechanisms": "OAUTHBEARER",
-                "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
-            }
-        )
+    inter_broker = KafkaConfig(
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "sasl.enabled.mechanisms": "OAUTHBEARER",
+            "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+        }
+    )
+    with pytest.raises(InvalidConfigError, match="OAUTHBEARER needs"):  # the broker's own login has no JAAS entry
+        inter_broker_client_security(inter_broker)
 
 
 # --- the session lifetime (KIP-368) ------------------------------------------------------------

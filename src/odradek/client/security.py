@@ -11,11 +11,14 @@ inter-broker settings):
   turned into an ``ssl.SSLContext`` by :func:`odradek.security.tls.create_ssl_context`; librdkafka's
   names are accepted too: ``ssl.ca.location`` (a PEM file of CAs), ``ssl.certificate.location`` +
   ``ssl.key.location`` (PEM files; ``ssl.key.password``), ``ssl.endpoint.identification.algorithm=none``;
-- ``sasl.mechanism`` (librdkafka: ``sasl.mechanisms``): PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512;
-  Kafka's default GSSAPI (Kerberos) and OAUTHBEARER are refused with a message;
+- ``sasl.mechanism`` (librdkafka: ``sasl.mechanisms``): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or
+  OAUTHBEARER; Kafka's default GSSAPI (Kerberos) is refused with a message;
 - the credentials: ``sasl.jaas.config`` (``...LoginModule required username="alice" password="...";``,
   parsed by :mod:`odradek.security.sasl.jaas`, never evaluated), else librdkafka's
-  ``sasl.username`` / ``sasl.password``;
+  ``sasl.username`` / ``sasl.password``; for OAUTHBEARER the ``OAuthBearerLoginModule`` entry with
+  ``sasl.login.callback.handler.class`` and ``sasl.oauthbearer.token.endpoint.url``
+  (:func:`odradek.security.sasl.oauthbearer_config.client_login`: unsecured tokens, or tokens of an
+  OAuth 2 token endpoint, refreshed before they expire);
 - a delegation token (KIP-48): ``ScramLoginModule required username="<token id>" password="<base64
   HMAC>" tokenauth="true";`` (Kafka's clients' form): the SCRAM client-first message carries the
   extension ``tokenauth=true``.
@@ -44,6 +47,9 @@ from odradek.errors import InvalidConfigError
 from odradek.security.listener_config import jaas_config_key, listener_config
 from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslClient
 from odradek.security.sasl.jaas import parse_single_login_module
+from odradek.security.sasl.oauthbearer import OAUTHBEARER, OAUTHBEARER_LOGIN_MODULE
+from odradek.security.sasl.oauthbearer_config import client_login
+from odradek.security.sasl.oauthbearer_login import OAuthBearerLogin
 from odradek.security.sasl.plain import PlainSaslClient
 from odradek.security.sasl.scram import TOKEN_AUTH, ScramSaslClient
 from odradek.security.tls import SSL_CONFIG, create_ssl_context
@@ -61,7 +67,7 @@ __all__ = [
 
 PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL = "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"
 SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
-SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 DEFAULT_SASL_MECHANISM = "GSSAPI"
 """Kafka's default ``sasl.mechanism`` (and ``sasl.mechanism.inter.broker.protocol``); refused here."""
 
@@ -95,6 +101,8 @@ class ClientSecurity:
     (:data:`SOURCE_ADDRESS_CONFIG`); a client has none."""
     sasl_token_auth: bool = False
     """Log in with a delegation token (SCRAM with the ``tokenauth=true`` extension)."""
+    oauthbearer_login: OAuthBearerLogin | None = field(default=None, compare=False, repr=False)
+    """OAUTHBEARER's token holder (shared, refreshing); None for the other mechanisms."""
 
     @property
     def uses_ssl(self) -> bool:
@@ -126,6 +134,8 @@ class ClientSecurity:
         mechanism = _text(props.get("sasl.mechanism", props.get("sasl.mechanisms", DEFAULT_SASL_MECHANISM)))
         mechanism = mechanism.strip().upper()
         check_mechanism(mechanism, "sasl.mechanism")
+        if mechanism == OAUTHBEARER:
+            return cls(protocol, ssl_config, mechanism, oauthbearer_login=_oauthbearer_login(props, "sasl.jaas.config"))
         username, password = _credentials(props, "sasl.jaas.config")
         if username is None or password is None:
             raise InvalidConfigError(
@@ -164,6 +174,8 @@ class ClientSecurity:
 
     def sasl_client(self) -> SaslClient:
         """A fresh client mechanism for one exchange (SASL protocols only)."""
+        if self.uses_sasl and self.oauthbearer_login is not None:
+            return self.oauthbearer_login.sasl_client()
         if not self.uses_sasl or self.sasl_username is None or self.sasl_password is None:
             raise InvalidConfigError(f"security.protocol {self.security_protocol} does not authenticate with SASL")
         if self.sasl_mechanism == PLAIN:
@@ -189,6 +201,23 @@ def check_mechanism(mechanism: str, key: str) -> None:
             f"{', '.join(SUPPORTED_MECHANISMS)} only"
             + (" (GSSAPI, Kafka's default, is Kerberos)" if mechanism == DEFAULT_SASL_MECHANISM else "")
         )
+
+
+def _oauthbearer_login(props: Mapping[str, Any], jaas_key: str) -> OAuthBearerLogin:
+    """The started login of an OAUTHBEARER client whose keys are ``props`` (JAAS entry at ``jaas_key``)."""
+    jaas = props.get(jaas_key)
+    if jaas is None or not str(jaas).strip():
+        raise InvalidConfigError(
+            f"Missing configuration {jaas_key}: OAUTHBEARER needs {OAUTHBEARER_LOGIN_MODULE} required "
+            'unsecuredLoginStringClaim_sub="..."; (unsecured tokens) or clientId="..." clientSecret="..."; with '
+            "sasl.login.callback.handler.class and sasl.oauthbearer.token.endpoint.url"
+        )
+
+    def value(key: str) -> Any:
+        raw = props.get(f"oauthbearer.{key}", props.get(key))
+        return None if raw is None else _text(raw)
+
+    return client_login(value, str(jaas), jaas_key)
 
 
 def _module_for(mechanism: str) -> str:
@@ -270,7 +299,9 @@ def inter_broker_client_security(config: InterBrokerConfig) -> ClientSecurity:
     key store is also its client certificate, as Kafka's); the SASL mechanism is
     ``sasl.mechanism.inter.broker.protocol`` (Kafka's default GSSAPI is refused with a message);
     the credentials are the ``username`` / ``password`` options of the listener's JAAS entry
-    (``listener.name.<l>.<mechanism>.sasl.jaas.config``, then ``sasl.jaas.config``).
+    (``listener.name.<l>.<mechanism>.sasl.jaas.config``, then ``sasl.jaas.config``); for
+    OAUTHBEARER that entry and the listener's ``sasl.login.*`` keys make the broker's login
+    (unsecured or client-credentials tokens; blocking: the first token is obtained here).
     Raises InvalidConfigError naming the key.
     """
     listener = config.inter_broker_listener_name
@@ -302,6 +333,17 @@ def _inter_broker_security(props: Mapping[str, Any], listener: str, protocol: st
     check_mechanism(mechanism, key)
     prefixed = f"listener.name.{listener.lower()}.{jaas_config_key(mechanism)}"
     jaas_key = jaas_config_key(mechanism) if jaas_config_key(mechanism) in resolved else "sasl.jaas.config"
+    if mechanism == OAUTHBEARER:
+        # the broker's own login: the listener's OAuthBearerLoginModule entry and its sasl.login.* keys
+        if not str(resolved.get(jaas_key) or "").strip():
+            raise InvalidConfigError(
+                f"Missing configuration {prefixed}: the inter-broker listener {listener} uses {protocol} with "
+                f'OAUTHBEARER; its {OAUTHBEARER_LOGIN_MODULE} entry needs unsecuredLoginStringClaim_sub="..." '
+                "(unsecured tokens) or clientId/clientSecret with sasl.login.callback.handler.class and "
+                "sasl.oauthbearer.token.endpoint.url (OAUTHBEARER needs a login)"
+            )
+        login = _oauthbearer_login(resolved, jaas_key)
+        return ClientSecurity(protocol, ssl_config, mechanism, oauthbearer_login=login)
     jaas = resolved.get(jaas_key)
     if jaas is None or not str(jaas).strip():
         raise InvalidConfigError(

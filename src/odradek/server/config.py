@@ -844,11 +844,6 @@ class KafkaConfig:
                     f"SASL is used for inter-broker communication (listener {name}: "
                     f"{','.join(self.sasl_enabled_mechanisms(name))})"
                 )
-            if mechanism == "OAUTHBEARER":
-                raise InvalidConfigError(
-                    "Invalid value OAUTHBEARER for configuration sasl.mechanism.inter.broker.protocol: the broker "
-                    "serves OAUTHBEARER to clients but does not log in with it (use PLAIN or SCRAM between brokers)"
-                )
         return name
 
     @property

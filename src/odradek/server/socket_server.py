@@ -664,6 +664,9 @@ class SocketServer:
             self._sweeper = None
         for server in self.servers:
             server.close()
+        for security in self.securities.values():
+            if security.token_validator is not None:
+                security.token_validator.close()  # OAUTHBEARER's scheduled JWKS fetches
         for conn in list(self.connections):
             conn.close()
         for server in self.servers:

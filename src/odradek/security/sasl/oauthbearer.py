@@ -16,8 +16,8 @@ The token goes to a validator (Kafka's server callback handler):
   expired, issued in the future or not yet valid (``nbf``) is refused.
 - :class:`JwtValidator` (Kafka 3.9's ``OAuthBearerValidatorCallbackHandler``, KIP-768): a signed
   JWT (RS*/PS*/ES*, never ``none`` nor HMAC) verified with the key of its ``kid`` in a JWKS
-  (:class:`JwksFile` reads ``file://`` URLs, :class:`JwksEndpoint` fetches and refreshes https
-  ones), ``exp`` and ``iat`` required, the audience and
+  (:mod:`odradek.security.sasl.oauthbearer_jwks`: ``JwksFile`` reads ``file://`` URLs,
+  ``JwksEndpoint`` fetches and refreshes https ones), ``exp`` and ``iat`` required, the audience and
   issuer checked when configured, the principal from ``sasl.oauthbearer.sub.claim.name``.
 
 A refused token is answered with the JSON challenge ``{"status":"invalid_token"}`` (or
@@ -25,8 +25,7 @@ A refused token is answered with the JSON challenge ``{"status":"invalid_token"}
 fails with that JSON as the (public) message. An authorization id other than the token's
 principal fails at once. On success the principal is the token's principal claim, and
 :attr:`OAuthBearerSaslServer.credential_lifetime_ms` is the token's ``exp`` (KIP-368: the session
-ends there). Sans-IO except :class:`JwksFile` (reads its file when asked for a key) and
-:class:`JwksEndpoint` (fetches on a thread of its own).
+ends there). Sans-IO except the JWKS sources of :mod:`~odradek.security.sasl.oauthbearer_jwks`.
 """
 
 from __future__ import annotations
@@ -37,14 +36,10 @@ import json
 import logging
 import os
 import re
-import ssl
-import threading
 import time
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import unquote, urlparse
 
 import jwt
 
@@ -144,6 +139,9 @@ class TokenValidationError(Exception):
 class TokenValidator(Protocol):
     def validate(self, token: str) -> OAuthBearerToken: ...
 
+    def close(self) -> None:
+        """Stop any background work (a JWKS refreshed on a schedule)."""
+
 
 def _b64_json(part: str, what: str) -> dict[str, Any]:
     try:
@@ -192,6 +190,9 @@ class UnsecuredValidator:
         self.required_scope = tuple(required_scope)
         self.clock_skew_ms = clock_skew_ms
         self._clock = clock
+
+    def close(self) -> None:
+        pass
 
     @classmethod
     def from_jaas_options(cls, options: Mapping[str, str]) -> UnsecuredValidator:
@@ -270,151 +271,15 @@ def check_url_allowed(url: str, allowed: list[str] | None, key: str) -> None:
         )
 
 
-class JwksFile:
-    """The keys of a JWKS file (``sasl.oauthbearer.jwks.endpoint.url=file:///...``), read again when
-    the file changes (Kafka's ``FileJwksVerificationKeyResolver`` reads it once; a changed file
-    taking effect without a restart is kinder and no less safe)."""
-
-    def __init__(self, url: str) -> None:
-        parsed = urlparse(url)
-        if parsed.scheme != "file":
-            raise InvalidConfigError(
-                f"Invalid value for configuration sasl.oauthbearer.jwks.endpoint.url: {url} "
-                "(a file:// URL; https ones are fetched by JwksEndpoint)"
-            )
-        self.path = unquote(parsed.path)
-        self._stamp: tuple[int, int] | None = None
-        self._keys: dict[str | None, jwt.PyJWK] = {}
-        try:
-            self._load()
-        except (OSError, jwt.PyJWKError, ValueError) as exc:
-            raise InvalidConfigError(
-                f"Invalid value for configuration sasl.oauthbearer.jwks.endpoint.url: cannot read {self.path}: {exc}"
-            ) from None
-
-    def _load(self) -> None:
-        st = os.stat(self.path)
-        stamp = (st.st_mtime_ns, st.st_size)
-        if stamp == self._stamp:
-            return
-        with open(self.path, encoding="utf-8") as f:
-            jwks = jwt.PyJWKSet.from_json(f.read())
-        self._keys = {k.key_id: k for k in jwks.keys if k.public_key_use in (None, "sig")}
-        self._stamp = stamp
+class VerificationKeys(Protocol):
+    """Where :class:`JwtValidator` finds the key of a ``kid``
+    (:mod:`odradek.security.sasl.oauthbearer_jwks`: a JWKS file or endpoint)."""
 
     def key(self, kid: str | None) -> jwt.PyJWK:
-        try:
-            self._load()
-        except (OSError, jwt.PyJWKError, ValueError) as exc:
-            log.warning("could not read the JWKS file %s, using the keys read before: %s", self.path, exc)
-        if kid is None and len(self._keys) == 1:
-            return next(iter(self._keys.values()))
-        key = self._keys.get(kid)
-        if key is None:
-            raise TokenValidationError(f"No key with kid {kid!r} in the JWKS {self.path}")
-        return key
+        """The key; TokenValidationError when there is none for ``kid``."""
+        ...
 
-
-JWKS_MAX_BYTES = 1 << 20
-MISSING_KID_REFRESH_S = 10.0
-"""An unknown ``kid`` asks for a refresh at most this often (Kafka's ``RefreshingHttpsJwks``
-expedites a refresh for a missing key id, rate-limited the same way)."""
-
-
-class JwksEndpoint:
-    """The keys of a JWKS served over https (or http), as Kafka's ``RefreshingHttpsJwks``: fetched
-    once at start (blocking, as Kafka's ``init``), then again every ``refresh_ms`` and soon after a
-    token names an unknown ``kid``; a failed fetch is retried after ``backoff_ms``, doubling up to
-    ``backoff_max_ms``, and the keys fetched before stay in use meanwhile. Fetches after the first
-    run on a short-lived thread, never on the caller's: :meth:`key` only reads what is there
-    (a token whose ``kid`` is not there yet is refused; the client's retry finds it)."""
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        refresh_ms: int = 3600000,
-        backoff_ms: int = 100,
-        backoff_max_ms: int = 10000,
-        ssl_context: ssl.SSLContext | None = None,
-        timeout_s: float = 10.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        scheme = urlparse(url).scheme
-        if scheme not in ("https", "http"):
-            raise InvalidConfigError(
-                f"Invalid value for configuration sasl.oauthbearer.jwks.endpoint.url: {url} (file, http or https)"
-            )
-        self.url = url
-        self.refresh_s = refresh_ms / 1000
-        self.backoff_s = backoff_ms / 1000
-        self.backoff_max_s = max(backoff_max_ms, backoff_ms) / 1000
-        self._ssl = ssl_context if scheme == "https" else None
-        self._timeout_s = timeout_s
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._keys: dict[str | None, jwt.PyJWK] = {}
-        self._fetched_at: float | None = None
-        self._next_attempt = 0.0
-        self._failures = 0
-        self._missing_asked: dict[str, float] = {}
-        self._running: threading.Thread | None = None
-        self.refresh()
-
-    def _fetch(self) -> dict[str | None, jwt.PyJWK]:
-        request = urllib.request.Request(self.url, headers={"Accept": "application/json"})
-        with urllib.request.urlopen(request, timeout=self._timeout_s, context=self._ssl) as response:
-            body = response.read(JWKS_MAX_BYTES + 1)
-        if len(body) > JWKS_MAX_BYTES:
-            raise ValueError(f"the JWKS is larger than {JWKS_MAX_BYTES} bytes")
-        jwks = jwt.PyJWKSet.from_json(body.decode("utf-8"))
-        return {k.key_id: k for k in jwks.keys if k.public_key_use in (None, "sig")}
-
-    def refresh(self) -> bool:
-        """Fetch the JWKS now, on this thread; False (logged) when it could not be fetched."""
-        try:
-            keys = self._fetch()
-        except (OSError, ValueError, jwt.PyJWKError, jwt.PyJWKSetError) as exc:
-            with self._lock:
-                self._failures += 1
-                delay = min(self.backoff_s * 2 ** (self._failures - 1), self.backoff_max_s)
-                self._next_attempt = self._clock() + delay
-            log.warning("could not fetch the JWKS at %s (retrying in %.1f s): %s", self.url, delay, exc)
-            return False
-        with self._lock:
-            self._keys = keys
-            self._fetched_at = self._clock()
-            self._failures = 0
-            self._next_attempt = self._fetched_at + self.refresh_s
-        log.info("fetched %d key(s) from the JWKS at %s", len(keys), self.url)
-        return True
-
-    def _refresh_in_background(self) -> None:
-        with self._lock:
-            if self._running is not None and self._running.is_alive():
-                return
-            self._running = threading.Thread(target=self.refresh, name="jwks-refresh", daemon=True)
-            self._running.start()
-
-    def _lookup(self, kid: str | None) -> jwt.PyJWK | None:
-        keys = self._keys
-        return keys.get(kid) if kid is not None or len(keys) != 1 else next(iter(keys.values()))
-
-    def key(self, kid: str | None) -> jwt.PyJWK:
-        now = self._clock()
-        due = now >= self._next_attempt
-        key = self._lookup(kid)
-        if key is None and kid is not None and now >= self._missing_asked.get(kid, 0.0):
-            if len(self._missing_asked) > 1000:
-                self._missing_asked.clear()
-            self._missing_asked[kid] = now + MISSING_KID_REFRESH_S
-            due = due or self._failures == 0
-        if due:
-            self._refresh_in_background()
-            key = self._lookup(kid)  # a refresh that finished at once (a refresh runs concurrently)
-        if key is None:
-            raise TokenValidationError(f"No key with kid {kid!r} in the JWKS at {self.url}")
-        return key
+    def close(self) -> None: ...
 
 
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -425,7 +290,7 @@ class JwtValidator:
 
     def __init__(
         self,
-        keys: JwksFile | JwksEndpoint,
+        keys: VerificationKeys,
         *,
         audience: Sequence[str] = (),
         issuer: str | None = None,
@@ -441,6 +306,9 @@ class JwtValidator:
         self.sub_claim = sub_claim
         self.clock_skew_s = clock_skew_s
         self._clock = clock
+
+    def close(self) -> None:
+        self.keys.close()
 
     def validate(self, token: str) -> OAuthBearerToken:
         try:

@@ -2,14 +2,15 @@
 
 Each may be given plainly, per listener (``listener.name.<l>.<key>``) or per listener and mechanism
 (``listener.name.<l>.oauthbearer.<key>``, which wins). Keys of the client-side login (token
-endpoint, login callback handler, login refresh) are accepted so a Kafka ``server.properties``
-loads; the broker does not log in with OAUTHBEARER itself (an OAUTHBEARER inter-broker listener is
-refused). :func:`oauthbearer_validator` builds the listener's token validator; it reads the
+endpoint, login callback handler, login refresh) configure the broker's own OAUTHBEARER login when
+``sasl.mechanism.inter.broker.protocol=OAUTHBEARER`` (and odradek's clients'): :func:`client_login`
+builds it. :func:`oauthbearer_validator` builds the listener's token validator; it reads the
 JWKS file, or fetches the JWKS from its https URL (blocking, at start, as Kafka).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,17 +22,24 @@ from odradek.security.sasl.oauthbearer import (
     SECURED_VALIDATOR_CLASS,
     SECURED_VALIDATOR_CLASS_SECURED_PACKAGE,
     UNSECURED_VALIDATOR_CLASS,
-    JwksEndpoint,
-    JwksFile,
     JwtValidator,
     TokenValidator,
     UnsecuredValidator,
     allowed_urls,
     check_url_allowed,
 )
+from odradek.security.sasl.oauthbearer_jwks import JwksEndpoint, JwksFile
+from odradek.security.sasl.oauthbearer_login import (
+    LOGIN_CALLBACK_HANDLER_CLASS,
+    LOGIN_CALLBACK_HANDLER_CLASS_SECURED_PACKAGE,
+    ClientCredentialsLogin,
+    LoginRefreshConfig,
+    OAuthBearerLogin,
+    UnsecuredLogin,
+)
 from odradek.security.tls import create_ssl_context
 
-_ACCEPTED = "Accepted for compatibility (a client-side login setting; the broker does not log in with OAUTHBEARER)."
+_LOGIN = "The broker's own OAUTHBEARER login (`sasl.mechanism.inter.broker.protocol=OAUTHBEARER`): "
 
 OAUTHBEARER_CONFIGS = (
     ConfigDef()
@@ -46,8 +54,16 @@ OAUTHBEARER_CONFIGS = (
         "`org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler` verifies signed JWTs "
         "against `sasl.oauthbearer.jwks.endpoint.url`. Other classes are refused; PLAIN and SCRAM take none.",
     )
-    .define("sasl.login.callback.handler.class", "string", None, _ACCEPTED)
-    .define("sasl.login.class", "string", None, _ACCEPTED)
+    .define(
+        "sasl.login.callback.handler.class",
+        "string",
+        None,
+        _LOGIN + "unset: unsecured tokens from the JAAS options `unsecuredLoginStringClaim_<claim>` etc.; "
+        "`org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler`: tokens from "
+        "`sasl.oauthbearer.token.endpoint.url` (client credentials: JAAS options `clientId`, `clientSecret`, "
+        "`scope`).",
+    )
+    .define("sasl.login.class", "string", None, "Accepted for compatibility (Kafka's login class); ignored.")
     .define(
         "sasl.oauthbearer.jwks.endpoint.url",
         "string",
@@ -102,15 +118,54 @@ OAUTHBEARER_CONFIGS = (
         "Clock difference allowed with the issuer when checking a signed JWT's `exp`, `nbf` and `iat`.",
         at_least(0),
     )
-    .define("sasl.oauthbearer.token.endpoint.url", "string", None, _ACCEPTED)
-    .define("sasl.login.refresh.window.factor", "double", 0.8, _ACCEPTED)
-    .define("sasl.login.refresh.window.jitter", "double", 0.05, _ACCEPTED)
-    .define("sasl.login.refresh.min.period.seconds", "int", 60, _ACCEPTED)
-    .define("sasl.login.refresh.buffer.seconds", "int", 300, _ACCEPTED)
-    .define("sasl.login.connect.timeout.ms", "int", None, _ACCEPTED)
-    .define("sasl.login.read.timeout.ms", "int", None, _ACCEPTED)
-    .define("sasl.login.retry.backoff.ms", "long", 100, _ACCEPTED)
-    .define("sasl.login.retry.backoff.max.ms", "long", 10000, _ACCEPTED)
+    .define(
+        "sasl.oauthbearer.token.endpoint.url",
+        "string",
+        None,
+        _LOGIN + "the OAuth 2 token endpoint asked for tokens by the client-credentials grant (http or https; "
+        "TLS from the JAAS options `ssl.*`); must be allowed by `org.apache.kafka.sasl.oauthbearer.allowed.urls` "
+        "when that is set.",
+    )
+    .define(
+        "sasl.login.refresh.window.factor",
+        "double",
+        0.8,
+        _LOGIN + "the token is refreshed once this part of its life has passed.",
+    )
+    .define(
+        "sasl.login.refresh.window.jitter",
+        "double",
+        0.05,
+        _LOGIN + "up to this part of the token's life is added at random to the refresh moment.",
+    )
+    .define(
+        "sasl.login.refresh.min.period.seconds",
+        "int",
+        60,
+        _LOGIN + "the least time between two refreshes.",
+        at_least(0),
+    )
+    .define(
+        "sasl.login.refresh.buffer.seconds",
+        "int",
+        300,
+        _LOGIN + "time left before the token expires when it is refreshed at the latest.",
+        at_least(0),
+    )
+    .define("sasl.login.connect.timeout.ms", "int", None, _LOGIN + "timeout of the token endpoint's connection.")
+    .define("sasl.login.read.timeout.ms", "int", None, _LOGIN + "timeout of the token endpoint's answer.")
+    .define(
+        "sasl.login.retry.backoff.ms",
+        "long",
+        100,
+        _LOGIN + "wait before asking the token endpoint again after a failure, doubled after each failure.",
+    )
+    .define(
+        "sasl.login.retry.backoff.max.ms",
+        "long",
+        10000,
+        _LOGIN + "the longest wait between failed token requests.",
+    )
 )
 
 OAUTHBEARER_MECHANISM_KEYS = tuple(OAUTHBEARER_CONFIGS.keys)
@@ -164,3 +219,53 @@ def oauthbearer_validator(value: Callable[[str], Any], jaas_text: str | None, pr
         sub_claim=str(value("sasl.oauthbearer.sub.claim.name")),
         clock_skew_s=int(value("sasl.oauthbearer.clock.skew.seconds")),
     )
+
+
+_LOGINS: dict[tuple[Any, ...], OAuthBearerLogin] = {}
+_LOGINS_LOCK = threading.Lock()
+
+
+def client_login(value: Callable[[str], Any], jaas_text: str, jaas_key: str) -> OAuthBearerLogin:
+    """The OAUTHBEARER login a client (or the broker's inter-broker connections) uses, started:
+    ``value(key)`` is the raw value of a key for that client (None when unset), ``jaas_text`` its
+    OAuthBearerLoginModule entry (named ``jaas_key`` in errors). One login is shared per distinct
+    configuration in the process, so a broker's many connections hold one token. Blocking (the
+    first token is obtained here); InvalidConfigError naming the key when misconfigured."""
+    entry = parse_single_login_module(jaas_text, key=jaas_key, expected_module=OAUTHBEARER_LOGIN_MODULE)
+    handler = value("sasl.login.callback.handler.class")
+    refresh = LoginRefreshConfig.from_properties(value)
+    url = value("sasl.oauthbearer.token.endpoint.url")
+    ident = (jaas_text, handler, refresh, url, value("sasl.oauthbearer.sub.claim.name"))
+    with _LOGINS_LOCK:
+        login = _LOGINS.get(ident)
+    if login is not None:
+        return login
+    if not handler:
+        login = UnsecuredLogin(entry.options, refresh)
+    elif handler in (LOGIN_CALLBACK_HANDLER_CLASS, LOGIN_CALLBACK_HANDLER_CLASS_SECURED_PACKAGE):
+        if not url:
+            raise InvalidConfigError(
+                f"Missing configuration sasl.oauthbearer.token.endpoint.url: {handler} needs the token endpoint"
+            )
+        check_url_allowed(str(url), allowed_urls(), "sasl.oauthbearer.token.endpoint.url")
+        tls = {k: v for k, v in entry.options.items() if k.startswith("ssl.")}
+        timeout_ms = value("sasl.login.read.timeout.ms") or value("sasl.login.connect.timeout.ms") or 10000
+        login = ClientCredentialsLogin(
+            str(url),
+            entry.options,
+            refresh=refresh,
+            sub_claim=str(value("sasl.oauthbearer.sub.claim.name") or "sub"),
+            ssl_context=create_ssl_context(tls, server_side=False) if str(url).startswith("https:") else None,
+            timeout_s=int(timeout_ms) / 1000,
+        )
+    else:
+        raise InvalidConfigError(
+            f"Invalid value {handler} for configuration sasl.login.callback.handler.class: served: "
+            f"{LOGIN_CALLBACK_HANDLER_CLASS} (or unset for unsecured tokens)"
+        )
+    login.start()
+    with _LOGINS_LOCK:
+        kept = _LOGINS.setdefault(ident, login)
+    if kept is not login:
+        login.close()
+    return kept
