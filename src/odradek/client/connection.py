@@ -291,9 +291,18 @@ class KafkaConnection:
                 f"{self.address} refused SASL mechanism {mechanism} ({error_name(response.error_code)}); "
                 f"enabled mechanisms are [{offered}]"
             )
-        client = security.sasl_client()
+        client = security.sasl_client(self.host)
+        blocking = getattr(client, "blocking", False)  # GSSAPI may wait for the KDC
+
+        async def evaluate(challenge: bytes) -> bytes | None:
+            return (
+                await asyncio.to_thread(client.evaluate_challenge, challenge)
+                if blocking
+                else (client.evaluate_challenge(challenge))
+            )
+
         try:
-            token = client.evaluate_challenge(b"")
+            token = await evaluate(b"")
             while token is not None:
                 response = await self._send(authenticate(auth_bytes=token))
                 if response.error_code != ErrorCode.none:
@@ -308,7 +317,7 @@ class KafkaConnection:
                 )
                 if client.complete:
                     break
-                token = client.evaluate_challenge(bytes(response.auth_bytes))
+                token = await evaluate(bytes(response.auth_bytes))
         except SaslAuthenticationError as exc:
             raise KafkaAuthenticationError(f"SASL/{mechanism} with {self.address} failed: {exc}") from None
         if not client.complete:
