@@ -64,7 +64,7 @@ def test_substitution_groups_global_flag_and_case() -> None:
 
 
 def test_a_non_simple_result_is_refused() -> None:
-    with pytest.raises(NoMatchingRule, match="Non-simple name alice@EXAMPLE.COM"):
+    with pytest.raises(NoMatchingRule, match=r"Non-simple name alice@EXAMPLE\.COM"):
         short("alice@EXAMPLE.COM", "RULE:[1:$1@$0]")
 
 
@@ -85,6 +85,6 @@ def test_a_parameter_out_of_range_is_refused() -> None:
     ],
 )
 def test_bad_rules_name_the_key(rule: str, message: str) -> None:
-    with pytest.raises(InvalidConfigError, match="sasl.kerberos.principal.to.local.rules") as info:
+    with pytest.raises(InvalidConfigError, match=r"sasl\.kerberos\.principal\.to\.local\.rules") as info:
         parse_rules([rule], REALM)
     assert message in str(info.value)

@@ -164,6 +164,8 @@ class GssapiSaslServer:
             return self._offer_security_layer()
         if self._stage == 2:
             return self._choose_security_layer(response)
+        if not response:
+            raise SaslAuthenticationError("GSS initiate failed: empty GSS token", mechanism=GSSAPI)
         if self._context is None:
             self._context = gssapi.SecurityContext(creds=self._credentials, usage="accept")
         try:

@@ -1,0 +1,312 @@
+"""SASL/GSSAPI with a real MIT KDC: a 2-broker cluster on a real ZooKeeper, Kerberos everywhere.
+
+The module starts Debian's ``krb5kdc`` for a realm of its own (:class:`odradek.testing_kdc.KerberosKdc`)
+with principals for the brokers (``kafka/127.0.0.1``: clients ask for ``kafka@<host connected to>``)
+and clients (``alice``, ``mallory/admin``), and keytabs for each. The brokers' only listener,
+inter-broker included, is SASL_PLAINTEXT with GSSAPI: the controller's requests and replica
+fetchers log in with the listener's keytab. ``sasl.kerberos.principal.to.local.rules`` maps
+``<user>@REALM`` to ``<user>`` and ``kafka/<host>@REALM`` to ``kafka`` (the super user) and nothing
+else, so ``mallory/admin`` authenticates with Kerberos but is refused by the rules. Kafka's
+AclAuthorizer grants ``alice`` the ``krb-`` topics and groups only.
+
+Clients: kafka-python (``gssapi``, default credentials from ``KRB5_CLIENT_KTNAME``), Debian's
+kcat (librdkafka with Cyrus SASL, ``kinit`` from the keytab), odradek's own client, and raw
+frames for the legacy SaslHandshake v0 path, a garbage token, a replayed token and a ticket for
+another service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import TopicAuthorizationFailedError
+
+from odradek.client.connection import KafkaAuthenticationError, KafkaConnection
+from odradek.client.security import ClientSecurity
+from odradek.errors import ErrorCode
+from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
+from odradek.protocol.codec import api_schema, decode_response, encode_request
+from odradek.protocol.messages import build
+from odradek.security.sasl.gssapi import GssapiSaslClient, KeytabLogin
+from odradek.testing import LocalCluster
+from odradek.testing_kdc import KerberosKdc
+from odradek.testing_zk import ZooKeeperServer
+
+from .cli_support import odradek
+
+pytestmark = pytest.mark.zookeeper
+
+KCAT = shutil.which("kcat")
+RULES = "RULE:[1:$1@$0](.*@ODRADEK\\.TEST)s/@.*//,RULE:[2:$1@$0](kafka@ODRADEK\\.TEST)s/@.*//"
+
+
+@pytest.fixture(scope="module")
+def kdc() -> Iterator[KerberosKdc]:
+    with KerberosKdc() as server:
+        assert server.base_dir is not None
+        server.add_principal("kafka/127.0.0.1", "kafka/localhost", "alice", "mallory/admin")
+        server.keytab(server.base_dir / "kafka.keytab", ["kafka/127.0.0.1"])
+        server.keytab(server.base_dir / "alice.keytab", ["alice"])
+        server.keytab(server.base_dir / "mallory.keytab", ["mallory/admin"])
+        saved = {k: os.environ.get(k) for k in ("KRB5_CONFIG", "KRB5CCNAME", "KRB5_CLIENT_KTNAME")}
+        os.environ.update(server.client_environ(server.base_dir / "alice.keytab", "alice"))
+        try:
+            yield server
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+    assert server.base_dir is None  # the KDC is gone and its directory removed
+
+
+def keytab(kdc: KerberosKdc, name: str) -> str:
+    assert kdc.base_dir is not None
+    return str(kdc.base_dir / f"{name}.keytab")
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    kdc: KerberosKdc, zookeeper_server: ZooKeeperServer, odradek_cluster_module: Callable[..., LocalCluster]
+) -> LocalCluster:
+    connect = f"{zookeeper_server.connect_string}/gssapi-{uuid.uuid4().hex[:8]}"
+    acls = ("acls", "--authorizer-properties", f"zookeeper.connect={connect}", "--add")
+    acls += ("--allow-principal", "User:alice")
+    for extra in (
+        ("--operation", "All", "--topic", "krb-", "--group", "krb-", "--resource-pattern-type", "prefixed"),
+        ("--operation", "Create", "--cluster"),
+    ):
+        result = odradek(*acls, *extra)
+        assert result.returncode == 0, result.stderr
+    jaas = (
+        "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+        f'keyTab="{keytab(kdc, "kafka")}" principal="kafka/127.0.0.1@{kdc.realm}";'
+    )
+    overrides = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:{port}",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "GSSAPI",
+        "sasl.mechanism.inter.broker.protocol": "GSSAPI",
+        "sasl.kerberos.service.name": "kafka",
+        "sasl.kerberos.principal.to.local.rules": RULES,
+        "listener.name.sasl_plaintext.gssapi.sasl.jaas.config": jaas,
+        "authorizer.class.name": ACL_AUTHORIZER_CLASS,
+        "super.users": "User:kafka",
+        "connection.failed.authentication.delay.ms": "0",
+    }
+    return odradek_cluster_module(brokers=2, overrides=overrides, zookeeper_connect=connect)
+
+
+def kafka_python_config(cluster: LocalCluster) -> dict[str, object]:
+    return {
+        "bootstrap_servers": cluster.bootstrap_servers,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "GSSAPI",
+        "sasl_kerberos_service_name": "kafka",
+        "request_timeout_ms": 15000,
+    }
+
+
+def wait_full_isr(cluster: LocalCluster, topic: str, partitions: int) -> None:
+    def full() -> bool:
+        for p in range(partitions):
+            data = cluster.read_znode(f"/brokers/topics/{topic}/partitions/{p}/state")
+            if data is None or len(json.loads(data)["isr"]) != 2:
+                return False
+        return True
+
+    cluster.wait_until(full, 30, message=f"{topic} never had 2 in-sync replicas (replication over GSSAPI)")
+
+
+def create_topic(cluster: LocalCluster, topic: str, partitions: int = 2) -> None:
+    admin = KafkaAdminClient(**kafka_python_config(cluster))
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 2)])
+    finally:
+        admin.close()
+    wait_full_isr(cluster, topic, partitions)
+
+
+def test_kafka_python_produces_and_consumes_on_a_replicated_topic(cluster: LocalCluster) -> None:
+    create_topic(cluster, "krb-kp")
+    producer = KafkaProducer(acks="all", **kafka_python_config(cluster))  # type: ignore[arg-type]
+    for i in range(50):
+        producer.send("krb-kp", f"v{i}".encode(), key=str(i).encode(), partition=i % 2)
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(
+        group_id="krb-group", auto_offset_reset="earliest", consumer_timeout_ms=8000, **kafka_python_config(cluster)
+    )  # type: ignore[arg-type]
+    consumer.subscribe(["krb-kp"])
+    values = set()
+    deadline = time.monotonic() + 30
+    while len(values) < 50 and time.monotonic() < deadline:
+        for batch in consumer.poll(500).values():
+            values.update(r.value for r in batch)
+    consumer.commit()
+    committed = consumer.committed(TopicPartition("krb-kp", 0))
+    consumer.close()
+    assert values == {f"v{i}".encode() for i in range(50)}
+    assert committed == 25
+
+
+def test_acls_apply_to_the_mapped_principal(cluster: LocalCluster) -> None:
+    producer = KafkaProducer(max_block_ms=10000, **kafka_python_config(cluster))  # type: ignore[arg-type]
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send("secret-data", b"x").get(15)
+    finally:
+        producer.close(timeout=5)
+
+
+@pytest.mark.skipif(KCAT is None, reason="kcat is not installed (make test installs it)")
+def test_kcat_produces_and_consumes(cluster: LocalCluster, kdc: KerberosKdc, tmp_path: Path) -> None:
+    create_topic(cluster, "krb-kcat", 1)
+    assert KCAT is not None
+    options = [
+        "-b", cluster.bootstrap_servers, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=GSSAPI",
+        "-X", "sasl.kerberos.service.name=kafka", "-X", f"sasl.kerberos.keytab={keytab(kdc, 'alice')}",
+        "-X", f"sasl.kerberos.principal=alice@{kdc.realm}",
+        "-X", "sasl.kerberos.kinit.cmd=kinit -t %{sasl.kerberos.keytab} -k %{sasl.kerberos.principal}",
+    ]  # fmt: skip
+    env = {**os.environ, **kdc.environ, "KRB5CCNAME": f"FILE:{tmp_path / 'kcat.ccache'}"}
+    env.pop("KRB5_CLIENT_KTNAME", None)  # kcat logs in through its kinit command
+
+    def kcat(*args: str, stdin: str | None = None) -> str:
+        result = subprocess.run(
+            [KCAT, *options, *args], input=stdin, capture_output=True, text=True, env=env, timeout=60
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    kcat("-P", "-t", "krb-kcat", "-K", ":", stdin="".join(f"k{i}:kcat {i}\n" for i in range(20)))
+    rows = kcat("-C", "-t", "krb-kcat", "-e", "-o", "beginning", "-f", "%k|%s\\n").strip().splitlines()
+    assert rows == [f"k{i}|kcat {i}" for i in range(20)]
+
+
+def test_odradek_client_and_the_unmapped_principal(cluster: LocalCluster, kdc: KerberosKdc) -> None:
+    def security(name: str) -> ClientSecurity:
+        return ClientSecurity.from_properties(
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "GSSAPI",
+                "sasl.kerberos.service.name": "kafka",
+                "sasl.kerberos.keytab": keytab(kdc, name.split("/")[0]),
+                "sasl.kerberos.principal": f"{name}@{kdc.realm}",
+            }
+        )
+
+    async def connect(name: str) -> int:
+        port = next(iter(cluster.brokers.values())).port
+        async with KafkaConnection("127.0.0.1", port, request_timeout_ms=10000, security=security(name)) as conn:
+            return conn.session_lifetime_ms
+
+    assert asyncio.run(connect("alice")) == 0
+    with pytest.raises(KafkaAuthenticationError, match=r"SASL_AUTHENTICATION_FAILED.*SASL mechanism GSSAPI"):
+        asyncio.run(connect("mallory/admin"))
+    logs = "\n".join(b.log_tail(400) for b in cluster.brokers.values())
+    assert f"No rules apply to mallory/admin@{kdc.realm}" in logs
+    assert "Traceback" not in logs
+
+
+# --- raw frames ---------------------------------------------------------------------------------
+
+
+def _frame(api_key: int, version: int, **fields: object) -> bytes:
+    schema = api_schema(api_key, version)
+    return encode_request(schema, 7, "gss-test", build(schema.request_type, **fields))
+
+
+def _read(sock: socket.socket) -> bytes | None:
+    header = b""
+    while len(header) < 4:
+        chunk = sock.recv(4 - len(header))
+        if not chunk:
+            return None
+        header += chunk
+    (size,) = struct.unpack(">i", header)
+    body = b""
+    while len(body) < size:
+        chunk = sock.recv(size - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return body
+
+
+def _authenticate(sock: socket.socket, token: bytes) -> tuple[int, str | None, bytes]:
+    sock.sendall(_frame(36, 2, auth_bytes=token))
+    body = _read(sock)
+    assert body is not None, "connection closed before the SaslAuthenticate answer"
+    _, response = decode_response(36, 2, body)
+    return int(response.error_code), response.error_message, bytes(response.auth_bytes)
+
+
+def _open(cluster: LocalCluster, version: int) -> socket.socket:
+    port = next(iter(cluster.brokers.values())).port
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(_frame(17, version, mechanism="GSSAPI"))
+    answer = _read(sock)
+    assert answer is not None
+    assert int(decode_response(17, version, answer)[1].error_code) == 0
+    return sock
+
+
+def _client(kdc: KerberosKdc, service: str = "kafka") -> GssapiSaslClient:
+    login = KeytabLogin(f"alice@{kdc.realm}", keytab(kdc, "alice"))
+    return GssapiSaslClient(service, "127.0.0.1", login.initiator_credentials())
+
+
+def test_legacy_handshake_v0_exchanges_raw_tokens(cluster: LocalCluster, kdc: KerberosKdc) -> None:
+    client = _client(kdc)
+    with _open(cluster, 0) as sock:
+        token = client.evaluate_challenge(b"")
+        steps = 0
+        while token is not None and not (client.complete and steps and token == b""):
+            sock.sendall(struct.pack(">i", len(token)) + token)
+            challenge = _read(sock)
+            assert challenge is not None, "the broker closed a valid v0 exchange"
+            steps += 1
+            if client.complete:
+                break
+            token = client.evaluate_challenge(challenge)
+        assert client.complete and steps == 3
+        sock.sendall(_frame(3, 1, topics=[]))  # Metadata, as an authenticated session
+        assert _read(sock) is not None
+
+
+def test_garbage_replayed_and_misdirected_tokens_are_refused(cluster: LocalCluster, kdc: KerberosKdc) -> None:
+    expected = "Authentication failed during authentication due to invalid credentials with SASL mechanism GSSAPI"
+    garbage = [b"", b"\x60\x82\xff\xff", b"\x00" * 100, os.urandom(700), b"\x60\x0b\x06\x09\x2a\x86\x48\x86\xf7"]
+    for token in garbage:
+        with _open(cluster, 1) as sock:
+            code, message, _ = _authenticate(sock, token)
+            assert (code, message) == (ErrorCode.sasl_authentication_failed, expected), token[:8]
+            assert _read(sock) is None  # then closed
+    first = _client(kdc).evaluate_challenge(b"")
+    assert first
+    with _open(cluster, 1) as sock:
+        assert _authenticate(sock, first)[0] == 0
+    with _open(cluster, 1) as sock:  # the same authenticator again: a replay
+        assert _authenticate(sock, first)[0] == ErrorCode.sasl_authentication_failed
+    other = _client(kdc, "zookeeper")  # a ticket for another service: the KDC has no such principal
+    with pytest.raises(Exception, match=r"not found|Server"):
+        other.evaluate_challenge(b"")
+    logs = "\n".join(b.log_tail(400) for b in cluster.brokers.values())
+    assert "GSS initiate failed" in logs and "replay" in logs.lower()
+    assert "Traceback" not in logs
+    assert all(b.alive() for b in cluster.brokers.values())
