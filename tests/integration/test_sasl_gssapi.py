@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import shutil
 import socket
 import struct
@@ -40,7 +41,9 @@ from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
 from odradek.protocol.codec import api_schema, decode_response, encode_request
 from odradek.protocol.messages import build
+from odradek.security.sasl import SaslAuthenticationError
 from odradek.security.sasl.gssapi import GssapiSaslClient, KeytabLogin
+from odradek.security.sasl.gssapi_config import gssapi_acceptor
 from odradek.testing import LocalCluster
 from odradek.testing_kdc import KerberosKdc
 from odradek.testing_zk import ZooKeeperServer
@@ -310,3 +313,55 @@ def test_garbage_replayed_and_misdirected_tokens_are_refused(cluster: LocalClust
     assert "GSS initiate failed" in logs and "replay" in logs.lower()
     assert "Traceback" not in logs
     assert all(b.alive() for b in cluster.brokers.values())
+
+
+def _mutations(token: bytes, rng: random.Random, count: int) -> Iterator[bytes]:
+    for _ in range(count):
+        data = bytearray(token)
+        kind = rng.randrange(4)
+        if kind == 0 and data:  # flip bytes
+            for _ in range(rng.randint(1, 8)):
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        elif kind == 1:  # truncate
+            del data[rng.randrange(len(data) + 1) :]
+        elif kind == 2 and data:  # a DER length made huge
+            data[min(len(data) - 1, rng.randrange(4))] = 0xFF
+        else:  # random bytes appended
+            data += os.urandom(rng.randint(1, 64))
+        yield bytes(data)
+
+
+def test_mutated_tokens_at_every_stage_raise_authentication_errors(kdc: KerberosKdc) -> None:
+    """The acceptor itself, fed mutated copies of real tokens at each of its three stages: every
+    one ends in SaslAuthenticationError (or, for a harmless mutation, a normal step), nothing else."""
+    acceptor = gssapi_acceptor(
+        lambda key: ["DEFAULT"],
+        "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+        f'keyTab="{keytab(kdc, "kafka")}" principal="kafka/127.0.0.1@{kdc.realm}";',
+        jaas_key="sasl.jaas.config",
+    )
+    rng = random.Random(20261128)
+    outcomes = {"refused": 0, "accepted": 0}
+    for stage in (0, 1, 2):
+        for _ in range(3):
+            client, server = _client(kdc), acceptor.sasl_server()
+            tokens = [client.evaluate_challenge(b"")]
+            for _ in range(stage):
+                assert tokens[-1] is not None
+                tokens.append(client.evaluate_challenge(server.evaluate_response(tokens[-1])))
+            good = tokens[-1]
+            assert good is not None
+            for mutated in _mutations(good, rng, 40):
+                probe = acceptor.sasl_server()
+                try:
+                    replay = _client(kdc) if stage else None
+                    if replay is not None:  # bring a fresh exchange to the same stage first
+                        token = replay.evaluate_challenge(b"")
+                        for _ in range(stage):
+                            assert token is not None
+                            token = replay.evaluate_challenge(probe.evaluate_response(token))
+                    probe.evaluate_response(mutated)
+                    outcomes["accepted"] += 1
+                except SaslAuthenticationError:
+                    outcomes["refused"] += 1
+    assert outcomes["refused"] > 300
