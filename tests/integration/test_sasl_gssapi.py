@@ -365,3 +365,13 @@ def test_mutated_tokens_at_every_stage_raise_authentication_errors(kdc: Kerberos
                 except SaslAuthenticationError:
                     outcomes["refused"] += 1
     assert outcomes["refused"] > 300
+
+
+def test_confluent_kafka_wheels_have_no_gssapi() -> None:
+    """What docs/security.md tells users: PyPI's confluent-kafka cannot log in with Kerberos."""
+    from confluent_kafka import KafkaException, Producer
+
+    with pytest.raises(KafkaException, match="No provider for SASL mechanism GSSAPI"):
+        Producer(
+            {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI"}
+        )
