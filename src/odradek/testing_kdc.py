@@ -58,8 +58,10 @@ def _program(name: str) -> str:
 class KerberosKdc:
     """A KDC for one realm on 127.0.0.1 (see the module docstring)."""
 
-    def __init__(self, realm: str = "ODRADEK.TEST", start_timeout_s: float = 10.0) -> None:
+    def __init__(self, realm: str = "ODRADEK.TEST", start_timeout_s: float = 10.0, clockskew_s: int = 300) -> None:
         self.realm = realm
+        self.clockskew_s = clockskew_s
+        """krb5.conf's ``clockskew``: how long after its end a ticket is still accepted."""
         self.start_timeout_s = start_timeout_s
         self.port = 0
         self.base_dir: Path | None = None
@@ -189,7 +191,7 @@ class KerberosKdc:
             " dns_lookup_kdc = false\n dns_lookup_realm = false\n"
             " dns_canonicalize_hostname = false\n rdns = false\n"
             " udp_preference_limit = 1\n ignore_acceptor_hostname = true\n"
-            " forwardable = true\n\n"
+            f" forwardable = true\n clockskew = {self.clockskew_s}\n\n"
             f"[realms]\n {realm} = {{\n  kdc = 127.0.0.1:{port}\n }}\n\n"
             f"[domain_realm]\n localhost = {realm}\n 127.0.0.1 = {realm}\n"
         )

@@ -53,14 +53,18 @@ from .cli_support import odradek
 pytestmark = pytest.mark.zookeeper
 
 KCAT = shutil.which("kcat")
+CLOCKSKEW_S = 2
+"""The realm's krb5.conf ``clockskew``: a token older than this is refused."""
 RULES = "RULE:[1:$1@$0](.*@ODRADEK\\.TEST)s/@.*//,RULE:[2:$1@$0](kafka@ODRADEK\\.TEST)s/@.*//"
 
 
 @pytest.fixture(scope="module")
 def kdc() -> Iterator[KerberosKdc]:
-    with KerberosKdc() as server:
+    with KerberosKdc(clockskew_s=CLOCKSKEW_S) as server:
         assert server.base_dir is not None
         server.add_principal("kafka/127.0.0.1", "kafka/localhost", "alice", "mallory/admin")
+        server.add_principal("brief", max_life=f"{CLOCKSKEW_S} seconds")
+        server.keytab(server.base_dir / "brief.keytab", ["brief"])
         server.keytab(server.base_dir / "kafka.keytab", ["kafka/127.0.0.1"])
         server.keytab(server.base_dir / "alice.keytab", ["alice"])
         server.keytab(server.base_dir / "mallory.keytab", ["mallory/admin"])
@@ -83,8 +87,21 @@ def keytab(kdc: KerberosKdc, name: str) -> str:
 
 
 @pytest.fixture(scope="module")
+def stale_token(kdc: KerberosKdc) -> tuple[bytes, float]:
+    """An AP-REQ of ``brief`` (tickets of CLOCKSKEW_S seconds) made before the cluster starts, and
+    when it was made: by the time a test sends it, ticket and authenticator are out of date."""
+    login = KeytabLogin(f"brief@{kdc.realm}", keytab(kdc, "brief"))
+    token = GssapiSaslClient("kafka", "127.0.0.1", login.initiator_credentials()).evaluate_challenge(b"")
+    assert token
+    return token, time.monotonic()
+
+
+@pytest.fixture(scope="module")
 def cluster(
-    kdc: KerberosKdc, zookeeper_server: ZooKeeperServer, odradek_cluster_module: Callable[..., LocalCluster]
+    kdc: KerberosKdc,
+    stale_token: tuple[bytes, float],
+    zookeeper_server: ZooKeeperServer,
+    odradek_cluster_module: Callable[..., LocalCluster],
 ) -> LocalCluster:
     connect = f"{zookeeper_server.connect_string}/gssapi-{uuid.uuid4().hex[:8]}"
     acls = ("acls", "--authorizer-properties", f"zookeeper.connect={connect}", "--add")
@@ -292,7 +309,9 @@ def test_legacy_handshake_v0_exchanges_raw_tokens(cluster: LocalCluster, kdc: Ke
         assert _read(sock) is not None
 
 
-def test_garbage_replayed_and_misdirected_tokens_are_refused(cluster: LocalCluster, kdc: KerberosKdc) -> None:
+def test_garbage_replayed_stale_and_misdirected_tokens_are_refused(
+    cluster: LocalCluster, kdc: KerberosKdc, stale_token: tuple[bytes, float]
+) -> None:
     expected = "Authentication failed during authentication due to invalid credentials with SASL mechanism GSSAPI"
     garbage = [b"", b"\x60\x82\xff\xff", b"\x00" * 100, os.urandom(700), b"\x60\x0b\x06\x09\x2a\x86\x48\x86\xf7"]
     for token in garbage:
@@ -306,11 +325,16 @@ def test_garbage_replayed_and_misdirected_tokens_are_refused(cluster: LocalClust
         assert _authenticate(sock, first)[0] == 0
     with _open(cluster, 1) as sock:  # the same authenticator again: a replay
         assert _authenticate(sock, first)[0] == ErrorCode.sasl_authentication_failed
+    token, made_at = stale_token
+    time.sleep(max(0.0, made_at + CLOCKSKEW_S + 1.5 - time.monotonic()))
+    with _open(cluster, 1) as sock:  # a ticket and authenticator past their time
+        assert _authenticate(sock, token)[0] == ErrorCode.sasl_authentication_failed
     other = _client(kdc, "zookeeper")  # a ticket for another service: the KDC has no such principal
     with pytest.raises(Exception, match=r"not found|Server"):
         other.evaluate_challenge(b"")
     logs = "\n".join(b.log_tail(400) for b in cluster.brokers.values())
     assert "GSS initiate failed" in logs and "replay" in logs.lower()
+    assert "Clock skew too great" in logs or "expired" in logs
     assert "Traceback" not in logs
     assert all(b.alive() for b in cluster.brokers.values())
 
