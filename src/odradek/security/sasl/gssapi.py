@@ -17,9 +17,12 @@ The server (:class:`GssapiSaslServer`) runs three stages:
    ``sasl.kerberos.principal.to.local.rules`` (:mod:`odradek.security.kerberos`); the empty
    challenge completes the exchange.
 
-A malformed or forged token, an expired ticket, a replayed authenticator, a ticket for another
-service or a name no rule maps raise :class:`SaslAuthenticationError` whose message (logged, never
-sent to the client) names the GSS failure; the client is told Kafka's generic text.
+A malformed or forged token, an expired ticket, a ticket for another service or a name no rule
+maps raise :class:`SaslAuthenticationError` whose message (logged, never sent to the client) names
+the GSS failure; the client is told Kafka's generic text. Kafka's retriable Kerberos errors (a
+replayed authenticator, which the JDK's replay cache reports for two connections opened in the
+same instant; a ticket or client not yet valid) raise :class:`RetriableSaslError`: the broker
+closes the connection unanswered and the client connects again.
 
 The client (:class:`GssapiSaslClient`) is the initiator side for the broker's own connections
 and odradek's tools: target ``<service>@<host>`` (a host-based service name), credentials from a
@@ -45,7 +48,7 @@ import gssapi.raw
 
 from odradek.errors import InvalidConfigError
 from odradek.security.kerberos import KerberosName, KerberosShortNamer, NoMatchingRule
-from odradek.security.sasl import IllegalSaslStateError, SaslAuthenticationError, not_completed
+from odradek.security.sasl import IllegalSaslStateError, RetriableSaslError, SaslAuthenticationError, not_completed
 from odradek.security.sasl.jaas import LoginModuleEntry
 
 __all__ = [
@@ -64,6 +67,9 @@ NO_SECURITY_LAYER = 0x01
 MAX_RECEIVE_SIZE = 65536
 _GSS_ERRORS = (gssapi.raw.misc.GSSError, ValueError, TypeError)
 _CACHE_IDS = itertools.count(1)
+_KRB5_ERROR_BASE = 2529638912  # MIT's krb5 error table: minor code = base + Kerberos error number
+RETRIABLE_KERBEROS_ERRORS = {21: "CLIENT_NOT_YET_VALID", 33: "TICKET_NOT_YET_VALID", 34: "REPLAY"}
+"""Kafka's retriable ``KerberosError``s: the broker closes the connection without answering."""
 
 
 def _gss_text(exc: BaseException) -> str:
@@ -134,6 +140,9 @@ class GssapiSaslServer:
     """The acceptor side of one exchange (module docstring)."""
 
     mechanism = GSSAPI
+    final_challenge_absent = True
+    """The JDK's server returns no challenge (null) for the last token: the legacy SaslHandshake
+    v0 flow sends nothing then (SaslAuthenticate still answers, with empty bytes)."""
 
     def __init__(self, credentials: gssapi.Credentials, short_namer: KerberosShortNamer) -> None:
         self._credentials = credentials
@@ -173,6 +182,9 @@ class GssapiSaslServer:
             established = self._context.complete
             peer = str(self._context.initiator_name) if established else None
         except _GSS_ERRORS as exc:
+            minor = getattr(exc, "min_code", None)
+            if isinstance(minor, int) and minor - _KRB5_ERROR_BASE in RETRIABLE_KERBEROS_ERRORS:
+                raise RetriableSaslError(f"GSS initiate failed: {_gss_text(exc)}", mechanism=GSSAPI) from None
             raise SaslAuthenticationError(f"GSS initiate failed: {_gss_text(exc)}", mechanism=GSSAPI) from None
         if peer is None:
             return token or b""
