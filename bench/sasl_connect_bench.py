@@ -31,7 +31,6 @@ import time
 from typing import Any
 
 from common import OdradekBroker, free_port, log, machine_info
-
 from odradek.cli.main import main as odradek
 from odradek.client.connection import KafkaConnection
 from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
@@ -93,13 +92,11 @@ def main() -> None:
         with OdradekBroker(overrides=overrides, port=plain_port).start():
             scram = "SCRAM-SHA-256=[iterations=4096,password=bench-secret],SCRAM-SHA-512=[password=bench-secret]"
             with contextlib.redirect_stdout(io.StringIO()):
-                code = odradek(
-                    ["configs", "--bootstrap-server", f"127.0.0.1:{plain_port}", "--alter", "--add-config", scram]
-                    + ["--entity-type", "users", "--entity-name", "bench"]
-                )
+                argv = ["configs", "--bootstrap-server", f"127.0.0.1:{plain_port}", "--alter", "--add-config", scram]
+                code = odradek([*argv, "--entity-type", "users", "--entity-name", "bench"])
             assert code == 0, "could not create the SCRAM user"
             time.sleep(1.0)  # the credential cache follows /config/changes
-            for name, (port, security) in securities.items():
+            for port, security in securities.values():
                 asyncio.run(connect_many(port, security, 3))  # warm-up (GSSAPI: the TGT and service ticket)
             best: dict[str, float] = {}
             for round_ in range(args.rounds):
