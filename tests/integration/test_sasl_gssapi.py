@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import random
 import shutil
@@ -44,7 +45,7 @@ from odradek.protocol.messages import build
 from odradek.security.sasl import SaslAuthenticationError
 from odradek.security.sasl.gssapi import GssapiSaslClient, KeytabLogin
 from odradek.security.sasl.gssapi_config import gssapi_acceptor
-from odradek.testing import LocalCluster
+from odradek.testing import BrokerRunner, LocalCluster
 from odradek.testing_kdc import KerberosKdc
 from odradek.testing_zk import ZooKeeperServer
 
@@ -403,3 +404,50 @@ def test_confluent_kafka_wheels_have_no_gssapi() -> None:
         Producer(
             {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI"}
         )
+
+
+def test_odradek_client_reauthenticates_with_kerberos(
+    kdc: KerberosKdc, odradek_broker_factory: Callable[..., BrokerRunner], caplog: pytest.LogCaptureFixture
+) -> None:
+    """KIP-368 with GSSAPI: a broker whose sessions last 600 ms; odradek's client logs in again with a
+    fresh service ticket exchange on the same connection before each session ends, so it stays open."""
+    runner = odradek_broker_factory(
+        overrides={
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "sasl.enabled.mechanisms": "GSSAPI",
+            "listener.name.sasl_plaintext.gssapi.sasl.jaas.config": (
+                "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+                f'keyTab="{keytab(kdc, "kafka")}" principal="kafka/127.0.0.1@{kdc.realm}";'
+            ),
+            "listener.name.sasl_plaintext.connections.max.reauth.ms": "600",
+        }
+    )
+    assert runner.broker is not None
+    (endpoint,) = [e for e in runner.broker.endpoints if e.listener == "SASL_PLAINTEXT"]
+    security = ClientSecurity.from_properties(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "GSSAPI",
+            "sasl.kerberos.service.name": "kafka",
+            "sasl.jaas.config": (
+                "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+                f'keyTab="{keytab(kdc, "alice")}" principal="alice@{kdc.realm}";'
+            ),
+        }
+    )
+
+    async def run() -> None:
+        async with KafkaConnection(endpoint.host, endpoint.port, request_timeout_ms=10000, security=security) as conn:
+            assert conn.session_lifetime_ms == 600
+            metadata = conn.builder(3, 1, 1)
+            for _ in range(5):
+                await asyncio.sleep(0.3)
+                response = await conn.send(metadata(topics=[]))
+                assert [b.port for b in response.brokers] == [endpoint.port]
+            assert not conn.closed
+
+    caplog.set_level(logging.INFO, logger="odradek.security.sasl.gssapi")
+    asyncio.run(run())
+    logins = [r for r in caplog.records if f"authenticationID=alice@{kdc.realm}" in r.getMessage()]
+    assert len(logins) >= 3  # the first login and at least two re-authentications
