@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -183,6 +184,40 @@ def test_kafka_python_produces_and_consumes_on_a_replicated_topic(cluster: Local
     consumer.close()
     assert values == {f"v{i}".encode() for i in range(50)}
     assert committed == 25
+
+
+def test_aiokafka_produces_and_consumes(cluster: LocalCluster) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    create_topic(cluster, "krb-aio", 1)
+    sasl: dict[str, Any] = {
+        "bootstrap_servers": cluster.bootstrap_servers,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "GSSAPI",
+        "sasl_kerberos_service_name": "kafka",
+    }
+
+    async def run() -> list[bytes]:
+        producer = AIOKafkaProducer(acks="all", **sasl)
+        await producer.start()
+        try:
+            for i in range(20):
+                await producer.send_and_wait("krb-aio", f"aio {i}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer("krb-aio", auto_offset_reset="earliest", **sasl)
+        await consumer.start()
+        values: list[bytes] = []
+        try:
+            deadline = time.monotonic() + 20
+            while len(values) < 20 and time.monotonic() < deadline:
+                for batch in (await consumer.getmany(timeout_ms=500)).values():
+                    values.extend(r.value for r in batch if r.value is not None)
+        finally:
+            await consumer.stop()
+        return values
+
+    assert asyncio.run(run()) == [f"aio {i}".encode() for i in range(20)]
 
 
 def test_acls_apply_to_the_mapped_principal(cluster: LocalCluster) -> None:
@@ -451,3 +486,27 @@ def test_odradek_client_reauthenticates_with_kerberos(
     asyncio.run(run())
     logins = [r for r in caplog.records if f"authenticationID=alice@{kdc.realm}" in r.getMessage()]
     assert len(logins) >= 3  # the first login and at least two re-authentications
+
+
+def test_odradek_tools_log_in_with_a_command_config(cluster: LocalCluster, kdc: KerberosKdc, tmp_path: Path) -> None:
+    """``--command-config`` files with a Krb5LoginModule entry: the brokers' own principal (the super
+    user) creates a topic alice may not describe; alice's listing shows hers only."""
+
+    def config(name: str, principal: str) -> str:
+        path = tmp_path / f"{name}.properties"
+        path.write_text(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\n"
+            "sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+            f'keyTab="{keytab(kdc, name)}" principal="{principal}@{kdc.realm}";\n'
+        )
+        return str(path)
+
+    admin, alice = config("kafka", "kafka/127.0.0.1"), config("alice", "alice")
+    topics = ("topics", "--bootstrap-server", cluster.bootstrap_servers, "--command-config")
+    created = odradek(*topics, admin, "--create", "--topic", "hidden-krb", "--partitions", "1")
+    assert created.returncode == 0, created.stderr
+    create_topic(cluster, "krb-cli", 1)
+    listed = {name: odradek(*topics, path, "--list") for name, path in (("admin", admin), ("alice", alice))}
+    assert all(r.returncode == 0 for r in listed.values()), [r.stderr for r in listed.values()]
+    assert {"hidden-krb", "krb-cli"} <= set(listed["admin"].stdout.split())
+    assert "krb-cli" in listed["alice"].stdout.split() and "hidden-krb" not in listed["alice"].stdout
