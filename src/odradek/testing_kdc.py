@@ -3,7 +3,8 @@
 ``with KerberosKdc() as kdc: ...`` creates a realm of its own (``ODRADEK.TEST`` unless told) in a
 temporary directory with Debian's MIT tools (``kdb5_util create -s`` with a random master
 password), writes a ``krb5.conf`` naming only that realm, and starts ``krb5kdc -n`` (in the
-foreground, so it is this object's child) on a free ``127.0.0.1`` port, TCP and UDP
+foreground, so it is this object's child, killed by the kernel if this process dies first) on a
+free ``127.0.0.1`` port, TCP and UDP
 (``udp_preference_limit = 1`` makes clients use TCP). It returns once the port accepts TCP
 connections (at most ``start_timeout_s``) and on exit kills the KDC, waits for it and removes
 the directory: nothing is left running.
@@ -25,9 +26,11 @@ Debian's ``krb5-kdc`` and ``krb5-admin-server`` packages provide the programs; i
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -114,6 +117,7 @@ class KerberosKdc:
                     stderr=subprocess.STDOUT,
                     env={**os.environ, **self.environ},
                     start_new_session=True,
+                    preexec_fn=_die_with_parent,
                 )
             self._wait_ready()
         except BaseException:
@@ -217,6 +221,16 @@ class KerberosKdc:
             if path.exists():
                 parts.append(path.read_text(errors="replace")[-2000:])
         return "\n".join(parts) or "(no log)"
+
+
+def _die_with_parent() -> None:
+    """In the KDC's child process before exec: SIGKILL it if the process that started it dies
+    (Linux ``PR_SET_PDEATHSIG``), so a killed test run leaves no KDC behind."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _quote(text: str) -> str:
