@@ -270,7 +270,9 @@ class GssapiSaslClient:
                 raise SaslAuthenticationError(
                     f"Server offers no acceptable security layer ({offer[:1].hex() or 'nothing'})", mechanism=GSSAPI
                 )
-            answer = bytes([NO_SECURITY_LAYER]) + b"\x00\x00\x00"  # RFC 4752: size 0 with no layer
+            # RFC 4752: size 0 with no layer; then the authorization id, our own name (as Kafka's
+            # Java client asks for its principal; Kafka's broker ignores it)
+            answer = bytes([NO_SECURITY_LAYER]) + b"\x00\x00\x00" + str(self._context.initiator_name).encode()
             self._complete = True
             return bytes(self._context.wrap(answer, False).message)
         except _GSS_ERRORS as exc:
