@@ -55,6 +55,9 @@ from .cli_support import odradek
 pytestmark = pytest.mark.zookeeper
 
 KCAT = shutil.which("kcat")
+FUZZ_CONNECTIONS = max(100, int(os.environ.get("ODRADEK_FUZZ_FRAMES", "100000")) // 1000)
+"""Mutated GSSAPI logins on the wire (``make fuzz`` sets ODRADEK_FUZZ_FRAMES=1000000: 1000)."""
+FUZZ_SEED = int(os.environ.get("ODRADEK_FUZZ_SEED", "20261128"))
 CLOCKSKEW_S = 2
 """The realm's krb5.conf ``clockskew``: a token older than this is refused."""
 RULES = "RULE:[1:$1@$0](.*@ODRADEK\\.TEST)s/@.*//,RULE:[2:$1@$0](kafka@ODRADEK\\.TEST)s/@.*//"
@@ -404,7 +407,7 @@ def test_mutated_tokens_at_every_stage_raise_authentication_errors(kdc: Kerberos
         f'keyTab="{keytab(kdc, "kafka")}" principal="kafka/127.0.0.1@{kdc.realm}";',
         jaas_key="sasl.jaas.config",
     )
-    rng = random.Random(20261128)
+    rng = random.Random(FUZZ_SEED)
     outcomes = {"refused": 0, "accepted": 0}
     for stage in (0, 1, 2):
         for _ in range(3):
@@ -415,7 +418,7 @@ def test_mutated_tokens_at_every_stage_raise_authentication_errors(kdc: Kerberos
                 tokens.append(client.evaluate_challenge(server.evaluate_response(tokens[-1])))
             good = tokens[-1]
             assert good is not None
-            for mutated in _mutations(good, rng, 40):
+            for mutated in _mutations(good, rng, max(40, FUZZ_CONNECTIONS // 10)):
                 probe = acceptor.sasl_server()
                 try:
                     replay = _client(kdc) if stage else None
@@ -429,6 +432,34 @@ def test_mutated_tokens_at_every_stage_raise_authentication_errors(kdc: Kerberos
                 except SaslAuthenticationError:
                     outcomes["refused"] += 1
     assert outcomes["refused"] > 300
+
+
+def test_mutated_gssapi_tokens_on_the_wire(cluster: LocalCluster, kdc: KerberosKdc) -> None:
+    """``make fuzz``'s GSSAPI stage: fresh AP-REQs (a new authenticator each, one cached service
+    ticket), mutated, each in a SaslAuthenticate v2 on its own connection. Each is answered (Kafka's
+    error, or success for a harmless mutation) or closed unanswered (a retriable Kerberos error);
+    the brokers stay up with no traceback in their logs."""
+    login = KeytabLogin(f"alice@{kdc.realm}", keytab(kdc, "alice"))
+    credentials = login.initiator_credentials()
+    rng = random.Random(FUZZ_SEED)
+    outcomes = {"refused": 0, "accepted": 0, "closed": 0}
+    for _ in range(FUZZ_CONNECTIONS):
+        token = GssapiSaslClient("kafka", "127.0.0.1", credentials).evaluate_challenge(b"")
+        assert token
+        mutated = next(_mutations(token, rng, 1))
+        with _open(cluster, 1) as sock:
+            sock.sendall(_frame(36, 2, auth_bytes=mutated))
+            body = _read(sock)
+            if body is None:
+                outcomes["closed"] += 1
+                continue
+            code = int(decode_response(36, 2, body)[1].error_code)
+            assert code in (ErrorCode.none, ErrorCode.sasl_authentication_failed)
+            outcomes["accepted" if code == ErrorCode.none else "refused"] += 1
+    assert outcomes["refused"] >= FUZZ_CONNECTIONS // 2, outcomes
+    logs = "\n".join(b.log_tail(2000) for b in cluster.brokers.values())
+    assert "Traceback" not in logs
+    assert all(b.alive() for b in cluster.brokers.values())
 
 
 def test_confluent_kafka_wheels_have_no_gssapi() -> None:
