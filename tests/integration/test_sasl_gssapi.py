@@ -9,10 +9,12 @@ fetchers log in with the listener's keytab. ``sasl.kerberos.principal.to.local.r
 else, so ``mallory/admin`` authenticates with Kerberos but is refused by the rules. Kafka's
 AclAuthorizer grants ``alice`` the ``krb-`` topics and groups only.
 
-Clients: kafka-python (``gssapi``, default credentials from ``KRB5_CLIENT_KTNAME``), Debian's
-kcat (librdkafka with Cyrus SASL, ``kinit`` from the keytab), odradek's own client, and raw
-frames for the legacy SaslHandshake v0 path, a garbage token, a replayed token and a ticket for
-another service.
+Clients: kafka-python and aiokafka (``gssapi``, default credentials from ``KRB5_CLIENT_KTNAME``),
+Debian's kcat (librdkafka with Cyrus SASL, ``kinit`` from the keytab), odradek's own client and
+tools (``--command-config``; KIP-368 re-authentication over SASL_SSL on a broker of its own), and
+raw frames for the legacy SaslHandshake v0 path and for garbage, stale, replayed and mutated tokens
+(``make fuzz`` runs the ``mutated`` tests at ten times the suite's size). A ticket for a service
+the KDC does not know fails in the client, before any broker sees it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from odradek.testing_kdc import KerberosKdc
 from odradek.testing_zk import ZooKeeperServer
 
 from .cli_support import odradek
+from .security_support import write_certificates
 
 pytestmark = pytest.mark.zookeeper
 
@@ -472,28 +475,35 @@ def test_confluent_kafka_wheels_have_no_gssapi() -> None:
         )
 
 
-def test_odradek_client_reauthenticates_with_kerberos(
-    kdc: KerberosKdc, odradek_broker_factory: Callable[..., BrokerRunner], caplog: pytest.LogCaptureFixture
+def test_odradek_client_reauthenticates_with_kerberos_over_tls(
+    kdc: KerberosKdc,
+    odradek_broker_factory: Callable[..., BrokerRunner],
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
 ) -> None:
-    """KIP-368 with GSSAPI: a broker whose sessions last 600 ms; odradek's client logs in again with a
-    fresh service ticket exchange on the same connection before each session ends, so it stays open."""
+    """GSSAPI over SASL_SSL, and KIP-368: a broker whose sessions last 600 ms; odradek's client logs
+    in again (a new GSS context) on the same connection before each session ends, so it stays open."""
+    paths = write_certificates(tmp_path / "certs")
     runner = odradek_broker_factory(
         overrides={
-            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
             "inter.broker.listener.name": "PLAINTEXT",
             "sasl.enabled.mechanisms": "GSSAPI",
-            "listener.name.sasl_plaintext.gssapi.sasl.jaas.config": (
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": paths["server"],
+            "listener.name.sasl_ssl.gssapi.sasl.jaas.config": (
                 "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
                 f'keyTab="{keytab(kdc, "kafka")}" principal="kafka/127.0.0.1@{kdc.realm}";'
             ),
-            "listener.name.sasl_plaintext.connections.max.reauth.ms": "600",
+            "listener.name.sasl_ssl.connections.max.reauth.ms": "600",
         }
     )
     assert runner.broker is not None
-    (endpoint,) = [e for e in runner.broker.endpoints if e.listener == "SASL_PLAINTEXT"]
+    (endpoint,) = [e for e in runner.broker.endpoints if e.listener == "SASL_SSL"]
     security = ClientSecurity.from_properties(
         {
-            "security.protocol": "SASL_PLAINTEXT",
+            "security.protocol": "SASL_SSL",
+            "ssl.ca.location": paths["ca"],
             "sasl.mechanism": "GSSAPI",
             "sasl.kerberos.service.name": "kafka",
             "sasl.jaas.config": (
