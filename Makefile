@@ -84,7 +84,8 @@ FUZZ_FRAMES ?= 1000000
 FUZZ_SEED ?= $(shell date +%s)
 fuzz: venv
 	ODRADEK_FUZZ_FRAMES=$(FUZZ_FRAMES) ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
-		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_client_traffic.py tests/integration/test_fuzz_sasl.py -k mutated
+		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_client_traffic.py tests/integration/test_fuzz_sasl.py \
+		tests/integration/test_sasl_gssapi.py -k mutated
 	ODRADEK_SEMANTIC_REQUESTS=0 ODRADEK_SEMANTIC_ARRAY=3000 ODRADEK_FUZZ_SEED=$(FUZZ_SEED) \
 		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/integration/test_fuzz_semantic.py
 

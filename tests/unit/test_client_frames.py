@@ -137,7 +137,7 @@ def test_selection_dedupes_keeps_every_version_and_caps_size() -> None:
 SASL_CORPUS = ROOT / "tests" / "data" / "client_frames_sasl"
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", [*CLIENTS, "kafka_python_gssapi"])
 def test_sasl_corpus_holds_the_authentication_and_decodes(client: str) -> None:
     """tests/data/client_frames_sasl (tools/record_sasl_traffic.py): whole frames that decode, with
     SaslHandshake v1 and SaslAuthenticate among them."""

@@ -26,6 +26,10 @@ from odradek.security.tls import SslConfigError
 from . import security_support as certs
 from .sasl_fake_broker import FakeSaslBroker, memory_streams
 
+KRB5_JAAS = (
+    "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+    'keyTab="/k.keytab" principal="kafka/127.0.0.1@EXAMPLE.COM";'
+)
 PLAIN_JAAS = (
     'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";'
 )
@@ -204,7 +208,18 @@ def test_inter_broker_falls_back_to_sasl_jaas_config() -> None:
 @pytest.mark.parametrize(
     ("props", "named"),
     [
-        ({"listener.name.internal.plain.sasl.jaas.config": PLAIN_JAAS}, "sasl.mechanism.inter.broker.protocol"),
+        (
+            {"listener.name.internal.plain.sasl.jaas.config": PLAIN_JAAS},
+            "listener.name.internal.gssapi.sasl.jaas.config",
+        ),
+        (
+            {"listener.name.internal.gssapi.sasl.jaas.config": PLAIN_JAAS},
+            "Krb5LoginModule expected for GSSAPI",
+        ),
+        (
+            {"sasl.jaas.config": KRB5_JAAS},
+            "Missing configuration sasl.kerberos.service.name",
+        ),
         ({"sasl.mechanism.inter.broker.protocol": "PLAIN"}, "listener.name.internal.plain.sasl.jaas.config"),
         (
             {
@@ -220,6 +235,31 @@ def test_inter_broker_falls_back_to_sasl_jaas_config() -> None:
 def test_inter_broker_errors(props: dict[str, str], named: str) -> None:
     with pytest.raises(InvalidConfigError, match=named):
         inter_broker_security_for(props, "INTERNAL", "SASL_SSL")
+
+
+def test_inter_broker_gssapi_logs_in_with_the_listener_keytab() -> None:
+    props = {"sasl.jaas.config": KRB5_JAAS, "listener.name.internal.sasl.kerberos.service.name": "kafka"}
+    security = inter_broker_security_for(props, "INTERNAL", "SASL_PLAINTEXT")
+    assert (security.sasl_mechanism, security.kerberos_service_name) == ("GSSAPI", "kafka")
+    assert security.kerberos is not None
+    assert (security.kerberos.principal, security.kerberos.keytab) == ("kafka/127.0.0.1@EXAMPLE.COM", "/k.keytab")
+
+
+def test_client_gssapi_keys() -> None:
+    librdkafka = ClientSecurity.from_properties(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "GSSAPI",
+            "sasl.kerberos.service.name": "kafka",
+            "sasl.kerberos.keytab": "/alice.keytab",
+            "sasl.kerberos.principal": "alice@EXAMPLE.COM",
+        }
+    )
+    assert librdkafka.kerberos is not None and librdkafka.kerberos.keytab == "/alice.keytab"
+    jaas = ClientSecurity.from_properties(
+        {"security.protocol": "SASL_SSL", "sasl.jaas.config": KRB5_JAAS.replace(";", ' serviceName="kafka";')}
+    )
+    assert (jaas.sasl_mechanism, jaas.kerberos_service_name) == ("GSSAPI", "kafka")
 
 
 def test_inter_broker_from_a_broker_config() -> None:

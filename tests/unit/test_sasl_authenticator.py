@@ -11,6 +11,7 @@ from odradek.errors import ErrorCode, InvalidConfigError
 from odradek.metadata.scram_credentials import CredentialCache
 from odradek.protocol.codec import api_schema, decode_response, encode_request
 from odradek.protocol.messages import build
+from odradek.security.sasl import RetriableSaslError
 from odradek.security.sasl.scram import ScramSaslClient, generate_credential
 from odradek.server.config import KafkaConfig
 from odradek.server.listener_security import ListenerSecurity, listener_securities
@@ -209,7 +210,7 @@ def test_listener_securities_from_the_config() -> None:
 @pytest.mark.parametrize(
     ("props", "message"),
     [
-        ({}, "GSSAPI not supported"),
+        ({}, "No JAAS configuration for SASL/GSSAPI"),
         ({"sasl.enabled.mechanisms": "PLAIN"}, "No JAAS configuration for SASL/PLAIN on listener SASL_PLAINTEXT"),
         (
             {"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": "org.example.Other required;"},
@@ -225,3 +226,69 @@ def test_listener_security_errors(props: dict[str, str], message: str) -> None:
 def test_plain_falls_back_to_sasl_jaas_config() -> None:
     config = _config(**{"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": JAAS})
     assert listener_securities(config, None)["SASL_PLAINTEXT"].plain_users["alice"] == "alice-secret"
+
+
+class ScriptedGssapiServer:
+    """A GSSAPI stand-in: answers each token from a script; ``retriable`` raises Kafka's retriable
+    Kerberos failure; the last step completes with no challenge, as the JDK's server does."""
+
+    mechanism = "GSSAPI"
+    final_challenge_absent = True
+
+    def __init__(self, steps: int, retriable: bool = False) -> None:
+        self.steps, self.retriable, self.seen = steps, retriable, 0
+
+    @property
+    def complete(self) -> bool:
+        return self.seen >= self.steps
+
+    @property
+    def authorization_id(self) -> str:
+        return "alice"
+
+    def evaluate_response(self, response: bytes) -> bytes:
+        if self.retriable:
+            raise RetriableSaslError("GSS initiate failed: Request is a replay", mechanism="GSSAPI")
+        self.seen += 1
+        return b"" if self.complete else f"challenge-{self.seen}".encode()
+
+
+class ScriptedAcceptor:
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    def sasl_server(self) -> ScriptedGssapiServer:
+        return ScriptedGssapiServer(**self.options)
+
+
+def _gssapi_security(**options: Any) -> ListenerSecurity:
+    return ListenerSecurity(
+        "SASL_PLAINTEXT", "SASL_PLAINTEXT", mechanisms=("GSSAPI",), gssapi=ScriptedAcceptor(**options)
+    )  # type: ignore[arg-type]
+
+
+def test_legacy_flow_sends_no_challenge_after_gssapi_s_last_token() -> None:
+    auth = SaslServerAuthenticator(_gssapi_security(steps=3), "10.0.0.1")
+    assert _response(17, 0, auth.receive(_request(17, 0, mechanism="GSSAPI")).response).error_code == 0
+    assert auth.receive(b"ap-req").response == struct.pack(">i", 11) + b"challenge-1"
+    assert auth.receive(b"").response == struct.pack(">i", 11) + b"challenge-2"
+    last = auth.receive(b"wrapped")
+    assert (last.response, last.failure, last.close) == (None, None, None)
+    assert auth.session is not None and str(auth.session.principal) == "User:alice"
+
+
+def test_authenticate_v1_still_answers_gssapi_s_last_token_with_empty_bytes() -> None:
+    auth = SaslServerAuthenticator(_gssapi_security(steps=1), "10.0.0.1")
+    auth.receive(_request(17, 1, mechanism="GSSAPI"))
+    response = _response(36, 1, auth.receive(_request(36, 1, 2, auth_bytes=b"ap-req")).response)
+    assert (response.error_code, bytes(response.auth_bytes)) == (ErrorCode.none, b"")
+    assert auth.state is SaslState.COMPLETE
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_a_retriable_failure_closes_without_an_answer(version: int) -> None:
+    auth = SaslServerAuthenticator(_gssapi_security(steps=1, retriable=True), "10.0.0.1")
+    auth.receive(_request(17, version, mechanism="GSSAPI"))
+    step = auth.receive(_request(36, 2, 2, auth_bytes=b"replayed") if version else b"replayed")
+    assert step.response is None and step.close is not None and "replay" in step.close
+    assert auth.state is SaslState.FAILED and auth.session is None

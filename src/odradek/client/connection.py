@@ -25,7 +25,8 @@ certificate is checked against it when ``ssl.endpoint.identification.algorithm=h
 SASL_PLAINTEXT and SASL_SSL, after ApiVersions the client authenticates as Kafka's clients do
 (KIP-152): SaslHandshake v1 naming the mechanism, then SaslAuthenticate (v0-v2) frames carrying the
 mechanism's tokens (:mod:`odradek.security.sasl`: PLAIN's one message, SCRAM's client-first and
-client-final) until the mechanism completes. A refusal (UNSUPPORTED_SASL_MECHANISM,
+client-final, GSSAPI's tokens for ``<service>/<host connected to>``, whose steps may wait for the
+KDC and so run in a worker thread) until the mechanism completes. A refusal (UNSUPPORTED_SASL_MECHANISM,
 SASL_AUTHENTICATION_FAILED, ILLEGAL_SASL_STATE, a server signature that does not verify) raises
 :class:`~odradek.client.errors.KafkaAuthenticationError` with the broker's message and closes the
 connection. ``session_lifetime_ms`` keeps the broker's KIP-368 session lifetime (0: none, from a
@@ -291,9 +292,16 @@ class KafkaConnection:
                 f"{self.address} refused SASL mechanism {mechanism} ({error_name(response.error_code)}); "
                 f"enabled mechanisms are [{offered}]"
             )
-        client = security.sasl_client()
+        client = security.sasl_client(self.host)
+        blocking = getattr(client, "blocking", False)  # GSSAPI may wait for the KDC
+
+        async def evaluate(challenge: bytes) -> bytes | None:
+            if blocking:
+                return await asyncio.to_thread(client.evaluate_challenge, challenge)
+            return client.evaluate_challenge(challenge)
+
         try:
-            token = client.evaluate_challenge(b"")
+            token = await evaluate(b"")
             while token is not None:
                 response = await self._send(authenticate(auth_bytes=token))
                 if response.error_code != ErrorCode.none:
@@ -308,7 +316,7 @@ class KafkaConnection:
                 )
                 if client.complete:
                     break
-                token = client.evaluate_challenge(bytes(response.auth_bytes))
+                token = await evaluate(bytes(response.auth_bytes))
         except SaslAuthenticationError as exc:
             raise KafkaAuthenticationError(f"SASL/{mechanism} with {self.address} failed: {exc}") from None
         if not client.complete:

@@ -12,7 +12,7 @@ inter-broker settings):
   names are accepted too: ``ssl.ca.location`` (a PEM file of CAs), ``ssl.certificate.location`` +
   ``ssl.key.location`` (PEM files; ``ssl.key.password``), ``ssl.endpoint.identification.algorithm=none``;
 - ``sasl.mechanism`` (librdkafka: ``sasl.mechanisms``): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or
-  OAUTHBEARER; Kafka's default GSSAPI (Kerberos) is refused with a message;
+  OAUTHBEARER or GSSAPI (Kafka's default);
 - the credentials: ``sasl.jaas.config`` (``...LoginModule required username="alice" password="...";``,
   parsed by :mod:`odradek.security.sasl.jaas`, never evaluated), else librdkafka's
   ``sasl.username`` / ``sasl.password``; for OAUTHBEARER the ``OAuthBearerLoginModule`` entry with
@@ -21,7 +21,11 @@ inter-broker settings):
   OAuth 2 token endpoint, refreshed before they expire);
 - a delegation token (KIP-48): ``ScramLoginModule required username="<token id>" password="<base64
   HMAC>" tokenauth="true";`` (Kafka's clients' form): the SCRAM client-first message carries the
-  extension ``tokenauth=true``.
+  extension ``tokenauth=true``;
+- GSSAPI: ``sasl.kerberos.service.name`` (or the JAAS ``serviceName``; required) and the login:
+  a ``Krb5LoginModule`` JAAS entry (``useKeyTab=true keyTab="..." principal="..."``), else
+  librdkafka's ``sasl.kerberos.keytab`` + ``sasl.kerberos.principal``, else the default ticket
+  cache (``KRB5CCNAME``). The ticket asked for is ``<service>/<host connected to>``.
 
 Other keys (``client.id``, ``request.timeout.ms``, ...) are ignored here. Every problem raises
 :class:`~odradek.errors.InvalidConfigError` naming the key. The SSL context is built once per
@@ -46,6 +50,7 @@ from odradek.configdef import parse_properties
 from odradek.errors import InvalidConfigError
 from odradek.security.listener_config import jaas_config_key, listener_config
 from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslClient
+from odradek.security.sasl.gssapi import GSSAPI, GssapiSaslClient, KeytabLogin, shared_initiator_credentials
 from odradek.security.sasl.jaas import parse_single_login_module
 from odradek.security.sasl.oauthbearer import OAUTHBEARER, OAUTHBEARER_LOGIN_MODULE
 from odradek.security.sasl.oauthbearer_config import client_login
@@ -67,9 +72,9 @@ __all__ = [
 
 PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL = "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"
 SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
-SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
-DEFAULT_SASL_MECHANISM = "GSSAPI"
-"""Kafka's default ``sasl.mechanism`` (and ``sasl.mechanism.inter.broker.protocol``); refused here."""
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER, GSSAPI)
+DEFAULT_SASL_MECHANISM = GSSAPI
+"""Kafka's default ``sasl.mechanism`` (and ``sasl.mechanism.inter.broker.protocol``)."""
 
 SOURCE_ADDRESS_CONFIG = "odradek.broker.source.address"
 """odradek's broker key (Kafka has none): the local address of the broker's own outgoing connections."""
@@ -95,6 +100,10 @@ class ClientSecurity:
     sasl_mechanism: str = DEFAULT_SASL_MECHANISM
     sasl_username: str | None = None
     sasl_password: str | None = field(default=None, repr=False)
+    kerberos: KeytabLogin | None = None
+    """GSSAPI's login (keytab and principal; None fields: the default ticket cache)."""
+    kerberos_service_name: str | None = None
+    """GSSAPI's service name: the ticket is for ``<service>/<broker host>``."""
     source_address: str | None = None
     """The local address a connection's socket binds before connecting (port chosen by the OS);
     None lets the OS pick. A broker's own connections take it from ``odradek.broker.source.address``
@@ -136,6 +145,10 @@ class ClientSecurity:
         check_mechanism(mechanism, "sasl.mechanism")
         if mechanism == OAUTHBEARER:
             return cls(protocol, ssl_config, mechanism, oauthbearer_login=_oauthbearer_login(props, "sasl.jaas.config"))
+        if mechanism == GSSAPI:
+            login = _client_kerberos_login(props)
+            service = _service_name(props.get("sasl.kerberos.service.name"), login, "sasl.kerberos.service.name")
+            return cls(protocol, ssl_config, mechanism, kerberos=login, kerberos_service_name=service)
         username, password = _credentials(props, "sasl.jaas.config")
         if username is None or password is None:
             raise InvalidConfigError(
@@ -172,8 +185,13 @@ class ClientSecurity:
             context = _CONTEXTS.get(self.ssl_config)
         return context if context is not None else await asyncio.to_thread(self.ssl_context)
 
-    def sasl_client(self) -> SaslClient:
-        """A fresh client mechanism for one exchange (SASL protocols only)."""
+    def sasl_client(self, host: str = "") -> SaslClient:
+        """A fresh client mechanism for one exchange with ``host`` (SASL protocols only). GSSAPI's
+        first use of a keytab builds its credentials (no KDC contact yet)."""
+        if self.uses_sasl and self.sasl_mechanism == GSSAPI:
+            assert self.kerberos is not None and self.kerberos_service_name is not None
+            credentials = shared_initiator_credentials(self.kerberos)
+            return GssapiSaslClient(self.kerberos_service_name, host, credentials)
         if self.uses_sasl and self.oauthbearer_login is not None:
             return self.oauthbearer_login.sasl_client()
         if not self.uses_sasl or self.sasl_username is None or self.sasl_password is None:
@@ -199,7 +217,6 @@ def check_mechanism(mechanism: str, key: str) -> None:
         raise InvalidConfigError(
             f"Invalid value {mechanism} for configuration {key}: odradek's clients support "
             f"{', '.join(SUPPORTED_MECHANISMS)} only"
-            + (" (GSSAPI, Kafka's default, is Kerberos)" if mechanism == DEFAULT_SASL_MECHANISM else "")
         )
 
 
@@ -218,6 +235,27 @@ def _oauthbearer_login(props: Mapping[str, Any], jaas_key: str) -> OAuthBearerLo
         return None if raw is None else _text(raw)
 
     return client_login(value, str(jaas), jaas_key)
+
+
+def _service_name(configured: Any, login: KeytabLogin, key: str) -> str:
+    """GSSAPI's service name: ``key``'s value, else the JAAS ``serviceName`` (Kafka's order)."""
+    service = str(configured).strip() if configured is not None and str(configured).strip() else login.service_name
+    if not service:
+        raise InvalidConfigError(
+            f"Missing configuration {key}: GSSAPI needs the brokers' Kerberos service name (e.g. kafka), "
+            "or serviceName in the Krb5LoginModule JAAS entry"
+        )
+    return service
+
+
+def _client_kerberos_login(props: Mapping[str, Any]) -> KeytabLogin:
+    """GSSAPI's login from ``sasl.jaas.config`` (Krb5LoginModule), else librdkafka's keys."""
+    jaas = props.get("sasl.jaas.config")
+    if jaas is not None and str(jaas).strip():
+        entry = parse_single_login_module(str(jaas), key="sasl.jaas.config")
+        return KeytabLogin.from_jaas(entry, key="sasl.jaas.config")
+    keytab, principal = props.get("sasl.kerberos.keytab"), props.get("sasl.kerberos.principal")
+    return KeytabLogin(None if principal is None else str(principal), None if keytab is None else str(keytab))
 
 
 def _module_for(mechanism: str) -> str:
@@ -297,11 +335,12 @@ def inter_broker_client_security(config: InterBrokerConfig) -> ClientSecurity:
     (``inter.broker.listener.name``, or the listener named by ``security.inter.broker.protocol``);
     the TLS settings are the listener's (``listener.name.<l>.ssl.*`` over ``ssl.*``, so a broker's
     key store is also its client certificate, as Kafka's); the SASL mechanism is
-    ``sasl.mechanism.inter.broker.protocol`` (Kafka's default GSSAPI is refused with a message);
-    the credentials are the ``username`` / ``password`` options of the listener's JAAS entry
-    (``listener.name.<l>.<mechanism>.sasl.jaas.config``, then ``sasl.jaas.config``); for
-    OAUTHBEARER that entry and the listener's ``sasl.login.*`` keys make the broker's login
-    (unsecured or client-credentials tokens; blocking: the first token is obtained here).
+    ``sasl.mechanism.inter.broker.protocol`` (Kafka's default GSSAPI: the listener's Krb5LoginModule
+    keytab and ``sasl.kerberos.service.name``); otherwise the credentials are the ``username`` /
+    ``password`` options of the listener's JAAS entry (``listener.name.<l>.<mechanism>.sasl.jaas.config``,
+    then ``sasl.jaas.config``); for OAUTHBEARER that entry and the listener's ``sasl.login.*`` keys
+    make the broker's login (unsecured or client-credentials tokens; blocking: the first token is
+    obtained here).
     Raises InvalidConfigError naming the key.
     """
     listener = config.inter_broker_listener_name
@@ -332,6 +371,8 @@ def _inter_broker_security(props: Mapping[str, Any], listener: str, protocol: st
     mechanism = _text(resolved.get(key, DEFAULT_SASL_MECHANISM)).strip().upper()
     check_mechanism(mechanism, key)
     prefixed = f"listener.name.{listener.lower()}.{jaas_config_key(mechanism)}"
+    if mechanism == GSSAPI:
+        return _inter_broker_kerberos(resolved, protocol, ssl_config, prefixed)
     jaas_key = jaas_config_key(mechanism) if jaas_config_key(mechanism) in resolved else "sasl.jaas.config"
     if mechanism == OAUTHBEARER:
         # the broker's own login: the listener's OAuthBearerLoginModule entry and its sasl.login.* keys
@@ -358,3 +399,21 @@ def _inter_broker_security(props: Mapping[str, Any], listener: str, protocol: st
             'username="..." and password="..." (the credentials this broker presents to the others)'
         )
     return ClientSecurity(protocol, ssl_config, mechanism, username, password)
+
+
+def _inter_broker_kerberos(
+    resolved: Mapping[str, Any], protocol: str, ssl_config: tuple[tuple[str, str], ...], prefixed: str
+) -> ClientSecurity:
+    """GSSAPI between brokers: the listener's Krb5LoginModule entry (the keytab the listener
+    accepts with also logs this broker in) and ``sasl.kerberos.service.name``."""
+    jaas_key = jaas_config_key(GSSAPI) if jaas_config_key(GSSAPI) in resolved else "sasl.jaas.config"
+    jaas = resolved.get(jaas_key)
+    if jaas is None or not str(jaas).strip():
+        raise InvalidConfigError(
+            f"Missing configuration {prefixed}: the inter-broker listener uses GSSAPI; its Krb5LoginModule entry "
+            "(useKeyTab=true keyTab=... principal=...) logs the broker in to the others"
+        )
+    key = prefixed if jaas_key != "sasl.jaas.config" else jaas_key
+    login = KeytabLogin.from_jaas(parse_single_login_module(str(jaas), key=key), key=key)
+    service = _service_name(resolved.get("sasl.kerberos.service.name"), login, "sasl.kerberos.service.name")
+    return ClientSecurity(protocol, ssl_config, GSSAPI, kerberos=login, kerberos_service_name=service)

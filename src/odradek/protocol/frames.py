@@ -73,6 +73,7 @@ class FrameBuffer:
         "_large_size",
         "_pending_hint",
         "_scratch",
+        "allow_empty",
         "limit_name",
         "max_frame_bytes",
     )
@@ -86,6 +87,9 @@ class FrameBuffer:
         self.max_frame_bytes = max_frame_bytes
         self.limit_name = "socket.request.max.bytes"
         """The key ``max_frame_bytes`` comes from, named when a frame is refused."""
+        self.allow_empty = False
+        """Whether a frame of size 0 is a frame (an empty SASL token of the legacy, SaslHandshake
+        v0 exchange) rather than an error."""
         self._scratch = scratch if scratch is not None else new_scratch()
         self._pending_hint = pending_hint
         self._head = bytearray()
@@ -134,7 +138,7 @@ class FrameBuffer:
             self._parse(rest)
 
     def _check_size(self, size: int) -> None:
-        if size <= 0:
+        if size < 0 or (size == 0 and not self.allow_empty):
             self._error = InvalidFrameError(f"invalid frame size {size}")
             raise self._error
         if size > self.max_frame_bytes:

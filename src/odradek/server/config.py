@@ -26,6 +26,7 @@ from odradek.errors import InvalidConfigError
 from odradek.metadata.authorizer import is_acl_authorizer
 from odradek.security.delegation_token import DELEGATION_TOKEN_CONFIGS
 from odradek.security.listener_config import LISTENER_PREFIX, listener_config
+from odradek.security.sasl.gssapi_config import GSSAPI_CONFIGS
 from odradek.security.sasl.oauthbearer_config import OAUTHBEARER_CONFIGS, OAUTHBEARER_MECHANISM_KEYS
 from odradek.security.tls import SSL_CONFIG
 from odradek.security.zookeeper_auth import ZkSaslCredentials, zookeeper_sasl_credentials
@@ -99,8 +100,8 @@ BROKER_CONFIGS = (
         ["GSSAPI"],
         "SASL mechanisms served on SASL listeners (per listener: "
         "`listener.name.<listener>.sasl.enabled.mechanisms`): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
-        "OAUTHBEARER (KIP-255/KIP-768: docs/security.md). GSSAPI (Kerberos, Kafka's default) is refused on a "
-        "SASL listener.",
+        "OAUTHBEARER (KIP-255/KIP-768) and GSSAPI (Kerberos, Kafka's default: a Krb5LoginModule JAAS entry with "
+        "the broker's keytab; docs/security.md).",
     )
     .define(
         "sasl.mechanism.inter.broker.protocol",
@@ -670,6 +671,7 @@ for _key in (
     *POLICY_CONFIGS.keys.values(),
     *OAUTHBEARER_CONFIGS.keys.values(),
     *DELEGATION_TOKEN_CONFIGS.keys.values(),
+    *GSSAPI_CONFIGS.keys.values(),
 ):
     BROKER_CONFIGS.define(_key.name, _key.type, _key.default, _key.doc, _key.validator)
 for _java_key in ("ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.provider"):

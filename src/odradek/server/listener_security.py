@@ -16,7 +16,11 @@ OAUTHBEARER's token validator from ``sasl.server.callback.handler.class``, the `
 keys and the OAuthBearerLoginModule JAAS entry, each resolved per listener and mechanism
 (:mod:`odradek.security.sasl.oauthbearer_config`).
 
-A mechanism odradek cannot serve (GSSAPI) on a SASL listener, a PLAIN mechanism
+GSSAPI's acceptor (the keytab of the Krb5LoginModule JAAS entry
+``listener.name.<l>.gssapi.sasl.jaas.config``, ``sasl.kerberos.principal.to.local.rules``):
+:mod:`odradek.security.sasl.gssapi_config`.
+
+A mechanism odradek cannot serve on a SASL listener, a PLAIN mechanism
 without a JAAS entry, or any bad ``ssl.*`` value raises
 :class:`~odradek.errors.InvalidConfigError` naming the key. Reading key stores takes tens of
 milliseconds: called at start-up and when a dynamic ``listener.name.<l>.*`` key changes, on the
@@ -36,6 +40,8 @@ from odradek.errors import InvalidConfigError
 from odradek.security.listener_config import jaas_config_key, listener_prefix
 from odradek.security.principal import SslPrincipalMapper
 from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslServer
+from odradek.security.sasl.gssapi import GSSAPI, KRB5_LOGIN_MODULE
+from odradek.security.sasl.gssapi_config import GssapiAcceptor, gssapi_acceptor
 from odradek.security.sasl.jaas import PLAIN_LOGIN_MODULE, parse_single_login_module, plain_users
 from odradek.security.sasl.oauthbearer import (
     OAUTHBEARER,
@@ -60,7 +66,7 @@ __all__ = [
     "listener_security",
 ]
 
-SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER, GSSAPI)
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,8 @@ class ListenerSecurity:
     """The key store's own certificate (TLS only)."""
     token_validator: TokenValidator | None = field(default=None, repr=False)
     """OAUTHBEARER's validator, when the mechanism is enabled."""
+    gssapi: GssapiAcceptor | None = field(default=None, repr=False)
+    """GSSAPI's acceptor (keytab credentials, principal mapping), when the mechanism is enabled."""
 
     @property
     def uses_tls(self) -> bool:
@@ -103,6 +111,9 @@ class ListenerSecurity:
         if mechanism == OAUTHBEARER:
             assert self.token_validator is not None
             return OAuthBearerSaslServer(self.token_validator)
+        if mechanism == GSSAPI:
+            assert self.gssapi is not None
+            return self.gssapi.sasl_server()
         assert self.credentials is not None
         return ScramSaslServer(
             mechanism, self.credentials.lookup(mechanism), tokens=self.credentials.token_lookup(mechanism)
@@ -132,6 +143,7 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
     mechanisms: tuple[str, ...] = ()
     users: dict[str, str] = {}
     validator: TokenValidator | None = None
+    acceptor: GssapiAcceptor | None = None
     if protocol in SASL_PROTOCOLS:
         mechanisms = tuple(config.sasl_enabled_mechanisms(name))
         prefix = listener_prefix(name)
@@ -155,6 +167,8 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
             users = plain_users(entry)
         if OAUTHBEARER in mechanisms:
             validator = _oauthbearer_validator(config, name, props)
+        if GSSAPI in mechanisms:
+            acceptor = _gssapi_acceptor(config, name, props)
     return ListenerSecurity(
         name,
         protocol,
@@ -169,6 +183,7 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
         store_files=stores,
         certificate=certificate,
         token_validator=validator,
+        gssapi=acceptor,
     )
 
 
@@ -184,6 +199,17 @@ def _oauthbearer_validator(config: KafkaConfig, name: str, props: dict[str, Any]
     if text and OAUTHBEARER_LOGIN_MODULE not in str(text):
         text = props.get(jaas_config_key(OAUTHBEARER))  # the shared entry is another mechanism's
     return oauthbearer_validator(value, str(text) if text else None, listener_prefix(name))
+
+
+def _gssapi_acceptor(config: KafkaConfig, name: str, props: dict[str, Any]) -> GssapiAcceptor:
+    """GSSAPI's acceptor for listener ``name`` from its Krb5LoginModule entry (the shared
+    ``sasl.jaas.config`` only when it is a Krb5LoginModule entry)."""
+    key = jaas_config_key(GSSAPI)
+    text = props.get(key)
+    jaas_key = f"{listener_prefix(name)}{key}"
+    if not text and KRB5_LOGIN_MODULE in str(props.get("sasl.jaas.config") or ""):
+        text, jaas_key = props.get("sasl.jaas.config"), "sasl.jaas.config"
+    return gssapi_acceptor(lambda k: config.listener_value(name, k), str(text) if text else None, jaas_key=jaas_key)
 
 
 def listener_securities(config: KafkaConfig, credentials: CredentialCache | None) -> dict[str, ListenerSecurity]:

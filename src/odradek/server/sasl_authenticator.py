@@ -25,8 +25,10 @@ States (Kafka's ``SaslState``):
   delegation token (``tokenauth=true``) is bounded by the token's expiry the same way, and its
   session is marked ``token_authenticated``.
 - ``AUTHENTICATE`` after handshake v0 (the legacy flow): each frame is a raw token with no Kafka
-  header, each answer a raw size-prefixed challenge (empty ones included); a failure closes the
-  connection with no answer.
+  header (an empty one is a frame of size 0), each answer a raw size-prefixed challenge (empty
+  ones included, except GSSAPI's last, which Kafka does not send); a failure closes the
+  connection with no answer. A mechanism's retriable failure (GSSAPI: a replayed
+  authenticator) closes the connection unanswered in both flows.
 - ``COMPLETE``: :attr:`session` is the connection's :class:`~odradek.server.session.Session`.
 - KIP-368 re-authentication (a session that expires): a SaslHandshake v1 on an
   authenticated connection starts :meth:`reauthenticate`; the mechanism and then the principal
@@ -53,7 +55,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import api_schema, decode_request, encode_response, parse_request_header, peek_api
 from odradek.protocol.messages import build
 from odradek.security.principal import KafkaPrincipal, sasl_principal
-from odradek.security.sasl import SaslAuthenticationError, SaslServer
+from odradek.security.sasl import RetriableSaslError, SaslAuthenticationError, SaslServer
 from odradek.server.listener_security import ListenerSecurity
 from odradek.server.session import Session
 
@@ -198,6 +200,9 @@ class SaslServerAuthenticator:
         schema, header, request = decoded
         try:
             challenge = self._evaluate(bytes(request.auth_bytes))
+        except RetriableSaslError as exc:
+            self.state = SaslState.FAILED
+            return SaslStep(close=f"{exc} (retriable: closed without an answer)")
         except SaslAuthenticationError as exc:
             reauth = self.state is SaslState.REAUTH_AUTHENTICATE
             response = build(
@@ -220,11 +225,17 @@ class SaslServerAuthenticator:
         return SaslStep(response=encode_response(schema, header.correlation_id, response))
 
     def _raw_token(self, frame: bytes | bytearray) -> SaslStep:
+        server = self._server
         try:
             challenge = self._evaluate(bytes(frame))
+        except RetriableSaslError as exc:
+            self.state = SaslState.FAILED
+            return SaslStep(close=f"{exc} (retriable: closed without an answer)")
         except SaslAuthenticationError as exc:
             self.state = SaslState.FAILED
             return self._failed(str(exc), None)
+        if self.state is SaslState.COMPLETE and getattr(server, "final_challenge_absent", False):
+            return SaslStep()  # GSSAPI's last token gets no answer (Kafka sends a null challenge)
         return SaslStep(response=struct.pack(">i", len(challenge)) + challenge)
 
     def _evaluate(self, token: bytes) -> bytes:

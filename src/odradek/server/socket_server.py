@@ -216,6 +216,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         accepted[security.listener_name] = accepted.get(security.listener_name, 0) + 1
         if security.uses_sasl:
             self.authenticator = SaslServerAuthenticator(security, self.ip)
+            self.frames.allow_empty = True  # SaslHandshake v0's raw tokens may be empty
             if security.max_receive_size < self.frames.max_frame_bytes:
                 self.frames.max_frame_bytes = security.max_receive_size
                 self.frames.limit_name = "sasl.server.max.receive.size"
@@ -508,6 +509,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             self.transport.write(step.response)
         if auth.session is not None and not auth.authenticating:
             self.session = auth.session
+            self.frames.allow_empty = False
             self.frames.max_frame_bytes = self.server.max_request_bytes
             self.frames.limit_name = "socket.request.max.bytes"
         self.last_active = time.monotonic()

@@ -11,7 +11,8 @@ messages Kafka throws as ``SaslAuthenticationException`` reach the client
 (``Authentication failed: Invalid username or password``); the others (``SaslException``: malformed
 tokens, unknown users, wrong SCRAM proofs) are logged and the client is told only
 ``Authentication failed during authentication due to invalid credentials with SASL mechanism <m>``
-(:meth:`SaslAuthenticationError.client_message`). A token in a state that expects none raises
+(:meth:`SaslAuthenticationError.client_message`). :class:`RetriableSaslError` closes the
+connection with no answer (GSSAPI's replay and not-yet-valid errors). A token in a state that expects none raises
 :class:`IllegalSaslStateError` (ILLEGAL_SASL_STATE; Kafka closes the connection).
 """
 
@@ -42,6 +43,12 @@ class SaslAuthenticationError(KafkaError):
             return str(self)
         phase = "re-authentication" if reauthentication else "authentication"
         return f"Authentication failed during {phase} due to invalid credentials with SASL mechanism {self.mechanism}"
+
+
+class RetriableSaslError(SaslAuthenticationError):
+    """A failure the client should retry on a new connection (Kafka's retriable ``KerberosError``:
+    a replayed authenticator, a ticket or client not yet valid): the connection closes without
+    an answer, as Kafka closes it, and the client reconnects."""
 
 
 class IllegalSaslStateError(SaslAuthenticationError):
