@@ -26,7 +26,11 @@ connection drops; on reconnection every watch is re-armed and its callback calle
 Session events (``watch_session``): SUSPENDED on connection loss, CONNECTED when the same session
 resumes, EXPIRED once kazoo has replaced an expired session with a new one (re-register ephemerals).
 
-Security: with ``sasl`` the session logs in with SASL DIGEST-MD5 (ZooKeeper then knows it as
+Security: with ``tls`` (an ``ssl.SSLContext`` from Kafka's ``zookeeper.ssl.*`` keys,
+:mod:`odradek.security.zookeeper_tls`) every connection is TLS through
+:class:`~odradek.metadata.zookeeper_tls.TlsThreadingHandler`; a start that fails says why the last
+handshake failed (certificate not trusted, host name mismatch, not a TLS port), still within
+``connection_timeout_ms``. With ``sasl`` the session logs in with SASL DIGEST-MD5 (ZooKeeper then knows it as
 ``sasl:<username>``); with ``secure_acls`` (Kafka's ``zookeeper.set.acl``) every znode this store
 creates, the chroot and the parents of ``makepath`` included, gets Kafka's default ACLs for its
 path (:func:`odradek.security.zookeeper_auth.default_acls`), each parent its own.
@@ -40,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -77,6 +82,7 @@ from odradek.metadata.store import (
     join_path,
     validate_path,
 )
+from odradek.metadata.zookeeper_tls import TlsThreadingHandler
 from odradek.metadata.zookeeper_watch import SessionWatch, ZkWatch
 from odradek.security.zookeeper_auth import ZkAcl, ZkSaslCredentials, default_acls
 
@@ -144,9 +150,12 @@ class ZooKeeperStore(CoordinationStore):
         *,
         sasl: ZkSaslCredentials | None = None,
         secure_acls: bool = False,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.connect = connect
         self.sasl = sasl
+        self.tls = tls
+        self._tls_handler: TlsThreadingHandler | None = None
         self.secure_acls = secure_acls
         self.hosts, self.chroot = parse_connect_string(connect)
         self.session_timeout_ms = session_timeout_ms
@@ -175,11 +184,16 @@ class ZooKeeperStore(CoordinationStore):
         options = (
             None if sasl is None else {"mechanism": "DIGEST-MD5", "username": sasl.username, "password": sasl.password}
         )
+        handler = None
+        if self.tls is not None:
+            handler = self._tls_handler = TlsThreadingHandler(self.tls)
         return KazooClient(
             hosts=hosts,
             timeout=self.session_timeout_ms / 1000.0,
             sasl_options=options,
             connection_retry=reconnect_retry(self.session_timeout_ms),
+            handler=handler,
+            use_ssl=self.tls is not None,
         )
 
     def _acls(self, path: str) -> list[ACL]:
@@ -211,6 +225,9 @@ class ZooKeeperStore(CoordinationStore):
         try:
             client = await asyncio.to_thread(connect)
         except KazooTimeoutError:
+            failure = self._tls_handler.last_failure if self._tls_handler is not None else None
+            if failure is not None:
+                raise StoreUnavailableError(f"{unreachable}: {failure}") from None
             raise unreachable from None
         except kz.KazooException as e:
             raise StoreUnavailableError(f"cannot use ZooKeeper at {self.connect}: {e!r}") from e

@@ -28,6 +28,7 @@ from odradek.security.listener_config import LISTENER_PREFIX, listener_config
 from odradek.security.sasl.oauthbearer_config import OAUTHBEARER_CONFIGS, OAUTHBEARER_MECHANISM_KEYS
 from odradek.security.tls import SSL_CONFIG
 from odradek.security.zookeeper_auth import ZkSaslCredentials, zookeeper_sasl_credentials
+from odradek.security.zookeeper_tls import ZK_TLS_CONFIGS, ZkTlsConfig, zk_tls_config
 from odradek.server.policies import POLICY_CONFIGS
 from odradek.server.request_limits import LIMIT_CONFIGS
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, gzip_level, metadata_version
@@ -185,6 +186,7 @@ BROKER_CONFIGS = (
         "A JAAS file whose Client section (DigestLoginModule username/password) logs the broker in to "
         "ZooKeeper with SASL DIGEST-MD5; unset: -Djava.security.auth.login.config in KAFKA_OPTS, as Kafka.",
     )
+    .include(ZK_TLS_CONFIGS)  # zookeeper.ssl.*, zookeeper.clientCnxnSocket: TLS to ZooKeeper (KIP-515)
     # --- log directories and storage defaults
     .define("log.dirs", "list", None, "Directories holding partition logs (the first also holds metadata).")
     .define("log.dir", "string", "/tmp/odradek-logs", "Used when log.dirs is not set.")
@@ -918,6 +920,12 @@ class KafkaConfig:
                 "(zookeeper.jaas.config.file or -Djava.security.auth.login.config in KAFKA_OPTS) with a Client section"
             )
         return credentials
+
+    @property
+    def zookeeper_tls(self) -> ZkTlsConfig:
+        """The ``zookeeper.ssl.*`` keys in effect (unset ones from ``KAFKA_OPTS``' ZooKeeper system
+        properties, as Kafka); ``.ssl_context()`` builds the context or raises InvalidConfigError."""
+        return zk_tls_config(self.originals)
 
     @property
     def log_roll_ms(self) -> int:
