@@ -35,7 +35,7 @@ def test_default_acls_follow_kafkas_zkdata() -> None:
     assert default_acls(True, "/config/users") == (CREATOR_ALL,)
     assert default_acls(True, "/config/users/alice") == (CREATOR_ALL,)
     assert default_acls(True, "/config/brokers/<default>") == (CREATOR_ALL,)
-    assert default_acls(True, "/delegation_tokens/tokens/x") == (CREATOR_ALL,)
+    assert default_acls(True, "/delegation_token/tokens/x") == (CREATOR_ALL,)
     assert default_acls(True, "/consumers") == (OPEN,)
     assert default_acls(True, "/consumers/g") == (CREATOR_ALL, WORLD_READ)
 

@@ -161,11 +161,16 @@ def zk_tls_context(path: str | None) -> ssl.SSLContext | None:
     """The TLS context of a ``--zk-tls-config-file`` (None without a file, or with TLS not enabled
     there nor in ``KAFKA_OPTS``' ``-Dzookeeper.client.secure``). Raises :class:`CommandError`
     naming the bad key."""
+    return _zk_tls(path)[0]
+
+
+def _zk_tls(path: str | None) -> tuple[ssl.SSLContext | None, bool]:
+    """(:func:`zk_tls_context`, whether a client certificate authenticates the session)."""
     from odradek.security.zookeeper_tls import load_zk_tls_config_file, zk_tls_config
 
     try:
         config = load_zk_tls_config_file(path) if path else zk_tls_config({})
-        return config.ssl_context()
+        return config.ssl_context(), config.client_auth_enabled
     except InvalidConfigError as e:
         raise CommandError(str(e)) from None
 
@@ -182,8 +187,10 @@ async def coordination_store(
     ``injected`` as is (a test's in-memory store, not closed).
 
     As Kafka's tools: with a JAAS file in ``KAFKA_OPTS`` (``-Djava.security.auth.login.config``)
-    whose ``Client`` section logs in, the session authenticates with SASL DIGEST-MD5 and creates
-    znodes with Kafka's secure ACLs; ``zk_tls_config_file`` (``--zk-tls-config-file``) makes it TLS."""
+    whose ``Client`` section logs in, the session authenticates with SASL DIGEST-MD5;
+    ``zk_tls_config_file`` (``--zk-tls-config-file``) makes it TLS, authenticated by the client
+    certificate when the file names a key store. An authenticated session creates znodes with
+    Kafka's secure ACLs."""
     if injected is not None:
         yield injected
         return
@@ -195,13 +202,14 @@ async def coordination_store(
         sasl = zookeeper_sasl_credentials(None)
     except InvalidConfigError as e:
         raise CommandError(str(e)) from None
+    tls, tls_auth = _zk_tls(zk_tls_config_file)
     store = ZooKeeperStore(
         connect,
         session_timeout_ms=timeout_ms,
         connection_timeout_ms=timeout_ms,
         sasl=sasl,
-        secure_acls=sasl is not None,
-        tls=zk_tls_context(zk_tls_config_file),
+        secure_acls=sasl is not None or tls_auth,
+        tls=tls,
     )
     await store.start()
     try:

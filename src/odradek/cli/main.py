@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "acls": ("odradek.cli.acls", "add, remove and list ACLs kept in ZooKeeper (kafka-acls)"),
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
+    "zookeeper-security-migration": (
+        "odradek.cli.zk_security_migration",
+        "set or remove the ACLs of Kafka's znodes (zookeeper-security-migration)",
+    ),
     "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),
     "demo-cluster": (
         "odradek.cli.demo_cluster",

@@ -399,6 +399,13 @@ class ZooKeeperStore(CoordinationStore):
         acls, _stat = await self._wait(client.get_acls_async(validate_path(path)), "get_acls", path)
         return [ZkAcl(a.perms, a.id.scheme, a.id.id) for a in acls]
 
+    async def set_default_acls(self, path: str) -> None:
+        """Replace the ACLs of a znode (any ACL version) with this store's defaults for its path
+        (Kafka's ``defaultAcls``: secure with ``secure_acls``, else open to all). NoNodeError if
+        it is gone; NoAuthError without ADMIN on it."""
+        client = self._client_or_raise()
+        await self._wait(client.set_acls_async(validate_path(path), self._acls(path), -1), "set_acls", path)
+
     async def get(self, path: str) -> tuple[bytes, ZnodeStat]:
         client = self._client_or_raise()
         data, stat = await self._wait(client.get_async(validate_path(path)), "get", path)

@@ -15,7 +15,7 @@ comments are allowed between them.
 
 **ACLs** (``zookeeper.set.acl=true``): every znode gets CREATOR_ALL (ZooKeeper's ``auth`` scheme:
 every identity of the creating session, here ``sasl:<username>``) plus world READ, except the
-sensitive paths (``/config/users``, ``/config/brokers``, ``/delegation_tokens`` and what lies
+sensitive paths (``/config/users``, ``/config/brokers``, ``/delegation_token/tokens`` and what lies
 under them: creator ALL only) and ``/consumers`` itself (the old consumers' folder, open to all).
 Paths are relative to the chroot. Pure; any thread.
 """
@@ -34,7 +34,7 @@ LOGIN_CONFIG_PROPERTY = "java.security.auth.login.config"
 SASL_CLIENT_PROPERTY = "zookeeper.sasl.client"
 SASL_CLIENT_CONFIG_PROPERTY = "zookeeper.sasl.clientconfig"
 DEFAULT_CLIENT_SECTION = "Client"
-SENSITIVE_ROOT_PATHS = ("/config/users", "/config/brokers", "/delegation_tokens")
+SENSITIVE_ROOT_PATHS = ("/config/users", "/config/brokers", "/delegation_token/tokens")
 OPEN_PATHS = ("/consumers",)
 
 # ZooKeeper's permission bits (ZooDefs.Perms)

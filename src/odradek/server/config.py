@@ -175,9 +175,10 @@ BROKER_CONFIGS = (
         "zookeeper.set.acl",
         "boolean",
         False,
-        "Create znodes with ACLs: the creator (the broker's SASL identity) may do everything, the world "
-        "only read, and not even read /config/users, /config/brokers and /delegation_tokens. Needs a "
-        "SASL login to ZooKeeper (a JAAS Client section).",
+        "Create znodes with ACLs: the creator (the broker's SASL identity and TLS certificate) may do "
+        "everything, the world only read, and not even read /config/users, /config/brokers and "
+        "/delegation_token/tokens. Needs a SASL login to ZooKeeper (a JAAS Client section) or a TLS client "
+        "certificate (zookeeper.ssl.keystore.location).",
     )
     .define(
         "zookeeper.jaas.config.file",
@@ -911,13 +912,20 @@ class KafkaConfig:
     @property
     def zookeeper_sasl(self) -> ZkSaslCredentials | None:
         """The broker's SASL login to ZooKeeper (``zookeeper.jaas.config.file``, else ``KAFKA_OPTS``'s
-        JAAS file). Raises InvalidConfigError for a bad file, or ``zookeeper.set.acl=true`` without
-        a login (Kafka refuses to start then too)."""
+        JAAS file). Raises InvalidConfigError for a bad file, or ``zookeeper.set.acl=true`` with
+        neither a login nor a TLS client certificate (Kafka refuses to start then too)."""
         credentials = zookeeper_sasl_credentials(self.values["zookeeper.jaas.config.file"])
-        if credentials is None and self.values["zookeeper.set.acl"] and self.zookeeper_connect:
+        if (
+            credentials is None
+            and self.values["zookeeper.set.acl"]
+            and self.zookeeper_connect
+            and not self.zookeeper_tls.client_auth_enabled
+        ):
             raise InvalidConfigError(
-                "zookeeper.set.acl is true, but the broker has no SASL login to ZooKeeper: no JAAS file "
-                "(zookeeper.jaas.config.file or -Djava.security.auth.login.config in KAFKA_OPTS) with a Client section"
+                "zookeeper.set.acl is true, but the broker has no SASL login to ZooKeeper (no JAAS file: "
+                "zookeeper.jaas.config.file or -Djava.security.auth.login.config in KAFKA_OPTS, with a Client "
+                "section) and no TLS client certificate (zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket "
+                "and zookeeper.ssl.keystore.location)"
             )
         return credentials
 
