@@ -98,8 +98,9 @@ def zookeeper(files: dict[str, str]) -> Iterator[ZooKeeperServer]:
 
 @pytest.fixture(scope="module")
 def cluster(
-    odradek_cluster_module: Callable[..., LocalCluster], zookeeper: ZooKeeperServer, files: dict[str, str]
+    zookeeper: ZooKeeperServer, files: dict[str, str], odradek_cluster_module: Callable[..., LocalCluster]
 ) -> LocalCluster:
+    """Three brokers; the cluster factory is set up after ZooKeeper so it stops its brokers before it."""
     common = {
         **tls_props(files, "broker-1.pem"),
         "zookeeper.ssl.endpoint.identification.algorithm": "HTTPS",  # the server certificate names 127.0.0.1
@@ -333,7 +334,7 @@ def test_the_migration_tool_secures_kafkas_znodes_and_brokers_keep_working(
     assert in_zookeeper(connect, files, lambda s: s.exists("/controller"), tls=intruder) is not None
 
     # the brokers restarted with zookeeper.set.acl=true keep working, and create secure znodes
-    for broker_id in cluster.brokers:
+    for broker_id in cluster.brokers:  # a rolling restart, as Kafka's procedure
         cluster.broker(broker_id).props["zookeeper.set.acl"] = "true"
         cluster.restart(broker_id)
     create_topic(cluster, "tls-secured")
