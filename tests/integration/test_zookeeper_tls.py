@@ -28,7 +28,6 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 
 from odradek.cli import configs, zk, zk_security_migration
 from odradek.cli.cluster import LocalCluster
-from odradek.errors import InvalidConfigError
 from odradek.metadata.errors import NoAuthError, StoreUnavailableError
 from odradek.metadata.zookeeper import ZooKeeperStore
 from odradek.security.zookeeper_auth import ALL, READ, ZkAcl, ZkSaslCredentials
@@ -227,35 +226,6 @@ def test_a_wrong_ca_fails_at_start_up_saying_why(
     assert "TLS handshake with 127.0.0.1:" in result.stderr
     assert "certificate verify failed" in result.stderr
     assert time.monotonic() - started < 20
-
-
-def test_bad_tls_settings_are_refused_with_the_key_named(files: dict[str, str], tmp_path: pathlib.Path) -> None:
-    base = tls_props(files)
-    cases: list[tuple[dict[str, str], str]] = [
-        ({**base, "zookeeper.clientCnxnSocket": ""}, "zookeeper.clientCnxnSocket must be " + NETTY),
-        ({**base, "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNIO"}, "it is org.apache"),
-        ({**base, "zookeeper.ssl.ocsp.enable": "true"}, "zookeeper.ssl.ocsp.enable: certificate revocation"),
-        ({**base, "zookeeper.ssl.crl.enable": "true"}, "zookeeper.ssl.crl.enable"),
-        ({**base, "zookeeper.ssl.keystore.type": "JKS"}, "zookeeper.ssl.keystore.type: JKS stores are Java's"),
-        ({**base, "zookeeper.ssl.keystore.location": files["broker-3.p12"]}, "zookeeper.ssl.keystore.password"),
-        ({**base, "zookeeper.ssl.keystore.location": str(tmp_path / "x.store")}, "unable to auto-detect"),
-        ({**base, "zookeeper.ssl.protocol": "TLSv1.1"}, "zookeeper.ssl.enabled.protocols"),
-    ]
-    for props, message in cases:
-        with pytest.raises(InvalidConfigError, match=message.replace(".", r"\.")):
-            zk_tls_config(props).ssl_context()
-    assert zk_tls_config({**base, "zookeeper.ssl.client.enable": "false"}).ssl_context() is None
-    # unset keys come from ZooKeeper's system properties in KAFKA_OPTS, as Kafka
-    opts = " ".join(
-        [
-            "-Dzookeeper.client.secure=true",
-            f"-Dzookeeper.clientCnxnSocket={NETTY}",
-            "-Dzookeeper.ssl.hostnameVerification=false",
-        ]
-    )
-    from_env = zk_tls_config({}, {"KAFKA_OPTS": opts})
-    assert from_env.client_enable and not from_env.hostname_verification
-    assert isinstance(from_env.ssl_context(), ssl.SSLContext)
 
 
 def test_tools_take_a_zk_tls_config_file(

@@ -26,7 +26,8 @@ anything. A znode deleted during the walk is skipped with a warning. Progress is
 tools, and ``-Dlog.level=INFO`` in ``KAFKA_OPTS`` shows every path.
 
 Exit status: 0 done, 1 an error (one line on stderr: no authentication, unreachable ZooKeeper,
-no permission to change a znode's ACL), 2 a usage error.
+no permission to change a znode's ACL: ``ERROR: Not authorized by the ACLs of <path>``), 2 a
+usage error.
 """
 
 from __future__ import annotations

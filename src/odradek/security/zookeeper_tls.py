@@ -200,7 +200,7 @@ class ZkTlsConfig:
         try:
             return create_ssl_context(self._ssl_props(), server_side=False)
         except SslConfigError as e:
-            raise InvalidConfigError(_SSL_KEY.sub(r"zookeeper.ssl.\1", str(e))) from None
+            raise InvalidConfigError(_SSL_KEY.sub(_zookeeper_key, str(e))) from None
 
     def _ssl_props(self) -> dict[str, Any]:
         props: dict[str, Any] = {
@@ -227,6 +227,12 @@ class ZkTlsConfig:
         for p in protocols:
             expanded += ["TLSv1.2", "TLSv1.3"] if p.upper() == "TLS" else [p]
         return tuple(dict.fromkeys(expanded))
+
+
+def _zookeeper_key(match: re.Match[str]) -> str:
+    """``ssl.<x>`` in a message of :mod:`odradek.security.tls` -> the ``zookeeper.ssl.<x>`` key
+    (ZooKeeper's PEM key password is the key store's password)."""
+    return "zookeeper.ssl.keystore.password" if match.group(1) == "key.password" else f"zookeeper.ssl.{match.group(1)}"
 
 
 def _store_type(declared: str | None, location: str, kind: str) -> str:
