@@ -24,6 +24,20 @@ from kazoo.handlers.threading import SequentialThreadingHandler
 
 __all__ = ["TlsThreadingHandler"]
 
+_HINTS = {
+    "SSLV3_ALERT_BAD_CERTIFICATE": "the server refused this client's certificate, or none was sent "
+    "(zookeeper.ssl.keystore.location)",
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED": "the server requires a client certificate (zookeeper.ssl.keystore.location)",
+    "TLSV1_ALERT_UNKNOWN_CA": "the server does not trust the CA of this client's certificate",
+    "TLSV1_ALERT_PROTOCOL_VERSION": "no TLS version in common with the server "
+    "(zookeeper.ssl.protocol, zookeeper.ssl.enabled.protocols)",
+    "UNSUPPORTED_PROTOCOL": "no TLS version in common with the server "
+    "(zookeeper.ssl.protocol, zookeeper.ssl.enabled.protocols)",
+    "SSLV3_ALERT_HANDSHAKE_FAILURE": "no cipher suite or protocol in common with the server",
+    "WRONG_VERSION_NUMBER": "the server did not answer in TLS: is this ZooKeeper's secureClientPort?",
+}
+"""OpenSSL's reason -> what it usually means with ZooKeeper, appended to the failure."""
+
 
 class TlsThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
     """kazoo's default handler, whose connections are TLS with ``context``."""
@@ -55,7 +69,8 @@ class TlsThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
             raise
         except ssl.SSLError as e:
             raw.close()
-            self.last_failure = f"TLS handshake with {where} failed: {e.reason or e}"
+            hint = _HINTS.get(e.reason or "")
+            self.last_failure = f"TLS handshake with {where} failed: {e.reason or e}" + (f": {hint}" if hint else "")
             raise
         except OSError as e:
             raw.close()
