@@ -6,7 +6,8 @@ This module, :mod:`odradek.metadata.zookeeper_watch` (its watches) and
 ``host:port[,host:port...][/chroot]``; ``await store.start()`` creates the chroot if it is missing
 (as Kafka does) and opens one session, raising :class:`~odradek.metadata.errors.StoreUnavailableError`
 ("cannot reach ZooKeeper at ... within N ms") when no server answers within
-``connection_timeout_ms``. One store = one ZooKeeper session: ephemeral nodes belong to it and vanish on ``close()`` or session expiry.
+``connection_timeout_ms``. One store = one ZooKeeper session: ephemeral nodes belong to it and
+vanish on ``close()`` or session expiry.
 
 Bridging: every operation issues kazoo's ``*_async`` call from the event loop (non-blocking) and
 awaits its result, delivered from kazoo's completion thread with ``loop.call_soon_threadsafe``.
