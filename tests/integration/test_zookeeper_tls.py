@@ -10,6 +10,7 @@ which brokers restarted with ``zookeeper.set.acl=true`` keep working.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import pathlib
@@ -26,7 +27,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from odradek.cli import configs, zk, zk_security_migration
+from odradek.cli import configs, console_producer, consumer_groups, zk, zk_security_migration
 from odradek.cli.cluster import LocalCluster
 from odradek.metadata.errors import NoAuthError, StoreUnavailableError
 from odradek.metadata.zookeeper import ZooKeeperStore
@@ -259,6 +260,15 @@ def test_tools_take_a_zk_tls_config_file(
     acls = _acls(cluster, files, "/config/users/alice")
     assert ZkAcl(ALL, "sasl", "broker") in acls and not any(a.scheme == "world" for a in acls)
     monkeypatch.delenv("KAFKA_OPTS")
+    # the ZooKeeper producer finds the leaders over TLS; the ZooKeeper consumer groups are listed over TLS
+    lines = io.StringIO("".join(f"zk-producer-{i}\n" for i in range(5)))
+    assert (
+        console_producer.main(["--zookeeper", connect, "--zk-tls-config-file", tls_file, "--topic", TOPIC], lines) == 0
+    )
+    in_zookeeper(connect, files, lambda s: s.create("/consumers/readers/ids", makepath=True), sasl=ZK_LOGIN)
+    capsys.readouterr()
+    assert consumer_groups.main(["--zookeeper", connect, "--zk-tls-config-file", tls_file, "--list"]) == 0
+    assert "readers" in capsys.readouterr().out.split()
     # without the file the TLS port answers nothing a plain client understands
     assert zk.main(["--zookeeper", connect, "--timeout-ms", "1500", "ls", "/"]) == 1
     assert "cannot reach ZooKeeper" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from odradek.errors import InvalidConfigError
 from odradek.security.tls import create_ssl_context
 from odradek.security.zookeeper_tls import NETTY_SOCKET, load_zk_tls_config_file, zk_tls_config
+from odradek.zkclients.consumer_connector import ConsumerConfig
 
 from . import security_support as certs
 
@@ -152,3 +153,13 @@ def test_a_tools_config_file_keeps_only_the_zookeeper_tls_keys(files: dict[str, 
     assert config.client_auth_enabled and config.keystore_location == files["client.pem"]
     with pytest.raises(InvalidConfigError, match="cannot read the ZooKeeper TLS configuration file"):
         load_zk_tls_config_file(str(tmp_path / "missing.properties"), {})
+
+
+def test_the_old_consumers_properties_may_hold_the_zookeeper_tls_keys(files: dict[str, str]) -> None:
+    config = ConsumerConfig.from_properties(
+        "readers", "127.0.0.1:2281", {**base(files), "auto.offset.reset": "smallest"}
+    )
+    assert isinstance(config.zookeeper_tls, ssl.SSLContext) and config.auto_offset_reset == "smallest"
+    assert ConsumerConfig.from_properties("readers", "127.0.0.1:2181", {}).zookeeper_tls is None
+    with pytest.raises(InvalidConfigError, match=r"zookeeper\.clientCnxnSocket must be"):
+        ConsumerConfig.from_properties("readers", "127.0.0.1:2281", {"zookeeper.ssl.client.enable": "true"})
