@@ -204,7 +204,7 @@ def test_a_wrong_ca_fails_at_start_up_saying_why(
     props = {
         **tls_props(files, "broker-1.pem", ca="other-ca.pem"),
         "zookeeper.connect": zookeeper.chroot_connect(),
-        "zookeeper.connection.timeout.ms": "2000",
+        "zookeeper.connection.timeout.ms": "1000",
         "broker.id": "9",
         "listeners": "PLAINTEXT://127.0.0.1:0",
         "log.dirs": str(tmp_path / "data"),
@@ -224,7 +224,7 @@ def test_a_wrong_ca_fails_at_start_up_saying_why(
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert result.returncode == 1, result.stderr
-    assert f"cannot reach ZooKeeper at {props['zookeeper.connect']} within 2000 ms" in result.stderr
+    assert f"cannot reach ZooKeeper at {props['zookeeper.connect']} within 1000 ms" in result.stderr
     assert "TLS handshake with 127.0.0.1:" in result.stderr
     assert "certificate verify failed" in result.stderr
     assert time.monotonic() - started < 20
@@ -270,10 +270,10 @@ def test_tools_take_a_zk_tls_config_file(
     assert consumer_groups.main(["--zookeeper", connect, "--zk-tls-config-file", tls_file, "--list"]) == 0
     assert "readers" in capsys.readouterr().out.split()
     # without the file the TLS port answers nothing a plain client understands
-    assert zk.main(["--zookeeper", connect, "--timeout-ms", "1500", "ls", "/"]) == 1
+    assert zk.main(["--zookeeper", connect, "--timeout-ms", "1000", "ls", "/"]) == 1
     assert "cannot reach ZooKeeper" in capsys.readouterr().err
     wrong = write_properties(tmp_path / "wrong.properties", tls_props(files, ca="other-ca.pem"))
-    assert zk.main(["--zookeeper", connect, "--timeout-ms", "1500", "--zk-tls-config-file", wrong, "ls", "/"]) == 1
+    assert zk.main(["--zookeeper", connect, "--timeout-ms", "1000", "--zk-tls-config-file", wrong, "ls", "/"]) == 1
     assert "certificate verify failed" in capsys.readouterr().err
 
 
@@ -368,18 +368,18 @@ def test_the_migration_tool_refuses_without_authentication_and_checks_paths(
 
 def test_failures_on_the_tls_port_are_bounded_and_named(zookeeper: ZooKeeperServer, files: dict[str, str]) -> None:
     started = time.monotonic()
-    with pytest.raises(StoreUnavailableError, match=r"within 1500 ms$"):  # a plain client: no TLS answer to quote
-        asyncio.run(ZooKeeperStore(zookeeper.connect_string, connection_timeout_ms=1500).start())
+    with pytest.raises(StoreUnavailableError, match=r"within 1000 ms$"):  # a plain client: no TLS answer to quote
+        asyncio.run(ZooKeeperStore(zookeeper.connect_string, connection_timeout_ms=1000).start())
     no_certificate = zk_tls_config({k: v for k, v in tls_props(files).items() if "keystore" not in k})
     with pytest.raises(StoreUnavailableError, match="the server refused this client's certificate, or none was sent"):
         asyncio.run(
             ZooKeeperStore(
-                zookeeper.connect_string, connection_timeout_ms=1500, tls=no_certificate.ssl_context()
+                zookeeper.connect_string, connection_timeout_ms=1000, tls=no_certificate.ssl_context()
             ).start()
         )
     tls13 = zk_tls_config({**tls_props(files), "zookeeper.ssl.protocol": "TLSv1.3"})  # ZooKeeper 3.8 serves TLSv1.2
     with pytest.raises(StoreUnavailableError, match="no TLS version in common with the server"):
         asyncio.run(
-            ZooKeeperStore(zookeeper.connect_string, connection_timeout_ms=1500, tls=tls13.ssl_context()).start()
+            ZooKeeperStore(zookeeper.connect_string, connection_timeout_ms=1000, tls=tls13.ssl_context()).start()
         )
     assert time.monotonic() - started < 15
