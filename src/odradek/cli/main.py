@@ -52,7 +52,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def usage() -> str:
     lines = ["usage: odradek <command> [options]", "", "commands:"]
-    lines += [f"  {name:<18} {doc}" for name, (_, doc) in COMMANDS.items()]
+    width = max(len(name) for name in COMMANDS)
+    lines += [f"  {name:<{width}} {doc}" for name, (_, doc) in COMMANDS.items()]
     return "\n".join(lines)
 
 

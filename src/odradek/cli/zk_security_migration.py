@@ -86,12 +86,14 @@ def build_parser() -> ArgumentParser:
     parser.add_argument(
         "--zookeeper.acl",
         dest="zookeeper_acl",
+        metavar="secure|unsecure",
         help="Indicates whether to make the Kafka znodes in ZooKeeper secure or unsecure. "
         "The options are 'secure' and 'unsecure'",
     )
     parser.add_argument(
         "--zookeeper.connect",
         dest="zookeeper_connect",
+        metavar="HOST:PORT[,...][/chroot]",
         default="localhost:2181",
         help="Sets the ZooKeeper connect string (ensemble): a comma-separated list of host:port pairs, "
         "and a chroot (default localhost:2181)",
@@ -99,6 +101,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument(
         "--zookeeper.session.timeout",
         dest="session_timeout",
+        metavar="MS",
         type=int,
         default=30000,
         help="Sets the ZooKeeper session timeout (ms, default 30000)",
@@ -106,6 +109,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument(
         "--zookeeper.connection.timeout",
         dest="connection_timeout",
+        metavar="MS",
         type=int,
         default=30000,
         help="Sets the ZooKeeper connection timeout (ms, default 30000)",
