@@ -53,14 +53,15 @@ class TlsThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
     ) -> ssl.SSLSocket:
         """A connected, handshaken TLS socket to ``address`` (kazoo's own TLS options are ignored).
         Raises OSError (ssl.SSLError included), which kazoo treats as a dropped connection."""
-        where = f"{hostname or address[0]}:{address[1]}"
+        host = hostname if isinstance(hostname, str) and hostname else address[0]  # kazoo's command() passes a port
+        where = f"{host}:{address[1]}"
         try:
             raw = socket.create_connection(address, timeout)
         except OSError as e:
             self.last_failure = f"cannot connect to {where}: {e.strerror or e}"
             raise
         try:
-            tls = self.context.wrap_socket(raw, server_hostname=hostname or address[0], do_handshake_on_connect=False)
+            tls = self.context.wrap_socket(raw, server_hostname=host, do_handshake_on_connect=False)
             tls.settimeout(timeout)
             tls.do_handshake()
         except ssl.SSLCertVerificationError as e:
