@@ -185,7 +185,8 @@ def test_brokers_with_pem_and_pkcs12_stores_run_on_the_tls_port(
     create_topic(cluster, TOPIC)
     produce_and_consume(cluster, TOPIC, [b"tls-%d" % i for i in range(20)])
     for broker in cluster.brokers.values():
-        assert "connected to ZooKeeper" in broker.log_tail(400), broker.log_tail()
+        log = broker.log_path.read_text(errors="replace")
+        assert "use_ssl: True" in log and "connected to ZooKeeper" in log, broker.log_tail()
 
 
 def test_the_controller_fails_over_over_tls(cluster: LocalCluster) -> None:
