@@ -103,10 +103,18 @@ def _cluster_factory(base: Any) -> Iterator[Callable[..., LocalCluster]]:
         overrides: Mapping[str, str] | None = None,
         zookeeper_connect: str | None = None,
         log_dirs: int = 1,
+        broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
     ) -> LocalCluster:
         directory = base / f"cluster-{len(started) + 1}"
         overrides = {**CLUSTER_DEFAULTS, **(overrides or {})}
-        cluster = LocalCluster(brokers, directory, zookeeper_connect, overrides=overrides, log_dirs=log_dirs)
+        cluster = LocalCluster(
+            brokers,
+            directory,
+            zookeeper_connect,
+            overrides=overrides,
+            log_dirs=log_dirs,
+            broker_overrides=broker_overrides,
+        )
         started.append(cluster)
         return cluster.start()
 

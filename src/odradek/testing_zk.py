@@ -18,6 +18,15 @@ DIGEST-MD5 against those users (a JAAS ``Server`` section with ``user_<name>="<p
 ``authProvider.1=...SASLAuthenticationProvider``): an authenticated session's identity is
 ``sasl:<name>``; unauthenticated clients may still connect (``world:anyone``).
 
+``ZooKeeperServer(tls=ServerTls(...))`` serves TLS on a ``secureClientPort`` through ZooKeeper's
+Netty connection factory (``serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory``,
+``ssl.keyStore.*`` / ``ssl.trustStore.*`` in ``zoo.cfg``, PEM or PKCS12 stores, client
+certificates required unless ``client_auth`` says otherwise) and, by default, no plain port:
+``port`` and :attr:`connect_string` are then the TLS port. A client certificate authenticates the
+session as ``x509:<subject DN>`` (ZooKeeper's ``X509AuthenticationProvider``). Readiness is then a
+TLS connection answering ``ruok`` when ``tls.probe`` (an ``ssl.SSLContext``) is given, else the
+port accepting connections.
+
 The server's log (``zookeeper.log`` in the data dir) is quoted in start-up errors.
 """
 
@@ -26,20 +35,24 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from odradek.free_ports import free_port
 
-__all__ = ["ZooKeeperNotInstalled", "ZooKeeperServer", "four_letter_word"]
+__all__ = ["ServerTls", "ZooKeeperNotInstalled", "ZooKeeperServer", "four_letter_word"]
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
+NETTY_EXTRA_JARS = (Path("/usr/share/java/netty-codec.jar"), Path("/usr/share/java/netty-resolver.jar"))
+"""Netty's SSL handler needs these; the ZooKeeper jar's manifest does not name them."""
 JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true")
 
 
@@ -47,26 +60,73 @@ class ZooKeeperNotInstalled(RuntimeError):
     pass
 
 
-def four_letter_word(port: int, word: str, timeout_s: float = 2.0) -> str:
-    """Send a ZooKeeper four-letter command (``ruok``, ``srvr``...) and return the answer."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
+def four_letter_word(port: int, word: str, timeout_s: float = 2.0, tls: ssl.SSLContext | None = None) -> str:
+    """Send a ZooKeeper four-letter command (``ruok``, ``srvr``...) and return the answer; over
+    TLS with ``tls`` (a client context)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as raw:
+        s = raw if tls is None else tls.wrap_socket(raw, server_hostname="127.0.0.1")
         s.sendall(word.encode("ascii"))
         chunks = []
-        while chunk := s.recv(4096):
-            chunks.append(chunk)
+        try:
+            while chunk := s.recv(4096):
+                chunks.append(chunk)
+        except ssl.SSLError:
+            pass  # the server closes without close_notify once it has answered
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    """The server side of ZooKeeper's TLS port: ZooKeeper's ``ssl.*`` keys of ``zoo.cfg``.
+
+    Stores are PEM (one file: key and chain; the CAs) or PKCS12; ``client_auth`` is ZooKeeper's
+    ``ssl.clientAuth`` (``need``, ``want``, ``none``). ``probe`` is a client context the fixture
+    uses to ask ``ruok`` over TLS; ``plain_port`` keeps a plain ``clientPort`` as well."""
+
+    keystore_location: str
+    truststore_location: str
+    keystore_type: str = "PEM"
+    truststore_type: str = "PEM"
+    keystore_password: str | None = None
+    truststore_password: str | None = None
+    client_auth: str = "need"
+    probe: ssl.SSLContext | None = None
+    plain_port: bool = False
+
+    def zoo_cfg(self) -> list[str]:
+        lines = [
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+            f"ssl.keyStore.location={self.keystore_location}",
+            f"ssl.keyStore.type={self.keystore_type}",
+            f"ssl.trustStore.location={self.truststore_location}",
+            f"ssl.trustStore.type={self.truststore_type}",
+            f"ssl.clientAuth={self.client_auth}",
+        ]
+        if self.keystore_password is not None:
+            lines.append(f"ssl.keyStore.password={self.keystore_password}")
+        if self.truststore_password is not None:
+            lines.append(f"ssl.trustStore.password={self.truststore_password}")
+        return lines
 
 
 class ZooKeeperServer:
     """A standalone ZooKeeper on 127.0.0.1 (see the module docstring). Not thread-safe."""
 
     def __init__(
-        self, start_timeout_s: float = 20.0, tick_time_ms: int = 500, sasl_users: Mapping[str, str] | None = None
+        self,
+        start_timeout_s: float = 20.0,
+        tick_time_ms: int = 500,
+        sasl_users: Mapping[str, str] | None = None,
+        tls: ServerTls | None = None,
     ) -> None:
         self.start_timeout_s = start_timeout_s
         self.tick_time_ms = tick_time_ms
         self.sasl_users = dict(sasl_users or {})
+        self.tls = tls
         self.port = 0
+        """The port of :attr:`connect_string`: the TLS one when ``tls`` is given."""
+        self.plain_port = 0
+        """A plain ``clientPort`` beside the TLS one (``tls.plain_port``), else 0."""
         self.base_dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: Path | None = None
@@ -98,13 +158,20 @@ class ZooKeeperServer:
         data_dir = self.base_dir / "data"
         data_dir.mkdir(exist_ok=True)
         config = self.base_dir / "zoo.cfg"
+        tls = self.tls
+        if tls is None:
+            ports = [f"clientPort={self.port}", "clientPortAddress=127.0.0.1"]
+        else:
+            ports = [f"secureClientPort={self.port}", "secureClientPortAddress=127.0.0.1", *tls.zoo_cfg()]
+            if tls.plain_port:
+                self.plain_port = self.plain_port or free_port()
+                ports += [f"clientPort={self.plain_port}", "clientPortAddress=127.0.0.1"]
         config.write_text(
             "\n".join(
                 [
                     f"tickTime={self.tick_time_ms}",
                     f"dataDir={data_dir}",
-                    f"clientPort={self.port}",
-                    "clientPortAddress=127.0.0.1",
+                    *ports,
                     "maxClientCnxns=0",
                     "minSessionTimeout=1000",
                     "maxSessionTimeout=60000",
@@ -152,6 +219,8 @@ class ZooKeeperServer:
         classpath = [str(ZOOKEEPER_JAR)]
         if SLF4J_SIMPLE_JAR.exists():
             classpath.append(str(SLF4J_SIMPLE_JAR))
+        if self.tls is not None:
+            classpath += [str(jar) for jar in NETTY_EXTRA_JARS if jar.exists()]
         self._log = self.base_dir / "zookeeper.log"
         command = [
             java,
@@ -172,7 +241,7 @@ class ZooKeeperServer:
             if self._process.poll() is not None:
                 raise RuntimeError(f"ZooKeeper exited with status {self._process.returncode}: {self._log_tail()}")
             try:
-                if four_letter_word(self.port, "ruok", 1.0) == "imok":
+                if self._ready():
                     return
             except OSError:
                 pass
@@ -181,6 +250,18 @@ class ZooKeeperServer:
             f"ZooKeeper did not answer ruok on 127.0.0.1:{self.port} within {self.start_timeout_s} s: "
             f"{self._log_tail()}"
         )
+
+    def _ready(self) -> bool:
+        """ruok answered (over TLS with a probe context); a TLS port without one: it accepts."""
+        tls = self.tls
+        if tls is None:
+            return four_letter_word(self.port, "ruok", 1.0) == "imok"
+        if tls.probe is not None:
+            return four_letter_word(self.port, "ruok", 1.0, tls.probe) == "imok"
+        if tls.plain_port:
+            return four_letter_word(self.plain_port, "ruok", 1.0) == "imok"
+        socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
+        return True
 
     def _log_tail(self) -> str:
         if self._log is None or not self._log.exists():

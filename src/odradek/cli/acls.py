@@ -39,7 +39,15 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from odradek.cli.acls_admin import AdminAcls
-from odradek.cli.common import ArgumentParser, CommandError, coordination_store, parse_args, parse_key_values, run
+from odradek.cli.common import (
+    ArgumentParser,
+    CommandError,
+    add_zk_tls_config,
+    coordination_store,
+    parse_args,
+    parse_key_values,
+    run,
+)
 from odradek.client.admin import AdminClient
 from odradek.metadata.authorizer import (
     ACL_AUTHORIZER_CLASS,
@@ -91,6 +99,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--command-config", help="admin client properties (with --bootstrap-server)")
     p.add_argument("--authorizer", help=f"DEPRECATED: authorizer class (default {ACL_AUTHORIZER_CLASS})")
     p.add_argument("--authorizer-properties", action="append", help="DEPRECATED: zookeeper.connect=HOST:PORT")
+    add_zk_tls_config(p)
     for flag in ("add", "remove", "list"):
         p.add_argument(f"--{flag}", action="store_true", help=f"{flag} ACLs")
     for flag in ("topic", "group", "transactional-id", "delegation-token", "user-principal"):
@@ -380,7 +389,7 @@ async def _run(args: argparse.Namespace, store: CoordinationStore | None) -> int
         raise CommandError(str(exc)) from None
     connect = _zookeeper_connect(args)
     try:
-        async with coordination_store(connect, store) as zk:
+        async with coordination_store(connect, store, zk_tls_config_file=args.zk_tls_config_file) as zk:
             authorizer = AclAuthorizer(zk)
             await authorizer.start()
             try:

@@ -150,7 +150,9 @@ class LocalCluster:
     """N broker processes (ids ``first_id``..) on one ZooKeeper; see the module docstring.
 
     ``zookeeper_connect`` None starts a ZooKeeper (stopped by :meth:`close`); a connect string
-    without a chroot gets ``/odradek-<random>``. ``overrides`` apply to every broker.
+    without a chroot gets ``/odradek-<random>``. ``overrides`` apply to every broker,
+    ``broker_overrides`` {broker id: overrides} to one (on top). The cluster's own ZooKeeper
+    sessions (:meth:`read_znode`) use the ``zookeeper.ssl.*`` keys of ``overrides``.
     """
 
     def __init__(
@@ -162,6 +164,7 @@ class LocalCluster:
         first_id: int = 1,
         chroot: str | None = None,
         log_dirs: int = 1,
+        broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -170,6 +173,7 @@ class LocalCluster:
         self.count = brokers
         self.first_id = first_id
         self.overrides = dict(overrides or {})
+        self.broker_overrides = {i: dict(o) for i, o in (broker_overrides or {}).items()}
         self.log_dirs = log_dirs
         """``log.dirs`` entries per broker."""
         self._zookeeper_connect = zookeeper_connect
@@ -199,7 +203,10 @@ class LocalCluster:
         props = {"zookeeper.connect": self.zookeeper_connect, **self.overrides}
         for broker_id in range(self.first_id, self.first_id + self.count):
             self.brokers[broker_id] = ClusterBroker(
-                broker_id, self.base_dir / f"broker-{broker_id}", props, self.log_dirs
+                broker_id,
+                self.base_dir / f"broker-{broker_id}",
+                {**props, **self.broker_overrides.get(broker_id, {})},
+                self.log_dirs,
             )
         try:
             for broker in self.brokers.values():
@@ -247,9 +254,12 @@ class LocalCluster:
         """The data of ``path`` under the cluster's chroot, or None if it does not exist (read
         with a short-lived ZooKeeper session; call outside any running event loop)."""
         from odradek.metadata.zookeeper import ZooKeeperStore
+        from odradek.security.zookeeper_tls import zk_tls_config
+
+        tls = zk_tls_config(self.overrides).ssl_context()
 
         async def read() -> bytes | None:
-            store = ZooKeeperStore(self.zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=5000)
+            store = ZooKeeperStore(self.zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=5000, tls=tls)
             await store.start()
             try:
                 if await store.exists(path) is None:

@@ -15,7 +15,9 @@
   (:mod:`odradek.client.security`) handed to odradek's client;
 - :func:`table`: Kafka's tools' padded columns;
 - :func:`coordination_store`: a session with ZooKeeper for the ``--zookeeper`` modes (or the store a
-  test injects, left open).
+  test injects, left open); :func:`add_zk_tls_config` / :func:`zk_tls_context`: Kafka's
+  ``--zk-tls-config-file FILE``, a properties file of ``zookeeper.ssl.*`` keys
+  (:mod:`odradek.security.zookeeper_tls`; other keys ignored) making that session TLS.
 
 Call from the main thread, outside any running event loop.
 """
@@ -26,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import ssl
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any, NoReturn
@@ -40,6 +43,7 @@ __all__ = [
     "CommandError",
     "UsageError",
     "add_command_config",
+    "add_zk_tls_config",
     "client_properties",
     "client_security",
     "coordination_store",
@@ -47,6 +51,7 @@ __all__ = [
     "parse_key_values",
     "run",
     "table",
+    "zk_tls_context",
 ]
 
 MISSING = "-"
@@ -141,16 +146,51 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], widths: Seque
     return [" ".join(c if size is None else c.ljust(size) for c, size in zip(row, sizes)).rstrip() for row in cells]
 
 
+ZK_TLS_CONFIG_FILE_HELP = (
+    "a properties file of ZooKeeper client TLS keys (zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket, "
+    "zookeeper.ssl.keystore.*, zookeeper.ssl.truststore.*, ...); any other key is ignored"
+)
+
+
+def add_zk_tls_config(parser: argparse.ArgumentParser) -> None:
+    """Kafka's ``--zk-tls-config-file`` option (``args.zk_tls_config_file``)."""
+    parser.add_argument("--zk-tls-config-file", metavar="FILE", help=ZK_TLS_CONFIG_FILE_HELP)
+
+
+def zk_tls_context(path: str | None) -> ssl.SSLContext | None:
+    """The TLS context of a ``--zk-tls-config-file`` (None without a file, or with TLS not enabled
+    there nor in ``KAFKA_OPTS``' ``-Dzookeeper.client.secure``). Raises :class:`CommandError`
+    naming the bad key."""
+    return _zk_tls(path)[0]
+
+
+def _zk_tls(path: str | None) -> tuple[ssl.SSLContext | None, bool]:
+    """(:func:`zk_tls_context`, whether a client certificate authenticates the session)."""
+    from odradek.security.zookeeper_tls import load_zk_tls_config_file, zk_tls_config
+
+    try:
+        config = load_zk_tls_config_file(path) if path else zk_tls_config({})
+        return config.ssl_context(), config.client_auth_enabled
+    except InvalidConfigError as e:
+        raise CommandError(str(e)) from None
+
+
 @contextlib.asynccontextmanager
 async def coordination_store(
-    connect: str, injected: CoordinationStore | None = None, *, timeout_ms: int = 30000
+    connect: str,
+    injected: CoordinationStore | None = None,
+    *,
+    timeout_ms: int = 30000,
+    zk_tls_config_file: str | None = None,
 ) -> AsyncIterator[CoordinationStore]:
     """A ZooKeeper session on ``connect`` (``host:port[,...][/chroot]``), closed on exit; or
     ``injected`` as is (a test's in-memory store, not closed).
 
     As Kafka's tools: with a JAAS file in ``KAFKA_OPTS`` (``-Djava.security.auth.login.config``)
-    whose ``Client`` section logs in, the session authenticates with SASL DIGEST-MD5 and creates
-    znodes with Kafka's secure ACLs."""
+    whose ``Client`` section logs in, the session authenticates with SASL DIGEST-MD5;
+    ``zk_tls_config_file`` (``--zk-tls-config-file``) makes it TLS, authenticated by the client
+    certificate when the file names a key store. An authenticated session creates znodes with
+    Kafka's secure ACLs."""
     if injected is not None:
         yield injected
         return
@@ -162,12 +202,14 @@ async def coordination_store(
         sasl = zookeeper_sasl_credentials(None)
     except InvalidConfigError as e:
         raise CommandError(str(e)) from None
+    tls, tls_auth = _zk_tls(zk_tls_config_file)
     store = ZooKeeperStore(
         connect,
         session_timeout_ms=timeout_ms,
         connection_timeout_ms=timeout_ms,
         sasl=sasl,
-        secure_acls=sasl is not None,
+        secure_acls=sasl is not None or tls_auth,
+        tls=tls,
     )
     await store.start()
     try:

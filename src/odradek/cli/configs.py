@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from odradek.cli.common import (
     ArgumentParser,
     CommandError,
+    add_zk_tls_config,
     client_security,
     coordination_store,
     parse_args,
@@ -96,6 +97,7 @@ class _EntityName(argparse.Action):
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog=PROG, description="Describe and alter entity configs (kafka-configs).")
     parser.add_argument("--zookeeper", metavar="URLS", help="DEPRECATED: ZooKeeper connect string")
+    add_zk_tls_config(parser)
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to connect to")
     parser.add_argument("--command-config", help="client properties file (with --bootstrap-server)")
     parser.add_argument("--alter", action="store_true", help="alter the configuration of the entity")
@@ -313,7 +315,7 @@ async def _with_zookeeper(args: argparse.Namespace, store: CoordinationStore | N
     types, names = check_args(args)
     print(DEPRECATION)
     try:
-        async with coordination_store(args.zookeeper, store) as zk:
+        async with coordination_store(args.zookeeper, store, zk_tls_config_file=args.zk_tls_config_file) as zk:
             if args.alter:
                 await alter_with_zk(zk, types, names, args)
             else:

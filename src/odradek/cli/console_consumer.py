@@ -38,6 +38,7 @@ from odradek.cli.common import (
     ArgumentParser,
     CommandError,
     add_command_config,
+    add_zk_tls_config,
     client_properties,
     parse_args,
     parse_key_values,
@@ -57,6 +58,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument(
         "--zookeeper", metavar="HOST:PORT[/chroot]", help="join a ZooKeeper consumer group instead (see zk_console.py)"
     )
+    add_zk_tls_config(parser)
     parser.add_argument("--topic", help="the topic to consume")
     parser.add_argument("--whitelist", help="with --zookeeper: a regex of topics to consume")
     parser.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")

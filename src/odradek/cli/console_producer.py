@@ -33,10 +33,12 @@ from odradek.cli.common import (
     ArgumentParser,
     CommandError,
     add_command_config,
+    add_zk_tls_config,
     client_properties,
     parse_args,
     parse_key_values,
     run,
+    zk_tls_context,
 )
 from odradek.client.producer import Producer, Record, compression_codec
 from odradek.client.security import ClientSecurity
@@ -57,6 +59,7 @@ def build_parser() -> ArgumentParser:
         metavar="HOST:PORT[/chroot]",
         help="find brokers and partition leaders in ZooKeeper instead (seed 004's broker discovery)",
     )
+    add_zk_tls_config(parser)
     parser.add_argument("--topic", required=True, help="the topic to produce to")
     parser.add_argument(
         "--property",
@@ -171,7 +174,11 @@ async def _produce(args: argparse.Namespace, stream: TextIO) -> int:
         "request_timeout_ms": timeout_ms,
         "security": ClientSecurity.from_properties(producer_props),
     }
-    producer_ = ZkProducer(zookeeper_connect=args.zookeeper, **config) if args.zookeeper else None
+    producer_ = (
+        ZkProducer(zookeeper_connect=args.zookeeper, zookeeper_tls=zk_tls_context(args.zk_tls_config_file), **config)
+        if args.zookeeper
+        else None
+    )
     async with producer_ or Producer(args.bootstrap_server, **config) as producer:
         await producer.partitions_for(args.topic)  # fail fast on an unknown topic or unreachable broker
         done = False

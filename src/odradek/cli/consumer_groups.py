@@ -49,6 +49,7 @@ from odradek.cli.common import (
     ArgumentParser,
     CommandError,
     add_command_config,
+    add_zk_tls_config,
     client_security,
     parse_args,
     run,
@@ -408,6 +409,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument(
         "--zookeeper", metavar="HOST:PORT[/chroot]", help="ZooKeeper consumer groups instead (see zk_groups.py)"
     )
+    add_zk_tls_config(parser)
     actions = parser.add_mutually_exclusive_group(required=True)
     for action, doc in (
         ("list", "list every group"),

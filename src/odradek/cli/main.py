@@ -42,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
+    "zookeeper-security-migration": (
+        "odradek.cli.zk_security_migration",
+        "set or remove the ACLs of Kafka's znodes (zookeeper-security-migration)",
+    ),
     "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),
     "demo-cluster": (
         "odradek.cli.demo_cluster",
@@ -52,7 +56,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def usage() -> str:
     lines = ["usage: odradek <command> [options]", "", "commands:"]
-    lines += [f"  {name:<18} {doc}" for name, (_, doc) in COMMANDS.items()]
+    width = max(len(name) for name in COMMANDS)
+    lines += [f"  {name:<{width}} {doc}" for name, (_, doc) in COMMANDS.items()]
     return "\n".join(lines)
 
 

@@ -7,7 +7,8 @@
     odradek zk --data-dir /var/lib/odradek tree /brokers
 
 ``--zookeeper`` connects to a ZooKeeper ensemble (Kafka's ``zookeeper.connect`` format) and shows
-everything, ephemeral nodes included. ``--data-dir`` reads the embedded store's snapshot
+everything, ephemeral nodes included; ``--zk-tls-config-file FILE`` (Kafka's option: a properties
+file of ``zookeeper.ssl.*`` keys) connects with TLS. ``--data-dir`` reads the embedded store's snapshot
 ``<dir>/metadata/znodes.json`` of a broker's data dir (its first ``log.dirs`` entry; the metadata
 dir itself is accepted too), read-only and without locking, so it works whether the broker runs or
 not; it shows the persistent znodes as of the broker's last metadata change. Ephemeral znodes
@@ -29,6 +30,7 @@ import logging
 import sys
 from typing import TextIO
 
+from odradek.cli.common import CommandError, add_zk_tls_config, zk_tls_context
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.errors import CoordinationError, NoNodeError
 from odradek.metadata.snapshot import METADATA_DIR_NAME, SNAPSHOT_FILE, find_snapshot
@@ -43,6 +45,7 @@ def _build_parser() -> argparse.ArgumentParser:
     source.add_argument("--zookeeper", metavar="CONNECT", help="ZooKeeper connect string host:port[,...][/chroot]")
     source.add_argument("--data-dir", metavar="DIR", help="a broker's data dir (first log.dirs entry)")
     parser.add_argument("--timeout-ms", type=int, default=6000, help="ZooKeeper connection timeout (default 6000)")
+    add_zk_tls_config(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     ls = commands.add_parser("ls", help="list the children of PATH")
     ls.add_argument("path")
@@ -103,7 +106,9 @@ async def _run(store: CoordinationStore, args: argparse.Namespace, out: TextIO) 
 async def _with_zookeeper(args: argparse.Namespace, out: TextIO) -> None:
     from odradek.metadata.zookeeper import ZooKeeperStore
 
-    store = ZooKeeperStore(args.zookeeper, connection_timeout_ms=args.timeout_ms)
+    store = ZooKeeperStore(
+        args.zookeeper, connection_timeout_ms=args.timeout_ms, tls=zk_tls_context(args.zk_tls_config_file)
+    )
     await store.start()
     try:
         await _run(store, args, out)
@@ -142,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     except NoNodeError as e:
         print(f"No node exists at {e.path}", file=sys.stderr)
         return 1
-    except (CoordinationError, ValueError) as e:
+    except (CoordinationError, CommandError, ValueError) as e:
         print(f"odradek zk: {e}", file=sys.stderr)
         return 1
     return 0

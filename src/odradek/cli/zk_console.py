@@ -29,8 +29,9 @@ import signal
 import sys
 from typing import BinaryIO, Protocol
 
-from odradek.cli.common import CommandError
+from odradek.cli.common import CommandError, zk_tls_context
 from odradek.client.consumer import ConsumerRecord
+from odradek.errors import InvalidConfigError
 from odradek.zkclients.consumer_connector import ConsumerConfig, ZookeeperConsumerConnector
 
 __all__ = ["write_records", "zk_consume"]
@@ -65,8 +66,10 @@ async def zk_consume(args: argparse.Namespace, props: dict[str, str], formatter:
         props.setdefault("auto.offset.reset", "smallest")
     try:
         config = ConsumerConfig.from_properties(group, args.zookeeper, props)
-    except ValueError as exc:
+    except (ValueError, InvalidConfigError) as exc:
         raise CommandError(str(exc)) from None
+    if args.zk_tls_config_file:
+        config.zookeeper_tls = zk_tls_context(args.zk_tls_config_file)
     topic_count = {args.topic: 1} if args.topic is not None else None
     connector = ZookeeperConsumerConnector(config, topic_count, whitelist=args.whitelist)
     loop = asyncio.get_running_loop()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 
-from odradek.cli.common import CommandError, client_security, table
+from odradek.cli.common import CommandError, client_security, table, zk_tls_context
 from odradek.client.cluster import TopicPartition
 from odradek.client.consumer import Consumer
 from odradek.metadata.kafka_zk_client import KafkaZkClient
@@ -44,7 +44,9 @@ async def _group_partitions(zk: KafkaZkClient, group: str, topics: list[str] | N
 
 
 async def zk_groups(args: argparse.Namespace) -> int:
-    info = ZkBrokerPartitionInfo(args.zookeeper, security=client_security(args))
+    info = ZkBrokerPartitionInfo(
+        args.zookeeper, security=client_security(args), zookeeper_tls=zk_tls_context(args.zk_tls_config_file)
+    )
     consumer = Consumer("", cluster=info)
     try:
         zk = await info.start()

@@ -6,8 +6,10 @@ Modules:
   persistent watches, multi) and ``ZnodeStat``.
 - :mod:`~odradek.metadata.embedded`: ``EmbeddedStore``, the in-process tree (persistent znodes
   in ``<log.dirs[0]>/metadata/znodes.json``, see :mod:`~odradek.metadata.snapshot`).
-- :mod:`~odradek.metadata.zookeeper`: ``ZooKeeperStore``, Apache ZooKeeper through kazoo (the only
-  importer of kazoo; import it only when ``zookeeper.connect`` is set).
+- :mod:`~odradek.metadata.zookeeper`: ``ZooKeeperStore``, Apache ZooKeeper through kazoo (with its
+  watches and TLS connections, :mod:`~odradek.metadata.zookeeper_watch` and
+  :mod:`~odradek.metadata.zookeeper_tls`, the only importers of kazoo; import it only when
+  ``zookeeper.connect`` is set).
 - :mod:`~odradek.metadata.znodes`: the znode layout as typed objects (``path``/``encode``/``decode``),
   with ``BrokerInfo``, ``LeaderAndIsr``, ``PartitionAssignment``, ``ZkData``.
 - :mod:`~odradek.metadata.kafka_zk_client`: ``KafkaZkClient``, Kafka's verbs on that layout.

@@ -1,12 +1,13 @@
 """The coordination store over a real Apache ZooKeeper ensemble, through kazoo.
 
-This module and :mod:`odradek.metadata.zookeeper_watch` (its watches) are the only ones that
-import kazoo. ``ZooKeeperStore(connect)`` takes Kafka's
-``zookeeper.connect`` value, ``host:port[,host:port...][/chroot]``; ``await store.start()`` creates
-the chroot if it is missing (as Kafka does) and opens one session, raising
-:class:`~odradek.metadata.errors.StoreUnavailableError` ("cannot reach ZooKeeper at ... within N
-ms") when no server answers within ``connection_timeout_ms``. One store = one ZooKeeper session:
-ephemeral nodes belong to it and vanish on ``close()`` or session expiry.
+This module, :mod:`odradek.metadata.zookeeper_watch` (its watches) and
+:mod:`odradek.metadata.zookeeper_tls` (its TLS connections) are the only ones that import kazoo.
+``ZooKeeperStore(connect)`` takes Kafka's ``zookeeper.connect`` value,
+``host:port[,host:port...][/chroot]``; ``await store.start()`` creates the chroot if it is missing
+(as Kafka does) and opens one session, raising :class:`~odradek.metadata.errors.StoreUnavailableError`
+("cannot reach ZooKeeper at ... within N ms") when no server answers within
+``connection_timeout_ms``. One store = one ZooKeeper session: ephemeral nodes belong to it and
+vanish on ``close()`` or session expiry.
 
 Bridging: every operation issues kazoo's ``*_async`` call from the event loop (non-blocking) and
 awaits its result, delivered from kazoo's completion thread with ``loop.call_soon_threadsafe``.
@@ -26,7 +27,11 @@ connection drops; on reconnection every watch is re-armed and its callback calle
 Session events (``watch_session``): SUSPENDED on connection loss, CONNECTED when the same session
 resumes, EXPIRED once kazoo has replaced an expired session with a new one (re-register ephemerals).
 
-Security: with ``sasl`` the session logs in with SASL DIGEST-MD5 (ZooKeeper then knows it as
+Security: with ``tls`` (an ``ssl.SSLContext`` from Kafka's ``zookeeper.ssl.*`` keys,
+:mod:`odradek.security.zookeeper_tls`) every connection is TLS through
+:class:`~odradek.metadata.zookeeper_tls.TlsThreadingHandler`; a start that fails says why the last
+handshake failed (certificate not trusted, host name mismatch, not a TLS port), still within
+``connection_timeout_ms``. With ``sasl`` the session logs in with SASL DIGEST-MD5 (ZooKeeper then knows it as
 ``sasl:<username>``); with ``secure_acls`` (Kafka's ``zookeeper.set.acl``) every znode this store
 creates, the chroot and the parents of ``makepath`` included, gets Kafka's default ACLs for its
 path (:func:`odradek.security.zookeeper_auth.default_acls`), each parent its own.
@@ -40,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -77,6 +83,7 @@ from odradek.metadata.store import (
     join_path,
     validate_path,
 )
+from odradek.metadata.zookeeper_tls import TlsThreadingHandler
 from odradek.metadata.zookeeper_watch import SessionWatch, ZkWatch
 from odradek.security.zookeeper_auth import ZkAcl, ZkSaslCredentials, default_acls
 
@@ -144,9 +151,12 @@ class ZooKeeperStore(CoordinationStore):
         *,
         sasl: ZkSaslCredentials | None = None,
         secure_acls: bool = False,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.connect = connect
         self.sasl = sasl
+        self.tls = tls
+        self._tls_handler: TlsThreadingHandler | None = None
         self.secure_acls = secure_acls
         self.hosts, self.chroot = parse_connect_string(connect)
         self.session_timeout_ms = session_timeout_ms
@@ -175,11 +185,16 @@ class ZooKeeperStore(CoordinationStore):
         options = (
             None if sasl is None else {"mechanism": "DIGEST-MD5", "username": sasl.username, "password": sasl.password}
         )
+        handler = None
+        if self.tls is not None:
+            handler = self._tls_handler = TlsThreadingHandler(self.tls)
         return KazooClient(
             hosts=hosts,
             timeout=self.session_timeout_ms / 1000.0,
             sasl_options=options,
             connection_retry=reconnect_retry(self.session_timeout_ms),
+            handler=handler,
+            use_ssl=self.tls is not None,
         )
 
     def _acls(self, path: str) -> list[ACL]:
@@ -211,6 +226,9 @@ class ZooKeeperStore(CoordinationStore):
         try:
             client = await asyncio.to_thread(connect)
         except KazooTimeoutError:
+            failure = self._tls_handler.last_failure if self._tls_handler is not None else None
+            if failure is not None:
+                raise StoreUnavailableError(f"{unreachable}: {failure}") from None
             raise unreachable from None
         except kz.KazooException as e:
             raise StoreUnavailableError(f"cannot use ZooKeeper at {self.connect}: {e!r}") from e
@@ -381,6 +399,13 @@ class ZooKeeperStore(CoordinationStore):
         client = self._client_or_raise()
         acls, _stat = await self._wait(client.get_acls_async(validate_path(path)), "get_acls", path)
         return [ZkAcl(a.perms, a.id.scheme, a.id.id) for a in acls]
+
+    async def set_default_acls(self, path: str) -> None:
+        """Replace the ACLs of a znode (any ACL version) with this store's defaults for its path
+        (Kafka's ``defaultAcls``: secure with ``secure_acls``, else open to all). NoNodeError if
+        it is gone; NoAuthError without ADMIN on it."""
+        client = self._client_or_raise()
+        await self._wait(client.set_acls_async(validate_path(path), self._acls(path), -1), "set_acls", path)
 
     async def get(self, path: str) -> tuple[bytes, ZnodeStat]:
         client = self._client_or_raise()

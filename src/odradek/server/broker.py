@@ -375,6 +375,7 @@ class Broker:
                 connection_timeout_ms=timeout,
                 sasl=self.config.zookeeper_sasl,
                 secure_acls=self.config["zookeeper.set.acl"],
+                tls=self.config.zookeeper_tls.ssl_context(),
             )
             await zk_store.start()
             self.store = zk_store

@@ -30,6 +30,7 @@ from odradek.security.sasl.gssapi_config import GSSAPI_CONFIGS
 from odradek.security.sasl.oauthbearer_config import OAUTHBEARER_CONFIGS, OAUTHBEARER_MECHANISM_KEYS
 from odradek.security.tls import SSL_CONFIG
 from odradek.security.zookeeper_auth import ZkSaslCredentials, zookeeper_sasl_credentials
+from odradek.security.zookeeper_tls import ZK_TLS_CONFIGS, ZkTlsConfig, zk_tls_config
 from odradek.server.policies import POLICY_CONFIGS
 from odradek.server.request_limits import LIMIT_CONFIGS
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, gzip_level, metadata_version
@@ -176,9 +177,10 @@ BROKER_CONFIGS = (
         "zookeeper.set.acl",
         "boolean",
         False,
-        "Create znodes with ACLs: the creator (the broker's SASL identity) may do everything, the world "
-        "only read, and not even read /config/users, /config/brokers and /delegation_token/tokens. Needs a "
-        "SASL login to ZooKeeper (a JAAS Client section).",
+        "Create znodes with ACLs: the creator (the broker's SASL identity and TLS certificate) may do "
+        "everything, the world only read, and not even read /config/users, /config/brokers and "
+        "/delegation_token/tokens. Needs a SASL login to ZooKeeper (a JAAS Client section) or a TLS client "
+        "certificate (zookeeper.ssl.keystore.location).",
     )
     .define(
         "zookeeper.jaas.config.file",
@@ -187,6 +189,7 @@ BROKER_CONFIGS = (
         "A JAAS file whose Client section (DigestLoginModule username/password) logs the broker in to "
         "ZooKeeper with SASL DIGEST-MD5; unset: -Djava.security.auth.login.config in KAFKA_OPTS, as Kafka.",
     )
+    .include(ZK_TLS_CONFIGS)  # zookeeper.ssl.*, zookeeper.clientCnxnSocket: TLS to ZooKeeper (KIP-515)
     # --- log directories and storage defaults
     .define("log.dirs", "list", None, "Directories holding partition logs (the first also holds metadata).")
     .define("log.dir", "string", "/tmp/odradek-logs", "Used when log.dirs is not set.")
@@ -908,15 +911,28 @@ class KafkaConfig:
     @property
     def zookeeper_sasl(self) -> ZkSaslCredentials | None:
         """The broker's SASL login to ZooKeeper (``zookeeper.jaas.config.file``, else ``KAFKA_OPTS``'s
-        JAAS file). Raises InvalidConfigError for a bad file, or ``zookeeper.set.acl=true`` without
-        a login (Kafka refuses to start then too)."""
+        JAAS file). Raises InvalidConfigError for a bad file, or ``zookeeper.set.acl=true`` with
+        neither a login nor a TLS client certificate (Kafka refuses to start then too)."""
         credentials = zookeeper_sasl_credentials(self.values["zookeeper.jaas.config.file"])
-        if credentials is None and self.values["zookeeper.set.acl"] and self.zookeeper_connect:
+        if (
+            credentials is None
+            and self.values["zookeeper.set.acl"]
+            and self.zookeeper_connect
+            and not self.zookeeper_tls.client_auth_enabled
+        ):
             raise InvalidConfigError(
-                "zookeeper.set.acl is true, but the broker has no SASL login to ZooKeeper: no JAAS file "
-                "(zookeeper.jaas.config.file or -Djava.security.auth.login.config in KAFKA_OPTS) with a Client section"
+                "zookeeper.set.acl is true, but the broker has no SASL login to ZooKeeper (no JAAS file: "
+                "zookeeper.jaas.config.file or -Djava.security.auth.login.config in KAFKA_OPTS, with a Client "
+                "section) and no TLS client certificate (zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket "
+                "and zookeeper.ssl.keystore.location)"
             )
         return credentials
+
+    @property
+    def zookeeper_tls(self) -> ZkTlsConfig:
+        """The ``zookeeper.ssl.*`` keys in effect (unset ones from ``KAFKA_OPTS``' ZooKeeper system
+        properties, as Kafka); ``.ssl_context()`` builds the context or raises InvalidConfigError."""
+        return zk_tls_config(self.originals)
 
     @property
     def log_roll_ms(self) -> int:

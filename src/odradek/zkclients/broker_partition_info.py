@@ -25,6 +25,7 @@ Connections and request routing are the base class's. Belongs to one event loop.
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Iterable
 from typing import Any
 
@@ -52,13 +53,22 @@ def client_endpoint(info: BrokerInfo, security_protocol: str) -> tuple[str, int]
 
 
 class ZkBrokerPartitionInfo(Cluster):
-    """Cluster metadata from ``zookeeper_connect`` (``host:port[,host:port][/chroot]``)."""
+    """Cluster metadata from ``zookeeper_connect`` (``host:port[,host:port][/chroot]``);
+    ``zookeeper_tls`` (a context from ``zookeeper.ssl.*`` keys) makes the ZooKeeper session TLS."""
 
-    def __init__(self, zookeeper_connect: str, *, zookeeper_session_timeout_ms: int = 6000, **cluster: Any) -> None:
+    def __init__(
+        self,
+        zookeeper_connect: str,
+        *,
+        zookeeper_session_timeout_ms: int = 6000,
+        zookeeper_tls: ssl.SSLContext | None = None,
+        **cluster: Any,
+    ) -> None:
         super().__init__("unused:1", **cluster)  # brokers come from ZooKeeper: no bootstrap servers
         self.bootstrap = []
         self.zookeeper_connect = zookeeper_connect
         self.session_timeout_ms = zookeeper_session_timeout_ms
+        self.zookeeper_tls = zookeeper_tls
         self.store: ZooKeeperStore | None = None
         self.zk: KafkaZkClient | None = None
         self.reads = 0
@@ -70,7 +80,9 @@ class ZkBrokerPartitionInfo(Cluster):
         """Connect to ZooKeeper (once) and set the watches."""
         if self.zk is not None:
             return self.zk
-        store = ZooKeeperStore(self.zookeeper_connect, session_timeout_ms=self.session_timeout_ms)
+        store = ZooKeeperStore(
+            self.zookeeper_connect, session_timeout_ms=self.session_timeout_ms, tls=self.zookeeper_tls
+        )
         await store.start()
         self.store, self.zk = store, KafkaZkClient(store)
         self._watches += [

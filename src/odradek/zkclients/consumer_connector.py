@@ -47,6 +47,7 @@ import json
 import logging
 import re
 import socket
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -57,6 +58,7 @@ from odradek.metadata.errors import CoordinationError, NodeExistsError, NoNodeEr
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.metadata.store import SessionState, WatchHandle
 from odradek.metadata.znodes import ConsumerIdZNode, ConsumerOwnerZNode
+from odradek.security.zookeeper_tls import ZK_TLS_CONFIGS, zk_tls_config
 from odradek.zkclients.assignors import STRATEGIES, thread_ids
 from odradek.zkclients.broker_partition_info import ZkBrokerPartitionInfo
 from odradek.zkclients.group_znodes import consumer_ids, delete_owner, owner
@@ -93,6 +95,9 @@ class ConsumerConfig:
     security: ClientSecurity = PLAINTEXT_SECURITY
     """How the fetch (and Kafka offset storage) connections reach the brokers: the client keys
     ``security.protocol``, ``ssl.*`` and ``sasl.*`` as :mod:`odradek.client.security` reads them."""
+    zookeeper_tls: ssl.SSLContext | None = None
+    """TLS to ZooKeeper: built from the broker's ``zookeeper.ssl.*`` and ``zookeeper.clientCnxnSocket``
+    keys when the properties hold them (:mod:`odradek.security.zookeeper_tls`)."""
 
     @classmethod
     def from_properties(cls, group_id: str, zookeeper_connect: str, props: Mapping[str, str]) -> ConsumerConfig:
@@ -100,8 +105,11 @@ class ConsumerConfig:
         unknown keys raise ValueError, a bad security key InvalidConfigError."""
         config = cls(group_id, zookeeper_connect)
         config.security = ClientSecurity.from_properties({k: v for k, v in props.items() if is_security_key(k)})
+        zk_tls = {k: v for k, v in props.items() if k in ZK_TLS_CONFIGS}
+        if zk_tls:
+            config.zookeeper_tls = zk_tls_config(zk_tls).ssl_context()
         for key, value in props.items():
-            if is_security_key(key):
+            if is_security_key(key) or key in zk_tls:
                 continue
             name = key.replace(".", "_")
             if name in ("group_id", "zookeeper_connect", "consumer_id"):
@@ -151,6 +159,7 @@ class ZookeeperConsumerConnector:
             config.zookeeper_connect,
             zookeeper_session_timeout_ms=config.zookeeper_session_timeout_ms,
             security=config.security,
+            zookeeper_tls=config.zookeeper_tls,
         )
         self.consumer = Consumer(
             "",
