@@ -9,6 +9,7 @@ the reader has caught up with the partition's end offset at the time of the call
 calls it before allocating ids). The topic is created when missing: one partition,
 ``cleanup.policy=compact``, replication factor ``min(3, live brokers)``; an existing topic with
 more than one partition is refused (Confluent refuses it too: its order would be lost).
+Creation first waits (up to ``timeout_ms``) for ``wait_for_brokers`` live brokers.
 
 Threading: everything runs on the one event loop that called :meth:`start`.
 """
@@ -46,12 +47,16 @@ class KafkaStore:
         security: ClientSecurity = PLAINTEXT_SECURITY,
         timeout_ms: int = 10000,
         replication_factor: int | None = None,
+        wait_for_brokers: int = 1,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
         self.security = security
         self.timeout_ms = timeout_ms
         self.replication_factor = replication_factor
+        self.wait_for_brokers = wait_for_brokers
+        """Live brokers to wait for (up to ``timeout_ms``) before creating the topic, so brokers
+        starting together give it its full replication factor."""
         self.state = RegistryState()
         self.tp = TopicPartition(topic, 0)
         self.position = 0
@@ -98,7 +103,13 @@ class KafkaStore:
                 return
             rf = self.replication_factor
             if rf is None:
-                rf = min(3, max(1, len((await admin.describe_cluster()).brokers)))
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + self.timeout_ms / 1000
+                live = len((await admin.describe_cluster()).brokers)
+                while live < self.wait_for_brokers and loop.time() < deadline:
+                    await asyncio.sleep(0.2)
+                    live = len((await admin.describe_cluster()).brokers)
+                rf = min(3, max(1, live))
             results = await admin.create_topics(
                 [NewTopic(self.topic, 1, rf, configs={"cleanup.policy": "compact"})], timeout_ms=self.timeout_ms
             )

@@ -60,6 +60,7 @@ class RegistryConfig:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     topic: str = SCHEMAS_TOPIC
     zookeeper_session_timeout_ms: int = 6000
+    wait_for_brokers: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -169,7 +170,9 @@ class RegistryServer:
 
     async def _serve(self, sock: socket.socket, ready: concurrent.futures.Future[None]) -> None:
         cfg = self.config
-        store = KafkaStore(cfg.bootstrap_servers, topic=cfg.topic, security=cfg.security)
+        store = KafkaStore(
+            cfg.bootstrap_servers, topic=cfg.topic, security=cfg.security, wait_for_brokers=cfg.wait_for_brokers
+        )
         zk = None
         client = httpx.AsyncClient(timeout=10.0, verify=False)
         try:

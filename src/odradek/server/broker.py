@@ -33,6 +33,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from odradek.client.connection import KafkaConnection
 from odradek.client.security import inter_broker_client_security
@@ -86,6 +87,9 @@ from odradek.storage.cleaner import CLEANER_KEYS, CleanerConfig, LogCleaner
 from odradek.storage.config import LogConfig
 from odradek.storage.topic_partition import parse_topic_partition_dir
 
+if TYPE_CHECKING:
+    from odradek.schema_registry.server import RegistryServer
+
 log = logging.getLogger(__name__)
 
 SHUTDOWN_STEP_TIMEOUT_S = 5
@@ -103,6 +107,8 @@ class Broker:
         others' inter-broker listener; the fetchers and markers get the same from the components."""
         self._external_store = store
         self.store: CoordinationStore | None = store
+        self.schema_registry: RegistryServer | None = None
+        """The registry served on ``schema.registry.listener`` (its own thread), once started."""
         self._embedded: EmbeddedStore | None = None
         self.metadata_cache = MetadataCache(config.inter_broker_listener_name)
         self.admin = AdminManager(self)
@@ -282,6 +288,7 @@ class Broker:
         self.started = True
         self.serving.set()
         await self.metrics.start()
+        await self._start_schema_registry()
         log.info(
             "broker %d started in %.0f ms, listening on %s (cluster %s)",
             self.broker_id,
@@ -289,6 +296,18 @@ class Broker:
             ", ".join(map(str, self.endpoints)),
             self.cluster_id,
         )
+
+    async def _start_schema_registry(self) -> None:
+        """Serve the schema registry when ``schema.registry.listener`` is set (on its own thread)."""
+        from odradek.server import schema_registry_host
+
+        address = self._local_address()
+        registry = (
+            schema_registry_host.registry_config(self.config, address, self.inter_broker_security) if address else None
+        )
+        if registry is not None:
+            self.schema_registry = await asyncio.to_thread(schema_registry_host.start, registry)
+            log.info("broker %d serves the schema registry on %s", self.broker_id, self.schema_registry.url)
 
     async def _topic_configs_on_disk(self, zk: KafkaZkClient) -> dict[str, LogConfig]:
         """The ``LogConfig`` of every topic with a partition directory in a log dir, its overrides read
@@ -511,6 +530,12 @@ class Broker:
             for stop in (*stops, components.transaction_coordinator.shutdown, components.group_coordinator.shutdown):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(stop(), SHUTDOWN_STEP_TIMEOUT_S)
+        if self.schema_registry is not None:
+            from odradek.server import schema_registry_host
+
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(schema_registry_host.stop, self.schema_registry)
+            self.schema_registry = None
         await self.socket_server.stop()
         await self.metrics.stop()
         if self.log_cleaner is not None:

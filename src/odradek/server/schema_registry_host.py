@@ -1,0 +1,54 @@
+"""The schema registry a broker serves when ``schema.registry.listener`` is set.
+
+The registry (:class:`odradek.schema_registry.server.RegistryServer`) runs on a thread and event
+loop of its own; this module only builds its config from the broker's: the bootstrap server is the
+broker's own inter-broker endpoint with the inter-broker client security, leader election uses
+``zookeeper.connect`` when set (a registry beside an embedded store leads itself), the ``_schemas``
+topic waits for ``min(3, offsets.topic.replication.factor)`` live brokers before it is created.
+:func:`start` and :func:`stop` block; the broker calls them through ``asyncio.to_thread`` so its
+request loop keeps serving the registry's own Kafka requests meanwhile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.client.security import ClientSecurity
+from odradek.schema_registry.server import RegistryConfig, RegistryServer
+
+
+def registry_config(config: Any, address: tuple[str, int], security: ClientSecurity) -> RegistryConfig | None:
+    """The registry config of a broker's ``KafkaConfig`` (None when no listener is set)."""
+    listener = config.get("schema.registry.listener")
+    if not listener:
+        return None
+    props = {
+        key: (",".join(value) if isinstance(value, list) else value)
+        for key in (
+            "schema.registry.listener",
+            "schema.registry.ssl.certificate.location",
+            "schema.registry.ssl.key.location",
+            "schema.registry.authentication.method",
+            "schema.registry.writers",
+            "schema.registry.max.request.bytes",
+        )
+        if (value := config.get(key)) is not None
+    }
+    result = RegistryConfig.from_properties(
+        props,
+        bootstrap_servers=f"{address[0]}:{address[1]}",
+        zookeeper_connect=config.zookeeper_connect,
+        security=security,
+    )
+    result.zookeeper_session_timeout_ms = int(config.get("zookeeper.session.timeout.ms") or 18000)
+    result.wait_for_brokers = min(3, int(config.get("offsets.topic.replication.factor") or 1))
+    return result
+
+
+def start(config: RegistryConfig) -> RegistryServer:
+    """Start the registry (blocks until it serves; raises when it cannot)."""
+    return RegistryServer(config).start(timeout_s=60.0)
+
+
+def stop(server: RegistryServer) -> None:
+    server.stop()
