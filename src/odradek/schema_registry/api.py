@@ -79,7 +79,7 @@ def _endpoint(
                     raise e.Forbidden(f"User {principal} is denied operation Write on this schema registry")
             if write and not ctx.leader.is_leader:
                 raw = await read_body(request, ctx.max_request_bytes) if body else b""
-                if ctx.leader.leader_url is None:
+                if ctx.leader.leader_url in (None, ctx.leader.own_url):
                     raise e.UnknownLeader("Request failed since the schema registry leader is not known")
                 return await forward(ctx.client, ctx.leader.leader_url, request, raw)
             parsed = await json_body(request, ctx.max_request_bytes) if body else None

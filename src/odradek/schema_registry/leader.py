@@ -107,9 +107,11 @@ class LeaderElector:
                 return
             mine = stat.ephemeral_owner == self.store.session_id
             was = self.is_leader
+            if mine and not was:
+                self.leader_url = None  # writes get UNKNOWN_LEADER until this instance has caught up
+                if self.on_elected is not None:
+                    await self.on_elected()
             self.leader_url = self.own_url if mine else url_of(data)
-            if mine and not was and self.on_elected is not None:
-                await self.on_elected()
             self.is_leader = mine
             if mine != was:
                 log.info("schema registry %s: leader is %s", self.own_url, self.leader_url)

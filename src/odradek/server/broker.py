@@ -299,14 +299,15 @@ class Broker:
 
     async def _start_schema_registry(self) -> None:
         """Serve the schema registry when ``schema.registry.listener`` is set (on its own thread)."""
+        address = self._local_address()
+        if address is None or not self.config.get("schema.registry.listener"):
+            return
         from odradek.server import schema_registry_host
 
-        address = self._local_address()
-        registry = (
-            schema_registry_host.registry_config(self.config, address, self.inter_broker_security) if address else None
+        self.schema_registry = await asyncio.to_thread(
+            schema_registry_host.start, self.config, address, self.inter_broker_security
         )
-        if registry is not None:
-            self.schema_registry = await asyncio.to_thread(schema_registry_host.start, registry)
+        if self.schema_registry is not None:
             log.info("broker %d serves the schema registry on %s", self.broker_id, self.schema_registry.url)
 
     async def _topic_configs_on_disk(self, zk: KafkaZkClient) -> dict[str, LogConfig]:

@@ -5,16 +5,19 @@ loop of its own; this module only builds its config from the broker's: the boots
 broker's own inter-broker endpoint with the inter-broker client security, leader election uses
 ``zookeeper.connect`` when set (a registry beside an embedded store leads itself), the ``_schemas``
 topic waits for ``min(3, offsets.topic.replication.factor)`` live brokers before it is created.
-:func:`start` and :func:`stop` block; the broker calls them through ``asyncio.to_thread`` so its
+:func:`start` and :func:`stop` block (and import the web stack); the broker calls them through ``asyncio.to_thread`` so its
 request loop keeps serving the registry's own Kafka requests meanwhile.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from typing import TYPE_CHECKING
 
 from odradek.client.security import ClientSecurity
-from odradek.schema_registry.server import RegistryConfig, RegistryServer
+
+if TYPE_CHECKING:
+    from odradek.schema_registry.server import RegistryConfig, RegistryServer
 
 
 def registry_config(config: Any, address: tuple[str, int], security: ClientSecurity) -> RegistryConfig | None:
@@ -22,6 +25,7 @@ def registry_config(config: Any, address: tuple[str, int], security: ClientSecur
     listener = config.get("schema.registry.listener")
     if not listener:
         return None
+    from odradek.schema_registry.server import RegistryConfig
     props = {
         key: (",".join(value) if isinstance(value, list) else value)
         for key in (
@@ -45,9 +49,15 @@ def registry_config(config: Any, address: tuple[str, int], security: ClientSecur
     return result
 
 
-def start(config: RegistryConfig) -> RegistryServer:
-    """Start the registry (blocks until it serves; raises when it cannot)."""
-    return RegistryServer(config).start(timeout_s=60.0)
+def start(config: Any, address: tuple[str, int], security: ClientSecurity) -> RegistryServer | None:
+    """Start the registry of a broker's config (blocks until it serves; raises when it cannot);
+    None when ``schema.registry.listener`` is unset. Imports the web stack here, off the broker's loop."""
+    registry = registry_config(config, address, security)
+    if registry is None:
+        return None
+    from odradek.schema_registry.server import RegistryServer
+
+    return RegistryServer(registry).start(timeout_s=60.0)
 
 
 def stop(server: RegistryServer) -> None:
