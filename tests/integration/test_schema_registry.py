@@ -13,17 +13,16 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2
-
-from odradek.schema_registry.server import RegistryConfig, RegistryServer
-from odradek.server.runner import BrokerRunner
 from tests.integration.schema_registry_support import avro_record, call, compile_proto
+
+from odradek.server.runner import BrokerRunner
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -89,7 +88,10 @@ def test_avro_serializer_round_trip(broker: BrokerRunner, client: SchemaRegistry
 def test_json_serializer_round_trip(broker: BrokerRunner, client: SchemaRegistryClient) -> None:
     topic = f"json-{uuid.uuid4().hex[:6]}"
     schema = json.dumps(
-        {"type": "object", "properties": {"id": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}}
+        {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}},
+        }
     )
     values = [{"id": i, "tags": ["a"] * i} for i in range(4)]
     out = _round_trip(
@@ -99,7 +101,9 @@ def test_json_serializer_round_trip(broker: BrokerRunner, client: SchemaRegistry
     assert client.get_latest_version(f"{topic}-value").schema.schema_type == "JSON"
 
 
-def test_protobuf_serializer_round_trip(broker: BrokerRunner, client: SchemaRegistryClient, tmp_path: pathlib.Path) -> None:
+def test_protobuf_serializer_round_trip(
+    broker: BrokerRunner, client: SchemaRegistryClient, tmp_path: pathlib.Path
+) -> None:
     module = compile_proto(
         tmp_path,
         f"order_{uuid.uuid4().hex[:6]}",
@@ -116,7 +120,9 @@ def test_protobuf_serializer_round_trip(broker: BrokerRunner, client: SchemaRegi
     registered = client.get_latest_version(f"{topic}-value")
     assert registered.schema.schema_type == "PROTOBUF"
     # the serialized format answers the FileDescriptorProto a deserializer builds its pool from
-    status, body = call(client._rest_client.base_urls[0], "GET", f"/schemas/ids/{registered.schema_id}?format=serialized")
+    status, body = call(
+        client._rest_client.base_urls[0], "GET", f"/schemas/ids/{registered.schema_id}?format=serialized"
+    )
     fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(body["schema"]))
     assert status == 200 and body["schemaType"] == "PROTOBUF"
     assert [m.name for m in fdp.message_type] == ["Order"] and fdp.package == "shop"
@@ -142,7 +148,9 @@ def test_compatibility_levels_refuse_with_409(url: str, client: SchemaRegistryCl
     assert info.value.http_status_code == 409 and info.value.error_code == 409
     assert client.test_compatibility(subject, Schema(v2, "AVRO")) is False
     status, body = call(url, "POST", f"/compatibility/subjects/{subject}/versions/latest?verbose=true", {"schema": v2})
-    assert status == 200 and body["is_compatible"] is False and "READER_FIELD_MISSING_DEFAULT_VALUE" in body["messages"][0]
+    assert (
+        status == 200 and body["is_compatible"] is False and "READER_FIELD_MISSING_DEFAULT_VALUE" in body["messages"][0]
+    )
     assert client.set_compatibility(subject, "FORWARD") == {"compatibility": "FORWARD"}
     assert client.get_compatibility(subject) == "FORWARD"
     client.register_schema(subject, Schema(v2, "AVRO"))  # adding a field is forward compatible
@@ -164,7 +172,8 @@ def test_transitive_compares_with_every_version(client: SchemaRegistryClient) ->
     client.set_compatibility(subject, "BACKWARD_TRANSITIVE")
     client.register_schema(subject, Schema(avro_record("T", [{"name": "a", "type": "int"}]), "AVRO"))
     client.register_schema(
-        subject, Schema(avro_record("T", [{"name": "a", "type": "int"}, {"name": "b", "type": "int", "default": 0}]), "AVRO")
+        subject,
+        Schema(avro_record("T", [{"name": "a", "type": "int"}, {"name": "b", "type": "int", "default": 0}]), "AVRO"),
     )
     # reads v2's data but not v1's (b has no default): refused only transitively
     v3 = Schema(avro_record("T", [{"name": "a", "type": "int"}, {"name": "b", "type": "int"}]), "AVRO")
@@ -202,15 +211,21 @@ def test_versions_lookup_and_deletes(url: str, client: SchemaRegistryClient) -> 
 
 def test_references_metadata_and_rule_set_round_trip(url: str, client: SchemaRegistryClient) -> None:
     base = _subject()
-    address = json.dumps({"type": "record", "name": "Address", "namespace": "x", "fields": [{"name": "city", "type": "string"}]})
+    address = json.dumps(
+        {"type": "record", "name": "Address", "namespace": "x", "fields": [{"name": "city", "type": "string"}]}
+    )
     client.register_schema(base, Schema(address, "AVRO"))
-    person = json.dumps({"type": "record", "name": "Person", "namespace": "x", "fields": [{"name": "home", "type": "x.Address"}]})
+    person = json.dumps(
+        {"type": "record", "name": "Person", "namespace": "x", "fields": [{"name": "home", "type": "x.Address"}]}
+    )
     subject = _subject()
     body = {
         "schema": person,
         "references": [{"name": "x.Address", "subject": base, "version": 1}],
         "metadata": {"properties": {"owner": "team-a"}},
-        "ruleSet": {"domainRules": [{"name": "r", "kind": "CONDITION", "mode": "WRITE", "type": "CEL", "expr": "true"}]},
+        "ruleSet": {
+            "domainRules": [{"name": "r", "kind": "CONDITION", "mode": "WRITE", "type": "CEL", "expr": "true"}]
+        },
     }
     status, answer = call(url, "POST", f"/subjects/{subject}/versions", body)
     assert status == 200
@@ -226,9 +241,14 @@ def test_references_metadata_and_rule_set_round_trip(url: str, client: SchemaReg
 def test_json_and_protobuf_compatibility_through_the_api(url: str) -> None:
     subject = _subject()
     closed = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
-    assert call(url, "POST", f"/subjects/{subject}/versions", {"schemaType": "JSON", "schema": json.dumps(closed)})[0] == 200
+    assert (
+        call(url, "POST", f"/subjects/{subject}/versions", {"schemaType": "JSON", "schema": json.dumps(closed)})[0]
+        == 200
+    )
     narrower = {**closed, "properties": {}}  # removes a property from a closed content model
-    status, body = call(url, "POST", f"/subjects/{subject}/versions", {"schemaType": "JSON", "schema": json.dumps(narrower)})
+    status, body = call(
+        url, "POST", f"/subjects/{subject}/versions", {"schemaType": "JSON", "schema": json.dumps(narrower)}
+    )
     assert (status, body["error_code"]) == (409, 409)
     proto = _subject()
     p1 = 'syntax = "proto3"; message M { int32 a = 1; string b = 2; }'

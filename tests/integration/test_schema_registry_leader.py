@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
+from tests.integration.schema_registry_support import avro_record, call, wait_until
 
 from odradek.free_ports import free_port
 from odradek.server.runner import BrokerRunner
-from tests.integration.schema_registry_support import avro_record, call, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -32,8 +32,18 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
 
 def _spawn(broker: BrokerRunner, zk: str, port: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "odradek.cli.main", "schema-registry", "--bootstrap-server", broker.bootstrap_servers,
-         "--listen", f"127.0.0.1:{port}", "--zookeeper", zk],
+        [
+            sys.executable,
+            "-m",
+            "odradek.cli.main",
+            "schema-registry",
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--zookeeper",
+            zk,
+        ],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

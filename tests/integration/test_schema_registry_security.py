@@ -11,12 +11,12 @@ import httpx
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from tests.integration.schema_registry_support import avro_record, call
+from tests.integration.security_support import address, secure_broker, write_certificates
 
 from odradek.client.security import ClientSecurity
 from odradek.schema_registry.server import RegistryConfig, RegistryServer
 from odradek.server.runner import BrokerRunner
-from tests.integration.schema_registry_support import avro_record, call
-from tests.integration.security_support import address, secure_broker, write_certificates
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -76,7 +76,9 @@ def test_only_writers_change_anything(registry: RegistryServer, paths: dict[str,
     schema = {"schema": avro_record("W", [{"name": "a", "type": "int"}])}
     status, body = call(url, "POST", "/subjects/w/versions", schema, auth=("scram-user", "scram-secret"), verify=ca)
     assert (status, body["error_code"]) == (403, 40301)
-    status, body = call(url, "PUT", "/config", {"compatibility": "NONE"}, auth=("scram-user", "scram-secret"), verify=ca)
+    status, body = call(
+        url, "PUT", "/config", {"compatibility": "NONE"}, auth=("scram-user", "scram-secret"), verify=ca
+    )
     assert status == 403
     status, body = call(url, "POST", "/subjects/w/versions", schema, auth=("admin", "admin-secret"), verify=ca)
     assert status == 200 and body["id"] >= 1
@@ -86,7 +88,9 @@ def test_only_writers_change_anything(registry: RegistryServer, paths: dict[str,
         {"url": url, "basic.auth.user.info": "admin:admin-secret", "ssl.ca.location": paths["ca"]}
     )
     assert client.register_schema("w2", Schema(schema["schema"], "AVRO")) == body["id"]
-    reader = SchemaRegistryClient({"url": url, "basic.auth.user.info": "scram-user:scram-secret", "ssl.ca.location": paths["ca"]})
+    reader = SchemaRegistryClient(
+        {"url": url, "basic.auth.user.info": "scram-user:scram-secret", "ssl.ca.location": paths["ca"]}
+    )
     assert reader.get_latest_version("w2").schema_id == body["id"]
     with pytest.raises(SchemaRegistryError) as info:
         reader.delete_subject("w2")

@@ -14,10 +14,10 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from tests.integration.schema_registry_support import V1, avro_record, call, wait_until
 
 from odradek.schema_registry.server import RegistryConfig, RegistryServer
 from odradek.server.runner import BrokerRunner
-from tests.integration.schema_registry_support import V1, avro_record, call, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 LIMIT = 64 * 1024
@@ -77,7 +77,9 @@ def test_topic_holds_confluents_records_and_a_restart_recovers_them(broker: Brok
     ids = {}
     for i in range(5):
         subject = f"rec-{i}"
-        ids[subject] = client.register_schema(subject, Schema(avro_record(f"R{i}", [{"name": "a", "type": "int"}]), "AVRO"))
+        ids[subject] = client.register_schema(
+            subject, Schema(avro_record(f"R{i}", [{"name": "a", "type": "int"}]), "AVRO")
+        )
     client.set_compatibility("rec-0", "NONE")
     client.delete_version("rec-1", 1)
     first.stop()
@@ -90,7 +92,9 @@ def test_topic_holds_confluents_records_and_a_restart_recovers_them(broker: Brok
     assert value["subject"] == "rec-2" and value["id"] == ids["rec-2"] and value["deleted"] is False
     # a key type this registry does not know, a key that is not JSON: skipped, not fatal
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
-    producer.produce("_schemas", key=b'{"keytype":"CONTEXT","tenant":"default","context":".ctx","magic":0}', value=b"{}")
+    producer.produce(
+        "_schemas", key=b'{"keytype":"CONTEXT","tenant":"default","context":".ctx","magic":0}', value=b"{}"
+    )
     producer.produce("_schemas", key=b"\xff garbage", value=b"\x00")
     assert producer.flush(10) == 0
     second = _start(broker)
@@ -162,8 +166,16 @@ def test_content_types(registry: RegistryServer) -> None:
 
 def test_cli_serves_the_api(broker: BrokerRunner) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "odradek.cli.main", "schema-registry", "--bootstrap-server", broker.bootstrap_servers,
-         "--listen", "127.0.0.1:0"],
+        [
+            sys.executable,
+            "-m",
+            "odradek.cli.main",
+            "schema-registry",
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--listen",
+            "127.0.0.1:0",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -70,12 +70,20 @@ AVRO_CASES += [
         False,
     ),
     (  # nested records resolve field by field
-        avro([{"name": "n", "type": json.loads(avro([{"name": "x", "type": "int"}, {"name": "y", "type": "int"}], "N"))}]),
+        avro(
+            [{"name": "n", "type": json.loads(avro([{"name": "x", "type": "int"}, {"name": "y", "type": "int"}], "N"))}]
+        ),
         avro([{"name": "n", "type": json.loads(avro([{"name": "x", "type": "int"}], name="N"))}]),
         False,
     ),
     (  # recursion: a linked list gains a defaulted field
-        avro([{"name": "v", "type": "int"}, {"name": "next", "type": ["null", "R"]}, {"name": "w", "type": "int", "default": 0}]),
+        avro(
+            [
+                {"name": "v", "type": "int"},
+                {"name": "next", "type": ["null", "R"]},
+                {"name": "w", "type": "int", "default": 0},
+            ]
+        ),
         avro([{"name": "v", "type": "int"}, {"name": "next", "type": ["null", "R"]}]),
         True,
     ),

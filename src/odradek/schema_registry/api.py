@@ -25,11 +25,11 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from odradek.schema_registry import errors as e
-from odradek.schema_registry.web import JsonResponse, error_response, flag, forward, json_body, media_type, read_body
 from odradek.schema_registry.leader import LeaderElector
 from odradek.schema_registry.records import SchemaValue
 from odradek.schema_registry.registry import SchemaRegistry
 from odradek.schema_registry.schemas import SCHEMA_TYPES
+from odradek.schema_registry.web import JsonResponse, error_response, flag, forward, json_body, media_type, read_body
 
 log = logging.getLogger(__name__)
 
@@ -235,9 +235,8 @@ async def delete_config(r: SchemaRegistry, c: Call) -> Any:
 
 async def get_mode(r: SchemaRegistry, c: Call) -> Any:
     subject = c.params.get("subject")
-    if subject is not None and subject not in r.state.modes:
-        if not c.flag("defaultToGlobal"):
-            raise e.SubjectModeNotFound(f"Subject '{subject}' does not have subject-level mode configured")
+    if subject is not None and subject not in r.state.modes and not c.flag("defaultToGlobal"):
+        raise e.SubjectModeNotFound(f"Subject '{subject}' does not have subject-level mode configured")
     return {"mode": r.state.effective_mode(subject)}
 
 

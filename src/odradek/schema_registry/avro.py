@@ -118,7 +118,8 @@ class _Checker:
                 if not self._reads(reader, branch):
                     ok = self.fail(
                         f"{path}/{i}",
-                        f"reader type {rt} not compatible with writer union branch {_type_of(self.resolve(branch, self.writer_named))}",
+                        f"reader type {rt} not compatible with writer union branch "
+                        f"{_type_of(self.resolve(branch, self.writer_named))}",
                     )
             return ok
         if rt == "union":
@@ -172,7 +173,8 @@ class _Checker:
                 if "default" not in field:
                     ok = self.fail(
                         f"{path}/fields/{i}",
-                        f"reader field {field['name']!r} has no default value and is missing in the writer (READER_FIELD_MISSING_DEFAULT_VALUE)",
+                        f"reader field {field['name']!r} has no default value and is missing in the writer "
+                        "(READER_FIELD_MISSING_DEFAULT_VALUE)",
                     )
                 continue
             ok = self.check(field["type"], match["type"], f"{path}/fields/{i}/type") and ok

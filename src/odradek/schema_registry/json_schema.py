@@ -21,9 +21,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
+import jsonschema  # type: ignore[import-untyped]
+import jsonschema.exceptions  # type: ignore[import-untyped]
+import jsonschema.validators  # type: ignore[import-untyped]
 
 from odradek.schema_registry.errors import InvalidSchema
 
@@ -121,9 +121,8 @@ class _Checker:
             self.fail("TYPE_NARROWED" if rt & wt else "TYPE_CHANGED", path)
             return
         self._bounds(reader, writer, path)
-        if "enum" in reader:
-            if "enum" not in writer or any(v not in reader["enum"] for v in writer["enum"]):
-                self.fail("ENUM_ARRAY_NARROWED" if "enum" in writer else "ENUM_ARRAY_CHANGED", path)
+        if "enum" in reader and ("enum" not in writer or any(v not in reader["enum"] for v in writer["enum"])):
+            self.fail("ENUM_ARRAY_NARROWED" if "enum" in writer else "ENUM_ARRAY_CHANGED", path)
         if "const" in reader and reader.get("const") != writer.get("const", object()):
             self.fail("CONST_CHANGED", path)
         if "object" in wt:
@@ -156,9 +155,8 @@ class _Checker:
         if "pattern" in reader and reader["pattern"] != writer.get("pattern"):
             self.fail("PATTERN_ADDED" if "pattern" not in writer else "PATTERN_CHANGED", path)
         rm, wm = reader.get("multipleOf"), writer.get("multipleOf")
-        if isinstance(rm, (int, float)) and rm:
-            if not isinstance(wm, (int, float)) or (wm / rm) != int(wm / rm):
-                self.fail("MULTIPLE_OF_ADDED" if wm is None else "MULTIPLE_OF_CHANGED", path)
+        if isinstance(rm, (int, float)) and rm and (not isinstance(wm, (int, float)) or (wm / rm) != int(wm / rm)):
+            self.fail("MULTIPLE_OF_ADDED" if wm is None else "MULTIPLE_OF_CHANGED", path)
 
     def _object(self, reader: dict[str, Any], writer: dict[str, Any], path: str) -> None:
         rprops, wprops = reader.get("properties", {}), writer.get("properties", {})

@@ -26,8 +26,8 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
-from google.protobuf import descriptor_pb2
-from google.protobuf.message import DecodeError
+from google.protobuf import descriptor_pb2  # type: ignore[import-untyped]
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from odradek.schema_registry.errors import InvalidSchema
 
@@ -67,13 +67,13 @@ def _decode_base64(text: str) -> descriptor_pb2.FileDescriptorProto | None:
 
 
 def _include_dir() -> str:
-    import grpc_tools
+    import grpc_tools  # type: ignore[import-untyped]
 
     return os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
 
 
 def _compile(text: str, references: dict[str, str]) -> descriptor_pb2.FileDescriptorProto:
-    from grpc_tools import protoc
+    from grpc_tools import protoc  # type: ignore[import-untyped]
 
     with tempfile.TemporaryDirectory(prefix="odradek-proto-") as tmp:
         src = os.path.join(tmp, "src")

@@ -372,7 +372,7 @@ class SchemaRegistry:
 
 
 def _check_subject(subject: str) -> None:
-    if not subject or any(ord(c) < 32 for c in subject) or subject.startswith(":.") and ":" not in subject[2:]:
+    if not subject or any(ord(c) < 32 for c in subject) or (subject.startswith(":.") and ":" not in subject[2:]):
         raise e.InvalidSubject(f"Invalid subject {subject!r}")
 
 

@@ -64,12 +64,12 @@ class RegistryState:
                 self.modes.pop(key.subject, None)
         elif key.keytype == "DELETE_SUBJECT":
             upto = (decode_json(raw_value) or {}).get("version")
-            for version, value in self.versions.get(key.subject or "", {}).items():
+            for version, schema in self.versions.get(key.subject or "", {}).items():
                 if isinstance(upto, int) and version <= upto:
-                    value.deleted = True
+                    schema.deleted = True
         elif key.keytype == "CLEAR_SUBJECT":
             versions = self.versions.get(key.subject or "", {})
-            for version in [v for v, value in versions.items() if value.deleted]:
+            for version in [v for v, schema in versions.items() if schema.deleted]:
                 del versions[version]
             if not versions:
                 self.versions.pop(key.subject or "", None)

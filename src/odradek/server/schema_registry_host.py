@@ -3,16 +3,16 @@
 The registry (:class:`odradek.schema_registry.server.RegistryServer`) runs on a thread and event
 loop of its own; this module only builds its config from the broker's: the bootstrap server is the
 broker's own inter-broker endpoint with the inter-broker client security, leader election uses
-``zookeeper.connect`` when set (a registry beside an embedded store leads itself), the ``_schemas``
-topic waits for ``min(3, offsets.topic.replication.factor)`` live brokers before it is created.
-:func:`start` and :func:`stop` block (and import the web stack); the broker calls them through ``asyncio.to_thread`` so its
-request loop keeps serving the registry's own Kafka requests meanwhile.
+``zookeeper.connect`` when set (a registry beside an embedded store leads itself), the
+``_schemas`` topic waits for ``min(3, offsets.topic.replication.factor)`` live brokers before it
+is created. :func:`start` and :func:`stop` block (and import the web stack); the broker calls
+them through ``asyncio.to_thread`` so its request loop keeps serving the registry's own Kafka
+requests meanwhile.
 """
 
 from __future__ import annotations
 
-from typing import Any
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from odradek.client.security import ClientSecurity
 
@@ -26,6 +26,7 @@ def registry_config(config: Any, address: tuple[str, int], security: ClientSecur
     if not listener:
         return None
     from odradek.schema_registry.server import RegistryConfig
+
     props = {
         key: (",".join(value) if isinstance(value, list) else value)
         for key in (
