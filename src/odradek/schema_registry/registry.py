@@ -148,7 +148,7 @@ class SchemaRegistry:
 
     def schema_by_id(self, schema_id: int) -> SchemaValue:
         value = self.state.by_id.get(schema_id)
-        if value is None or not self.state.uses_of(schema_id, deleted=True):
+        if value is None or not self.state.is_used(schema_id):
             raise e.SchemaNotFound(f"Schema {schema_id} not found")
         return value
 

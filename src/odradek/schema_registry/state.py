@@ -112,6 +112,16 @@ class RegistryState:
             if value.id == schema_id
         ]
 
+    def is_used(self, schema_id: int) -> bool:
+        """Whether some version (soft-deleted included) still holds ``schema_id``: the first
+        value seen with it usually does, so this is one lookup."""
+        first = self.by_id.get(schema_id)
+        if first is None:
+            return False
+        if self.versions.get(first.subject, {}).get(first.version) is first:
+            return True
+        return any(v.id == schema_id for vs in self.versions.values() for v in vs.values())
+
     def referenced_by(self, subject: str, version: int) -> list[int]:
         """Ids of live schemas whose references name ``subject`` at ``version``."""
         out = set()
