@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
 import pathlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -272,3 +274,38 @@ def test_modes(url: str) -> None:
     status, body = call(url, "POST", f"/subjects/{subject}/versions", {**schema, "id": 777, "version": 3})
     assert status == 200 and body["id"] == 777
     assert call(url, "GET", f"/subjects/{subject}/versions")[1] == [3]
+
+
+def test_broker_side_schema_id_validation(broker: BrokerRunner, client: SchemaRegistryClient) -> None:
+    topic = f"validated-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    futures = admin.create_topics([NewTopic(topic, 1, 1, config={"confluent.value.schema.validation": "true"})])
+    futures[topic].result(10)
+    schema = avro_record("V", [{"name": "a", "type": "int"}])
+    serializer = AvroSerializer(client, schema)
+    other_id = client.register_schema(_subject(), Schema(avro_record("O", [{"name": "o", "type": "long"}]), "AVRO"))
+    results: list[tuple[str, Any]] = []
+
+    def report(name: str) -> Any:
+        return lambda err, msg: results.append((name, err))
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "retries": 0})
+    good = serializer({"a": 1}, SerializationContext(topic, MessageField.VALUE))  # registers <topic>-value
+    producer.produce(topic, value=good, on_delivery=report("good"))
+    producer.flush(10)  # one record per batch: a refusal fails the whole batch
+    producer.produce(topic, value=b"plain text", on_delivery=report("no header"))
+    producer.flush(10)
+    producer.produce(topic, value=b"\x00" + struct.pack(">i", 99999) + b"\x02", on_delivery=report("unknown id"))
+    producer.flush(10)
+    producer.produce(topic, value=b"\x00" + struct.pack(">i", other_id) + b"\x02", on_delivery=report("other subject"))
+    producer.flush(10)
+    producer.produce(topic, value=None, key=b"k", on_delivery=report("null"))
+    producer.flush(10)
+    errors = dict(results)
+    assert errors["good"] is None
+    for name in ("no header", "unknown id", "other subject", "null"):
+        assert errors[name] is not None and errors[name].code() == KafkaError.INVALID_RECORD, name
+    # a topic without the config takes anything
+    producer.produce(f"plain-{topic}", value=b"plain text", on_delivery=report("unvalidated"))
+    producer.flush(10)
+    assert dict(results)["unvalidated"] is None

@@ -39,6 +39,9 @@ class RegistryState:
     configs: dict[str | None, dict[str, object]] = field(default_factory=dict)
     """subject (None: global) -> CONFIG value."""
     modes: dict[str | None, str] = field(default_factory=dict)
+    ids_by_subject: dict[str, frozenset[int]] = field(default_factory=dict)
+    """subject -> ids of its live versions; each set is replaced, never changed, so the broker's
+    loop may read it from another thread (schema validation)."""
     max_id: int = 0
     records_applied: int = 0
 
@@ -62,7 +65,15 @@ class RegistryState:
                 self.modes[key.subject] = mode
             else:
                 self.modes.pop(key.subject, None)
-        elif key.keytype == "DELETE_SUBJECT":
+        else:
+            self._apply_subject(key, raw_value)
+        if key.subject is not None and key.keytype in ("SCHEMA", "DELETE_SUBJECT", "CLEAR_SUBJECT"):
+            live = self.versions.get(key.subject, {})
+            self.ids_by_subject[key.subject] = frozenset(v.id for v in live.values() if not v.deleted)
+        return key
+
+    def _apply_subject(self, key: RegistryKey, raw_value: bytes | None) -> None:
+        if key.keytype == "DELETE_SUBJECT":
             upto = (decode_json(raw_value) or {}).get("version")
             for version, schema in self.versions.get(key.subject or "", {}).items():
                 if isinstance(upto, int) and version <= upto:
@@ -73,7 +84,6 @@ class RegistryState:
                 del versions[version]
             if not versions:
                 self.versions.pop(key.subject or "", None)
-        return key
 
     def _apply_schema(self, key: RegistryKey, raw_value: bytes | None) -> None:
         subject, version = key.subject or "", key.version or 0

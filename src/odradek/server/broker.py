@@ -79,6 +79,7 @@ from odradek.server.meta_properties import check_meta_properties
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
+from odradek.server.schema_validation import SchemaIdValidator
 from odradek.server.socket_server import SocketServer
 from odradek.share.manager import SharePartitionManager
 from odradek.share.persister import DefaultStatePersister
@@ -108,6 +109,10 @@ class Broker:
         self._external_store = store
         self.store: CoordinationStore | None = store
         self.schema_registry: RegistryServer | None = None
+        self.schema_id_validator = SchemaIdValidator(
+            lambda topic: self.topic_overrides.get(topic, {}),
+            lambda topic: self.log_config_for(topic).max_message_bytes,
+        )
         """The registry served on ``schema.registry.listener`` (its own thread), once started."""
         self._embedded: EmbeddedStore | None = None
         self.metadata_cache = MetadataCache(config.inter_broker_listener_name)
@@ -307,6 +312,7 @@ class Broker:
         self.schema_registry = await asyncio.to_thread(
             schema_registry_host.start, self.config, address, self.inter_broker_security
         )
+        self.schema_id_validator.registry = self.schema_registry
         if self.schema_registry is not None:
             log.info("broker %d serves the schema registry on %s", self.broker_id, self.schema_registry.url)
 

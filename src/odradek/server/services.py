@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from odradek.server.fetch_context import FetchManager
     from odradek.server.metadata_cache import MetadataCache
     from odradek.server.producer_id_manager import ProducerIdManager
+    from odradek.server.schema_validation import SchemaIdValidator
     from odradek.share.manager import SharePartitionManager
 
 __all__ = ["ApiServices", "DynamicConfigLayers", "HandlerServices"]
@@ -145,6 +146,11 @@ class ApiServices(Protocol):
     @property
     def topic_stats(self) -> BrokerTopicStats | None:
         """The per-topic byte and message meters; None without ``metrics.listener``."""
+        ...
+
+    @property
+    def schema_id_validator(self) -> SchemaIdValidator:
+        """Produce's check of ``confluent.value.schema.validation`` topics (:mod:`.schema_validation`)."""
         ...
 
     @property
