@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
-import struct
 import pathlib
+import struct
 import uuid
 from collections.abc import Iterator
 from typing import Any
