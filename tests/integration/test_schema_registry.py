@@ -202,7 +202,9 @@ def test_versions_lookup_and_deletes(url: str, client: SchemaRegistryClient) -> 
     assert call(url, "DELETE", f"/subjects/{subject}/versions/1")[1]["error_code"] == 40406
     assert call(url, "DELETE", f"/subjects/{subject}/versions/2?permanent=true")[1]["error_code"] == 40407
     assert call(url, "DELETE", f"/subjects/{subject}?permanent=true")[1]["error_code"] == 40405
+    client.set_compatibility(subject, "NONE")
     assert client.delete_subject(subject) == [2]
+    assert call(url, "GET", f"/config/{subject}")[1]["error_code"] == 40408  # went with the subject
     assert subject not in client.get_subjects()
     assert subject in call(url, "GET", "/subjects?deleted=true")[1]
     assert call(url, "DELETE", f"/subjects/{subject}")[1]["error_code"] == 40404
@@ -271,6 +273,10 @@ def test_modes(url: str) -> None:
     assert call(url, "PUT", f"/mode/{subject}", {"mode": "SOMETIMES"})[1]["error_code"] == 42204
     assert call(url, "DELETE", f"/mode/{subject}")[1] == {"mode": "READONLY"}
     assert call(url, "PUT", f"/mode/{subject}", {"mode": "IMPORT"})[1] == {"mode": "IMPORT"}
+    status, body = call(url, "POST", f"/subjects/{subject}/versions", schema)  # IMPORT needs an id
+    assert (status, body["error_code"]) == (422, 42205)
+    status, body = call(url, "POST", f"/subjects/{_subject()}/versions", {**schema, "id": 778})  # and IMPORT mode
+    assert (status, body["error_code"]) == (422, 42205)
     status, body = call(url, "POST", f"/subjects/{subject}/versions", {**schema, "id": 777, "version": 3})
     assert status == 200 and body["id"] == 777
     assert call(url, "GET", f"/subjects/{subject}/versions")[1] == [3]

@@ -184,12 +184,10 @@ class SchemaRegistry:
 
     # --- writes (leader only) ---------------------------------------------------------------
 
-    def _check_writable(self, subject: str | None, *, importing: bool = False) -> None:
-        mode = self.state.effective_mode(subject)
-        if mode in ("READONLY", "READONLY_OVERRIDE"):
+    def _check_writable(self, subject: str | None) -> None:
+        """Deletes and config changes are refused only in read-only modes (42205)."""
+        if self.state.effective_mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
             raise e.OperationNotPermitted(f"Subject {subject} is in read-only mode")
-        if mode == "IMPORT" and not importing and subject is not None:
-            raise e.OperationNotPermitted(f"Subject {subject} is in import mode")
 
     async def register(self, subject: str, body: Any, *, normalize: bool) -> dict[str, Any]:
         """``POST /subjects/{subject}/versions``: ``{"id": id}`` (409 when incompatible)."""
@@ -200,8 +198,12 @@ class SchemaRegistry:
         mode = self.state.effective_mode(subject)
         if mode in ("READONLY", "READONLY_OVERRIDE"):
             raise e.OperationNotPermitted(f"Subject {subject} is in read-only mode")
-        if requested_id is not None and (mode != "IMPORT" or not isinstance(requested_id, int) or requested_id < 0):
-            raise e.OperationNotPermitted("Overwrite new schema with id is only allowed in IMPORT mode")
+        if requested_id is not None and (not isinstance(requested_id, int) or requested_id < 0):
+            requested_id = None  # Confluent's -1: no id asked for
+        if requested_id is not None and mode != "IMPORT":
+            raise e.OperationNotPermitted(f"Subject {subject} is not in import mode")
+        if requested_id is None and mode != "READWRITE":
+            raise e.OperationNotPermitted(f"Subject {subject} is not in read-write mode")
         parsed = await self._parse(schema_type, text, refs)
         if normalize or self.state.configs.get(subject, self.state.configs.get(None, {})).get("normalize") is True:
             text = parsed.identity if schema_type != "PROTOBUF" else text
@@ -269,7 +271,10 @@ class SchemaRegistry:
                         "delete permanently"
                     )
                 deleted = SchemaValue(**{**_fields(value), "deleted": True})
-                await self.store.put(key, deleted.encode())
+                records: list[tuple[RegistryKey, bytes | None]] = [(key, deleted.encode())]
+                if not [v for v in self.state.live_versions(subject) if v.version != value.version]:
+                    records += self._subject_settings_tombstones(subject)
+                await self.store.put_many(records)
             return value.version
 
     async def delete_subject(self, subject: str, *, permanent: bool) -> list[int]:
@@ -288,24 +293,26 @@ class SchemaRegistry:
                     raise e.SubjectNotSoftDeleted(
                         f"Subject '{subject}' was not deleted first before being permanently deleted"
                     )
-                records: list[tuple[RegistryKey, bytes | None]] = [
-                    (RegistryKey("SCHEMA", subject, v.version), None) for v in every
-                ]
-                if subject in self.state.configs:
-                    records.append((RegistryKey("CONFIG", subject), None))
-                if subject in self.state.modes:
-                    records.append((RegistryKey("MODE", subject), None))
-                await self.store.put_many(records)
+                await self.store.put_many([(RegistryKey("SCHEMA", subject, v.version), None) for v in every])
                 return [v.version for v in every]
             if not live:
                 raise e.SubjectSoftDeleted(
                     f"Subject '{subject}' was soft deleted. Set permanent=true to delete permanently"
                 )
-            await self.store.put(
-                RegistryKey("DELETE_SUBJECT", subject),
-                encode_json({"subject": subject, "version": live[-1].version}),
+            watermark = encode_json({"subject": subject, "version": live[-1].version})
+            await self.store.put_many(
+                [(RegistryKey("DELETE_SUBJECT", subject), watermark), *self._subject_settings_tombstones(subject)]
             )
             return [v.version for v in live]
+
+    def _subject_settings_tombstones(self, subject: str) -> list[tuple[RegistryKey, bytes | None]]:
+        """A subject whose last live version goes loses its config and mode, as Confluent's does."""
+        out: list[tuple[RegistryKey, bytes | None]] = []
+        if subject in self.state.configs:
+            out.append((RegistryKey("CONFIG", subject), None))
+        if subject in self.state.modes:
+            out.append((RegistryKey("MODE", subject), None))
+        return out
 
     async def set_config(self, subject: str | None, body: Any) -> dict[str, Any]:
         """``PUT /config[/{subject}]``: the new config as answered (``{"compatibility": ...}``)."""
