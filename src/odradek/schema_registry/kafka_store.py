@@ -55,6 +55,7 @@ class KafkaStore:
         self.timeout_ms = timeout_ms
         self.replication_factor = replication_factor
         self.wait_for_brokers = wait_for_brokers
+        self.startup_timeout_ms = 30000
         """Live brokers to wait for (up to ``timeout_ms``) before creating the topic, so brokers
         starting together give it its full replication factor."""
         self.state = RegistryState()
@@ -68,7 +69,26 @@ class KafkaStore:
         self._closed = False
 
     async def start(self) -> None:
-        """Create the topic if needed, start the reader and catch up with the end of the topic."""
+        """Create the topic if needed, start the reader and catch up with the end of the topic.
+
+        Transient failures (a topic being created by another instance and without a leader yet,
+        a broker not reachable yet) are retried for up to ``startup_timeout_ms``; the last one
+        is raised after it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.startup_timeout_ms / 1000
+        while True:
+            try:
+                await self._start_once()
+                return
+            except (KafkaError, StoreError, OperationTimeout, OSError) as e:
+                if loop.time() >= deadline:
+                    raise
+                log.info("schema registry store not ready (%s); retrying", e)
+                await self._close_clients()
+                await asyncio.sleep(0.5)
+
+    async def _start_once(self) -> None:
+        self.state = RegistryState()  # a retried start reads the topic from the beginning again
         await self._ensure_topic()
         self._producer = Producer(
             self.bootstrap_servers,
@@ -178,13 +198,18 @@ class KafkaStore:
         await self.wait_until_offset(metas[-1].offset)
         return [m.offset for m in metas]
 
-    async def close(self) -> None:
-        self._closed = True
+    async def _close_clients(self) -> None:
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
+            self._reader = None
         for client in (self._producer, self._consumer):
             if client is not None:
                 with contextlib.suppress(Exception):
                     await client.close()
+        self._producer = self._consumer = None
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._close_clients()

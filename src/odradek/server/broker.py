@@ -302,19 +302,33 @@ class Broker:
             self.cluster_id,
         )
 
-    async def _start_schema_registry(self) -> None:
-        """Serve the schema registry when ``schema.registry.listener`` is set (on its own thread)."""
+    async def _start_schema_registry(self, retry_s: float = 0.0) -> None:
+        """Serve the schema registry when ``schema.registry.listener`` is set (on its own thread).
+
+        A registry that cannot start (``_schemas`` unreachable) does not stop the broker: it is
+        logged and retried every 5 s from a background task until it starts or the broker stops."""
         address = self._local_address()
         if address is None or not self.config.get("schema.registry.listener"):
             return
         from odradek.server import schema_registry_host
 
-        self.schema_registry = await asyncio.to_thread(
-            schema_registry_host.start, self.config, address, self.inter_broker_security
-        )
-        self.schema_id_validator.registry = self.schema_registry
-        if self.schema_registry is not None:
-            log.info("broker %d serves the schema registry on %s", self.broker_id, self.schema_registry.url)
+        if retry_s:
+            await asyncio.sleep(retry_s)
+        try:
+            server = await asyncio.to_thread(
+                schema_registry_host.start, self.config, address, self.inter_broker_security
+            )
+        except Exception as e:
+            log.error("broker %d: the schema registry did not start (%s); retrying in 5 s", self.broker_id, e)
+            self._tasks.append(asyncio.get_running_loop().create_task(self._start_schema_registry(5.0)))
+            return
+        if not self.started and retry_s:  # the broker began shutting down meanwhile
+            if server is not None:
+                await asyncio.to_thread(schema_registry_host.stop, server)
+            return
+        self.schema_registry = self.schema_id_validator.registry = server
+        if server is not None:
+            log.info("broker %d serves the schema registry on %s", self.broker_id, server.url)
 
     async def _topic_configs_on_disk(self, zk: KafkaZkClient) -> dict[str, LogConfig]:
         """The ``LogConfig`` of every topic with a partition directory in a log dir, its overrides read
