@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from tests.integration.schema_registry_support import avro_record, call
 
 from odradek.testing import LocalCluster
-from tests.integration.schema_registry_support import avro_record, call
 
 pytestmark = pytest.mark.timeout(180)
 SERVES = re.compile(r"broker (\d+) serves the schema registry on (http://\S+)")
