@@ -149,8 +149,9 @@ class ApiServices(Protocol):
         ...
 
     @property
-    def schema_id_validator(self) -> SchemaIdValidator:
-        """Produce's check of ``confluent.value.schema.validation`` topics (:mod:`.schema_validation`)."""
+    def schema_id_validator(self) -> SchemaIdValidator | None:
+        """Produce's check of ``confluent.value.schema.validation`` topics (:mod:`.schema_validation`);
+        the broker always has one."""
         ...
 
     @property

@@ -116,7 +116,7 @@ async def _append(ctx: RequestContext, name: str, pdata: _PartitionData, acks: i
         tp = TopicPartition(name, pdata.index)
         try:
             validator = ctx.services.schema_id_validator
-            if validator.enabled(name):
+            if validator is not None and validator.enabled(name):
                 await validator.check(name, pdata.records)
             info = await ctx.services.replica_manager.append_produced_records(tp, pdata.records, acks)
             answer.base_offset = info.first_offset
