@@ -124,6 +124,17 @@ class SchemaRegistry:
                 raise e.Unprocessable(f"{field} must be an object")
         return schema_type, schema, refs
 
+    async def warm_up(self) -> None:
+        """Compute the identity of every stored schema (in worker threads), so the first new
+        registration after a start does not parse them all while its client waits. A schema that
+        no longer parses is skipped (its identity is computed, and fails, when it is needed)."""
+        for value in list(self.state.by_id.values()):
+            if value.id not in self._identity_by_id:
+                try:
+                    await self._identity_of(value)
+                except e.RestError:
+                    continue
+
     # --- reads ------------------------------------------------------------------------------
 
     def subject_versions(self, subject: str, *, deleted: bool = False) -> list[SchemaValue]:

@@ -177,6 +177,7 @@ class RegistryServer:
             cfg.bootstrap_servers, topic=cfg.topic, security=cfg.security, wait_for_brokers=cfg.wait_for_brokers
         )
         zk = None
+        warm_up: asyncio.Future[None] | None = None
         client = httpx.AsyncClient(timeout=10.0, verify=False)
         try:
             await store.start()
@@ -186,6 +187,8 @@ class RegistryServer:
                 zk = ZooKeeperStore(cfg.zookeeper_connect, session_timeout_ms=cfg.zookeeper_session_timeout_ms)
                 await zk.start()
             self.registry = SchemaRegistry(store, cfg.max_request_bytes)
+            warm_up = asyncio.ensure_future(self.registry.warm_up())
+            warm_up.add_done_callback(lambda f: f.cancelled() or f.exception())
             self.leader = LeaderElector(self.url, zk, on_elected=store.sync)
             await self.leader.start()
             authenticator: Authenticator | None = None
@@ -214,6 +217,8 @@ class RegistryServer:
             ready.set_result(None)
             await serving
         finally:
+            if warm_up is not None:
+                warm_up.cancel()
             if self.leader is not None:
                 await self.leader.close()
             if zk is not None:
