@@ -124,7 +124,7 @@ def test_bad_input_gets_confluents_codes_and_writes_nothing(broker: BrokerRunner
         ((422, 42201), call(url, "POST", "/subjects/bad/versions", {"schemaType": "JSON", "schema": '{"type": 12}'})),
         ((422, 42201), call(url, "POST", "/subjects/bad/versions", {"schemaType": "PROTOBUF", "schema": "message {"})),
         ((422, 42201), call(url, "POST", "/subjects/bad/versions", {"schema": ""})),
-        ((422, 422), call(url, "POST", "/subjects/bad/versions", [1, 2])),
+        ((400, 400), call(url, "POST", "/subjects/bad/versions", [1, 2])),
         ((415, 415), call(url, "POST", "/subjects/bad/versions", good, headers={"Content-Type": "text/plain"})),
         ((406, 406), call(url, "GET", "/subjects", headers={"Accept": "text/html"})),
         ((404, 40401), call(url, "GET", "/subjects/unknown/versions")),

@@ -107,7 +107,7 @@ class SchemaRegistry:
     def _body(self, body: Any) -> tuple[str, str, list[dict[str, Any]]]:
         """Schema type, text and references of a register / lookup / compatibility body."""
         if not isinstance(body, dict):
-            raise e.Unprocessable("The request body must be a JSON object")
+            raise e.BadRequest("The request body must be a JSON object")
         schema = body.get("schema")
         schema_type = body.get("schemaType") or "AVRO"
         refs = body.get("references") or []
@@ -118,10 +118,10 @@ class SchemaRegistry:
         if not isinstance(schema_type, str) or schema_type not in SCHEMA_TYPES:
             raise e.InvalidSchema(f"Invalid schema type {schema_type}")
         if not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs):
-            raise e.Unprocessable("references must be a list of objects")
+            raise e.BadRequest("references must be a list of objects")
         for field in ("metadata", "ruleSet"):
             if body.get(field) is not None and not isinstance(body[field], dict):
-                raise e.Unprocessable(f"{field} must be an object")
+                raise e.BadRequest(f"{field} must be an object")
         return schema_type, schema, refs
 
     async def warm_up(self) -> None:
@@ -328,7 +328,7 @@ class SchemaRegistry:
     async def set_config(self, subject: str | None, body: Any) -> dict[str, Any]:
         """``PUT /config[/{subject}]``: the new config as answered (``{"compatibility": ...}``)."""
         if not isinstance(body, dict):
-            raise e.Unprocessable("The request body must be a JSON object")
+            raise e.BadRequest("The request body must be a JSON object")
         level = body.get("compatibility", body.get("compatibilityLevel"))
         if level is not None and (not isinstance(level, str) or level.upper() not in COMPATIBILITY_LEVELS):
             raise e.InvalidCompatibilityLevel(

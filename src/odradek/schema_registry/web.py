@@ -7,8 +7,8 @@ Requests: ``Content-Type`` may be ``application/vnd.schemaregistry.v1+json``,
 415. Responses take the first of the three JSON types the ``Accept`` header allows (``*/*`` or no
 header: the v1 type); none allowed is 406. A body longer than the limit is refused with 413 from
 its ``Content-Length`` or, chunked, as soon as the bytes read pass it; a body that is not JSON is
-400 (error_code 400, as Confluent's JSON parse error mapper answers); a JSON value of the wrong
-shape is 422.
+400 (error_code 400, as Confluent's JSON parse error mapper answers), and so is a JSON value of
+the wrong shape (its JSON mapping error mapper's answer).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ async def read_body(request: Request, limit: int) -> bytes:
 async def json_body(request: Request, limit: int) -> Any:
     raw = await read_body(request, limit)
     if not raw.strip():
-        raise e.Unprocessable("Request body is empty")
+        raise e.BadRequest("Request body is empty")
     try:
         return json.loads(raw)
     except ValueError as exc:
