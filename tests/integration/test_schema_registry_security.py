@@ -104,3 +104,18 @@ def test_tls_only(registry: RegistryServer, paths: dict[str, str]) -> None:
     with pytest.raises(httpx.HTTPError):  # a client that does not trust the CA
         httpx.get(registry.url + "/subjects", timeout=5)
     assert pathlib.Path(paths["server"]).exists()
+
+
+def test_broker_hosted_registry_checks_credentials_on_its_sasl_listener(
+    tmp_path_factory: pytest.TempPathFactory, paths: dict[str, str]
+) -> None:
+    # the inter-broker listener is PLAINTEXT; the cluster's SASL listeners still guard the registry
+    extra = {"schema.registry.listener": "http://127.0.0.1:0", "schema.registry.writers": "admin"}
+    with secure_broker(str(tmp_path_factory.mktemp("sr-hosted")), paths, **extra) as runner:
+        assert runner.broker is not None and runner.broker.schema_registry is not None
+        url = runner.broker.schema_registry.url
+        assert call(url, "GET", "/subjects")[0] == 401
+        assert call(url, "GET", "/subjects", auth=("scram-user", "scram-secret")) == (200, [])
+        schema = {"schema": avro_record("H", [])}
+        assert call(url, "POST", "/subjects/h/versions", schema, auth=("scram-user", "scram-secret"))[0] == 403
+        assert call(url, "POST", "/subjects/h/versions", schema, auth=("admin", "admin-secret"))[0] == 200

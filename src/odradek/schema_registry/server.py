@@ -61,6 +61,11 @@ class RegistryConfig:
     topic: str = SCHEMAS_TOPIC
     zookeeper_session_timeout_ms: int = 6000
     wait_for_brokers: int = 1
+    auth_bootstrap_servers: str | None = None
+    """Where Basic credentials are checked by a SCRAM login (default: ``bootstrap_servers``), with
+    ``auth_security``'s protocol and TLS settings: a broker whose inter-broker listener is not SASL
+    points it at one of its SASL listeners."""
+    auth_security: ClientSecurity | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -72,6 +77,7 @@ class RegistryConfig:
         listener: str | None = None,
         zookeeper_connect: str | None = None,
         security: ClientSecurity = PLAINTEXT_SECURITY,
+        auth_target: tuple[str, ClientSecurity] | None = None,
     ) -> RegistryConfig:
         def get(key: str, default: str | None = None) -> str | None:
             value = props.get(key, default)
@@ -93,7 +99,8 @@ class RegistryConfig:
             raise RegistryConfigError(
                 "an https schema.registry.listener needs schema.registry.ssl.certificate.location"
             )
-        method = (get("schema.registry.authentication.method") or ("BASIC" if security.uses_sasl else "NONE")).upper()
+        sasl = security.uses_sasl or auth_target is not None
+        method = (get("schema.registry.authentication.method") or ("BASIC" if sasl else "NONE")).upper()
         if method not in ("NONE", "BASIC"):
             raise RegistryConfigError(f"Invalid value {method} for configuration schema.registry.authentication.method")
         try:
@@ -101,7 +108,7 @@ class RegistryConfig:
         except ValueError:
             raise RegistryConfigError("schema.registry.max.request.bytes must be an integer") from None
         writers = tuple(w.strip() for w in (get("schema.registry.writers") or "").split(",") if w.strip())
-        return cls(
+        result = cls(
             bootstrap_servers,
             url,
             zookeeper_connect,
@@ -113,6 +120,9 @@ class RegistryConfig:
             limit,
             get("schema.registry.topic") or SCHEMAS_TOPIC,
         )
+        if auth_target is not None:
+            result.auth_bootstrap_servers, result.auth_security = auth_target
+        return result
 
 
 class RegistryServer:
@@ -195,7 +205,9 @@ class RegistryServer:
             if cfg.authentication == "BASIC":
                 from odradek.schema_registry.auth import ScramLoginAuthenticator
 
-                authenticator = ScramLoginAuthenticator(cfg.bootstrap_servers, cfg.security, cfg.writers)
+                authenticator = ScramLoginAuthenticator(
+                    cfg.auth_bootstrap_servers or cfg.bootstrap_servers, cfg.auth_security or cfg.security, cfg.writers
+                )
             app = build_app(Context(self.registry, self.leader, authenticator, cfg.max_request_bytes, client))
             https = urlsplit(cfg.listener).scheme == "https"
             config = uvicorn.Config(

@@ -316,7 +316,7 @@ class Broker:
             await asyncio.sleep(retry_s)
         try:
             server = await asyncio.to_thread(
-                schema_registry_host.start, self.config, address, self.inter_broker_security
+                schema_registry_host.start, self.config, address, self.inter_broker_security, list(self.endpoints)
             )
         except Exception as e:
             log.error("broker %d: the schema registry did not start (%s); retrying in 5 s", self.broker_id, e)
