@@ -23,6 +23,7 @@ import concurrent.futures
 import contextlib
 import logging
 import socket
+import ssl
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -153,6 +154,15 @@ class RegistryServer:
         self.url = f"{parts.scheme}://{shown}:{port}"
         return sock
 
+    def _forwarding_trust(self) -> ssl.SSLContext:
+        """How writes forwarded to an https leader verify it: the system's CAs plus the
+        certificates of this instance's own chain file (instances of one cluster share a CA)."""
+        context = ssl.create_default_context()
+        if self.config.certfile:
+            with contextlib.suppress(ssl.SSLError, OSError):
+                context.load_verify_locations(cafile=self.config.certfile)
+        return context
+
     def start(self, timeout_s: float = 30.0) -> RegistryServer:
         sock = self._bind()
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -188,7 +198,7 @@ class RegistryServer:
         )
         zk = None
         warm_up: asyncio.Future[None] | None = None
-        client = httpx.AsyncClient(timeout=10.0, verify=False)
+        client = httpx.AsyncClient(timeout=10.0, verify=self._forwarding_trust())
         try:
             await store.start()
             if cfg.zookeeper_connect:
