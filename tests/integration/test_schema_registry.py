@@ -315,3 +315,17 @@ def test_broker_side_schema_id_validation(broker: BrokerRunner, client: SchemaRe
     producer.produce(f"plain-{topic}", value=b"plain text", on_delivery=report("unvalidated"))
     producer.flush(10)
     assert dict(results)["unvalidated"] is None
+
+
+def test_import_keeps_ids_and_refuses_to_overwrite_one(url: str) -> None:
+    subject = _subject()
+    assert call(url, "PUT", f"/mode/{subject}", {"mode": "IMPORT"})[0] == 200
+    first = {"schema": avro_record("I", [{"name": "a", "type": "int"}]), "id": 9001, "version": 1}
+    assert call(url, "POST", f"/subjects/{subject}/versions", first)[1]["id"] == 9001
+    other = {"schema": avro_record("J", [{"name": "b", "type": "int"}]), "id": 9001, "version": 2}
+    status, body = call(url, "POST", f"/subjects/{subject}/versions", other)
+    assert (status, body["error_code"]) == (422, 42205)
+    # ids handed out afterwards continue after the imported one
+    assert call(url, "DELETE", f"/mode/{subject}")[0] == 200
+    fresh = call(url, "POST", f"/subjects/{_subject()}/versions", {"schema": avro_record("K", [])})[1]
+    assert fresh["id"] > 9001

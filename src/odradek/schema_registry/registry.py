@@ -209,7 +209,7 @@ class SchemaRegistry:
         mode = self.state.effective_mode(subject)
         if mode in ("READONLY", "READONLY_OVERRIDE"):
             raise e.OperationNotPermitted(f"Subject {subject} is in read-only mode")
-        if requested_id is not None and (not isinstance(requested_id, int) or requested_id < 0):
+        if requested_id is not None and (type(requested_id) is not int or requested_id < 0):
             requested_id = None  # Confluent's -1: no id asked for
         if requested_id is not None and mode != "IMPORT":
             raise e.OperationNotPermitted(f"Subject {subject} is not in import mode")
@@ -237,7 +237,7 @@ class SchemaRegistry:
             if schema_id is not None:
                 existing = self.state.by_id.get(schema_id)
                 if existing is not None and await self._identity_of(existing) != ident:
-                    raise e.IdDoesNotMatch(f"Schema id {schema_id} already in use by a different schema")
+                    raise e.OperationNotPermitted(f"Overwrite new schema with id {schema_id} is not permitted.")
             else:
                 for value in list(self.state.by_id.values()):
                     if value.schema_type == schema_type and await self._identity_of(value) == ident:
