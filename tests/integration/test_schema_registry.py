@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
@@ -329,3 +329,19 @@ def test_import_keeps_ids_and_refuses_to_overwrite_one(url: str) -> None:
     assert call(url, "DELETE", f"/mode/{subject}")[0] == 200
     fresh = call(url, "POST", f"/subjects/{_subject()}/versions", {"schema": avro_record("K", [])})[1]
     assert fresh["id"] > 9001
+
+
+def test_subjects_named_like_import_paths(url: str, client: SchemaRegistryClient) -> None:
+    dep_subject = f"dir-{uuid.uuid4().hex[:6]}/money.proto"
+    dep = 'syntax = "proto3";\npackage m;\nmessage Money { int64 cents = 1; }\n'
+    dep_id = client.register_schema(dep_subject, Schema(dep, "PROTOBUF"))  # sent URL-encoded
+    assert dep_subject in client.get_subjects()
+    assert client.get_latest_version(dep_subject).schema_id == dep_id
+    assert client.get_versions(dep_subject) == [1]
+    main = f'syntax = "proto3";\nimport "{dep_subject}";\nmessage Order {{ m.Money total = 1; }}\n'
+    refs = [SchemaReference(dep_subject, dep_subject, 1)]
+    main_id = client.register_schema(_subject(), Schema(main, "PROTOBUF", refs))
+    assert call(url, "GET", f"/subjects/{dep_subject.replace('/', '%2F')}/versions/1/referencedby")[1] == [main_id]
+    assert client.set_compatibility(dep_subject, "NONE") == {"compatibility": "NONE"}
+    assert client.get_compatibility(dep_subject) == "NONE"
+    assert client.test_compatibility(dep_subject, Schema(dep, "PROTOBUF")) is True

@@ -258,7 +258,11 @@ def build_app(ctx: Context) -> Starlette:
     def route(path: str, handler: Handler, method: str = "GET", *, write: bool = False, body: bool = False) -> Route:
         return Route(path, _endpoint(ctx, handler, write=write, body=body), methods=[method])
 
-    S, V = "/subjects/{subject}", "/subjects/{subject}/versions/{version}"
+    # Subjects may hold "/" (Protobuf references are subjects named after their import path,
+    # sent URL-encoded and decoded before routing): they match as paths, and the routes are
+    # ordered most specific first so a suffix such as /versions/1 is never taken for a subject.
+    S, V = "/subjects/{subject:path}", "/subjects/{subject:path}/versions/{version}"
+    C = "/compatibility/subjects/{subject:path}/versions"
     routes = [
         route("/", root),
         route("/schemas", list_schemas),
@@ -268,27 +272,27 @@ def build_app(ctx: Context) -> Starlette:
         route("/schemas/ids/{id}/subjects", id_subjects),
         route("/schemas/ids/{id}/versions", id_versions),
         route("/subjects", subjects),
+        route(f"{V}/schema", get_version_schema),
+        route(f"{V}/referencedby", referenced_by),
+        route(V, get_version),
+        route(V, delete_version, "DELETE", write=True),
         route(f"{S}/versions", versions),
         route(f"{S}/versions", register, "POST", write=True, body=True),
         route(S, lookup, "POST", body=True),
         route(S, delete_subject, "DELETE", write=True),
-        route(V, get_version),
-        route(f"{V}/schema", get_version_schema),
-        route(f"{V}/referencedby", referenced_by),
-        route(V, delete_version, "DELETE", write=True),
-        route("/compatibility/subjects/{subject}/versions/{version}", compatibility, "POST", body=True),
-        route("/compatibility/subjects/{subject}/versions", compatibility, "POST", body=True),
+        route(C + "/{version}", compatibility, "POST", body=True),
+        route(C, compatibility, "POST", body=True),
         route("/config", get_config),
         route("/config", put_config, "PUT", write=True, body=True),
         route("/config", delete_config, "DELETE", write=True),
-        route("/config/{subject}", get_config),
-        route("/config/{subject}", put_config, "PUT", write=True, body=True),
-        route("/config/{subject}", delete_config, "DELETE", write=True),
+        route("/config/{subject:path}", get_config),
+        route("/config/{subject:path}", put_config, "PUT", write=True, body=True),
+        route("/config/{subject:path}", delete_config, "DELETE", write=True),
         route("/mode", get_mode),
         route("/mode", put_mode, "PUT", write=True, body=True),
-        route("/mode/{subject}", get_mode),
-        route("/mode/{subject}", put_mode, "PUT", write=True, body=True),
-        route("/mode/{subject}", delete_mode, "DELETE", write=True),
+        route("/mode/{subject:path}", get_mode),
+        route("/mode/{subject:path}", put_mode, "PUT", write=True, body=True),
+        route("/mode/{subject:path}", delete_mode, "DELETE", write=True),
         route("/contexts", contexts),
     ]
 
