@@ -55,7 +55,7 @@ def compile_proto(tmp: pathlib.Path, name: str, text: str) -> ModuleType:
     assert code == 0, "protoc failed"
     sys.path.insert(0, str(tmp))
     try:
-        return importlib.import_module(f"{name}_pb2")
+        return importlib.import_module(f"{name}_pb2".replace("/", "."))
     finally:
         sys.path.remove(str(tmp))
 

@@ -345,3 +345,27 @@ def test_subjects_named_like_import_paths(url: str, client: SchemaRegistryClient
     assert client.set_compatibility(dep_subject, "NONE") == {"compatibility": "NONE"}
     assert client.get_compatibility(dep_subject) == "NONE"
     assert client.test_compatibility(dep_subject, Schema(dep, "PROTOBUF")) is True
+
+
+def test_protobuf_serializer_registers_its_imports(
+    broker: BrokerRunner, client: SchemaRegistryClient, tmp_path: pathlib.Path
+) -> None:
+    package = f"pkg{uuid.uuid4().hex[:6]}"
+    (tmp_path / package).mkdir()
+    dep = compile_proto(
+        tmp_path, f"{package}/money", f'syntax = "proto3";\npackage {package};\nmessage Money {{ int64 cents = 1; }}\n'
+    )
+    main = compile_proto(
+        tmp_path,
+        f"{package}_order",
+        f'syntax = "proto3";\npackage {package};\nimport "{package}/money.proto";\n'
+        "message Order { string id = 1; Money total = 2; }\n",
+    )
+    topic = f"proto-ref-{uuid.uuid4().hex[:6]}"
+    values = [main.Order(id=f"o{i}", total=dep.Money(cents=i)) for i in range(3)]
+    serializer = ProtobufSerializer(main.Order, client, {"use.deprecated.format": False})
+    deserializer = ProtobufDeserializer(main.Order, {"use.deprecated.format": False})
+    assert _round_trip(broker, topic, serializer, deserializer, values) == values
+    assert f"{package}/money.proto" in client.get_subjects()  # the import, registered under its path
+    registered = client.get_latest_version(f"{topic}-value")
+    assert [r.name for r in registered.schema.references] == [f"{package}/money.proto"]
