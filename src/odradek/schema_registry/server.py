@@ -12,8 +12,7 @@ Config keys (``schema.registry.*``, read by :meth:`RegistryConfig.from_propertie
 ``schema.registry.ssl.certificate.location`` / ``schema.registry.ssl.key.location`` (PEM files,
 required for https), ``schema.registry.authentication.method`` (``NONE`` or ``BASIC``; default
 BASIC when the registry's Kafka client uses SASL), ``schema.registry.writers`` (comma-separated
-principals), ``schema.registry.max.request.bytes``, ``schema.registry.topic``,
-``schema.registry.leader.eligibility``.
+principals), ``schema.registry.max.request.bytes``, ``schema.registry.topic``.
 """
 
 from __future__ import annotations
