@@ -237,6 +237,11 @@ def test_references_metadata_and_rule_set_round_trip(url: str, client: SchemaReg
     assert got["references"] == body["references"] and got["metadata"] == body["metadata"]
     assert got["ruleSet"] == body["ruleSet"] and got["id"] == answer["id"]
     assert call(url, "GET", f"/subjects/{base}/versions/1/referencedby")[1] == [answer["id"]]
+    latest = client.get_latest_with_metadata(subject, {"owner": "team-a"})
+    assert latest.schema_id == answer["id"] and latest.version == 1
+    with pytest.raises(SchemaRegistryError) as info:
+        client.get_latest_with_metadata(subject, {"owner": "team-b"})
+    assert info.value.error_code == 40403
     assert call(url, "DELETE", f"/subjects/{base}/versions/1")[1]["error_code"] == 42206
     bad = {**body, "references": [{"name": "x.Address", "subject": "nope", "version": 1}]}
     assert call(url, "POST", f"/subjects/{_subject()}/versions", bad)[1]["error_code"] == 42201

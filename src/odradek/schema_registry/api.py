@@ -191,6 +191,21 @@ async def get_version(r: SchemaRegistry, c: Call) -> Any:
     return _schema_json(r.get_version(c.params["subject"], c.params["version"], deleted=c.flag("deleted")))
 
 
+async def latest_with_metadata(r: SchemaRegistry, c: Call) -> Any:
+    """``GET /subjects/{s}/metadata?key=k&value=v...``: the latest version whose
+    ``metadata.properties`` hold every pair (40403 when none does)."""
+    keys = c.request.query_params.getlist("key")
+    values = c.request.query_params.getlist("value")
+    if len(keys) != len(values):
+        raise e.BadRequest("key and value parameters must come in pairs")
+    wanted = dict(zip(keys, values, strict=True))
+    for value in reversed(r.subject_versions(c.params["subject"], deleted=c.flag("deleted"))):
+        props = (value.metadata or {}).get("properties") or {}
+        if isinstance(props, dict) and all(props.get(k) == v for k, v in wanted.items()):
+            return _schema_json(value)
+    raise e.SchemaNotFound(f"Schema with metadata {wanted} not found")
+
+
 async def get_version_schema(r: SchemaRegistry, c: Call) -> Any:
     value = r.get_version(c.params["subject"], c.params["version"], deleted=c.flag("deleted"))
     return PlainTextResponse(value.schema)
@@ -277,6 +292,7 @@ def build_app(ctx: Context) -> Starlette:
         route(V, get_version),
         route(V, delete_version, "DELETE", write=True),
         route(f"{S}/versions", versions),
+        route(f"{S}/metadata", latest_with_metadata),
         route(f"{S}/versions", register, "POST", write=True, body=True),
         route(S, lookup, "POST", body=True),
         route(S, delete_subject, "DELETE", write=True),
