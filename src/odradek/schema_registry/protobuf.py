@@ -3,8 +3,10 @@
 Protobuf compatibility rules.
 
 Compilation writes the schema and its text references (named by their import path) into a
-temporary directory and runs protoc in-process under a lock (protoc's entry point is not
-re-entrant); references given as base64 descriptors are passed with ``--descriptor_set_in``.
+temporary directory and runs protoc (``python -m grpc_tools.protoc``, about 40 ms) in a child
+process, so untrusted text never reaches a parser inside the registry's (or broker's) process and
+a runaway compile is killed after ``PROTOC_TIMEOUT_S``; references given as base64 descriptors are
+passed with ``--descriptor_set_in``.
 Google's well-known types are found in grpc_tools' bundled include directory.
 
 :func:`check` (reader, writer) reports Confluent's breaking differences: ``SYNTAX_CHANGED``,
@@ -22,8 +24,9 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import subprocess
+import sys
 import tempfile
-import threading
 from dataclasses import dataclass
 
 from google.protobuf import descriptor_pb2  # type: ignore[import-untyped]
@@ -31,7 +34,7 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from odradek.schema_registry.errors import InvalidSchema
 
-_PROTOC_LOCK = threading.Lock()
+PROTOC_TIMEOUT_S = 30
 MAIN_FILE = "__schema__.proto"
 T = descriptor_pb2.FieldDescriptorProto
 WIRE_GROUPS = [
@@ -73,8 +76,6 @@ def _include_dir() -> str:
 
 
 def _compile(text: str, references: dict[str, str]) -> descriptor_pb2.FileDescriptorProto:
-    from grpc_tools import protoc  # type: ignore[import-untyped]
-
     with tempfile.TemporaryDirectory(prefix="odradek-proto-") as tmp:
         src = os.path.join(tmp, "src")
         os.makedirs(src)
@@ -100,19 +101,18 @@ def _compile(text: str, references: dict[str, str]) -> descriptor_pb2.FileDescri
             with open(din, "wb") as f:
                 f.write(binary.SerializeToString())
             args.insert(1, f"--descriptor_set_in={din}")
-        err_r, err_w = os.pipe()
-        with _PROTOC_LOCK:
-            saved = os.dup(2)
-            os.dup2(err_w, 2)
-            try:
-                code = protoc.main(args)
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-                os.close(err_w)
-        with os.fdopen(err_r, "rb") as f:
-            errors = f.read(4096).decode(errors="replace").replace(tmp, "")
-        if code != 0:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "grpc_tools.protoc", *args[1:]],
+                capture_output=True,
+                timeout=PROTOC_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise InvalidSchema(f"Invalid schema: protoc did not finish in {PROTOC_TIMEOUT_S} s") from None
+        if done.returncode != 0:
+            errors = done.stderr[:4096].decode(errors="replace").replace(src + os.sep, "").replace(tmp, "")
             raise InvalidSchema(f"Invalid schema: {errors.strip() or 'protoc failed'}")
         with open(out, "rb") as f:
             fds = descriptor_pb2.FileDescriptorSet.FromString(f.read())
