@@ -22,6 +22,7 @@ messages, enums or constants are compatible (unknown fields are skipped on the w
 from __future__ import annotations
 
 import base64
+import hashlib
 import binascii
 import os
 import subprocess
@@ -126,7 +127,8 @@ def parse(text: str, references: dict[str, str]) -> ProtobufSchema:
         if len(text) > 1 << 20:
             raise InvalidSchema("Invalid schema: too large")
         fdp = _compile(text, references)
-        fdp.name = ""
+        # a name of its own, so a client can add it to a descriptor pool beside its imports
+        fdp.name = f"schema_{hashlib.sha256(text.encode()).hexdigest()[:16]}.proto"
     ident = descriptor_pb2.FileDescriptorProto()
     ident.CopyFrom(fdp)
     ident.ClearField("name")
