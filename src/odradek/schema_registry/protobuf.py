@@ -22,8 +22,8 @@ messages, enums or constants are compatible (unknown fields are skipped on the w
 from __future__ import annotations
 
 import base64
-import hashlib
 import binascii
+import hashlib
 import os
 import subprocess
 import sys
