@@ -207,14 +207,30 @@ PROTO_CASES = [
         proto("message N {} message O {} message M { N a = 1; }"),
         False,
     ),  # named type changed
-    (proto("message M { repeated int32 a = 1; }"), proto("message M { int32 a = 1; }"), False),
+    (proto("message M { repeated string a = 1; }"), proto("message M { string a = 1; }"), True),  # label
+    (proto("enum E { A = 0; } message M { E a = 1; }"), proto("message M { int32 a = 1; }"), True),  # enum ~ int
+    (proto("enum E { A = 0; } message M { E a = 1; }"), proto("message M { string a = 1; }"), False),
+    (proto("message M { map<string, int64> m = 1; }"), proto("message M { map<string, int32> m = 1; }"), True),
+    (proto("message M { map<string, string> m = 1; }"), proto("message M { map<string, int32> m = 1; }"), False),
+    (proto("message N {} message M { N m = 1; }"), proto("message M { map<string, int32> m = 1; }"), False),
+    (proto("message M { double a = 1; }"), proto("message M { float a = 1; }"), False),
     (proto("message M {}"), proto("message M {} message Gone {}"), False),  # message removed
     (proto("message M {} message New {}"), proto("message M {}"), True),  # message added
     (proto("message M {}", package="q"), proto("message M {}"), False),  # package changed
     (proto("message M { optional int32 a = 1; }", syntax="proto2"), proto("message M { int32 a = 1; }"), False),
     (proto("enum E { A = 0; B = 1; C = 2; }"), proto("enum E { A = 0; B = 1; }"), True),  # constant added
-    (proto("enum E { A = 0; }"), proto("enum E { A = 0; B = 1; }"), False),  # constant removed
-    (proto("message M {}"), proto("message M {} enum E { A = 0; }"), False),  # enum removed
+    (proto("enum E { A = 0; }"), proto("enum E { A = 0; B = 1; }"), True),  # constant removed: kept on the wire
+    (proto("message M {}"), proto("message M {} enum E { A = 0; }"), True),  # enum removed
+    (
+        proto("message M { oneof o { int32 a = 1; } }"),
+        proto("message M { oneof o { int32 a = 1; int32 b = 2; } }"),
+        False,
+    ),  # oneof field removed
+    (
+        proto("message M { oneof o { int32 a = 1; } int32 b = 2; }"),
+        proto("message M { oneof o { int32 a = 1; int32 b = 2; } }"),
+        True,
+    ),  # moved out of the oneof: nothing lost
     (
         proto("message M { oneof o { int32 a = 1; int32 b = 2; } }"),
         proto("message M { int32 a = 1; int32 b = 2; }"),

@@ -9,14 +9,16 @@ a runaway compile is killed after ``PROTOC_TIMEOUT_S``; references given as base
 passed with ``--descriptor_set_in``.
 Google's well-known types are found in grpc_tools' bundled include directory.
 
-:func:`check` (reader, writer) reports Confluent's breaking differences: ``SYNTAX_CHANGED``,
-``PACKAGE_CHANGED``, ``MESSAGE_REMOVED``, ``ENUM_REMOVED``, ``ENUM_CONST_REMOVED``,
-``ENUM_CONST_CHANGED``, ``FIELD_KIND_CHANGED`` (scalar vs message vs enum, or the label),
-``FIELD_SCALAR_KIND_CHANGED`` (outside one wire-compatible group: int32/uint32/int64/uint64/bool,
-sint32/sint64, fixed32/sfixed32, fixed64/sfixed64, string/bytes), ``FIELD_NAMED_TYPE_CHANGED``,
-``REQUIRED_FIELD_ADDED``/``REQUIRED_FIELD_REMOVED``, ``FIELD_MOVED_TO_EXISTING_ONEOF`` and
-``MULTIPLE_FIELDS_MOVED_TO_ONEOF``. Added or removed optional fields, renamed fields and added
-messages, enums or constants are compatible (unknown fields are skipped on the wire).
+:func:`check` (reader, writer) reports the differences Confluent's ``SchemaDiff`` counts as
+breaking: ``SYNTAX_CHANGED``, ``PACKAGE_CHANGED``, ``MESSAGE_REMOVED``, ``FIELD_KIND_CHANGED``
+(scalar, message or map; enums are scalars), ``FIELD_SCALAR_KIND_CHANGED`` (outside one
+wire-compatible group: int32/uint32/int64/uint64/bool/enums, sint32/sint64, fixed32/sfixed32,
+fixed64/sfixed64, string/bytes, float, double), ``FIELD_NAMED_TYPE_CHANGED`` (by the type's name
+within its package), map keys and values compared as fields, ``REQUIRED_FIELD_ADDED`` /
+``REQUIRED_FIELD_REMOVED``, ``ONEOF_FIELD_REMOVED``, ``FIELD_MOVED_TO_EXISTING_ONEOF`` and
+``MULTIPLE_FIELDS_MOVED_TO_ONEOF``. Enum changes (removed enums and constants included), label
+changes, messages added or moved, and added, removed or renamed fields are compatible, as in
+Confluent's diff (unknown fields and enum values survive on the wire).
 """
 
 from __future__ import annotations
@@ -136,101 +138,113 @@ def parse(text: str, references: dict[str, str]) -> ProtobufSchema:
     return ProtobufSchema(fdp, base64.b64encode(ident.SerializeToString(deterministic=True)).decode())
 
 
-def _types(
-    fdp: descriptor_pb2.FileDescriptorProto,
-) -> tuple[dict[str, descriptor_pb2.DescriptorProto], dict[str, descriptor_pb2.EnumDescriptorProto]]:
-    messages: dict[str, descriptor_pb2.DescriptorProto] = {}
-    enums: dict[str, descriptor_pb2.EnumDescriptorProto] = {}
+Messages = dict[str, descriptor_pb2.DescriptorProto]
 
-    def walk(
-        prefix: str, msgs: list[descriptor_pb2.DescriptorProto], ens: list[descriptor_pb2.EnumDescriptorProto]
-    ) -> None:
-        for e in ens:
-            enums[f"{prefix}{e.name}"] = e
+
+def _messages(fdp: descriptor_pb2.FileDescriptorProto) -> Messages:
+    """Every message (map entries included) by its fully qualified name, ``.pkg.Outer.Inner``."""
+    out: Messages = {}
+
+    def walk(prefix: str, msgs: list[descriptor_pb2.DescriptorProto]) -> None:
         for m in msgs:
-            if m.options.map_entry:
+            out[f"{prefix}.{m.name}"] = m
+            walk(f"{prefix}.{m.name}", list(m.nested_type))
+
+    walk(f".{fdp.package}" if fdp.package else "", list(fdp.message_type))
+    return out
+
+
+class _Diff:
+    """Confluent's ``SchemaDiff`` over descriptors: ``writer`` is the original, ``reader`` the update."""
+
+    def __init__(self, reader: descriptor_pb2.FileDescriptorProto, writer: descriptor_pb2.FileDescriptorProto) -> None:
+        self.reader, self.writer = reader, writer
+        self.rmsgs, self.wmsgs = _messages(reader), _messages(writer)
+        self.out: list[str] = []
+
+    def kind(self, f: descriptor_pb2.FieldDescriptorProto, msgs: Messages) -> str:
+        if f.type in (T.TYPE_MESSAGE, T.TYPE_GROUP):
+            entry = msgs.get(f.type_name)
+            return "map" if entry is not None and entry.options.map_entry else "message"
+        return "scalar"  # enums are scalars of the general number group, as in Confluent's diff
+
+    def field(
+        self, rf: descriptor_pb2.FieldDescriptorProto, wf: descriptor_pb2.FieldDescriptorProto, path: str
+    ) -> None:
+        rk, wk = self.kind(rf, self.rmsgs), self.kind(wf, self.wmsgs)
+        if rk != wk:
+            self.out.append(f"FIELD_KIND_CHANGED {path}")
+        elif rk == "scalar":
+            if _scalar_group(rf) != _scalar_group(wf):
+                self.out.append(f"FIELD_SCALAR_KIND_CHANGED {path}")
+        elif rk == "map":
+            rentry, wentry = self.rmsgs[rf.type_name], self.wmsgs[wf.type_name]
+            for r, w in zip(rentry.field, wentry.field, strict=False):  # key = 1, value = 2
+                self.field(r, w, f"{path}/{w.name}")
+        elif _local(rf.type_name, self.reader.package) != _local(wf.type_name, self.writer.package):
+            self.out.append(f"FIELD_NAMED_TYPE_CHANGED {path}")
+
+    def message(self, name: str, rm: descriptor_pb2.DescriptorProto, wm: descriptor_pb2.DescriptorProto) -> None:
+        def real_oneof(f: descriptor_pb2.FieldDescriptorProto) -> bool:
+            return f.HasField("oneof_index") and not f.proto3_optional
+
+        rall = {f.number: f for f in rm.field}
+        wall = {f.number: f for f in wm.field}
+        for number, wf in wall.items():
+            rf = rall.get(number)
+            path = f"#/{name}/{number}"
+            if rf is None:
+                if wf.label == T.LABEL_REQUIRED:
+                    self.out.append(f"REQUIRED_FIELD_REMOVED {path}")
+                elif real_oneof(wf) and wm.oneof_decl[wf.oneof_index].name in {o.name for o in rm.oneof_decl}:
+                    self.out.append(f"ONEOF_FIELD_REMOVED {path}")
                 continue
-            messages[f"{prefix}{m.name}"] = m
-            walk(f"{prefix}{m.name}.", list(m.nested_type), list(m.enum_type))
+            self.field(rf, wf, path)
+            if rf.label == T.LABEL_REQUIRED and wf.label != T.LABEL_REQUIRED:
+                self.out.append(f"REQUIRED_FIELD_ADDED {path}")
+        for number, rf in rall.items():
+            if number not in wall and rf.label == T.LABEL_REQUIRED:
+                self.out.append(f"REQUIRED_FIELD_ADDED #/{name}/{number}")
+        for index in {f.oneof_index for f in rall.values() if real_oneof(f)}:
+            members = [f for f in rall.values() if real_oneof(f) and f.oneof_index == index]
+            moved = [f for f in members if f.number in wall and not real_oneof(wall[f.number])]
+            existing = [f for f in members if f.number in wall and real_oneof(wall[f.number])]
+            if len(moved) > 1:
+                self.out.append(f"MULTIPLE_FIELDS_MOVED_TO_ONEOF #/{name}/{moved[0].number}")
+            elif moved and existing:
+                self.out.append(f"FIELD_MOVED_TO_EXISTING_ONEOF #/{name}/{moved[0].number}")
 
-    walk("", list(fdp.message_type), list(fdp.enum_type))
-    return messages, enums
+    def run(self) -> list[str]:
+        if (self.reader.syntax or "proto2") != (self.writer.syntax or "proto2"):
+            self.out.append("SYNTAX_CHANGED")
+        if self.reader.package != self.writer.package:
+            self.out.append(f"PACKAGE_CHANGED #/{self.writer.package}")
+        rlocal = {_local(n, self.reader.package): m for n, m in self.rmsgs.items()}
+        for full, wm in self.wmsgs.items():
+            local = _local(full, self.writer.package)
+            rm = rlocal.get(local)
+            if rm is None:
+                if not wm.options.map_entry:
+                    self.out.append(f"MESSAGE_REMOVED #/{local}")
+            elif not wm.options.map_entry:
+                self.message(local, rm, wm)
+        return self.out
 
 
-def _kind(f: descriptor_pb2.FieldDescriptorProto) -> str:
-    return "message" if f.type in (T.TYPE_MESSAGE, T.TYPE_GROUP) else "enum" if f.type == T.TYPE_ENUM else "scalar"
+def _scalar_group(f: descriptor_pb2.FieldDescriptorProto) -> int:
+    if f.type == T.TYPE_ENUM:
+        return 0
+    for i, group in enumerate(WIRE_GROUPS):
+        if f.type in group:
+            return i
+    return 100 + int(f.type)  # float and double: each its own group
 
 
-def _short_type(name: str, package: str) -> str:
+def _local(name: str, package: str) -> str:
     name = name.lstrip(".")
     return name[len(package) + 1 :] if package and name.startswith(package + ".") else name
 
 
 def check(reader: ProtobufSchema, writer: ProtobufSchema) -> list[str]:
     """Breaking differences from ``writer`` (the data's schema) to ``reader`` (empty: compatible)."""
-    out: list[str] = []
-    r, w = reader.file, writer.file
-    if (r.syntax or "proto2") != (w.syntax or "proto2"):
-        out.append("SYNTAX_CHANGED")
-    if r.package != w.package:
-        out.append(f"PACKAGE_CHANGED #/{w.package}")
-    rmsgs, renums = _types(r)
-    wmsgs, wenums = _types(w)
-    for name in wenums:
-        if name not in renums:
-            out.append(f"ENUM_REMOVED #/{name}")
-            continue
-        rvalues = {v.number: v.name for v in renums[name].value}
-        for v in wenums[name].value:
-            if v.number not in rvalues:
-                out.append(f"ENUM_CONST_REMOVED #/{name}/{v.name}")
-            elif rvalues[v.number] != v.name:
-                out.append(f"ENUM_CONST_CHANGED #/{name}/{v.name}")
-    for name, wm in wmsgs.items():
-        if name not in rmsgs:
-            out.append(f"MESSAGE_REMOVED #/{name}")
-            continue
-        out += _message(name, rmsgs[name], wm, r.package, w.package)
-    return out
-
-
-def _message(
-    name: str, rm: descriptor_pb2.DescriptorProto, wm: descriptor_pb2.DescriptorProto, rpkg: str, wpkg: str
-) -> list[str]:
-    out: list[str] = []
-    rfields = {f.number: f for f in rm.field}
-    wfields = {f.number: f for f in wm.field}
-    required = T.LABEL_REQUIRED
-    for number, wf in wfields.items():
-        rf = rfields.get(number)
-        path = f"#/{name}/{number}"
-        if rf is None:
-            if wf.label == required:
-                out.append(f"REQUIRED_FIELD_REMOVED {path}")
-            continue
-        if _kind(rf) != _kind(wf) or (rf.label == T.LABEL_REPEATED) != (wf.label == T.LABEL_REPEATED):
-            out.append(f"FIELD_KIND_CHANGED {path}")
-        elif _kind(rf) == "scalar" and rf.type != wf.type:
-            if not any(rf.type in g and wf.type in g for g in WIRE_GROUPS):
-                out.append(f"FIELD_SCALAR_KIND_CHANGED {path}")
-        elif _kind(rf) != "scalar" and _short_type(rf.type_name, rpkg) != _short_type(wf.type_name, wpkg):
-            out.append(f"FIELD_NAMED_TYPE_CHANGED {path}")
-        if rf.label == required and wf.label != required:
-            out.append(f"REQUIRED_FIELD_ADDED {path}")
-    for number, rf in rfields.items():
-        if number not in wfields and rf.label == required:
-            out.append(f"REQUIRED_FIELD_ADDED #/{name}/{number}")
-
-    # oneofs: fields outside any writer oneof moving into one reader oneof
-    def real_oneof(f: descriptor_pb2.FieldDescriptorProto) -> bool:
-        return f.HasField("oneof_index") and not f.proto3_optional
-
-    for index in {f.oneof_index for f in rfields.values() if real_oneof(f)}:
-        members = [f for f in rfields.values() if real_oneof(f) and f.oneof_index == index]
-        moved = [f for f in members if f.number in wfields and not real_oneof(wfields[f.number])]
-        existing = [f for f in members if f.number in wfields and real_oneof(wfields[f.number])]
-        if moved and existing:
-            out.append(f"FIELD_MOVED_TO_EXISTING_ONEOF #/{name}/{moved[0].number}")
-        elif len(moved) > 1:
-            out.append(f"MULTIPLE_FIELDS_MOVED_TO_ONEOF #/{name}/{moved[0].number}")
-    return out
+    return _Diff(reader.file, writer.file).run()
