@@ -149,6 +149,7 @@ JSON_CASES = [
     (obj({"a": INT}), obj({"a": NUM}), False),  # narrowed
     (obj({"a": STR}), obj({"a": INT}), False),
     (obj({"a": STR}, required=["a"]), obj({"a": STR}), False),  # required attribute added
+    (obj({"a": {"type": "string", "default": ""}}, required=["a"]), obj({"a": STR}), True),  # with a default
     (obj({"a": STR}), obj({"a": STR}, required=["a"]), True),
     (obj({"a": {"type": "string", "maxLength": 5}}), obj({"a": {"type": "string", "maxLength": 9}}), False),
     (obj({"a": {"type": "string", "maxLength": 9}}), obj({"a": {"type": "string", "maxLength": 5}}), True),

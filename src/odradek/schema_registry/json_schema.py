@@ -185,7 +185,8 @@ class _Checker:
                 self.check(radd, wadd, f"{path}additionalProperties/")
         for name in reader.get("required", []):
             if name not in writer.get("required", []) and name in wprops:
-                self.fail("REQUIRED_ATTRIBUTE_ADDED", f"{path}required/{name}")
+                if "default" not in (self.resolve(rprops.get(name, {}), self.reader) or {}):
+                    self.fail("REQUIRED_ATTRIBUTE_ADDED", f"{path}required/{name}")
         if reader.get("dependencies", {}) != writer.get("dependencies", {}) and reader.get("dependencies"):
             self.fail("DEPENDENCY_ADDED", path)
 
