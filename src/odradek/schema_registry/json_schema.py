@@ -184,9 +184,9 @@ class _Checker:
             else:
                 self.check(radd, wadd, f"{path}additionalProperties/")
         for name in reader.get("required", []):
-            if name not in writer.get("required", []) and name in wprops:
-                if "default" not in (self.resolve(rprops.get(name, {}), self.reader) or {}):
-                    self.fail("REQUIRED_ATTRIBUTE_ADDED", f"{path}required/{name}")
+            newly = name not in writer.get("required", []) and name in wprops
+            if newly and "default" not in (self.resolve(rprops.get(name, {}), self.reader) or {}):
+                self.fail("REQUIRED_ATTRIBUTE_ADDED", f"{path}required/{name}")
         if reader.get("dependencies", {}) != writer.get("dependencies", {}) and reader.get("dependencies"):
             self.fail("DEPENDENCY_ADDED", path)
 
