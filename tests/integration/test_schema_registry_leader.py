@@ -50,9 +50,9 @@ def _spawn(broker: BrokerRunner, zk: str, port: int) -> subprocess.Popen[str]:
     )
 
 
-def _leader(zk: KazooClient) -> str | None:
+def _leader(zk: KazooClient, path: str) -> str | None:
     try:
-        data, _ = zk.get("/schema_registry/schema_registry_master")
+        data, _ = zk.get(path)
     except Exception:
         return None
     obj = json.loads(data)
@@ -64,13 +64,14 @@ def test_writes_go_through_one_leader_and_survive_its_kill(broker: BrokerRunner,
     ports = [free_port(), free_port()]
     procs = [_spawn(broker, zookeeper_connect, p) for p in ports]
     hosts, chroot = zookeeper_connect.split("/", 1)
-    zk = KazooClient(hosts=hosts + "/" + chroot)
+    zk = KazooClient(hosts=hosts)  # the chroot is created by the registries, later
+    leader_path = f"/{chroot}/schema_registry/schema_registry_master"
     zk.start(10)
     try:
         urls = [f"http://127.0.0.1:{p}" for p in ports]
         for proc in procs:
             assert proc.stdout is not None and proc.stdout.readline().startswith("schema registry listening")
-        leader = wait_until(lambda: _leader(zk), 20, "a leader")
+        leader = wait_until(lambda: _leader(zk, leader_path), 20, "a leader")
         assert leader in urls
         follower = next(u for u in urls if u != leader)
         ids = set()
@@ -88,7 +89,7 @@ def test_writes_go_through_one_leader_and_survive_its_kill(broker: BrokerRunner,
         # until the dead leader's session expires, writes to the follower fail with Confluent's codes
         status, body = call(follower, "POST", "/subjects/during/versions", {"schema": avro_record("D", [])})
         assert status in (200, 500) and (status == 200 or body["error_code"] in (50003, 50004))
-        assert wait_until(lambda: _leader(zk) == follower, 30, "the follower to take over")
+        assert wait_until(lambda: _leader(zk, leader_path) == follower, 30, "the follower to take over")
 
         def register(i: int) -> int | None:
             status, body = call(follower, "POST", f"/subjects/lead-{i}/versions", {"schema": avro_record(f"L{i}", [])})
