@@ -56,6 +56,9 @@ class SchemaRegistry:
         self._write_lock = asyncio.Lock()
         self._parsed: dict[tuple[str, int], ParsedSchema] = {}
         self._identity_by_id: dict[int, str] = {}
+        self._id_by_identity: dict[str, int] = {}
+        """The inverse, for ids whose identity is known: a registration finds an existing id in
+        one lookup once every stored schema's identity is (see :meth:`warm_up`)."""
 
     # --- parsing ----------------------------------------------------------------------------
 
@@ -102,6 +105,7 @@ class SchemaRegistry:
             parsed = await self.parsed(value)
             ident = self._identity(value.schema_type, parsed, value.to_json())
             self._identity_by_id[value.id] = ident
+            self._id_by_identity.setdefault(ident, value.id)
         return ident
 
     def _body(self, body: Any) -> tuple[str, str, list[dict[str, Any]]]:
@@ -239,10 +243,12 @@ class SchemaRegistry:
                 if existing is not None and await self._identity_of(existing) != ident:
                     raise e.OperationNotPermitted(f"Overwrite new schema with id {schema_id} is not permitted.")
             else:
-                for value in list(self.state.by_id.values()):
-                    if value.schema_type == schema_type and await self._identity_of(value) == ident:
-                        schema_id = value.id
-                        break
+                schema_id = self._id_by_identity.get(ident)
+                if schema_id is None and len(self._identity_by_id) < len(self.state.by_id):
+                    for value in list(self.state.by_id.values()):
+                        if value.schema_type == schema_type and await self._identity_of(value) == ident:
+                            schema_id = value.id
+                            break
             if schema_id is None:
                 schema_id = self.state.max_id + 1
             all_versions = self.state.versions.get(subject, {})
@@ -254,6 +260,7 @@ class SchemaRegistry:
             )
             await self.store.put(RegistryKey("SCHEMA", subject, version), value.encode())
             self._identity_by_id.setdefault(schema_id, ident)
+            self._id_by_identity.setdefault(ident, schema_id)
         return {"id": schema_id, "version": version}
 
     async def delete_version(self, subject: str, version_text: str, *, permanent: bool) -> int:
