@@ -19,7 +19,6 @@ import sys
 import threading
 
 from odradek.client.security import ClientSecurity, read_properties_file
-from odradek.errors import KafkaError
 
 
 def main(argv: list[str]) -> int:
@@ -29,7 +28,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--zookeeper", help="ZooKeeper connect string for leader election among instances")
     parser.add_argument("--command-config", help="properties file: client security and schema.registry.* keys")
     args = parser.parse_args(argv)
-    from odradek.schema_registry.server import RegistryConfig, RegistryConfigError, RegistryServer
+    from odradek.schema_registry.server import RegistryConfig, RegistryServer
 
     try:
         props = read_properties_file(args.command_config) if args.command_config else {}
@@ -42,8 +41,8 @@ def main(argv: list[str]) -> int:
             security=security,
         )
         server = RegistryServer(config).start()
-    except (RegistryConfigError, KafkaError, OSError, ValueError) as e:
-        print(f"odradek schema-registry: {e}", file=sys.stderr)
+    except Exception as e:  # bad config, unreachable cluster, unusable _schemas: one line, status 1
+        print(f"odradek schema-registry: {e or type(e).__name__}", file=sys.stderr)
         return 1
     print(f"schema registry listening on {server.url}", flush=True)
     stop = threading.Event()

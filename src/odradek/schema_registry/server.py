@@ -162,7 +162,7 @@ class RegistryServer:
                 context.load_verify_locations(cafile=self.config.certfile)
         return context
 
-    def start(self, timeout_s: float = 30.0) -> RegistryServer:
+    def start(self, timeout_s: float = 60.0) -> RegistryServer:
         sock = self._bind()
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._run, args=(sock, ready), name="schema-registry", daemon=True)
