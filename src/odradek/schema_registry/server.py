@@ -181,8 +181,9 @@ class RegistryServer:
             loop.run_until_complete(self._serve(sock, ready))
         except BaseException as exc:
             if not ready.done():
-                ready.set_exception(exc)
-            log.exception("the schema registry stopped")
+                ready.set_exception(exc)  # start() raises it to its caller
+            else:
+                log.exception("the schema registry stopped")
         finally:
             with contextlib.suppress(Exception):
                 loop.run_until_complete(loop.shutdown_asyncgens())
