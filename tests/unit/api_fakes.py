@@ -225,6 +225,7 @@ class FakeServices:
     dynamic_config: DynamicBrokerConfig = field(default_factory=lambda: DynamicBrokerConfig(CONFIG))
     client_quotas: ClientQuotas = field(default_factory=lambda: ClientQuotas(11, 1))
     topic_stats: None = None
+    schema_id_validator: None = None
     fetch_manager: FetchManager = field(default_factory=lambda: FetchManager(FetchSessionCache.sharded(1000, 120000)))
     group_configs: GroupConfigs = field(default_factory=lambda: GroupConfigs(CONFIG))
 

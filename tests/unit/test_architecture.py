@@ -28,6 +28,7 @@ LAYER = {
     "testing": 6,
     "testing_zk": 2,
     "metrics": 4.5,
+    "schema_registry": 4.5,
 }
 
 

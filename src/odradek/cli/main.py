@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "create, renew, expire and describe delegation tokens (kafka-delegation-tokens)",
     ),
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
+    "schema-registry": (
+        "odradek.cli.schema_registry",
+        "serve Confluent's Schema Registry API over the _schemas topic",
+    ),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
     "zookeeper-security-migration": (
         "odradek.cli.zk_security_migration",

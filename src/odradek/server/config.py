@@ -403,6 +403,48 @@ BROKER_CONFIGS = (
         "a free port. Unset: no listener, and no request or topic counting.",
     )
     .define(
+        "schema.registry.listener",
+        "string",
+        None,
+        "http://HOST:PORT (or https://) on which the broker serves Confluent's Schema Registry REST API, "
+        "on a thread and event loop of its own, storing schemas in the compacted _schemas topic through "
+        "this broker's inter-broker listener and electing one writing instance through ZooKeeper "
+        "(zookeeper.connect). Port 0 picks a free port. Unset: no registry.",
+    )
+    .define(
+        "schema.registry.ssl.certificate.location",
+        "string",
+        None,
+        "PEM certificate (chain) file of an https schema.registry.listener.",
+    )
+    .define(
+        "schema.registry.ssl.key.location",
+        "string",
+        None,
+        "PEM private key file of an https schema.registry.listener (unset: the key is in the certificate file).",
+    )
+    .define(
+        "schema.registry.authentication.method",
+        "string",
+        None,
+        "NONE or BASIC: HTTP Basic credentials checked by a SCRAM login against the cluster. "
+        "Unset: BASIC when the inter-broker listener uses SASL, else NONE.",
+    )
+    .define(
+        "schema.registry.writers",
+        "list",
+        "",
+        "Principals (User:name or name) allowed to change the registry when authentication is BASIC; "
+        "the others may only read (403).",
+    )
+    .define(
+        "schema.registry.max.request.bytes",
+        "int",
+        10485760,
+        "Largest request body the schema registry reads; a larger one is refused (413) before it is parsed.",
+        at_least(1024),
+    )
+    .define(
         "max.connections",
         "int",
         2147483647,

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from odradek.server.fetch_context import FetchManager
     from odradek.server.metadata_cache import MetadataCache
     from odradek.server.producer_id_manager import ProducerIdManager
+    from odradek.server.schema_validation import SchemaIdValidator
     from odradek.share.manager import SharePartitionManager
 
 __all__ = ["ApiServices", "DynamicConfigLayers", "HandlerServices"]
@@ -151,6 +152,12 @@ class ApiServices(Protocol):
     @property
     def topic_stats(self) -> BrokerTopicStats | None:
         """The per-topic byte and message meters; None without ``metrics.listener``."""
+        ...
+
+    @property
+    def schema_id_validator(self) -> SchemaIdValidator | None:
+        """Produce's check of ``confluent.value.schema.validation`` topics (:mod:`.schema_validation`);
+        the broker always has one."""
         ...
 
     @property

@@ -46,6 +46,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
+from odradek.spark.confluent_avro import ValueDecoder
 from odradek.spark.driver import client_config, describe_partitions, is_transient
 from odradek.spark.offsets import OffsetRange, format_tp, report_data_loss
 from odradek.spark.options import SourceOptions
@@ -60,7 +61,7 @@ _POOL_SIZE = 4
 _END_WAIT_S = 1.0  # how long an end-of-partition short of the range end may persist
 
 
-def arrow_schema(include_headers: bool) -> Any:
+def arrow_schema(include_headers: bool, decode_values: bool = False) -> Any:
     """The Arrow schema of the rows ``read_range`` yields (all fields nullable, as Spark's)."""
     import pyarrow as pa
 
@@ -76,6 +77,8 @@ def arrow_schema(include_headers: bool) -> Any:
     if include_headers:
         header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
         fields.append(pa.field("headers", pa.list_(header)))
+    if decode_values:
+        fields += [pa.field("valueSchemaId", pa.int32()), pa.field("valueJson", pa.string())]
     return pa.schema(fields)
 
 
@@ -129,8 +132,11 @@ def _release(consumer: Any, key: tuple[tuple[str, str], ...], healthy: bool) -> 
 class _Columns:
     """Column buffers for one record batch."""
 
-    def __init__(self, include_headers: bool) -> None:
+    def __init__(self, include_headers: bool, decoder: ValueDecoder | None = None) -> None:
         self.include_headers = include_headers
+        self.decoder = decoder
+        self.schema_ids: list[int | None] = []
+        self.json: list[str | None] = []
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
         self.offsets: list[int] = []
@@ -148,6 +154,10 @@ class _Columns:
         if self.include_headers:
             raw = message.headers()
             self.headers.append([{"key": k, "value": v} for k, v in raw] if raw else None)
+        if self.decoder is not None:
+            schema_id, text = self.decoder.decode(self.values[-1])
+            self.schema_ids.append(schema_id)
+            self.json.append(text)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -167,6 +177,8 @@ class _Columns:
         ]
         if self.include_headers:
             arrays.append(pa.array(self.headers, schema.field("headers").type))
+        if self.decoder is not None:
+            arrays += [pa.array(self.schema_ids, pa.int32()), pa.array(self.json, pa.string())]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -176,14 +188,15 @@ def read_range(options: SourceOptions, rng: OffsetRange, group_id: str, batch_ro
         return
     from confluent_kafka import KafkaError, TopicPartition
 
-    schema = arrow_schema(options.include_headers)
+    schema = arrow_schema(options.include_headers, options.value_schema_registry is not None)
+    decoder = ValueDecoder(options.value_schema_registry) if options.value_schema_registry else None
     consumer, key = _acquire(_consumer_conf(options, group_id))
     healthy = False
     next_offset = rng.from_offset
     poll_timeout_s = options.poll_timeout_ms / 1000
     try:
         consumer.assign([TopicPartition(rng.topic, rng.partition, next_offset)])
-        columns = _Columns(options.include_headers)
+        columns = _Columns(options.include_headers, decoder)
         last_progress = time.monotonic()
         short_end_since: float | None = None
         short_end = -1
@@ -249,7 +262,7 @@ def read_range(options: SourceOptions, rng: OffsetRange, group_id: str, batch_ro
                 short_end_since = None  # the leader has the records: its end was behind, wait on
             if len(columns) >= batch_rows or (done and len(columns)):
                 yield columns.to_batch(rng.topic, rng.partition, schema)
-                columns = _Columns(options.include_headers)
+                columns = _Columns(options.include_headers, decoder)
             if not done and time.monotonic() - last_progress > poll_timeout_s:
                 detail = f"; last client error: {last_error}" if last_error else ""
                 raise TimeoutError(

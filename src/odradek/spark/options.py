@@ -85,6 +85,7 @@ SOURCE_OPTIONS = {
         "minPartitions",
         "maxRecordsPerPartition",
         "includeHeaders",
+        "valueSchemaRegistry",
         "groupIdPrefix",
         "kafkaConsumer.pollTimeoutMs",
         "fetchOffset.numRetries",
@@ -214,6 +215,9 @@ class SourceOptions:
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
     include_headers: bool = False
+    value_schema_registry: str | None = None
+    """``valueSchemaRegistry``: a schema registry URL; values framed as Confluent's Avro are then
+    decoded into the extra columns ``valueSchemaId`` and ``valueJson``."""
     group_id: str | None = None
     group_id_prefix: str = "spark-kafka-source"
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
@@ -420,6 +424,14 @@ def _check_batch_offsets(starting: OffsetSpec, ending: OffsetSpec) -> None:
 
 
 # ---------------------------------------------------------------------------------- public API
+def _registry_url(value: str | None) -> str | None:
+    if not value:
+        return None
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"Invalid value {value!r} for option valueSchemaRegistry: an http(s):// URL")
+    return value
+
+
 def parse_source_options(raw: Mapping[str, str], mode: Mode) -> SourceOptions:
     """Validate read options for a ``batch`` or ``stream`` query (``any``: checks common to both,
     used when the DataFrame is created, before Spark says which it is).
@@ -487,6 +499,7 @@ def parse_source_options(raw: Mapping[str, str], mode: Mode) -> SourceOptions:
         min_partitions=_int(options, "minpartitions"),
         max_records_per_partition=_int(options, "maxrecordsperpartition"),
         include_headers=_bool(options, "includeheaders", False),
+        value_schema_registry=_registry_url(options.get("valueschemaregistry")),
         group_id=group_id or None,
         group_id_prefix=options.get("groupidprefix", "spark-kafka-source"),
         poll_timeout_ms=_int(options, "kafkaconsumer.polltimeoutms") or DEFAULT_POLL_TIMEOUT_MS,

@@ -78,8 +78,9 @@ log = logging.getLogger(__name__)
 SHORT_NAME = "odradek"
 
 
-def kafka_schema(include_headers: bool) -> StructType:
-    """Spark's Kafka row schema; ``headers`` only with ``includeHeaders=true``."""
+def kafka_schema(include_headers: bool, decode_values: bool = False) -> StructType:
+    """Spark's Kafka row schema; ``headers`` only with ``includeHeaders=true``; ``valueSchemaId``
+    and ``valueJson`` last with ``valueSchemaRegistry`` (:mod:`odradek.spark.confluent_avro`)."""
     fields = [
         StructField("key", BinaryType()),
         StructField("value", BinaryType()),
@@ -92,11 +93,17 @@ def kafka_schema(include_headers: bool) -> StructType:
     if include_headers:
         header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
         fields.append(StructField("headers", ArrayType(header)))
+    if decode_values:
+        fields += [StructField("valueSchemaId", IntegerType()), StructField("valueJson", StringType())]
     return StructType(fields)
 
 
+def _schema_of(options: SourceOptions) -> StructType:
+    return kafka_schema(options.include_headers, options.value_schema_registry is not None)
+
+
 def _check_schema(schema: StructType, options: SourceOptions) -> None:
-    if schema.simpleString() != kafka_schema(options.include_headers).simpleString():
+    if schema.simpleString() != _schema_of(options).simpleString():
         raise ValueError("Kafka source has a fixed schema and cannot be set with a custom one")
 
 
@@ -132,7 +139,7 @@ class OdradekDataSource(DataSource):
 
     def schema(self) -> StructType:
         options = parse_source_options(self.options, "any")
-        return kafka_schema(options.include_headers)
+        return _schema_of(options)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = parse_source_options(self.options, "batch")

@@ -234,6 +234,14 @@ TOPIC_CONFIGS = (
         "(INVALID_TIMESTAMP).",
         at_least(0),
     )
+    .define(
+        "confluent.value.schema.validation",
+        "boolean",
+        False,
+        "Confluent Server's key: Produce refuses (INVALID_RECORD) values that do not start with magic "
+        "byte 0 and a schema id registered under <topic>-value in the broker's schema registry "
+        "(schema.registry.listener).",
+    )
     .define("segment.jitter.ms", "long", 0, "Accepted for compatibility.", at_least(0))
     .define(
         "message.format.version",

@@ -19,7 +19,9 @@ Records that break a per-record rule (a record without a key on a compacted topi
 outside ``message.timestamp.before.max.ms`` / ``after.max.ms``; a producer-set LogAppendTime) fail
 their partition with INVALID_RECORD or INVALID_TIMESTAMP, Kafka's ``error_message`` and, in v8+,
 ``record_errors`` (``batch_index`` and ``batch_index_error_message`` per rejected record, KIP-467);
-nothing of that partition is appended. See :mod:`odradek.storage.log_validator`.
+nothing of that partition is appended. See :mod:`odradek.storage.log_validator`. A topic with
+``confluent.value.schema.validation=true`` also refuses values without a schema id registered
+under ``<topic>-value`` (INVALID_RECORD, :mod:`odradek.server.schema_validation`).
 
 v10+ answers NOT_LEADER_OR_FOLLOWER with the leader this broker knows (``current_leader`` and
 ``node_endpoints``, KIP-951, :mod:`odradek.server.apis.leader_hints`).
@@ -113,6 +115,9 @@ async def _append(ctx: RequestContext, name: str, pdata: _PartitionData, acks: i
     else:
         tp = TopicPartition(name, pdata.index)
         try:
+            validator = ctx.services.schema_id_validator
+            if validator is not None and validator.enabled(name):
+                await validator.check(name, pdata.records)
             info = await ctx.services.replica_manager.append_produced_records(tp, pdata.records, acks)
             answer.base_offset = info.first_offset
             answer.records_count, answer.valid_bytes = info.records_count, info.valid_bytes
