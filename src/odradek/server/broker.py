@@ -81,6 +81,7 @@ from odradek.server.meta_properties import check_meta_properties
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
+from odradek.server.schema_registry_host import BrokerSchemaRegistry
 from odradek.server.schema_validation import SchemaIdValidator
 from odradek.server.socket_server import SocketServer
 from odradek.share.manager import SharePartitionManager
@@ -110,12 +111,11 @@ class Broker:
         others' inter-broker listener; the fetchers and markers get the same from the components."""
         self._external_store = store
         self.store: CoordinationStore | None = store
-        self.schema_registry: RegistryServer | None = None
         self.schema_id_validator = SchemaIdValidator(
             lambda topic: self.topic_overrides.get(topic, {}),
             lambda topic: self.log_config_for(topic).max_message_bytes,
         )
-        """The registry served on ``schema.registry.listener`` (its own thread), once started."""
+        self.schema_registry_host = BrokerSchemaRegistry(self.broker_id, self._registry_started)
         self._embedded: EmbeddedStore | None = None
         self.metadata_cache = MetadataCache(config.inter_broker_listener_name)
         self.admin = AdminManager(self)
@@ -181,6 +181,14 @@ class Broker:
         listeners are bound, since start-up waits for the first UpdateMetadata."""
 
     # --- what start-up builds ----------------------------------------------------------------
+
+    @property
+    def schema_registry(self) -> RegistryServer | None:
+        """The registry served on ``schema.registry.listener`` (its own thread), once started."""
+        return self.schema_registry_host.server
+
+    def _registry_started(self, server: RegistryServer) -> None:
+        self.schema_id_validator.registry = server
 
     @property
     def components(self) -> BrokerComponents:
@@ -300,7 +308,9 @@ class Broker:
         self.started = True
         self.serving.set()
         await self.metrics.start()
-        await self._start_schema_registry()
+        await self.schema_registry_host.start(
+            self.config, self._local_address(), self.inter_broker_security, self.endpoints
+        )
         log.info(
             "broker %d started in %.0f ms, listening on %s (cluster %s)",
             self.broker_id,
@@ -308,34 +318,6 @@ class Broker:
             ", ".join(map(str, self.endpoints)),
             self.cluster_id,
         )
-
-    async def _start_schema_registry(self, retry_s: float = 0.0) -> None:
-        """Serve the schema registry when ``schema.registry.listener`` is set (on its own thread).
-
-        A registry that cannot start (``_schemas`` unreachable) does not stop the broker: it is
-        logged and retried every 5 s from a background task until it starts or the broker stops."""
-        address = self._local_address()
-        if address is None or not self.config.get("schema.registry.listener"):
-            return
-        from odradek.server import schema_registry_host
-
-        if retry_s:
-            await asyncio.sleep(retry_s)
-        try:
-            server = await asyncio.to_thread(
-                schema_registry_host.start, self.config, address, self.inter_broker_security, list(self.endpoints)
-            )
-        except Exception as e:
-            log.error("broker %d: the schema registry did not start (%s); retrying in 5 s", self.broker_id, e)
-            self._tasks.append(asyncio.get_running_loop().create_task(self._start_schema_registry(5.0)))
-            return
-        if not self.started and retry_s:  # the broker began shutting down meanwhile
-            if server is not None:
-                await asyncio.to_thread(schema_registry_host.stop, server)
-            return
-        self.schema_registry = self.schema_id_validator.registry = server
-        if server is not None:
-            log.info("broker %d serves the schema registry on %s", self.broker_id, server.url)
 
     async def _topic_configs_on_disk(self, zk: KafkaZkClient) -> dict[str, LogConfig]:
         """The ``LogConfig`` of every topic with a partition directory in a log dir, its overrides read
@@ -559,12 +541,7 @@ class Broker:
             for stop in (*stops, components.transaction_coordinator.shutdown, components.group_coordinator.shutdown):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(stop(), SHUTDOWN_STEP_TIMEOUT_S)
-        if self.schema_registry is not None:
-            from odradek.server import schema_registry_host
-
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(schema_registry_host.stop, self.schema_registry)
-            self.schema_registry = None
+        await self.schema_registry_host.stop()
         await self.socket_server.stop()
         await self.metrics.stop()
         if self.log_cleaner is not None:

@@ -9,12 +9,14 @@ SASL (:func:`auth_target`); the ``_schemas`` topic waits for
 ``min(3, offsets.topic.replication.factor)`` live brokers before it is created. :func:`start`
 and :func:`stop` block (and import the web stack); the broker calls them through
 ``asyncio.to_thread`` so its request loop keeps serving the registry's own Kafka requests
-meanwhile.
+meanwhile (:class:`BrokerSchemaRegistry`: the lifecycle, retries included).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from odradek.client.security import ClientSecurity
@@ -22,6 +24,8 @@ from odradek.security.listener_config import listener_config
 
 if TYPE_CHECKING:
     from odradek.schema_registry.server import RegistryConfig, RegistryServer
+
+log = logging.getLogger(__name__)
 
 
 def auth_target(config: Any, endpoints: Sequence[Any], security: ClientSecurity) -> tuple[str, ClientSecurity] | None:
@@ -93,3 +97,58 @@ def start(
 
 def stop(server: RegistryServer) -> None:
     server.stop()
+
+
+class BrokerSchemaRegistry:
+    """A broker's registry on ``schema.registry.listener``: started after the broker serves,
+    retried every :attr:`retry_s` while it cannot start (``_schemas`` unreachable: logged, the
+    broker goes on), stopped at shutdown. ``server`` is the running registry or None. Event loop
+    only; the registry itself runs on its own thread and loop."""
+
+    retry_s = 5.0
+
+    def __init__(self, broker_id: int, on_started: Callable[[RegistryServer], None]) -> None:
+        self.broker_id = broker_id
+        self.server: RegistryServer | None = None
+        self._on_started = on_started
+        self._retry: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    async def start(
+        self, config: Any, address: tuple[str, int] | None, security: ClientSecurity, endpoints: Sequence[Any]
+    ) -> None:
+        """Start serving (or schedule retries); nothing when the key is unset or there is no address."""
+        if address is None or not config.get("schema.registry.listener") or self._stopped:
+            return
+        try:
+            server = await asyncio.to_thread(start, config, address, security, list(endpoints))
+        except Exception as e:
+            log.error(
+                "broker %d: the schema registry did not start (%s); retrying in %.0f s", self.broker_id, e, self.retry_s
+            )
+            self._retry = asyncio.get_running_loop().create_task(self._again(config, address, security, endpoints))
+            return
+        if self._stopped:  # the broker began shutting down meanwhile
+            if server is not None:
+                await asyncio.to_thread(stop, server)
+            return
+        self.server = server
+        if server is not None:
+            self._on_started(server)
+            log.info("broker %d serves the schema registry on %s", self.broker_id, server.url)
+
+    async def _again(self, *args: Any) -> None:
+        await asyncio.sleep(self.retry_s)
+        await self.start(*args)
+
+    async def stop(self) -> None:
+        """Stop the registry, or its retries. Idempotent; errors are logged, not raised."""
+        self._stopped = True
+        if self._retry is not None:
+            self._retry.cancel()
+        server, self.server = self.server, None
+        if server is not None:
+            try:
+                await asyncio.to_thread(stop, server)
+            except Exception:
+                log.exception("broker %d: stopping the schema registry failed", self.broker_id)
