@@ -224,3 +224,29 @@ def test_the_native_reader_checks_string_and_bytes_lengths_before_it_allocates()
     lines = dict(line.rsplit(" ", 1) for line in out.stdout.splitlines())
     assert set(lines) == {"compact records", "records", "string", "tag count"}
     assert all(result != "read" for result in lines.values()), lines
+
+
+def test_a_limit_on_array_entries_refuses_a_body_before_it_is_decoded() -> None:
+    """A ShareAcknowledge of 2,000 batches of 100 acknowledge types each (202,001 entries in all)
+    is refused by the walk with a limit of 10,000, long before the native reader would build it;
+    the same body within the limit decodes."""
+    from kio.schema.share_acknowledge.v1 import request as ack
+
+    from odradek.protocol.bounded import TooManyEntries
+
+    def body(batches: int, types: int) -> bytes:
+        batch = ack.AcknowledgementBatch(first_offset=0, last_offset=types - 1, acknowledge_types=(1,) * types)
+        partition = ack.AcknowledgePartition(partition_index=0, acknowledgement_batches=(batch,) * batches)
+        topic = ack.AcknowledgeTopic(topic_id=None, partitions=(partition,))
+        request = ack.ShareAcknowledgeRequest(group_id="g", member_id="m", share_session_epoch=1, topics=(topic,))
+        return _encode(ack.ShareAcknowledgeRequest, request)
+
+    schema = api_schema(79, 1)
+    big = body(2000, 100)
+    with pytest.raises(TooManyEntries, match="more than 10000 array entries"):
+        schema.check_request(big, 0, len(big), 10_000)
+    with pytest.raises(TooManyEntries):
+        decode_request(schema, big, 0, 10_000)
+    assert schema.check_request(big, 0, len(big)) == len(big)  # no limit: walked to the end
+    small = body(10, 100)
+    assert len(decode_request(schema, small, 0, 10_000).topics[0].partitions[0].acknowledgement_batches) == 10

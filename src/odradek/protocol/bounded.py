@@ -18,7 +18,11 @@ of Kafka's generated readers and ``ByteBufferAccessor``, with Kafka's words:
 - nullable structs (KIP-893): the i8 marker must be -1 or 1;
 - tagged fields (flexible versions): the uvarint count, each field's tag and size, and the size
   must fit; a known tag's value is walked inside its own size and must fill it exactly;
-- varints are at most 5 bytes (32 bits), as Kafka's ``ByteUtils.readUnsignedVarint``.
+- varints are at most 5 bytes (32 bits), as Kafka's ``ByteUtils.readUnsignedVarint``;
+- optionally, the array entries of the whole body (every count read, nested arrays included):
+  more than the caller's ``limit`` raise :class:`TooManyEntries` before anything is built (the
+  broker passes ``odradek.request.max.entries``; the walk may stop early where the native reader
+  reads the rest, so the decoded request is counted again).
 
 The walk neither decodes nor copies: strings are not checked for UTF-8 here (the decoder does
 that) and unknown tags are skipped. Its cost grows with the fields walked, not with the payload:
@@ -50,8 +54,12 @@ from typing import Any
 
 from odradek.errors import InvalidRequestError
 
-Check = Callable[[Any, int, int], int]
-"""``check(buf, pos, end) -> new_pos``: ``buf`` supports indexing and ``struct.unpack_from``."""
+Check = Callable[..., int]
+"""``check(buf, pos, end, limit=NO_LIMIT) -> new_pos``: ``buf`` supports indexing and
+``struct.unpack_from``; more than ``limit`` array entries walked in all (nested ones included,
+counted as their counts are read) raise :class:`TooManyEntries`."""
+
+NO_LIMIT = 1 << 62
 
 _FIXED_SIZES = {
     "int8": 1,
@@ -90,6 +98,15 @@ def _length_error(kind: str, length: int, remaining: int) -> InvalidRequestError
     if length < 0:
         return InvalidRequestError(f"invalid {kind} length {length}")
     return InvalidRequestError(f"Error reading {kind} of length {length}, only {remaining} bytes available")
+
+
+class TooManyEntries(InvalidRequestError):
+    """A body whose arrays hold more entries in all than the walk's ``limit``: refused before the
+    native reader builds them (a 20 MB request of a million one-byte entries would take seconds)."""
+
+
+def _too_many(entries: int, limit: int) -> TooManyEntries:
+    return TooManyEntries(f"more than {limit} array entries (at least {entries})")
 
 
 def _null_error(name: str) -> InvalidRequestError:
@@ -179,6 +196,7 @@ class _Writer:
             "_length_error": _length_error,
             "_null_error": _null_error,
             "_collection_error": collection_error,
+            "_too_many": _too_many,
             "_truncated": _truncated,
             "_uvarint": read_uvarint,
             "_tag_section": tag_section,
@@ -186,6 +204,7 @@ class _Writer:
             "_I16": _I16,
             "_I32": _I32,
             "_struct_error": struct.error,
+            "_NO_LIMIT": NO_LIMIT,
         }
         self._names = itertools.count()
         self.off = 0
@@ -410,6 +429,8 @@ def _gen_array(
         element_size = _FIXED_SIZES.get(field.metadata.get("kafka_type", ""))
     w.emit(indent, f"if {count} > 0:")
     w.emit(indent + 1, f"if {count} > end - pos: raise _collection_error({count}, end - pos)")
+    w.emit(indent + 1, f"entries += {count}")
+    w.emit(indent + 1, "if entries > limit: raise _too_many(entries, limit)")
     if element_size is not None:
         w.emit(indent + 1, f"if {count} * {element_size} > end - pos: raise _collection_error({count}, end - pos)")
         w.emit(indent + 1, f"pos += {count} * {element_size}")
@@ -445,8 +466,9 @@ def _finish(w: _Writer, name: str) -> Check:
     w.flush(2)
     body = "\n".join(w.lines)
     source = (
-        f"def {name}(buf, pos, end):\n"
+        f"def {name}(buf, pos, end, limit=_NO_LIMIT):\n"
         "    if end != len(buf): buf = memoryview(buf)[:end]\n"
+        "    entries = 0\n"
         "    try:\n"
         f"{body}\n"
         "        pass\n"

@@ -38,7 +38,7 @@ from kio.serial import entity_reader, entity_writer
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.bounded import Check, body_checker, tag_section
+from odradek.protocol.bounded import Check, TooManyEntries, body_checker, tag_section
 from odradek.protocol.unknown_tags import strip_unknown_tags
 
 log = logging.getLogger(__name__)
@@ -163,8 +163,12 @@ def parse_request_header(frame: bytes | bytearray | memoryview, flexible: bool) 
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
-def decode_request(schema: ApiSchema, frame: bytes | bytearray | memoryview, offset: int) -> Any:
-    """Decode the body at ``offset``. Raises InvalidRequestError on any malformed body.
+def decode_request(
+    schema: ApiSchema, frame: bytes | bytearray | memoryview, offset: int, max_entries: int | None = None
+) -> Any:
+    """Decode the body at ``offset``. Raises InvalidRequestError on any malformed body, and
+    :class:`~odradek.protocol.bounded.TooManyEntries` (one) when the walk counts more than
+    ``max_entries`` array entries, before anything is decoded.
 
     Bytes after the body are ignored, as Kafka's ``RequestContext.parseRequest`` ignores them:
     librdkafka 2.x sends 3 extra bytes after some Metadata v12 requests (``list_topics()``).
@@ -175,13 +179,18 @@ def decode_request(schema: ApiSchema, frame: bytes | bytearray | memoryview, off
     """
     buf: bytes | memoryview = frame if type(frame) is bytes else memoryview(frame).toreadonly()
     try:
-        schema.check_request(buf, offset, len(buf))
+        if max_entries is None:
+            schema.check_request(buf, offset, len(buf))
+        else:
+            schema.check_request(buf, offset, len(buf), max_entries)
         try:
             request, _consumed = schema.read_request(buf, offset)  # type: ignore[arg-type]
         except Exception as exc:
             if _UNKNOWN_TAG not in str(exc):
                 raise
             request = _read_without_unknown_tags(schema.request_type, schema.read_request, buf, offset)
+    except TooManyEntries:
+        raise
     except Exception as exc:  # the walk's InvalidRequestError, or any of the types kio raises
         raise InvalidRequestError(f"malformed {schema.request_type.__name__} v{schema.version}: {exc}") from None
     return request

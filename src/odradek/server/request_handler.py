@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from odradek.errors import InvalidRequestError, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.bounded import TooManyEntries
 from odradek.protocol.codec import (
     api_schema,
     decode_request,
@@ -51,7 +52,7 @@ from odradek.server.request_channel import (
     SendfileResponse,
     SendResponse,
 )
-from odradek.server.request_limits import RequestTooLarge, bound_request
+from odradek.server.request_limits import MAX_ENTRIES, RequestTooLarge, bound_request, entries_limit
 
 if TYPE_CHECKING:
     from odradek.server.services import HandlerServices
@@ -125,11 +126,17 @@ class RequestHandler:
         try:
             schema = api_schema(api_key, api_version)
             header = parse_request_header(frame, schema.flexible)
+            config = getattr(self.broker, "config", {})
+            limit = entries_limit(api_key, config)
             if len(frame) > DECODE_OFF_LOOP_BYTES and api_key != ApiKey.PRODUCE:
-                decoded = await asyncio.to_thread(decode_request, schema, frame, header.size)
+                decoded = await asyncio.to_thread(decode_request, schema, frame, header.size, limit)
             else:
-                decoded = decode_request(schema, frame, header.size)
-            request = bound_request(api_key, decoded, getattr(self.broker, "config", {}))
+                decoded = decode_request(schema, frame, header.size, limit)
+            request = bound_request(api_key, decoded, config)
+        except TooManyEntries as exc:
+            raise CloseConnection(
+                f"request of API key {api_key} carries more than {MAX_ENTRIES}={limit} array entries ({exc})"
+            ) from None
         except (InvalidRequestError, UnsupportedVersionError, RequestTooLarge) as exc:
             raise CloseConnection(str(exc)) from None
         if api_key not in SERVED_DURING_STARTUP and not self.broker.serving.is_set():

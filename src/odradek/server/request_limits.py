@@ -182,6 +182,12 @@ def _capped(value: datetime.timedelta, cap_ms: int) -> datetime.timedelta | None
     return cap if value > cap else None
 
 
+def entries_limit(api_key: int, config: ConfigValues) -> int | None:
+    """The array entries a request of ``api_key`` may carry (None: the controller's APIs, unbounded):
+    passed to the decoder, whose walk refuses a body over it before decoding anything."""
+    return None if api_key in CONTROLLER_APIS else int(setting(config, MAX_ENTRIES))
+
+
 def bound_request(api_key: int, request: Any, config: ConfigValues) -> Any:
     """``request`` with its time and size fields capped (see the module docstring).
 
