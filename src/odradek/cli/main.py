@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "configs": ("odradek.cli.configs", "describe and alter entity configs, SCRAM users (kafka-configs)"),
     "acls": ("odradek.cli.acls", "add, remove and list ACLs kept in ZooKeeper (kafka-acls)"),
     "dump-log": ("odradek.cli.dump_log", "print segment and index files (kafka-dump-log)"),
+    "ui": ("odradek.console.main", "serve the web console (topics, groups, messages, ACLs)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
     "demo": ("odradek.cli.demo", "run the clickstream pipeline demo end to end"),
     "demo-cluster": (
