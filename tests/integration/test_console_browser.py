@@ -1,0 +1,319 @@
+"""The web console in a real browser: Debian's headless Chromium driven by Selenium against a console
+served by uvicorn, reading a real broker registered in a real ZooKeeper.
+
+One broker (with its metrics listener), one console and one browser for the module. Each test
+acts through a real client (confluent-kafka) and checks what the browser shows, or acts in the
+browser and checks what a client sees; every page visited must leave no error in the browser's
+console. The main pages' screenshots are written to ``docs/console/`` by the same run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from odradek.console.app import ConsoleConfig
+from odradek.server.runner import BrokerRunner
+from odradek.testing_zk import ZooKeeperServer
+
+from .console_support import ConsoleServer, chromium, console_errors, text_of, wait_for
+
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+@pytest.fixture(scope="module")
+def broker(zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
+    runner = BrokerRunner(
+        str(tmp_path_factory.mktemp("console-broker")),
+        {
+            "zookeeper.connect": zookeeper_server.chroot_connect(),
+            "metrics.listener": "http://127.0.0.1:0",
+            "num.partitions": "1",
+        },
+        broker_id=1,
+    ).start()
+    try:
+        yield runner
+    finally:
+        runner.stop()
+
+
+def _metrics_url(runner: BrokerRunner) -> str:
+    assert runner.broker is not None
+    host, port = runner.broker.metrics.bound
+    return f"http://{host}:{port}/metrics"
+
+
+@pytest.fixture(scope="module")
+def console(broker: BrokerRunner) -> Iterator[ConsoleServer]:
+    server = ConsoleServer(ConsoleConfig(broker.bootstrap_servers, metrics_urls=[_metrics_url(broker)])).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    driver = chromium(str(tmp_path_factory.mktemp("chromium-profile")))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def admin(broker: BrokerRunner) -> AdminClient:
+    return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+
+def _create(admin: AdminClient, name: str, partitions: int = 1) -> None:
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+
+
+def _produce(
+    broker: BrokerRunner, topic: str, records: list[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]
+) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+    for key, value, headers in records:
+        producer.produce(topic, value, key, headers=headers)
+    assert producer.flush(15) == 0
+
+
+def _visit(driver: WebDriver, url: str) -> None:
+    driver.get(url)
+    errors = console_errors(driver)
+    assert not errors, f"browser console errors on {url}: {errors}"
+
+
+def _reload_until(driver: WebDriver, url: str, css: str, expected: str, timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    seen = None
+    while time.monotonic() < deadline:
+        _visit(driver, url)
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        seen = found[0].text if found else None
+        if seen == expected:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{css} on {url} shows {seen!r}, not {expected!r}")
+
+
+def test_overview_shows_the_broker_and_the_chart(
+    console: ConsoleServer, broker: BrokerRunner, browser: WebDriver
+) -> None:
+    _visit(browser, console.url + "/")
+    assert text_of(browser, "#broker-count") == "1"
+    assert text_of(browser, "#controller") == "1"
+    assert "1" in [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#brokers tbody td:first-child")]
+    apis = text_of(browser, "#api-versions")
+    assert "PRODUCE" in apis and "FETCH" in apis
+    assert "group.version" in text_of(browser, "#features")
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+        while not stop.is_set():
+            for _ in range(50):
+                producer.produce("warm-up", b"x" * 2000)
+            producer.flush(5)
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#chart svg polyline.series-bytesin"), 20)
+        wait_for(browser, lambda d: "bytesin: 0 B/s" not in d.find_element(By.ID, "chart-legend").text, 20)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert "bytesin:" in text_of(browser, "#chart-legend")
+    assert not console_errors(browser)
+    browser.save_screenshot(str(SHOTS / "overview.png"))
+
+
+def test_topics_table_shows_the_cluster(console: ConsoleServer, admin: AdminClient, browser: WebDriver) -> None:
+    _create(admin, "orders", 3)
+    _visit(browser, console.url + "/topics")
+    row = browser.find_element(By.CSS_SELECTOR, 'tr[data-topic="orders"]')
+    cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[1:5] == ["3", "1", "0", "0"]
+    browser.save_screenshot(str(SHOTS / "topics.png"))
+    _visit(browser, console.url + "/topics/orders")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#partitions tbody tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == ["1", "1", "1"]
+    assert "cleanup.policy" in text_of(browser, "#configs")
+    browser.save_screenshot(str(SHOTS / "topic.png"))
+
+
+def test_a_produced_message_appears_and_markup_stays_text(
+    console: ConsoleServer, broker: BrokerRunner, admin: AdminClient, browser: WebDriver
+) -> None:
+    _create(admin, "events")
+    _produce(
+        broker,
+        "events",
+        [
+            (b"user-1", b'{"clicked": "buy", "n": 1}', [("trace", b"abc")]),
+            (XSS.encode(), XSS.encode(), [(XSS, XSS.encode())]),
+        ],
+    )
+    _visit(browser, console.url + "/topics/events/messages?format=json")
+    assert text_of(browser, "#message-count") == "2 records"
+    values = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages td.value pre")]
+    assert '"clicked": "buy"' in values[0]
+    assert values[1] == XSS  # the markup is shown as text, never run
+    assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages td.key pre")] == ["user-1", XSS]
+    assert XSS in text_of(browser, "#messages tbody tr:nth-child(2) td.headers")
+    assert browser.execute_script("return window.__pwned === undefined")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#messages img")
+    browser.save_screenshot(str(SHOTS / "messages.png"))
+    _visit(browser, console.url + "/topics/events/messages?format=hex&max_bytes=4&partition=0&limit=1")
+    assert text_of(browser, "#messages td.offset") == "0"
+    browser.find_element(By.ID, "next-page").click()
+    assert text_of(browser, "#messages td.offset") == "1"
+    assert text_of(browser, "#messages td.value pre") == XSS.encode()[:4].hex(" ")
+    assert "…" in text_of(browser, "#messages td.value .cut")
+
+
+def _consume(broker: BrokerRunner, group: str, topic: str, count: int, protocol: str = "classic") -> None:
+    config = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    if protocol == "consumer":
+        config["group.protocol"] = "consumer"
+    consumer = Consumer(config)
+    try:
+        consumer.subscribe([topic])
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error() is not None:
+                continue
+            got += 1
+            if got == count:
+                consumer.commit(msg, asynchronous=False)
+        assert got == count
+    finally:
+        consumer.close()
+
+
+def test_group_lag_appears_and_drops(
+    console: ConsoleServer, broker: BrokerRunner, admin: AdminClient, browser: WebDriver
+) -> None:
+    _create(admin, "lagging")
+    _produce(broker, "lagging", [(None, b"m%d" % i, []) for i in range(10)])
+    _consume(broker, "lag-group", "lagging", 3)
+    url = console.url + "/groups/view?id=lag-group"
+    _reload_until(browser, url, "#total-lag", "7")
+    assert text_of(browser, "#group-state") == "Empty"
+    _visit(browser, console.url + "/groups")
+    assert browser.find_elements(By.CSS_SELECTOR, 'tr[data-group="lag-group"]')
+    browser.save_screenshot(str(SHOTS / "groups.png"))
+    _consume(broker, "lag-group", "lagging", 7)
+    _reload_until(browser, url, "#total-lag", "0")
+    browser.save_screenshot(str(SHOTS / "group.png"))
+
+
+def test_kip848_group_shows_epochs(
+    console: ConsoleServer, broker: BrokerRunner, admin: AdminClient, browser: WebDriver
+) -> None:
+    _create(admin, "modern")
+    _produce(broker, "modern", [(None, b"v", [])] * 4)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "modern-group",
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.subscribe(["modern"])
+        deadline = time.monotonic() + 20
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.3)
+        url = console.url + "/groups/view?id=modern-group"
+        _reload_until(browser, url, "#group-type", "consumer")
+        _reload_until(browser, url, "#group-state", "Stable")
+        assert int(text_of(browser, "#group-epoch")) >= 1
+        cells = browser.find_elements(By.CSS_SELECTOR, "#members tbody tr td")
+        assert "modern(0)" in [c.text.strip() for c in cells]  # current and target assignment
+    finally:
+        consumer.close()
+
+
+def test_topic_created_in_the_page_exists_for_a_client(
+    console: ConsoleServer, admin: AdminClient, browser: WebDriver
+) -> None:
+    _visit(browser, console.url + "/topics/new")
+    browser.find_element(By.ID, "name").send_keys("from-the-page")
+    browser.find_element(By.ID, "partitions").send_keys("2")
+    browser.find_element(By.ID, "configs").send_keys("retention.ms=3600000")
+    browser.find_element(By.ID, "create").click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "topic-name"))
+    assert not console_errors(browser)
+    metadata = admin.list_topics(timeout=10)
+    assert len(metadata.topics["from-the-page"].partitions) == 2
+
+
+def test_delete_takes_a_confirmation(console: ConsoleServer, admin: AdminClient, browser: WebDriver) -> None:
+    _create(admin, "doomed")
+    _visit(browser, console.url + "/topics/doomed")
+    browser.find_element(By.ID, "delete-topic").click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "confirm"))
+    browser.find_element(By.ID, "confirm").send_keys("not-doomed")
+    browser.find_element(By.ID, "confirm-delete").click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "error"))
+    assert "doomed" in admin.list_topics(timeout=10).topics
+    console_errors(browser)  # the refused confirmation answers 400: expected
+    browser.find_element(By.ID, "confirm").send_keys("doomed")
+    browser.find_element(By.ID, "confirm-delete").click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "topic-total"))
+    deadline = time.monotonic() + 10
+    while "doomed" in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "doomed" not in admin.list_topics(timeout=10).topics
+
+
+def test_reset_offsets_with_confirmation(console: ConsoleServer, broker: BrokerRunner, browser: WebDriver) -> None:
+    _consume(broker, "reset-group", "lagging", 10)
+    _visit(browser, console.url + "/groups/reset?id=reset-group")
+    browser.find_element(By.ID, "preview").click()  # to earliest
+    wait_for(browser, lambda d: d.find_elements(By.ID, "plan"))
+    assert [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#plan tbody td")] == ["lagging", "0", "0"]
+    browser.find_element(By.ID, "confirm-reset").click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "total-lag"))
+    assert text_of(browser, "#total-lag") == "10"
+
+
+def test_every_page_loads_without_console_errors(console: ConsoleServer, browser: WebDriver) -> None:
+    for path in (
+        "/",
+        "/brokers",
+        "/brokers/1",
+        "/topics",
+        "/groups",
+        "/reassignments",
+        "/transactions",
+        "/acls",
+        "/users",
+    ):
+        _visit(browser, console.url + path)
+        assert browser.find_elements(By.TAG_NAME, "h1"), path
+    browser.save_screenshot(str(SHOTS / "acls.png"))
+    _visit(browser, console.url + "/brokers")
+    browser.save_screenshot(str(SHOTS / "brokers.png"))
