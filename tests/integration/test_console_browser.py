@@ -31,11 +31,16 @@ XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2
 
 
 @pytest.fixture(scope="module")
-def broker(zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
+def zk_connect(zookeeper_server: ZooKeeperServer) -> str:
+    return zookeeper_server.chroot_connect()
+
+
+@pytest.fixture(scope="module")
+def broker(zk_connect: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
     runner = BrokerRunner(
         str(tmp_path_factory.mktemp("console-broker")),
         {
-            "zookeeper.connect": zookeeper_server.chroot_connect(),
+            "zookeeper.connect": zk_connect,
             "metrics.listener": "http://127.0.0.1:0",
             "num.partitions": "1",
         },
@@ -54,8 +59,11 @@ def _metrics_url(runner: BrokerRunner) -> str:
 
 
 @pytest.fixture(scope="module")
-def console(broker: BrokerRunner) -> Iterator[ConsoleServer]:
-    server = ConsoleServer(ConsoleConfig(broker.bootstrap_servers, metrics_urls=[_metrics_url(broker)])).start()
+def console(broker: BrokerRunner, zk_connect: str) -> Iterator[ConsoleServer]:
+    config = ConsoleConfig(
+        broker.bootstrap_servers, metrics_urls=[_metrics_url(broker)], zookeeper=zk_connect, chart_interval_s=1.0
+    )
+    server = ConsoleServer(config).start()
     try:
         yield server
     finally:
@@ -316,4 +324,7 @@ def test_every_page_loads_without_console_errors(console: ConsoleServer, browser
         assert browser.find_elements(By.TAG_NAME, "h1"), path
     browser.save_screenshot(str(SHOTS / "acls.png"))
     _visit(browser, console.url + "/brokers")
+    assert '"brokerid": 1' in text_of(browser, "#zk-controller")
+    zk_brokers = text_of(browser, "#zk-brokers")
+    assert zk_brokers.splitlines()[1].startswith("1") and "PLAINTEXT://127.0.0.1" in zk_brokers
     browser.save_screenshot(str(SHOTS / "brokers.png"))

@@ -44,6 +44,7 @@ from odradek.console.auth import COOKIE, Session, SessionStore, check_csrf
 from odradek.console.bridge import ClientLoop
 from odradek.console.metrics import ThroughputPoller
 from odradek.console.render import human_bytes, timestamp_text
+from odradek.console.zk_data import ZooKeeperReader
 from odradek.errors import ErrorCode, KafkaError
 
 __all__ = ["Console", "ConsoleConfig", "cluster_call", "create_app", "form_checked", "form_for_change", "page"]
@@ -79,6 +80,8 @@ class ConsoleConfig:
     """Require users to sign in with their SCRAM credentials (see :mod:`.auth`)."""
     schema_registry_url: str | None = None
     request_timeout_ms: int = 10000
+    chart_interval_s: float = 5.0
+    """How often the chart polls and the brokers' metrics are scraped at most."""
 
 
 class Console:
@@ -88,7 +91,8 @@ class Console:
         self.config = config
         self.clients = ClientLoop(config.bootstrap_servers, request_timeout_ms=config.request_timeout_ms)
         self.sessions = SessionStore(config.security)
-        self.throughput = ThroughputPoller(config.metrics_urls)
+        self.throughput = ThroughputPoller(config.metrics_urls, config.chart_interval_s)
+        self.zookeeper = ZooKeeperReader(config.zookeeper) if config.zookeeper else None
         env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(files("odradek.console") / "templates")),
             autoescape=True,
@@ -97,10 +101,17 @@ class Console:
         env.filters["bytes"] = human_bytes
         env.filters["ts"] = timestamp_text
         env.globals["read_only"] = config.read_only
+        env.globals["chart_interval_ms"] = int(config.chart_interval_s * 1000)
         env.globals["registry"] = config.schema_registry_url is not None
 
     async def close(self) -> None:
         await self.throughput.close()
+        zookeeper = self.zookeeper
+        if zookeeper is not None:
+            try:
+                await self.clients.call(zookeeper.close, 5)
+            except Exception:  # closing is best effort
+                log.debug("closing the ZooKeeper session failed", exc_info=True)
         self.clients.close()
 
 

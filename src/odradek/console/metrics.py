@@ -6,7 +6,7 @@
 ``kafka_server_brokertopicmetrics_{bytesin,bytesout,messagesin}_total`` (the series without a
 ``topic`` label), and keeps the per-second rates between consecutive scrapes, the last
 :data:`HISTORY` points. Scrapes happen at most every :data:`MIN_INTERVAL_S` however many pages
-poll, so many open charts cost a broker no more than one.
+poll (``min_interval_s``), so many open charts cost a broker no more than one.
 
 Used on the web server's event loop only (network I/O is async; parsing is small).
 """
@@ -25,8 +25,8 @@ __all__ = ["HISTORY", "MIN_INTERVAL_S", "ThroughputPoller", "parse_totals"]
 
 SCRAPE_TIMEOUT_S = 2.0
 MAX_SCRAPE_BYTES = 8 * 1024 * 1024
-MIN_INTERVAL_S = 2.0
-HISTORY = 150
+MIN_INTERVAL_S = 5.0
+HISTORY = 120
 SERIES = ("bytesin", "bytesout", "messagesin")
 
 
@@ -44,7 +44,8 @@ def parse_totals(text: str) -> dict[str, float]:
 class ThroughputPoller:
     """Rates per metrics URL: ``{"t": [...], "series": {url: {"bytesin": [...], ...}}}``."""
 
-    def __init__(self, urls: list[str]) -> None:
+    def __init__(self, urls: list[str], min_interval_s: float = MIN_INTERVAL_S) -> None:
+        self.min_interval_s = min_interval_s
         self.urls = [u if u.rstrip("/").count("/") > 2 else u.rstrip("/") + "/metrics" for u in urls]
         self._last: dict[str, tuple[float, dict[str, float]]] = {}
         self._times: deque[float] = deque(maxlen=HISTORY)
@@ -72,10 +73,10 @@ class ThroughputPoller:
             return None
 
     async def poll(self) -> dict[str, Any]:
-        """Scrape (unless done in the last :data:`MIN_INTERVAL_S`) and return the history."""
+        """Scrape (unless done in the last ``min_interval_s``) and return the history."""
         async with self._lock:
             now = time.time()
-            if self.urls and now - self._scraped_at >= MIN_INTERVAL_S:
+            if self.urls and now - self._scraped_at >= self.min_interval_s:
                 self._scraped_at = now
                 if self._client is None:
                     self._client = httpx.AsyncClient(timeout=SCRAPE_TIMEOUT_S)

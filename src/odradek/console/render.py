@@ -38,7 +38,7 @@ def show(data: bytes | None, fmt: str, max_bytes: int) -> Shown | None:
     cut = data[:max_bytes]
     truncated = len(data) > max_bytes
     if fmt == "hex":
-        text = " ".join(cut[i : i + 16].hex(" ") for i in range(0, len(cut), 16))
+        text = "\n".join(cut[i : i + 16].hex(" ") for i in range(0, len(cut), 16))
     elif fmt == "json" and not truncated:
         try:
             text = json.dumps(json.loads(cut), indent=2, ensure_ascii=False)

@@ -1,8 +1,8 @@
 """Cluster pages: overview (``/``), the throughput feed (``/api/throughput``), brokers and log dirs,
 reassignments in progress, transactions, and the schema registry's subjects (``--schema-registry-url``).
 
-The overview auto-refreshes its tables with ``?refresh=SECONDS`` (at least 5) and its chart polls
-``/api/throughput`` every few seconds; both are bounded (see :mod:`.metrics`).
+The overview auto-refreshes its tables with ``?refresh=SECONDS`` (at least 10) and its chart polls
+``/api/throughput`` every 5 s; both are bounded (see :mod:`.metrics`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from starlette.routing import Route
 
 from odradek.console import cluster_data
 from odradek.console.app import cluster_call, console_of, page
+from odradek.metadata.errors import CoordinationError
 
 __all__ = ["ROUTES"]
 
-MIN_REFRESH_S = 5
+MIN_REFRESH_S = 10
+ZOOKEEPER_TIMEOUT_S = 10.0
 REGISTRY_TIMEOUT_S = 5.0
 MAX_REGISTRY_BYTES = 1024 * 1024
 
@@ -40,7 +42,14 @@ async def throughput(request: Request) -> Response:
 
 async def brokers(request: Request) -> Response:
     rows = await cluster_call(request, cluster_data.brokers_and_log_dirs)
-    return page(request, "brokers.html", brokers=rows)
+    console = console_of(request)
+    zookeeper, zk_error = None, None
+    if console.zookeeper is not None:
+        try:
+            zookeeper = await console.clients.call(console.zookeeper.read, ZOOKEEPER_TIMEOUT_S)
+        except (CoordinationError, TimeoutError) as exc:
+            zk_error = f"{type(exc).__name__}: {exc}"
+    return page(request, "brokers.html", brokers=rows, zookeeper=zookeeper, zk_error=zk_error)
 
 
 async def broker(request: Request) -> Response:

@@ -1,5 +1,5 @@
 /* odradek console: a tiny hand-written SVG line chart of the brokers' throughput.
- * Polls the element's data-src (/api/throughput) every 3 s and draws bytes in and out per second,
+ * Polls the element's data-src (/api/throughput) every data-interval ms (default 5 s; the console scrapes at most that often) and draws bytes in and out per second,
  * summed over the brokers. No dependencies; every text node is set with textContent. */
 (function () {
   "use strict";
@@ -83,5 +83,5 @@
       .catch(function () { /* the next poll retries */ });
   }
   poll();
-  setInterval(poll, 3000);
+  setInterval(poll, Math.max(1000, parseInt(el.getAttribute("data-interval"), 10) || 5000));
 }());
