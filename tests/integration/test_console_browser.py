@@ -14,9 +14,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -43,6 +44,10 @@ def broker(zk_connect: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             "zookeeper.connect": zk_connect,
             "metrics.listener": "http://127.0.0.1:0",
             "num.partitions": "1",
+            "group.share.heartbeat.interval.ms": "1000",
+            "group.share.min.heartbeat.interval.ms": "1000",
+            "group.consumer.heartbeat.interval.ms": "1000",
+            "group.consumer.min.heartbeat.interval.ms": "1000",
         },
         broker_id=1,
     ).start()
@@ -230,7 +235,6 @@ def test_group_lag_appears_and_drops(
     assert text_of(browser, "#group-state") == "Empty"
     _visit(browser, console.url + "/groups")
     assert browser.find_elements(By.CSS_SELECTOR, 'tr[data-group="lag-group"]')
-    browser.save_screenshot(str(SHOTS / "groups.png"))
     _consume(broker, "lag-group", "lagging", 7)
     _reload_until(browser, url, "#total-lag", "0")
     browser.save_screenshot(str(SHOTS / "group.png"))
@@ -260,6 +264,37 @@ def test_kip848_group_shows_epochs(
         assert int(text_of(browser, "#group-epoch")) >= 1
         cells = browser.find_elements(By.CSS_SELECTOR, "#members tbody tr td")
         assert "modern(0)" in [c.text.strip() for c in cells]  # current and target assignment
+    finally:
+        consumer.close()
+
+
+def test_share_group_shows_members_and_start_offsets(
+    console: ConsoleServer, broker: BrokerRunner, admin: AdminClient, browser: WebDriver
+) -> None:
+    _create(admin, "shared")
+    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.GROUP, "share-group", incremental_configs=[entry])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(15)
+    _produce(broker, "shared", [(None, b"s%d" % i, []) for i in range(4)])
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "share-group"})
+    try:
+        consumer.subscribe(["shared"])
+        got = 0
+        deadline = time.monotonic() + 20
+        while got < 4 and time.monotonic() < deadline:
+            got += len([m for m in consumer.poll(0.3) or [] if m.error() is None])
+        assert got == 4
+        consumer.poll(0.3)  # acknowledges the records delivered by the previous poll
+        url = console.url + "/share-groups/view?id=share-group"
+        _reload_until(browser, url, "#start-offsets tbody td:nth-child(3)", "4")
+        assert text_of(browser, "#group-state") == "Stable"
+        member_cells = [c.text.strip() for c in browser.find_elements(By.CSS_SELECTOR, "#members tbody td")]
+        assert "shared(0)" in member_cells
+        _visit(browser, console.url + "/groups")
+        row = browser.find_element(By.CSS_SELECTOR, 'tr[data-group="share-group"]')
+        assert row.find_elements(By.TAG_NAME, "td")[1].text == "share"
+        browser.save_screenshot(str(SHOTS / "groups.png"))
     finally:
         consumer.close()
 
@@ -328,3 +363,40 @@ def test_every_page_loads_without_console_errors(console: ConsoleServer, browser
     zk_brokers = text_of(browser, "#zk-brokers")
     assert zk_brokers.splitlines()[1].startswith("1") and "PLAINTEXT://127.0.0.1" in zk_brokers
     browser.save_screenshot(str(SHOTS / "brokers.png"))
+
+
+def test_bad_input_gets_a_precise_error(console: ConsoleServer, broker: BrokerRunner, admin: AdminClient) -> None:
+    _create(admin, "bounded")
+    _produce(broker, "bounded", [(b"k" * 100_000, b"v" * 300_000, [("h" * 1000, b"x" * 100_000)])])
+    with httpx.Client(base_url=console.url, timeout=20) as client:
+        cases = {
+            "/topics/bounded/messages?offset=abc": (400, "offset must be a whole number"),
+            "/topics/bounded/messages?offset=-5": (400, "offset must be between 0"),
+            "/topics/bounded/messages?limit=100000": (400, "limit must be between 1 and 200"),
+            "/topics/bounded/messages?max_bytes=10000000": (400, "max_bytes must be between 1 and 65536"),
+            "/topics/bounded/messages?format=html": (400, "format must be one of text, json, hex"),
+            "/topics/bounded/messages?timestamp=yesterday": (400, "timestamp must be ISO 8601"),
+            "/topics/bounded/messages?partition=7": (502, "has no partition 7"),
+            "/topics/no-such-topic": (502, "does not exist or is not visible"),
+            "/topics/bad%20name": (400, "not a valid topic name"),
+            "/groups/view": (400, "a group id (1 to 1000 characters) is required"),
+            "/groups/view?id=" + "g" * 1001: (400, "a group id (1 to 1000 characters) is required"),
+            "/topics?page=-1": (400, "page must be between 0"),
+        }
+        for path, (status, message) in cases.items():
+            response = client.get(path)
+            assert response.status_code == status, (path, response.text[-400:])
+            assert message in response.text, path
+        page = client.get("/topics/bounded/messages?max_bytes=1000")
+        assert page.status_code == 200
+        assert len(page.text) < 20_000  # 100 kB key, 300 kB value and 100 kB header cut to 1000 bytes each
+        assert "293.0 KiB" in page.text and page.text.count("97.7 KiB") == 2  # the value, the key and the header
+        token = client.get("/topics/new").text.split('name="csrf_token" value="')[1].split('"')[0]
+        response = client.post("/topics/new", data={"csrf_token": token, "name": "<b>x</b>", "partitions": "1"})
+        assert response.status_code == 400 and "&lt;b&gt;x&lt;/b&gt;" in response.text
+        big = client.post(
+            "/topics/new",
+            content=b"csrf_token=" + b"x" * 100_000,
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert big.status_code == 413
