@@ -3,7 +3,7 @@ credentials, ACLs enforced for the signed-in principal, CSRF on every form, ``--
 
 One broker: clients on SASL_PLAINTEXT (SCRAM-SHA-256), Kafka's AclAuthorizer, ``super.users=User:admin``;
 ``alice`` may DESCRIBE/READ/WRITE topic ``visible`` and READ group ``g``, nothing else (so the topic
-``hidden`` must not exist for her). The console's own ``--command-config`` identity is ``admin``;
+``classified`` must not exist for her). The console's own ``--command-config`` identity is ``admin``;
 people sign in as themselves, and every page then acts through their own connection.
 """
 
@@ -78,7 +78,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
                 "sasl.password": USERS["admin"],
             }
         )
-        for future in admin.create_topics([NewTopic("visible", 1, 1), NewTopic("hidden", 1, 1)]).values():
+        for future in admin.create_topics([NewTopic("visible", 1, 1), NewTopic("classified", 1, 1)]).values():
             future.result(15)
         yield runner
     finally:
@@ -153,10 +153,10 @@ def test_alice_signs_in_and_sees_only_what_her_acls_allow(console: ConsoleServer
     assert USERS["alice"] not in cookies[0]["value"] and "alice" not in cookies[0]["value"]
     browser.get(console.url + "/topics")
     names = [row.get_attribute("data-topic") for row in browser.find_elements(By.CSS_SELECTOR, "#topics tbody tr")]
-    assert names == ["visible"]  # "hidden" is not there for her
-    browser.get(console.url + "/topics/hidden")
+    assert names == ["visible"]  # "classified" is not there for her
+    browser.get(console.url + "/topics/classified")
     assert "does not exist or is not visible" in text_of(browser, "#error")
-    browser.get(console.url + "/topics/hidden/messages")
+    browser.get(console.url + "/topics/classified/messages")
     assert browser.find_elements(By.ID, "error")
     browser.get(console.url + "/topics/visible")
     assert text_of(browser, "#topic-name") == "visible"
@@ -220,5 +220,39 @@ def test_read_only_refuses_every_change(broker: BrokerRunner) -> None:
                 assert response.status_code == 403 and "read-only" in response.text, path
             assert "ro-topic" not in client.get("/topics").text
             assert "visible" in client.get("/topics").text
+    finally:
+        server.stop()
+
+
+def test_a_proxy_named_user_sees_only_what_the_acls_allow(broker: BrokerRunner) -> None:
+    server = ConsoleServer(
+        _config(broker, sign_in=False, auth_proxy_header="X-Forwarded-User", super_users="User:admin")
+    ).start()
+    try:
+        with httpx.Client(base_url=server.url) as client:
+            assert client.get("/topics").status_code == 401  # the proxy named nobody
+            alice = {"X-Forwarded-User": "alice"}
+            page = client.get("/topics", headers=alice)
+            assert page.status_code == 200 and "alice" in page.text
+            assert 'data-topic="visible"' in page.text and "classified" not in page.text
+            assert "classified" not in client.get("/", headers=alice).text
+            for path in ("/topics/classified", "/topics/classified/messages"):
+                response = client.get(path, headers=alice)
+                assert response.status_code in (403, 502) and "classified" in response.text, path
+            assert client.get("/topics/visible/messages", headers=alice).status_code == 200
+            assert client.get("/acls", headers=alice).text.count("CLUSTER_AUTHORIZATION_FAILED") == 1
+            assert client.get("/users", headers=alice).status_code == 403
+            token = csrf_of(client.get("/topics/new", headers=alice).text)
+            created = client.post("/topics/new", headers=alice, data={"csrf_token": token, "name": "by-alice"})
+            assert created.status_code == 403 and "TOPIC_AUTHORIZATION_FAILED" in created.text
+            deleted = client.post(
+                "/topics/visible/delete", headers=alice, data={"csrf_token": token, "confirm": "visible"}
+            )
+            assert deleted.status_code == 403
+            admin = {"X-Forwarded-User": "admin"}  # the same cookie, another user: a new session
+            page = client.get("/topics", headers=admin)
+            assert 'data-topic="classified"' in page.text and 'data-topic="visible"' in page.text
+            stale = client.post("/topics/new", headers=admin, data={"csrf_token": token, "name": "stale"})
+            assert stale.status_code == 403 and "CSRF" in stale.text  # alice's token is not admin's
     finally:
         server.stop()

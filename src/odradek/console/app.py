@@ -42,16 +42,20 @@ from odradek.client.errors import KafkaAuthenticationError, KafkaConnectionError
 from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.console.auth import COOKIE, Session, SessionStore, check_csrf
 from odradek.console.bridge import ClientLoop
+from odradek.console.guard import AclGuard
 from odradek.console.metrics import ThroughputPoller
 from odradek.console.render import human_bytes, timestamp_text
 from odradek.console.zk_data import ZooKeeperReader
 from odradek.errors import ErrorCode, KafkaError
+from odradek.security.acl import parse_super_users
+from odradek.security.principal import KafkaPrincipal
 
 __all__ = ["Console", "ConsoleConfig", "cluster_call", "create_app", "form_checked", "form_for_change", "page"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+MAX_PROXY_USER = 1024
 PUBLIC_PATHS = ("/login", "/static/", "/favicon.ico")
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -80,6 +84,11 @@ class ConsoleConfig:
     """Require users to sign in with their SCRAM credentials (see :mod:`.auth`)."""
     schema_registry_url: str | None = None
     request_timeout_ms: int = 10000
+    auth_proxy_header: str | None = None
+    """The request header an authenticating proxy names the user in (see :mod:`.guard`)."""
+    super_users: str = ""
+    """``super.users`` as the brokers have it (``User:a;User:b``), for evaluating ACLs in proxy mode."""
+    allow_everyone_if_no_acl_found: bool = False
     chart_interval_s: float = 5.0
     """How often the chart polls and the brokers' metrics are scraped at most."""
 
@@ -150,7 +159,18 @@ async def cluster_call(request: Request, fn: Callable[[AdminClient], Awaitable[T
     console = console_of(request)
     security = session_of(request).security
 
+    session = session_of(request)
+    guard = None
+    if session.proxied and session.user is not None:
+        guard = AclGuard(
+            KafkaPrincipal("User", session.user),
+            parse_super_users(console.config.super_users),
+            console.config.allow_everyone_if_no_acl_found,
+        )
+
     async def run() -> T:
+        if guard is not None:
+            return await fn(console.clients.guarded_admin(security, guard))
         return await fn(console.clients.admin(security))
 
     try:
@@ -199,8 +219,18 @@ class SessionMiddleware(BaseHTTPMiddleware):
             session = console.sessions.create()
         request.state.session = session
         path = request.url.path
-        if console.config.sign_in and session.user is None and not path.startswith(PUBLIC_PATHS):
-            response: Response = RedirectResponse("/login", status_code=303)
+        header = console.config.auth_proxy_header
+        if header is not None and not path.startswith("/static/"):
+            named = request.headers.get(header, "").strip()
+            if not named or len(named) > MAX_PROXY_USER:
+                return Response(f"the authenticating proxy named no user ({header})", 401, media_type="text/plain")
+            if session.user != named:
+                session = console.sessions.rotate(session)
+                session.user, session.proxied = named, True
+                request.state.session = session
+            response: Response = await call_next(request)
+        elif console.config.sign_in and session.user is None and not path.startswith(PUBLIC_PATHS):
+            response = RedirectResponse("/login", status_code=303)
         else:
             response = await call_next(request)
         if fresh or request.state.session.token != request.cookies.get(COOKIE):

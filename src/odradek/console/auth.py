@@ -47,6 +47,8 @@ class Session:
     """How this session's requests reach the cluster."""
     user: str | None = None
     """The signed-in user (None: anonymous, or sign-in not required)."""
+    proxied: bool = False
+    """``user`` was named by the authenticating proxy's header (not signed in with a password)."""
     last_seen: float = field(default_factory=time.monotonic)
 
 

@@ -9,7 +9,9 @@ the client loop and the page answers with the timeout.
 
 Connections are pooled per identity: :meth:`ClientLoop.admin` returns the :class:`AdminClient`
 of one ``ClientSecurity`` (the console's own, or a signed-in user's SCRAM login), created on the
-client loop on first use and kept until :meth:`ClientLoop.forget` (sign-out) or :meth:`close`.
+client loop on first use and kept until :meth:`ClientLoop.forget` (sign-out) or :meth:`close`;
+:meth:`ClientLoop.guarded_admin` the one acting for a principal named by an authenticating proxy
+(:mod:`odradek.console.guard`), one per principal.
 
 Thread rules: ``submit``/``call`` may be called from any thread or loop; the coroutine factories
 they receive run on the client loop and may use only objects of that loop.
@@ -25,6 +27,8 @@ from typing import TypeVar
 
 from odradek.client.admin import AdminClient
 from odradek.client.security import ClientSecurity
+from odradek.console.guard import AclGuard, GuardedAdmin
+from odradek.security.principal import KafkaPrincipal
 
 __all__ = ["CALL_TIMEOUT_S", "ClientLoop"]
 
@@ -43,6 +47,7 @@ class ClientLoop:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="odradek-console-client", daemon=True)
         self._admins: dict[ClientSecurity, AdminClient] = {}
+        self._guarded: dict[tuple[ClientSecurity, KafkaPrincipal], GuardedAdmin] = {}
         self._thread.start()
 
     def _run(self) -> None:
@@ -82,6 +87,23 @@ class ClientLoop:
             self._admins[security] = admin
         return admin
 
+    def guarded_admin(self, security: ClientSecurity, guard: AclGuard) -> GuardedAdmin:
+        """The admin client acting for ``guard.principal`` over ``security``; client loop only."""
+        key = (security, guard.principal)
+        admin = self._guarded.get(key)
+        if admin is None:
+            admin = GuardedAdmin(
+                guard,
+                self.bootstrap_servers,
+                client_id="odradek-console",
+                request_timeout_ms=self.request_timeout_ms,
+                connect_timeout_ms=min(self.request_timeout_ms, 5000),
+                retries=2,
+                security=security,
+            )
+            self._guarded[key] = admin
+        return admin
+
     async def forget(self, security: ClientSecurity) -> None:
         """Close and drop the admin client of ``security`` (from any loop)."""
 
@@ -96,7 +118,8 @@ class ClientLoop:
         """Close every client and stop the thread (from any thread but the client loop's)."""
 
         async def close_all() -> None:
-            admins, self._admins = list(self._admins.values()), {}
+            admins: list[AdminClient] = [*self._admins.values(), *self._guarded.values()]
+            self._admins, self._guarded = {}, {}
             for admin in admins:
                 await admin.close()
 

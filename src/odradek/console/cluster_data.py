@@ -19,9 +19,18 @@ from odradek.cli.acls_admin import AdminAcls
 from odradek.cli.common import CommandError
 from odradek.cli.configs_users import scram_users
 from odradek.client.admin import AdminClient, ConfigResource
+from odradek.console.guard import check, visible
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
-from odradek.security.acl import ANY_ENTRY_FILTER, ANY_PATTERN_FILTER, AclBinding, AclBindingFilter
+from odradek.security.acl import (
+    ANY_ENTRY_FILTER,
+    ANY_PATTERN_FILTER,
+    CLUSTER_NAME,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    ResourceType,
+)
 
 __all__ = [
     "MAX_ROWS",
@@ -93,7 +102,9 @@ async def overview(admin: AdminClient) -> Overview:
 async def brokers_and_log_dirs(admin: AdminClient) -> list[dict[str, Any]]:
     """Per live broker: id, host, port, rack and its log dirs (DescribeLogDirs: total size, partitions)."""
     described = await admin.describe_cluster()
-    dirs = {d["broker"]: d["logDirs"] for d in await log_dirs.describe(admin, None, None)}
+    dirs: dict[int, list[dict[str, Any]]] = {}
+    if await visible(admin, AclOperation.DESCRIBE, ResourceType.CLUSTER, [CLUSTER_NAME]):
+        dirs = {d["broker"]: d["logDirs"] for d in await log_dirs.describe(admin, None, None)}
     out = []
     for broker_id, host, port, rack in described.brokers:
         shown = []
@@ -122,6 +133,7 @@ async def brokers_and_log_dirs(admin: AdminClient) -> list[dict[str, Any]]:
 
 async def broker_configs(admin: AdminClient, broker_id: int) -> list[tuple[str, str | None, int, bool]]:
     """(name, value, source, read only) of broker ``broker_id``'s configs; sensitive values hidden."""
+    await check(admin, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
     resource = ConfigResource.broker(broker_id)
     result = (await admin.describe_configs([resource]))[resource]
     if result.error is not None:
@@ -134,18 +146,23 @@ async def broker_configs(admin: AdminClient, broker_id: int) -> list[tuple[str, 
 
 async def reassignments(admin: AdminClient) -> list[tuple[str, int, list[int], list[int], list[int]]]:
     """(topic, partition, replicas, adding, removing) of each move in progress."""
+    await check(admin, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
     moves = await reassign_partitions.ongoing(admin)
     return [(t, p, *moves[(t, p)]) for t, p in sorted(moves)][:MAX_ROWS]
 
 
 async def transaction_list(admin: AdminClient) -> list[list[str]]:
     """[transactional id, coordinator, producer id, state] of every transaction, as ``kafka-transactions --list``."""
-    return (await transactions.list_transactions(admin))[:MAX_ROWS]
+    rows = await transactions.list_transactions(admin)
+    shown = await visible(admin, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, [r[0] for r in rows])
+    return [r for r in rows if r[0] in shown][:MAX_ROWS]
 
 
 async def acls(admin: AdminClient) -> tuple[list[AclBinding], str | None]:
     """Every ACL binding the identity may describe (DescribeAcls, ANY filter), and the broker's
     refusal when it has no authorizer (SECURITY_DISABLED) or the identity may not describe ACLs."""
+    if not await visible(admin, AclOperation.DESCRIBE, ResourceType.CLUSTER, [CLUSTER_NAME]):
+        return [], "CLUSTER_AUTHORIZATION_FAILED"
     try:
         bindings = await AdminAcls(admin).describe(AclBindingFilter(ANY_PATTERN_FILTER, ANY_ENTRY_FILTER))
     except CommandError as exc:
@@ -155,4 +172,5 @@ async def acls(admin: AdminClient) -> tuple[list[AclBinding], str | None]:
 
 async def scram_user_list(admin: AdminClient) -> list[tuple[str, list[tuple[str, int]]]]:
     """(user, [(mechanism, iterations)]) of every SCRAM user."""
+    await check(admin, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
     return sorted(await scram_users(admin))[:MAX_ROWS]

@@ -4,11 +4,14 @@
 
     odradek ui --bootstrap-server H:P [--zookeeper Z] [--listen 127.0.0.1:8080]
                [--metrics-url URL ...] [--command-config FILE] [--read-only]
-               [--sign-in {auto,scram,none}] [--schema-registry-url URL]
+               [--sign-in {auto,scram,none}] [--auth-proxy-header HEADER [--super-users U;U]
+               [--allow-everyone-if-no-acl-found]] [--schema-registry-url URL]
 
 Binds 127.0.0.1:8080 by default (a non-loopback ``--listen`` is allowed but warned about: put a
 TLS-terminating proxy in front). ``--sign-in auto`` (the default) requires signing in when the
 ``--command-config`` file makes the console connect with SASL SCRAM; see :mod:`odradek.console.auth`.
+With ``--auth-proxy-header`` the user is the one an authenticating proxy names in that header, and the
+console evaluates the cluster's ACLs for them (:mod:`odradek.console.guard`).
 Exits 2 on usage errors, 1 when the config cannot be read; otherwise serves until interrupted.
 """
 
@@ -41,6 +44,20 @@ def build_parser() -> ArgumentParser:
         default="auto",
         help="require users to sign in with their SCRAM credentials (auto: when --command-config uses SCRAM)",
     )
+    parser.add_argument(
+        "--auth-proxy-header",
+        metavar="HEADER",
+        help="the request header in which an authenticating proxy names the user (e.g. X-Forwarded-User); "
+        "the console then evaluates the cluster's ACLs for User:<name>",
+    )
+    parser.add_argument(
+        "--super-users", default="", metavar="User:a;User:b", help="the brokers' super.users (with --auth-proxy-header)"
+    )
+    parser.add_argument(
+        "--allow-everyone-if-no-acl-found",
+        action="store_true",
+        help="the brokers' allow.everyone.if.no.acl.found=true (with --auth-proxy-header)",
+    )
     parser.add_argument("--schema-registry-url", metavar="URL", help="the schema registry (Confluent's REST API)")
     add_command_config(parser)
     return parser
@@ -60,13 +77,19 @@ def config_from_args(args: argparse.Namespace) -> ConsoleConfig:
     scram = security.uses_sasl and security.sasl_mechanism.startswith("SCRAM-")
     if args.sign_in == "scram" and not scram:
         raise InvalidConfigError("--sign-in scram needs a --command-config with a SASL protocol and a SCRAM mechanism")
+    if args.auth_proxy_header is not None and args.sign_in == "scram":
+        raise InvalidConfigError("--auth-proxy-header and --sign-in scram exclude each other")
+    proxy = args.auth_proxy_header
     return ConsoleConfig(
         bootstrap_servers=args.bootstrap_server,
         security=security,
         zookeeper=args.zookeeper,
         metrics_urls=list(args.metrics_url),
         read_only=args.read_only,
-        sign_in=args.sign_in == "scram" or (args.sign_in == "auto" and scram),
+        sign_in=proxy is None and (args.sign_in == "scram" or (args.sign_in == "auto" and scram)),
+        auth_proxy_header=proxy,
+        super_users=args.super_users,
+        allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
         schema_registry_url=args.schema_registry_url,
     )
 

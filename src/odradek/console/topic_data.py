@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from odradek.cli.topics import INTERNAL_TOPICS, kafka_uuid
 from odradek.client.admin import EARLIEST, LATEST, AdminClient, ConfigResource, NewTopic
 from odradek.client.consumer import Consumer, ConsumerRecord
+from odradek.console.guard import check, visible
 from odradek.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
+from odradek.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from odradek.storage.topic_partition import TopicPartition
 
 __all__ = [
@@ -85,6 +87,8 @@ async def _sizes(admin: AdminClient, topics: list[str] | None) -> dict[TopicPart
     """Size of each partition's largest replica (DescribeLogDirs on every broker; {} if refused)."""
     from odradek.cli.log_dirs import describe
 
+    if not await visible(admin, AclOperation.DESCRIBE, ResourceType.CLUSTER, [CLUSTER_NAME]):
+        return {}  # DescribeLogDirs needs DESCRIBE on the cluster
     try:
         described = await describe(admin, None, topics)
     except KafkaError:
@@ -159,7 +163,9 @@ async def topic_detail(admin: AdminClient, name: str) -> TopicDetail:
         )
     resource = ConfigResource.topic(name)
     configs: list[tuple[str, str | None, int, bool]] = []
-    result = (await admin.describe_configs([resource])).get(resource)
+    result = None
+    if await visible(admin, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, [name]):
+        result = (await admin.describe_configs([resource])).get(resource)
     if result is not None and result.error is None:
         configs = [
             (c.name, None if c.is_sensitive else c.value, c.source, c.is_sensitive)
@@ -172,6 +178,8 @@ async def create_topic(
     admin: AdminClient, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
 ) -> None:
     """CreateTopics for one topic; raises the broker's error (TopicExistsError, ...)."""
+    if not await visible(admin, AclOperation.CREATE, ResourceType.CLUSTER, [CLUSTER_NAME]):
+        await check(admin, AclOperation.CREATE, ResourceType.TOPIC, name)
     result = (await admin.create_topics([NewTopic(name, partitions, replication_factor, configs=configs)]))[name]
     if result.error is not None:
         raise result.error
@@ -179,6 +187,7 @@ async def create_topic(
 
 async def delete_topic(admin: AdminClient, name: str) -> None:
     """DeleteTopics for one topic; raises the broker's error."""
+    await check(admin, AclOperation.DELETE, ResourceType.TOPIC, name)
     error = (await admin.delete_topics([name])).get(name)
     if error is not None:
         raise error
@@ -212,6 +221,7 @@ async def browse(
     log start. Stops at the high watermark, after ``limit`` records or :data:`BROWSE_WAIT_S`.
     """
     limit = max(1, min(limit, MAX_MESSAGES))
+    await check(admin, AclOperation.READ, ResourceType.TOPIC, topic)
     desc = (await admin.describe_topics([topic])).get(topic)
     if desc is None or desc.error_code != ErrorCode.none:
         raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist or is not visible")
