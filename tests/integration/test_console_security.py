@@ -181,8 +181,15 @@ def test_every_post_needs_the_sessions_csrf_token(console: ConsoleServer) -> Non
             response = admin.post("/topics/new", data={**data, "name": "csrf-victim", "partitions": "1"})
             assert response.status_code == 403, data
             assert "CSRF" in response.text
-        assert admin.post("/topics/visible/delete", data={"confirm": "visible"}).status_code == 403
-        assert admin.post("/logout", data={}).status_code == 403
+        for path, data in {
+            "/topics/visible/delete": {"confirm": "visible"},
+            "/groups/reset": {"id": "g", "how": "earliest", "step": "execute", "offset:visible:0": "0"},
+            "/groups/delete": {"id": "g", "confirm": "g"},
+            "/logout": {},
+            "/login": {"username": "alice", "password": USERS["alice"]},
+        }.items():
+            response = admin.post(path, data={**data, "csrf_token": foreign})
+            assert response.status_code == 403 and "CSRF" in response.text, path
         topics = admin.get("/topics?q=csrf")
         assert "csrf-victim" not in topics.text and "visible" in admin.get("/topics").text
         token = csrf_of(admin.get("/topics/new").text)
