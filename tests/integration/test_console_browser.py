@@ -9,6 +9,8 @@ console. The main pages' screenshots are written to ``docs/console/`` by the sam
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from odradek.console.app import ConsoleConfig
+from odradek.free_ports import free_port
 from odradek.server.runner import BrokerRunner
 from odradek.testing_zk import ZooKeeperServer
 
@@ -400,3 +403,28 @@ def test_bad_input_gets_a_precise_error(console: ConsoleServer, broker: BrokerRu
             headers={"content-type": "application/x-www-form-urlencoded"},
         )
         assert big.status_code == 413
+
+
+def test_the_odradek_ui_command_serves_the_console(broker: BrokerRunner) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "odradek.cli.main", "ui", "--bootstrap-server", broker.bootstrap_servers]
+    process = subprocess.Popen(
+        [*command, "--listen", f"127.0.0.1:{port}", "--read-only"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/topics", timeout=5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.stderr.read() if process.stderr else ""
+                assert time.monotonic() < deadline, "odradek ui did not start"
+                time.sleep(0.2)
+        assert response.status_code == 200 and "read-only" in response.text
+        assert 'data-topic="orders"' in response.text
+    finally:
+        process.terminate()
+        process.wait(10)
+    usage = subprocess.run([*command, "--listen", "nowhere"], capture_output=True, text=True, timeout=30)
+    assert usage.returncode == 1 and "invalid --listen 'nowhere'" in usage.stderr
