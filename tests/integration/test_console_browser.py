@@ -240,7 +240,6 @@ def test_group_lag_appears_and_drops(
     assert browser.find_elements(By.CSS_SELECTOR, 'tr[data-group="lag-group"]')
     _consume(broker, "lag-group", "lagging", 7)
     _reload_until(browser, url, "#total-lag", "0")
-    browser.save_screenshot(str(SHOTS / "group.png"))
 
 
 def test_kip848_group_shows_epochs(
@@ -267,6 +266,7 @@ def test_kip848_group_shows_epochs(
         assert int(text_of(browser, "#group-epoch")) >= 1
         cells = browser.find_elements(By.CSS_SELECTOR, "#members tbody tr td")
         assert "modern(0)" in [c.text.strip() for c in cells]  # current and target assignment
+        browser.save_screenshot(str(SHOTS / "group.png"))
     finally:
         consumer.close()
 
@@ -294,6 +294,7 @@ def test_share_group_shows_members_and_start_offsets(
         assert text_of(browser, "#group-state") == "Stable"
         member_cells = [c.text.strip() for c in browser.find_elements(By.CSS_SELECTOR, "#members tbody td")]
         assert "shared(0)" in member_cells
+        browser.save_screenshot(str(SHOTS / "share_group.png"))
         _visit(browser, console.url + "/groups")
         row = browser.find_element(By.CSS_SELECTOR, 'tr[data-group="share-group"]')
         assert row.find_elements(By.TAG_NAME, "td")[1].text == "share"
