@@ -167,7 +167,8 @@ def test_topics_table_shows_the_cluster(console: ConsoleServer, admin: AdminClie
     _visit(browser, console.url + "/topics/orders")
     rows = browser.find_elements(By.CSS_SELECTOR, "#partitions tbody tr")
     assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == ["1", "1", "1"]
-    assert "cleanup.policy" in text_of(browser, "#configs")
+    configs = text_of(browser, "#configs")
+    assert "cleanup.policy" in configs and "DEFAULT_CONFIG" in configs
     browser.save_screenshot(str(SHOTS / "topic.png"))
 
 
@@ -391,6 +392,10 @@ def test_bad_input_gets_a_precise_error(console: ConsoleServer, broker: BrokerRu
             response = client.get(path)
             assert response.status_code == status, (path, response.text[-400:])
             assert message in response.text, path
+        future = client.get(f"/topics/bounded/messages?timestamp={int(time.time() * 1000) + 3_600_000}")
+        assert future.status_code == 200 and "0 records" in future.text
+        past = client.get("/topics/bounded/messages?timestamp=2000-01-01T00:00:00Z&max_bytes=10")
+        assert past.status_code == 200 and "1 records" in past.text
         page = client.get("/topics/bounded/messages?max_bytes=1000")
         assert page.status_code == 200
         assert len(page.text) < 20_000  # 100 kB key, 300 kB value and 100 kB header cut to 1000 bytes each

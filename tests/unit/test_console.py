@@ -12,7 +12,7 @@ from odradek.console import auth
 from odradek.console.auth import SessionStore, check_csrf
 from odradek.console.main import build_parser, config_from_args, parse_listen
 from odradek.console.metrics import parse_totals
-from odradek.console.render import human_bytes, show, timestamp_text
+from odradek.console.render import config_source_name, human_bytes, show, timestamp_text
 from odradek.errors import InvalidConfigError
 
 
@@ -34,6 +34,7 @@ def test_sizes_and_timestamps() -> None:
     assert human_bytes(None) == "-"
     assert human_bytes(512) == "512 B"
     assert human_bytes(1536) == "1.5 KiB"
+    assert config_source_name(1) == "DYNAMIC_TOPIC_CONFIG" and config_source_name(99) == "99"
     assert timestamp_text(-1) == "-"
     assert timestamp_text(0) == "1970-01-01T00:00:00.000+00:00"
     assert timestamp_text(2**62) == str(2**62)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -44,7 +45,7 @@ from odradek.console.auth import COOKIE, Session, SessionStore, check_csrf
 from odradek.console.bridge import ClientLoop
 from odradek.console.guard import AclGuard
 from odradek.console.metrics import ThroughputPoller
-from odradek.console.render import human_bytes, timestamp_text
+from odradek.console.render import config_source_name, human_bytes, timestamp_text
 from odradek.console.zk_data import ZooKeeperReader
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.acl import parse_super_users
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_PROXY_USER = 1024
+SWEEP_INTERVAL_S = 60.0
 PUBLIC_PATHS = ("/login", "/static/", "/favicon.ico")
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -102,6 +104,7 @@ class Console:
         self.sessions = SessionStore(config.security)
         self.throughput = ThroughputPoller(config.metrics_urls, config.chart_interval_s)
         self.zookeeper = ZooKeeperReader(config.zookeeper) if config.zookeeper else None
+        self.swept_at = time.monotonic()
         env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(files("odradek.console") / "templates")),
             autoescape=True,
@@ -109,6 +112,7 @@ class Console:
         self.templates = Jinja2Templates(env=env)
         env.filters["bytes"] = human_bytes
         env.filters["ts"] = timestamp_text
+        env.filters["config_source"] = config_source_name
         env.globals["read_only"] = config.read_only
         env.globals["chart_interval_ms"] = int(config.chart_interval_s * 1000)
         env.globals["registry"] = config.schema_registry_url is not None
@@ -210,9 +214,12 @@ async def form_for_change(request: Request) -> FormData:
 class SessionMiddleware(BaseHTTPMiddleware):
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         console = console_of(request)
-        for gone in console.sessions.expired():
-            if gone.security != console.config.security:
-                await console.clients.forget(gone.security)
+        now = time.monotonic()
+        if now - console.swept_at > SWEEP_INTERVAL_S:
+            console.swept_at = now
+            for gone in console.sessions.expired():
+                if not console.sessions.in_use(gone.security):
+                    await console.clients.forget(gone.security)
         session = console.sessions.get(request.cookies.get(COOKIE))
         fresh = session is None
         if session is None:

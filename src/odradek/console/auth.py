@@ -93,6 +93,10 @@ class SessionStore:
     def drop(self, session: Session) -> None:
         self._sessions.pop(session.token, None)
 
+    def in_use(self, security: ClientSecurity) -> bool:
+        """Whether a live session still reaches the cluster with ``security`` (its connection is shared)."""
+        return security == self.default_security or any(s.security == security for s in self._sessions.values())
+
     def expired(self) -> list[Session]:
         """Remove and return the sessions idle longer than the timeout."""
         now = time.monotonic()

@@ -11,7 +11,20 @@ from __future__ import annotations
 import datetime
 import json
 
-__all__ = ["FORMATS", "Shown", "human_bytes", "show", "timestamp_text"]
+__all__ = ["CONFIG_SOURCES", "FORMATS", "Shown", "config_source_name", "human_bytes", "show", "timestamp_text"]
+
+CONFIG_SOURCES = (
+    "UNKNOWN",
+    "DYNAMIC_TOPIC_CONFIG",
+    "DYNAMIC_BROKER_CONFIG",
+    "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    "STATIC_BROKER_CONFIG",
+    "DEFAULT_CONFIG",
+    "DYNAMIC_BROKER_LOGGER_CONFIG",
+    "CLIENT_METRICS_CONFIG",
+    "GROUP_CONFIG",
+)
+"""Kafka's ``DescribeConfigsResponse.ConfigSource`` names by id."""
 
 FORMATS = ("text", "json", "hex")
 
@@ -59,6 +72,11 @@ def human_bytes(size: int | None) -> str:
             return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} B"
+
+
+def config_source_name(source: int) -> str:
+    """A DescribeConfigs ``config_source`` id as Kafka names it (the number when unknown)."""
+    return CONFIG_SOURCES[source] if 0 <= source < len(CONFIG_SOURCES) else str(source)
 
 
 def timestamp_text(ms: int) -> str:

@@ -55,9 +55,9 @@ async def logout(request: Request) -> Response:
     await form_checked(request)
     console = console_of(request)
     session = session_of(request)
-    if session.security != console.config.security:
-        await console.clients.forget(session.security)
     console.sessions.drop(session)
+    if not console.sessions.in_use(session.security):
+        await console.clients.forget(session.security)
     request.state.session = console.sessions.create()
     return RedirectResponse("/login" if console.config.sign_in else "/", status_code=303)
 
