@@ -434,3 +434,19 @@ def test_the_odradek_ui_command_serves_the_console(broker: BrokerRunner) -> None
         process.wait(10)
     usage = subprocess.run([*command, "--listen", "nowhere"], capture_output=True, text=True, timeout=30)
     assert usage.returncode == 1 and "invalid --listen 'nowhere'" in usage.stderr
+
+
+def test_transactions_page_shows_an_open_transaction(
+    console: ConsoleServer, broker: BrokerRunner, admin: AdminClient, browser: WebDriver
+) -> None:
+    _create(admin, "txn-topic")
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "console-txn"})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    producer.produce("txn-topic", b"inside")
+    producer.flush(15)
+    url = console.url + "/transactions"
+    _reload_until(browser, url, "#transactions tbody tr td:nth-child(4)", "Ongoing")
+    assert text_of(browser, "#transactions tbody tr td:first-child") == "console-txn"
+    producer.commit_transaction(15)
+    _reload_until(browser, url, "#transactions tbody tr td:nth-child(4)", "CompleteCommit")
