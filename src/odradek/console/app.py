@@ -74,6 +74,9 @@ DENIED = frozenset(
 )
 
 
+MISSING = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.group_id_not_found})
+
+
 @dataclass
 class ConsoleConfig:
     bootstrap_servers: str
@@ -159,7 +162,8 @@ async def cluster_call(request: Request, fn: Callable[[AdminClient], Awaitable[T
     """``await fn(admin)`` on the client loop with the session's own admin client.
 
     Raises :class:`ClusterError` (rendered by the app's handler): 403 for authorization
-    failures, 401 for a refused login, 504 for a timeout, 502 for other cluster errors."""
+    failures, 404 for an unknown topic or group, 401 for a refused login, 504 for a timeout, 502
+    for other cluster errors."""
     console = console_of(request)
     security = session_of(request).security
 
@@ -186,7 +190,7 @@ async def cluster_call(request: Request, fn: Callable[[AdminClient], Awaitable[T
     except KafkaConnectionError as exc:
         raise ClusterError(502, f"cannot reach the cluster: {exc}") from None
     except KafkaError as exc:
-        status = 403 if exc.error_code in DENIED else 502
+        status = 403 if exc.error_code in DENIED else 404 if exc.error_code in MISSING else 502
         raise ClusterError(status, f"{exc.error_code.name.upper()}: {exc}") from None
     except CommandError as exc:
         raise ClusterError(409, str(exc)) from None

@@ -20,7 +20,7 @@ from odradek.cli.consumer_groups import LagRow, lag_rows, reset_plan
 from odradek.cli.consumer_groups_view import Group, Listed
 from odradek.cli.share_groups import ShareGroupsClient
 from odradek.client.admin import AdminClient
-from odradek.client.errors import error_name
+from odradek.client.errors import error_for, error_name
 from odradek.console.guard import check, visible
 from odradek.errors import ErrorCode
 from odradek.security.acl import AclOperation, ResourceType
@@ -65,7 +65,9 @@ async def group_view(admin: AdminClient, group_id: str) -> GroupView:
     await check(admin, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
     client = _client(admin)
     group = await client.describe(group_id)
-    lags = await lag_rows(client, group) if group.state != "Dead" else []
+    if group.state == "Dead":
+        raise error_for(ErrorCode.group_id_not_found, f"Consumer group '{group_id}' does not exist.")
+    lags = await lag_rows(client, group)
     topics = {r.tp.topic for r in lags} | {t for m in group.members for t in [*m.assignment, *(m.target or {})]}
     shown = await visible(admin, AclOperation.DESCRIBE, ResourceType.TOPIC, topics)
     lags = [r for r in lags if r.tp.topic in shown]
