@@ -60,18 +60,28 @@ async def alter_users_with_admin(bootstrap: str, user: str, added: Mapping[str, 
     print(f"Completed updating config for user {user}.")
 
 
-async def describe_users_with_admin(bootstrap: str, user: str | None) -> None:
-    async with AdminClient(bootstrap) as admin:
-        conn = await admin.cluster.any_connection()
-        rb = conn.builder(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
-        users = None if user is None else (rb.make("UserName", name=user),)
-        response = await conn.send(rb(users=users))
+async def scram_users(admin: AdminClient, user: str | None = None) -> list[tuple[str, list[tuple[str, int]]]]:
+    """(user, [(mechanism, iterations)]) of every user with SCRAM credentials (or just ``user``),
+    by DescribeUserScramCredentials; users without credentials are left out. Shared with the console."""
+    conn = await admin.cluster.any_connection()
+    rb = conn.builder(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+    users = None if user is None else (rb.make("UserName", name=user),)
+    response = await conn.send(rb(users=users))
     if response.error_code != ErrorCode.none:
         raise CommandError(response.error_message or ErrorCode(response.error_code).name.upper())
+    out = []
     for result in response.results:
         if result.error_code == ErrorCode.resource_not_found:
             continue  # a user without credentials: nothing to show
         if result.error_code != ErrorCode.none:
             raise CommandError(result.error_message or ErrorCode(result.error_code).name.upper())
-        shown = ", ".join(f"{_NAMES[int(i.mechanism)]}=iterations={i.iterations}" for i in result.credential_infos)
-        print(f"SCRAM credential configs for user-principal '{result.user}' are {shown}")
+        out.append((result.user, [(_NAMES[int(i.mechanism)], int(i.iterations)) for i in result.credential_infos]))
+    return out
+
+
+async def describe_users_with_admin(bootstrap: str, user: str | None) -> None:
+    async with AdminClient(bootstrap) as admin:
+        users = await scram_users(admin, user)
+    for name, infos in users:
+        shown = ", ".join(f"{mechanism}=iterations={iterations}" for mechanism, iterations in infos)
+        print(f"SCRAM credential configs for user-principal '{name}' are {shown}")

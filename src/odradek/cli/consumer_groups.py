@@ -43,6 +43,7 @@ import asyncio
 import datetime
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from odradek.cli.common import (
@@ -188,7 +189,20 @@ class GroupsClient(GroupOffsetsClient):
 # --- output ---------------------------------------------------------------------------------------
 
 
-async def _describe_offsets(client: GroupsClient, group: Group) -> None:
+@dataclass(frozen=True)
+class LagRow:
+    """One partition of a group's offsets: committed offset, high watermark, lag and owner (or None)."""
+
+    tp: TopicPartition
+    committed: int | None
+    log_end: int | None
+    lag: int | None
+    owner: Member | None
+
+
+async def lag_rows(client: GroupsClient, group: Group) -> list[LagRow]:
+    """Assigned partitions (members with most partitions first), then committed partitions no member
+    owns: the rows of ``--describe --offsets``, shared with the console."""
     committed = await client.committed(group.group_id)
     owners: dict[TopicPartition, Member] = {}
     for member in sorted(group.members, key=lambda m: -len(m.partitions)):
@@ -196,25 +210,29 @@ async def _describe_offsets(client: GroupsClient, group: Group) -> None:
             owners.setdefault(tp, member)
     partitions = list(owners) + sorted(tp for tp in committed if tp not in owners)
     log_end = await client.offsets(partitions, LATEST)
-    rows = []
+    out = []
     for tp in partitions:
-        offset = committed.get(tp)
-        end = log_end.get(tp)
+        offset, end = committed.get(tp), log_end.get(tp)
         lag = end - offset if offset is not None and end is not None else None
-        owner = owners.get(tp)
-        rows.append(
-            (
-                group.group_id,
-                tp.topic,
-                tp.partition,
-                offset,
-                end,
-                lag,
-                owner.member_id if owner else None,
-                owner.host if owner else None,
-                owner.client_id if owner else None,
-            )
+        out.append(LagRow(tp, offset, end, lag, owners.get(tp)))
+    return out
+
+
+async def _describe_offsets(client: GroupsClient, group: Group) -> None:
+    rows = [
+        (
+            group.group_id,
+            r.tp.topic,
+            r.tp.partition,
+            r.committed,
+            r.log_end,
+            r.lag,
+            r.owner.member_id if r.owner else None,
+            r.owner.host if r.owner else None,
+            r.owner.client_id if r.owner else None,
         )
+        for r in await lag_rows(client, group)
+    ]
     print()
     header = (
         "GROUP",
@@ -353,6 +371,54 @@ async def _reset_targets(
     return targets
 
 
+RESET_KINDS = ("earliest", "latest", "current", "offset", "shift", "timestamp")
+"""How :func:`reset_plan` picks new offsets (Kafka's ``--to-earliest``, ``--to-latest``,
+``--to-current``, ``--to-offset N``, ``--shift-by N``, ``--to-datetime`` as ms)."""
+
+
+async def reset_plan(
+    client: GroupsClient,
+    targets: Sequence[TopicPartition],
+    committed: dict[TopicPartition, int],
+    how: str,
+    value: int | None,
+) -> dict[TopicPartition, int]:
+    """The new offset of each target partition, clamped to [log start, high watermark] as Kafka's
+    ``ConsumerGroupCommand``; CommandError when offsets cannot be read or a shift has no commit.
+    Shared by ``odradek consumer-groups --reset-offsets`` and the console."""
+    if how not in RESET_KINDS or (how in ("offset", "shift", "timestamp") and value is None):
+        raise CommandError(f"invalid reset {how!r}")
+    earliest = await client.offsets(targets, EARLIEST)
+    latest = await client.offsets(targets, LATEST)
+    new: dict[TopicPartition, int] = {}
+    for tp in targets:
+        low, high = earliest.get(tp), latest.get(tp)
+        if low is None or high is None:
+            raise CommandError(f"cannot read the offsets of {tp}")
+        if how == "earliest":
+            offset = low
+        elif how == "latest":
+            offset = high
+        elif how == "current":
+            offset = committed.get(tp, high)
+        elif how == "offset":
+            assert value is not None
+            offset = value
+        elif how == "shift":
+            assert value is not None
+            if tp not in committed:
+                raise CommandError(f"Cannot shift offset for partition {tp} since there is no current committed offset")
+            offset = committed[tp] + value
+        else:
+            assert value is not None
+            by_time = await client.offsets([tp], value)
+            offset = by_time.get(tp, -1)
+            if offset < 0:
+                offset = high
+        new[tp] = min(max(offset, low), high)
+    return new
+
+
 async def _reset(client: GroupsClient, args: argparse.Namespace) -> int:
     if not args.group or len(args.group) != 1:
         raise CommandError("Option [reset-offsets] takes exactly one [group]")
@@ -364,31 +430,19 @@ async def _reset(client: GroupsClient, args: argparse.Namespace) -> int:
         )
     committed = await client.committed(name) if group.state != "Dead" else {}
     targets = await _reset_targets(client, args, committed)
-    earliest = await client.offsets(targets, EARLIEST)
-    latest = await client.offsets(targets, LATEST)
-    new: dict[TopicPartition, int] = {}
-    for tp in targets:
-        low, high = earliest.get(tp), latest.get(tp)
-        if low is None or high is None:
-            raise CommandError(f"cannot read the offsets of {tp}")
-        if args.to_earliest:
-            offset = low
-        elif args.to_latest:
-            offset = high
-        elif args.to_current:
-            offset = committed.get(tp, high)
-        elif args.to_offset is not None:
-            offset = args.to_offset
-        elif args.shift_by is not None:
-            if tp not in committed:
-                raise CommandError(f"Cannot shift offset for partition {tp} since there is no current committed offset")
-            offset = committed[tp] + args.shift_by
-        else:
-            by_time = await client.offsets([tp], parse_datetime(args.to_datetime))
-            offset = by_time.get(tp, -1)
-            if offset < 0:
-                offset = high
-        new[tp] = min(max(offset, low), high)
+    if args.to_earliest:
+        how, value = "earliest", None
+    elif args.to_latest:
+        how, value = "latest", None
+    elif args.to_current:
+        how, value = "current", None
+    elif args.to_offset is not None:
+        how, value = "offset", args.to_offset
+    elif args.shift_by is not None:
+        how, value = "shift", args.shift_by
+    else:
+        how, value = "timestamp", parse_datetime(args.to_datetime)
+    new = await reset_plan(client, targets, committed, how, value)
     if args.execute:
         errors = await client.commit(name, new)
         bad = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}

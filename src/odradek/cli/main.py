@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "odradek.cli.schema_registry",
         "serve Confluent's Schema Registry API over the _schemas topic",
     ),
+    "ui": ("odradek.console.main", "serve the web console (topics, groups, messages, ACLs)"),
     "zk": ("odradek.cli.zk", "browse the znode tree: ls, get, tree"),
     "zookeeper-security-migration": (
         "odradek.cli.zk_security_migration",
