@@ -374,3 +374,40 @@ def test_protobuf_serializer_registers_its_imports(
     assert f"{package}/money.proto" in client.get_subjects()  # the import, registered under its path
     registered = client.get_latest_version(f"{topic}-value")
     assert [r.name for r in registered.schema.references] == [f"{package}/money.proto"]
+
+
+def test_the_console_shows_subjects_versions_and_schemas_escaped(broker: BrokerRunner, url: str) -> None:
+    """``odradek ui --schema-registry-url`` against this registry: the subject is listed, its two
+    versions too, and a schema whose doc holds markup is shown as text."""
+    import httpx
+
+    from odradek.console.app import ConsoleConfig
+
+    from .console_support import ConsoleServer
+
+    subject = _subject()
+    fields = [{"name": "a", "type": "string"}]
+    first = {"type": "record", "name": "R", "doc": "<script>alert(1)</script>", "fields": fields}
+    second = {**first, "fields": [*fields, {"name": "b", "type": "int", "default": 0}]}
+    for schema in (first, second):
+        answer = httpx.post(
+            f"{url}/subjects/{subject}/versions",
+            json={"schema": json.dumps(schema)},
+            headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+            timeout=10,
+        )
+        assert answer.status_code == 200, answer.text
+    console = ConsoleServer(ConsoleConfig(broker.bootstrap_servers, schema_registry_url=url)).start()
+    try:
+        listed = httpx.get(console.url + "/registry", timeout=10)
+        assert listed.status_code == 200 and subject in listed.text
+        page = httpx.get(console.url + f"/registry/{subject}?version=1", timeout=10)
+        assert page.status_code == 200, page.text[:500]
+        assert "<script>alert(1)</script>" not in page.text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+        assert '"b"' not in page.text.replace("&#34;", '"')  # version 1 has no field b
+        latest = httpx.get(console.url + f"/registry/{subject}", timeout=10)
+        assert latest.status_code == 200 and '"b"' in latest.text.replace("&#34;", '"')
+        assert httpx.get(console.url + f"/registry/{subject}?version=x", timeout=10).status_code == 400
+    finally:
+        console.stop()
