@@ -7,6 +7,7 @@ logs see it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -530,8 +531,16 @@ def test_dynamic_log_cleaner_keys_restart_the_cleaner_with_them(broker: BrokerRu
 
         return broker.call(read)  # type: ignore[no-any-return]
 
+    def settles_at(expected: tuple[int, int, int]) -> bool:
+        """The change reaches the cleaner through the config change notification, as in Kafka:
+        after the AlterConfigs answer, not before it."""
+        deadline = time.monotonic() + 10
+        while cleaner_state() != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return cleaner_state() == expected
+
     assert cleaner_state() == (1, 15000, 1)
     alter("2")
-    assert cleaner_state() == (2, 250, 2)
+    assert settles_at((2, 250, 2)), cleaner_state()
     alter(None)
-    assert cleaner_state() == (1, 15000, 1)
+    assert settles_at((1, 15000, 1)), cleaner_state()
