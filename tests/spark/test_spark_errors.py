@@ -51,7 +51,9 @@ def test_bad_options_fail_at_load(spark: Any, options: dict[str, str], message: 
     with pytest.raises(Exception) as info:
         _load(spark, options)
     assert message in str(info.value)
-    assert time.monotonic() - started < 10
+    # refused when the options are read, not after a connection timeout (the first case also pays
+    # for the source's registration in the JVM, 10.3 s once with the suite's other workers running)
+    assert time.monotonic() - started < 30
 
 
 def test_batch_only_and_stream_only_rules(spark: Any) -> None:
