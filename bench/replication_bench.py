@@ -9,7 +9,8 @@ Debian's ZooKeeper), client confluent-kafka. One JSON document on stdout, progre
   linger.ms 5, batch.size 1 MB, no compression, from one producer. ``msgs_per_s`` per repetition
   and the median, ``ratio`` = median RF=3 / median RF=1 (target >= 0.6); for RF=3 the CPU
   (user + system, from ``/proc``) of the partition's leader and of each follower per MB of
-  messages (``leader_cpu_s_per_mb``, ``follower_cpu_s_per_mb``: target follower <= leader).
+  messages (``leader_cpu_s_per_mb``, ``follower_cpu_s_per_mb``: target follower <= leader), and
+  the leader's minor page faults per MB (``leader_minor_faults_per_mb``: fresh request buffers).
 - ``latency``: acks=all records of ``--latency-size`` bytes sent at ``--latency-rate`` per second
   for ``--latency-s`` seconds to each topic (RF=3 and RF=1 alternating, ``--latency-reps`` each);
   delivery latency (send to delivery callback) p50 / p99 / max in ms per repetition and
@@ -21,6 +22,9 @@ Debian's ZooKeeper), client confluent-kafka. One JSON document on stdout, progre
 - ``catch_up``: one follower of a single-partition RF=3 topic is stopped (SIGSTOP) while
   ``--catchup-mb`` MB are produced (acks=1), then resumed; ``mb_per_s`` = bytes it copied /
   seconds until its partition directory holds as many bytes as the leader's.
+
+``--broker-config KEY=VALUE`` (repeatable) sets a broker config for every cluster, e.g.
+``odradek.produce.pipelined.requests=1`` to measure without the produce pipeline.
 
     python bench/replication_bench.py [--messages 200000] [--sizes 1024,100] [--reps 5] [--latency-rate 10000]
         [--failovers 3] [--catchup-mb 256] [--skip latency,failover,catch_up]
@@ -44,6 +48,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.cli.cluster import LocalCluster
 
+LAST_FAULTS: dict[int, int] = {}
 OVERRIDES = {"replica.lag.time.max.ms": "10000", "num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
 
 
@@ -90,13 +95,26 @@ def producer_for(cluster: LocalCluster, linger_ms: int = 5) -> Producer:
     )
 
 
+def minor_faults(cluster: LocalCluster) -> dict[int, int]:
+    """Minor page faults so far of each live broker, by id (field 10 of ``/proc/<pid>/stat``)."""
+    out = {}
+    for b in cluster.alive_ids():
+        try:
+            out[b] = int(Path(f"/proc/{cluster.broker(b).pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
+        except (OSError, IndexError, ValueError):
+            out[b] = 0
+    return out
+
+
 def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) -> tuple[float, dict[int, float]]:
-    """(messages per second, CPU seconds of each broker during the run)."""
+    """(messages per second, CPU seconds of each broker during the run); the minor page faults of
+    each broker during the run go to ``LAST_FAULTS``."""
     producer = producer_for(cluster)
     producer.produce(topic, b"warm")
     producer.flush(30)
     value = os.urandom(size)
     cpu0 = broker_cpu(cluster)
+    faults0 = minor_faults(cluster)
     t0 = time.perf_counter()
     for _ in range(messages):
         while True:
@@ -108,6 +126,9 @@ def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) ->
     assert producer.flush(120) == 0
     elapsed = time.perf_counter() - t0
     cpu1 = broker_cpu(cluster)
+    faults1 = minor_faults(cluster)
+    LAST_FAULTS.clear()
+    LAST_FAULTS.update({b: faults1[b] - faults0.get(b, 0) for b in faults1})
     return messages / elapsed, {b: round(cpu1[b] - cpu0[b], 3) for b in cpu0}
 
 
@@ -119,6 +140,7 @@ def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
             rates: dict[str, list[int]] = {"rf3": [], "rf1": []}
             leader_per_mb: list[float] = []
             follower_per_mb: list[float] = []
+            faults_per_mb: dict[str, list[float]] = {"rf3": [], "rf1": []}
             for rep in range(args.reps):
                 for name, rf in (("rf3", 3), ("rf1", 1)):
                     topic = f"{name}-{size}-{rep}"
@@ -126,6 +148,7 @@ def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
                     rate, cpu = produce_rate(cluster, topic, args.messages, size)
                     rates[name].append(round(rate))
                     mb = args.messages * size / 1e6
+                    faults_per_mb[name].append(round(LAST_FAULTS.get(leader_of(cluster, topic), 0) / mb, 1))
                     if rf == 3:
                         leader = leader_of(cluster, topic)
                         leader_per_mb.append(round(cpu[leader] / mb, 4))
@@ -139,6 +162,7 @@ def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
                 "follower_cpu_s_per_mb": follower_per_mb,
                 "leader_cpu_s_per_mb_median": statistics.median(leader_per_mb),
                 "follower_cpu_s_per_mb_median": statistics.median(follower_per_mb),
+                "leader_minor_faults_per_mb": faults_per_mb,
             }
     return out
 
@@ -295,7 +319,11 @@ def main() -> None:
     parser.add_argument("--failovers", type=int, default=3)
     parser.add_argument("--session-ms", type=int, default=6000)
     parser.add_argument("--catchup-mb", type=int, default=256)
+    parser.add_argument(
+        "--broker-config", action="append", default=[], metavar="KEY=VALUE", help="a broker config (repeatable)"
+    )
     args = parser.parse_args()
+    OVERRIDES.update(item.split("=", 1) for item in args.broker_config)
     result: dict[str, Any] = {"bench": "replication", "args": vars(args)}
     skip = set(filter(None, args.skip.split(",")))
     phases = (

@@ -64,7 +64,7 @@ def test_a_silent_broker_holds_only_its_own_page(black_hole: str) -> None:
         for path in ("/static/console.css", "/login", "/api/throughput"):
             t0 = time.monotonic()
             assert httpx.get(server.url + path, timeout=5).status_code == 200
-            assert time.monotonic() - t0 < 1.0, path
+            assert time.monotonic() - t0 < 2.0, path  # behind the slow page it would take its 3 s
         thread.join(30)
         assert results["status"] in (502, 504)
         assert float(results["elapsed"]) < 10  # type: ignore[arg-type]  # the 3 s request timeout, not forever

@@ -159,7 +159,9 @@ def test_idle_connections_are_cheap_and_do_not_block_others(broker: BrokerProces
     try:
         t0 = time.monotonic()
         assert _answered(broker.port)
-        assert time.monotonic() - t0 < 1.0
+        # blocked by the idle ones it would wait for its 5 s socket timeout; a loaded 2-core
+        # machine takes well under a second
+        assert time.monotonic() - t0 < 3.0
         per_connection = (_settled_rss(broker) - before) / count
         assert per_connection <= 20_000, f"{per_connection / 1000:.1f} KB per idle connection"
     finally:

@@ -37,8 +37,11 @@ def _imports(path: pathlib.Path) -> set[str]:
 
 
 def test_socket_server_and_request_handler_do_not_import_each_other() -> None:
-    assert "odradek.server.request_handler" not in _imports(SERVER / "socket_server.py")
-    assert "odradek.server.socket_server" not in _imports(SERVER / "request_handler.py")
+    for socket_side in ("socket_server.py", "server_connection.py", "produce_pipeline.py"):
+        assert "odradek.server.request_handler" not in _imports(SERVER / socket_side)
+    handler_imports = _imports(SERVER / "request_handler.py")
+    assert "odradek.server.socket_server" not in handler_imports
+    assert "odradek.server.server_connection" not in handler_imports
 
 
 def _handle(frame: bytes) -> Any:

@@ -76,6 +76,7 @@ class FrameBuffer:
         "allow_empty",
         "limit_name",
         "max_frame_bytes",
+        "queued_bytes",
     )
 
     def __init__(
@@ -94,6 +95,8 @@ class FrameBuffer:
         self._pending_hint = pending_hint
         self._head = bytearray()
         """An incomplete small frame (with its size prefix), or an incomplete size prefix."""
+        self.queued_bytes = 0
+        """Bytes of the complete frames waiting in ``next_frame`` (what the reader may pause on)."""
         self._large: bytearray | None = None
         self._large_filled = 0
         self._large_size = 0
@@ -130,6 +133,7 @@ class FrameBuffer:
             self._large_filled += nbytes
             if self._large_filled == self._large_size:
                 self._frames.append(self._large)
+                self.queued_bytes += self._large_size
                 self._large = None
             return
         view = memoryview(self._scratch)[:nbytes]
@@ -170,6 +174,7 @@ class FrameBuffer:
         if take < need:
             return None
         self._frames.append(bytes(head[_SIZE:]))
+        self.queued_bytes += size
         self._head = bytearray()
         return data[take:]
 
@@ -182,6 +187,7 @@ class FrameBuffer:
             available = end - pos - _SIZE
             if available >= size:
                 self._frames.append(bytes(data[pos + _SIZE : pos + _SIZE + size]))
+                self.queued_bytes += size
                 pos += _SIZE + size
                 continue
             if size + _SIZE > len(self._scratch):
@@ -199,6 +205,7 @@ class FrameBuffer:
         large[: len(have)] = have
         if len(have) == size:  # cannot happen for a frame larger than the scratch, kept for safety
             self._frames.append(large)
+            self.queued_bytes += size
             return
         self._large, self._large_filled, self._large_size = large, len(have), size
 
@@ -231,7 +238,9 @@ class FrameBuffer:
     def next_frame(self) -> bytes | bytearray | None:
         """The next complete frame body (without its size prefix), or None if more bytes are needed."""
         if self._frames:
-            return self._frames.pop(0)
+            frame = self._frames.pop(0)
+            self.queued_bytes -= len(frame)
+            return frame
         if self._error is not None:
             raise self._error
         return None
@@ -243,4 +252,5 @@ class FrameBuffer:
         self._head = bytearray()
         self._large = None
         self._frames = []
+        self.queued_bytes = 0
         return freed

@@ -133,6 +133,7 @@ class Broker:
             quota_window_s=config["quota.window.size.seconds"],
         )
         self.socket_server.quotas.configure_rates(config)
+        self.socket_server.pipelined_produce_requests = config["odradek.produce.pipelined.requests"]
         self.metrics = BrokerMetrics(self)
         self.topic_stats = self.metrics.topic_stats  # None without metrics.listener: nothing counted
         self.log_manager: LogManager | None = None

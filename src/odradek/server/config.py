@@ -387,6 +387,18 @@ BROKER_CONFIGS = (
         at_least(1),
     )
     .define(
+        "odradek.produce.pipelined.requests",
+        "int",
+        5,
+        "odradek's own key (Kafka has none): acks=all Produce requests one connection may have appended "
+        "and waiting for the in-sync replicas while the broker reads its next request. 1 handles one "
+        "request per connection at a time, as Kafka does; more lets replication stream instead of "
+        "waiting a round trip per request (5 is what an idempotent producer keeps in flight). Answers "
+        "and appends keep the requests' order either way, and any other request waits until every "
+        "earlier answer is sent.",
+        between(1, 64),
+    )
+    .define(
         "connections.max.idle.ms",
         "long",
         600000,

@@ -64,8 +64,11 @@ class RequestContext(Generic[Req]):
     def mark_delayed(self) -> None:
         """The request enters a delayed operation (acks=all wait, Fetch long poll): the rest of
         its handling counts as Kafka's remote time."""
-        if self.times is not None:
-            self.times.delayed_at = time.perf_counter()
+        times = self.times
+        if times is not None:
+            times.delayed_at = time.perf_counter()
+            if times.on_delayed is not None:
+                times.on_delayed()
 
     def mark_from_follower(self) -> None:
         """A Fetch from a replica (counted as ``FetchFollower``)."""

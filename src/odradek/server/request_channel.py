@@ -23,7 +23,7 @@ Plain types: safe from any thread; used on the broker's event loop.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -82,11 +82,14 @@ class RequestTimes:
     """What the handler tells the connection about the request in flight, for the request
     metrics and the request log: one per connection, reused for each of its requests (they are
     handled one at a time). ``delayed_at`` is the ``time.perf_counter()`` at which the request
-    entered a delayed operation (acks=all, a long-polling Fetch), 0.0 if it did not."""
+    entered a delayed operation (acks=all, a long-polling Fetch), 0.0 if it did not.
+    ``on_delayed``, when set, is called (on the loop) as the request enters it: a pipelined
+    Produce's connection then reads its next request (:mod:`odradek.server.produce_pipeline`)."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "delayed_at", "from_follower")
+    __slots__ = ("api_key", "api_version", "correlation_id", "delayed_at", "from_follower", "on_delayed")
 
     def __init__(self) -> None:
+        self.on_delayed: Callable[[], None] | None = None
         self.reset()
 
     def reset(self) -> None:

@@ -1,20 +1,9 @@
-"""The socket server: one asyncio protocol object per client connection.
+"""The socket server: the listeners, and the settings their connections share.
 
-Per connection (Kafka's ``Processor`` + ``RequestChannel`` in one place):
-
-- the kernel reads straight into buffers handed out by a sans-IO
-  :class:`~odradek.protocol.frames.FrameBuffer` (``asyncio.BufferedProtocol``: ``recv_into``, no
-  intermediate bytes objects). Reads land in one scratch buffer per server (its event loop serves
-  one connection's read at a time); a request costs memory only as its bytes arrive, and a frame
-  larger than ``socket.request.max.bytes`` is refused before any of it is buffered;
-- whole frames queue up; one worker task (started with the first request) handles them one at a
-  time, so responses go out in request order (Kafka's per-connection ordering guarantee). When
-  ``queued.max.requests`` frames wait, the broker stops reading from that socket until the worker
-  catches up; when the socket's write buffer is full the worker waits for it to drain;
-- a frame that cannot be parsed, an unknown API key, or an unsupported version (other than
-  ApiVersions, which gets KIP-511's fallback answer) is logged with the client's address and the
-  connection is closed; other connections are not affected. Closing drops every buffer the
-  connection held.
+Each accepted socket gets a :class:`~odradek.server.server_connection.KafkaServerConnection`
+(framing, the per-connection worker, TLS and SASL, the produce pipeline); this module binds the
+listeners, owns what the connections share (the scratch read buffer, the connection quotas, the
+request observer) and tidies up after them.
 
 Connection limits (Kafka's ``ConnectionQuotas``): ``max.connections`` across the listeners and
 ``max.connections.per.ip`` (``max.connections.per.ip.overrides`` per address) are checked when a
@@ -60,45 +49,23 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
-import collections
-import fcntl
 import gc
-import itertools
 import logging
-import os
 import socket
-import ssl
-import struct
-import termios
 import time
 from collections.abc import Callable, Sequence
-from typing import cast
 
-from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.codec import peek_api
-from odradek.protocol.frames import FrameBuffer, FrameError, new_scratch
-from odradek.security.principal import ANONYMOUS, NoMatchingRule
+from odradek.protocol.frames import new_scratch
 from odradek.server.connection_quotas import ConnectionQuotas, parse_connection_overrides
 from odradek.server.listener_security import ListenerSecurity
-from odradek.server.request_channel import (
-    CloseConnection,
-    FramePart,
-    RequestHandlerProtocol,
-    RequestObserver,
-    RequestTimes,
-    SendfileResponse,
-    SendResponse,
-)
-from odradek.server.sasl_authenticator import SaslServerAuthenticator, SaslStep
-from odradek.server.session import Session
-from odradek.server.socket_support import AckAtOnce, release_free_memory
+from odradek.server.request_channel import RequestHandlerProtocol, RequestObserver
+from odradek.server.server_connection import PLAINTEXT_LISTENER, KafkaServerConnection
+from odradek.server.socket_support import release_free_memory
+
+__all__ = ["PLAINTEXT_LISTENER", "KafkaServerConnection", "SocketServer"]
 
 log = logging.getLogger(__name__)
 
-_ids = itertools.count(1)
-_FIONREAD_ARG = b"\0\0\0\0"
-MAX_TLS_HANDSHAKE_S = 60.0
-PLAINTEXT_LISTENER = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
 TRIM_AFTER_CLOSES = 256
 """Closed connections after which a garbage collection runs and freed heap memory is handed back
 to the OS: asyncio's socket transports hold a bound method of their own, so a closed transport
@@ -106,455 +73,12 @@ to the OS: asyncio's socket transports hold a bound method of their own, so a cl
 TRIM_AFTER_FREED_BYTES = 16 * 1024 * 1024
 """Request-buffer bytes freed by closing connections after which the heap is trimmed."""
 TRIM_DELAY_S = 0.5
-
-
-class KafkaServerConnection(asyncio.BufferedProtocol):
-    """One client connection as the broker serves it (the client side is
-    :class:`odradek.client.connection.KafkaConnection`); its settings live on the
-    :class:`SocketServer`. Satisfies :class:`~odradek.server.request_channel.ConnectionInfo`."""
-
-    __slots__ = (
-        "_closed",
-        "_fd",
-        "_lost",
-        "_out",
-        "_reading_paused",
-        "_waiter",
-        "_worker",
-        "_writable",
-        "arrivals",
-        "authenticator",
-        "busy",
-        "connection_id",
-        "frames",
-        "handler",
-        "ip",
-        "last_active",
-        "muted_until",
-        "peer",
-        "security",
-        "server",
-        "session",
-        "times",
-        "transport",
-    )
-
-    def __init__(self, server: SocketServer, security: ListenerSecurity = PLAINTEXT_LISTENER) -> None:
-        self.server = server
-        self.security = security
-        self.session: Session | None = None
-        """Who is on the other end; None until the TLS handshake or SASL exchange is done."""
-        self.authenticator: SaslServerAuthenticator | None = None
-        self.handler = server.handler
-        self.frames = FrameBuffer(server.max_request_bytes, server.scratch, self._pending_bytes)
-        self.connection_id = f"conn-{next(_ids)}"
-        self.transport: asyncio.Transport | None = None
-        self.peer = "?"
-        self.ip = ""
-        self.last_active = time.monotonic()
-        self.busy = False
-        self._fd = -1
-        self._waiter: asyncio.Future[None] | None = None
-        self._writable: asyncio.Future[None] | None = None
-        self._worker: asyncio.Task[None] | None = None
-        self._reading_paused = False
-        self._closed = False
-        self._out: list[bytes | bytearray | memoryview] = []
-        """Responses queued for the next flush (:meth:`_queue_out`)."""
-        self._lost = False
-        self.times = RequestTimes()
-        """The request in flight, as the handler describes it (see :class:`RequestObserver`)."""
-        self.muted_until = 0.0
-        """Set by a throttled request (KIP-219): ``time.monotonic()`` until which the connection reads
-        nothing once its response is sent (0: not throttled)."""
-        self.arrivals: collections.deque[float] = collections.deque()
-        """When each queued frame was complete (kept only while a request observer is set)."""
-
-    # --- asyncio.Protocol ----------------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # a stream transport (uvloop's is not a subclass of asyncio.Transport, hence no isinstance)
-        self.transport = cast(asyncio.Transport, transport)
-        peer = transport.get_extra_info("peername")
-        self.ip = str(peer[0]) if peer else "?"
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        quotas = self.server.quotas
-        throttle_ms = quotas.ip_throttle_ms(self.ip)
-        if throttle_ms > 0:  # KIP-612: not counted, served nothing, closed after the throttle time
-            quotas.log_refusal(self.ip, f"connection_creation_rate exceeded, closing it after {throttle_ms} ms")
-            self.ip = ""
-            self._closed = True
-            self.frames.release()
-            self.transport.pause_reading()
-            asyncio.get_running_loop().call_later(throttle_ms / 1000, self.transport.abort)
-            return
-        refusal = quotas.try_add(self.ip)
-        if refusal is not None:
-            quotas.log_refusal(self.ip, refusal)
-            self.ip = ""  # not counted
-            self._closed = True
-            self.frames.release()
-            self.transport.abort()
-            return
-        delay_s = quotas.listener_delay_s(self.security.listener_name)
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            self._fd = sock.fileno()
-            options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-            for name, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self.server.socket_buffers, strict=True):
-                if size > 0:
-                    options.append((socket.SOL_SOCKET, name, size))
-            for level, name, value in options:
-                try:
-                    sock.setsockopt(level, name, value)
-                except OSError as exc:
-                    log.warning("cannot set socket option %s=%s for %s: %s", name, value, self.peer, exc)
-        self.transport.set_write_buffer_limits(high=4 * 1024 * 1024)
-        self.server.connections.add(self)
-        security = self.security
-        accepted = self.server.accepted
-        accepted[security.listener_name] = accepted.get(security.listener_name, 0) + 1
-        if security.uses_sasl:
-            self.authenticator = SaslServerAuthenticator(security, self.ip)
-            self.frames.allow_empty = True  # SaslHandshake v0's raw tokens may be empty
-            if security.max_receive_size < self.frames.max_frame_bytes:
-                self.frames.max_frame_bytes = security.max_receive_size
-                self.frames.limit_name = "sasl.server.max.receive.size"
-        if security.ssl_context is not None:
-            self.transport.pause_reading()  # nothing is read before the TLS handshake takes over
-            loop = asyncio.get_running_loop()
-            self._worker = loop.create_task(self._start_tls(security.ssl_context, delay_s), name=self.connection_id)
-            return
-        if self.authenticator is None:
-            self.session = Session(ANONYMOUS, self.ip, security.listener_name, security.security_protocol)
-        if delay_s > 0:  # max.connection.creation.rate: served once the listener's rate allows
-            self.transport.pause_reading()
-            asyncio.get_running_loop().call_later(delay_s, self._accept_delay_over)
-
-    def _accept_delay_over(self) -> None:
-        if self.transport is not None and not self._closed and not self._reading_paused:
-            self.transport.resume_reading()
-
-    async def _start_tls(self, context: ssl.SSLContext, delay_s: float = 0.0) -> None:
-        """The TLS handshake on the event loop (``loop.start_tls``), after ``delay_s`` (the
-        listener's connection rate); then the principal, and the worker. A failed handshake is
-        logged once and the connection closed."""
-        if delay_s > 0:
-            await asyncio.sleep(delay_s)
-        transport = self.transport
-        if transport is None or self._closed:
-            self._worker = None
-            return
-        timeout = min(MAX_TLS_HANDSHAKE_S, self.server.connections_max_idle_ms / 1000)
-        try:
-            tls = await asyncio.get_running_loop().start_tls(
-                transport, self, context, server_side=True, ssl_handshake_timeout=timeout
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # SSLError, a timeout, a reset: this connection only
-            log.warning("closing connection from %s: TLS handshake failed: %s", self.peer, exc or type(exc).__name__)
-            self._worker = None
-            transport.abort()
-            self.connection_lost(None)
-            return
-        if tls is None or self._closed:
-            self._worker = None
-            return
-        self.transport = tls
-        tls.set_write_buffer_limits(high=4 * 1024 * 1024)
-        raw = transport.get_extra_info("socket")
-        if raw is not None and hasattr(socket, "TCP_QUICKACK"):
-            transport.set_protocol(AckAtOnce(transport.get_protocol(), raw))
-        if self.authenticator is None:
-            ssl_object = tls.get_extra_info("ssl_object")
-            certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
-            mapper = self.security.principal_mapper
-            try:
-                principal = mapper.principal(certificate) if mapper is not None else ANONYMOUS
-            except NoMatchingRule as exc:
-                log.warning("closing connection from %s: %s", self.peer, exc)
-                self.close()
-                return
-            self.session = Session(principal, self.ip, self.security.listener_name, self.security.security_protocol)
-        self.last_active = time.monotonic()
-        await self._work()
-
-    def _pending_bytes(self) -> int:
-        """Bytes the kernel holds for this socket (FIONREAD); 0 when unknown."""
-        if self._fd < 0:
-            return 0
-        try:
-            return int(struct.unpack("i", fcntl.ioctl(self._fd, termios.FIONREAD, _FIONREAD_ARG))[0])
-        except OSError:
-            return 0
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        try:
-            return self.frames.get_buffer()
-        except FrameError:  # already reported; the transport is closing: read into the scratch
-            return memoryview(self.server.scratch)
-
-    def buffer_updated(self, nbytes: int) -> None:
-        if self._closed:
-            return
-        self.last_active = time.monotonic()
-        frames = self.frames
-        before = frames.frame_count
-        try:
-            frames.buffer_updated(nbytes)
-        except FrameError as exc:
-            log.warning("closing connection from %s: %s", self.peer, exc)
-            self.close()
-            return
-        count = frames.frame_count
-        if not count:
-            return
-        if count > before and self.server.request_observer is not None:
-            now = time.perf_counter()
-            if count - before == 1:
-                self.arrivals.append(now)
-            else:
-                self.arrivals.extend([now] * (count - before))
-        if self._worker is None:
-            self._worker = asyncio.get_running_loop().create_task(self._work(), name=self.connection_id)
-        elif self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-        if count >= self.server.queued_max_requests and not self._reading_paused and self.transport:
-            self.transport.pause_reading()
-            self._reading_paused = True
-
-    def pause_writing(self) -> None:
-        if self._writable is None or self._writable.done():
-            self._writable = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        if self._writable is not None and not self._writable.done():
-            self._writable.set_result(None)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._lost:  # a failed TLS handshake reports it itself
-            return
-        self._lost = True
-        self._closed = True
-        self.resume_writing()
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-        self.server.connections.discard(self)
-        if self.ip:
-            self.server.quotas.remove(self.ip)
-            self.ip = ""
-            closed = self.server.closed
-            closed[self.security.listener_name] = closed.get(self.security.listener_name, 0) + 1
-        freed = self.frames.release()
-        if self._worker is not None and not self._worker.done() and self._worker is not asyncio.current_task():
-            self._worker.cancel()
-        self._worker = None
-        self.transport = None
-        self.server.connection_closed(freed)
-        for listener in self.server.close_listeners:
-            listener(self.connection_id)
-
-    # --- worker --------------------------------------------------------------------------------
-
-    async def _work(self) -> None:
-        loop = asyncio.get_running_loop()
-        frames = self.frames
-        while not self._closed:
-            frame = frames.next_frame()
-            if frame is None:
-                self._waiter = loop.create_future()
-                await self._waiter
-                self._waiter = None
-                continue
-            if self._reading_paused and frames.frame_count < self.server.queued_max_requests // 2 and self.transport:
-                self.transport.resume_reading()
-                self._reading_paused = False
-            observer = self.server.request_observer
-            if observer is not None:
-                dequeued = time.perf_counter()
-                arrived = self.arrivals.popleft() if self.arrivals else dequeued
-                self.times.reset()
-            self.busy = True
-            try:
-                if self.authenticator is not None and self._sasl_frame(frame):
-                    step = self.authenticator.receive(frame)
-                    if not await self._sasl_step(step):
-                        return
-                    if not step.forward:
-                        continue
-                response = await self.handler.handle(frame, self)
-                handled = time.perf_counter()
-            except CloseConnection as exc:
-                log.warning("closing connection from %s: %s", self.peer, exc)
-                self.close()
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("unexpected error handling a request from %s; closing the connection", self.peer)
-                self.close()
-                return
-            finally:
-                del frame
-                self.busy = False
-            if self.transport is not None and not self._closed:
-                send_started = time.perf_counter()
-                try:
-                    if isinstance(response, SendResponse):
-                        self._queue_out(response.frame)
-                    elif isinstance(response, SendfileResponse):
-                        self._flush_out()
-                        await self._write_parts(response.parts)
-                    else:  # NO_RESPONSE
-                        if observer is not None:
-                            observer.completed(self.times, self, arrived, dequeued, handled, handled, handled)
-                        if self.muted_until:
-                            await self._mute()
-                        continue
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # e.g. a segment file that cannot be read: this response is lost
-                    log.exception("cannot send a response to %s; closing the connection", self.peer)
-                    self.close()
-                    return
-                self.last_active = time.monotonic()
-                if self._writable is not None and not self._writable.done():
-                    await self._writable
-                if observer is not None:
-                    observer.completed(self.times, self, arrived, dequeued, handled, send_started, time.perf_counter())
-                if self.muted_until:
-                    await self._mute()
-
-    def _queue_out(self, frame: bytes | bytearray | memoryview) -> None:
-        """Send ``frame`` with the other responses finished in this turn of the event loop: a
-        pipelining client's responses leave in one ``writelines`` (one ``send`` system call for
-        several responses, which at 100-byte records cost a fifth of the broker's time as one call
-        each). The flush runs at the loop's next turn, so a response waits for no handler that
-        suspends."""
-        self._out.append(frame)
-        if len(self._out) == 1:
-            asyncio.get_running_loop().call_soon(self._flush_out)
-
-    def _flush_out(self) -> None:
-        """Write the queued responses now (before any other write, so responses keep their order)."""
-        if not self._out:
-            return
-        out, self._out = self._out, []
-        if self.transport is not None and not self._closed:
-            self.transport.writelines(out)
-
-    def mute_for(self, ms: int) -> None:
-        """Throttle the channel for ``ms`` from now (Kafka's ``ThrottledChannel``: its end time is
-        fixed when the request is throttled, and the channel stays muted until both the response
-        is sent and that time has passed)."""
-        self.muted_until = max(self.muted_until, time.monotonic() + ms / 1000)
-
-    async def _mute(self) -> None:
-        """Read and serve nothing until ``muted_until`` (the client backs off meanwhile), then go on."""
-        self._flush_out()
-        delay, self.muted_until = self.muted_until - time.monotonic(), 0.0
-        if self.transport is None or self._closed or delay <= 0:
-            return
-        if not self._reading_paused:
-            self.transport.pause_reading()
-        await asyncio.sleep(delay)
-        if self.transport is not None and not self._closed and not self._reading_paused:
-            self.transport.resume_reading()
-
-    def _sasl_frame(self, frame: bytes | bytearray) -> bool:
-        """Whether an authenticated connection's frame goes to the authenticator (a KIP-368
-        SaslHandshake); raises CloseConnection for a request after the session's end."""
-        auth = self.authenticator
-        assert auth is not None
-        if auth.authenticating:
-            return True
-        if auth.session_expires_at is None:
-            return False
-        try:
-            api_key = peek_api(frame)[0]
-        except Exception:
-            api_key = -1
-        if api_key == ApiKey.SASL_HANDSHAKE and auth.can_reauthenticate():
-            auth.reauthenticate()
-            return True
-        if auth.session_expired():
-            raise CloseConnection("SASL session expired (connections.max.reauth.ms) and not re-authenticated")
-        return False
-
-    async def _sasl_step(self, step: SaslStep) -> bool:
-        """Carry out one authenticator step; False when the connection is closed."""
-        auth = self.authenticator
-        assert auth is not None and self.transport is not None
-        if step.close is not None:
-            log.warning("closing connection from %s: %s", self.peer, step.close)
-            self.close()
-            return False
-        if step.failure is not None:
-            log.info(
-                "Failed authentication with %s on listener %s (%s)",
-                self.peer,
-                self.security.listener_name,
-                step.failure,
-            )
-            if step.delay_s > 0:
-                await asyncio.sleep(step.delay_s)
-            if self.transport is not None and step.response is not None:
-                self._flush_out()
-                self.transport.write(step.response)
-            self.close()
-            return False
-        if step.response is not None:
-            self._flush_out()
-            self.transport.write(step.response)
-        if auth.session is not None and not auth.authenticating:
-            self.session = auth.session
-            self.frames.allow_empty = False
-            self.frames.max_frame_bytes = self.server.max_request_bytes
-            self.frames.limit_name = "socket.request.max.bytes"
-        self.last_active = time.monotonic()
-        return True
-
-    async def _write_parts(self, parts: Sequence[FramePart]) -> None:
-        """Write byte parts with ``writelines``; send file slices with ``loop.sendfile`` (the
-        kernel copies page-cache pages to the socket; falls back to read+write where sendfile is
-        unavailable). The slice's descriptor is duplicated first, so a segment deleted by retention
-        meanwhile stays readable until the send completes."""
-        transport = self.transport
-        assert transport is not None
-        pending: list[bytes | bytearray | memoryview] = []
-        for part in parts:
-            if isinstance(part, (bytes, bytearray, memoryview)):
-                pending.append(part)
-                continue
-            if self.security.ssl_context is not None:  # TLS: no sendfile, the bytes are copied
-                fd = part.dup_fd()
-                try:
-                    pending.append(os.pread(fd, part.size, part.position))
-                finally:
-                    os.close(fd)
-                continue
-            fd = part.dup_fd()
-            if pending:
-                transport.writelines(pending)
-                pending = []
-            with os.fdopen(fd, "rb", buffering=0) as f:
-                try:
-                    await asyncio.get_running_loop().sendfile(transport, f, part.position, part.size)
-                except NotImplementedError:  # an event loop without sendfile (uvloop): read, then write
-                    transport.write(os.pread(f.fileno(), part.size, part.position))
-            if self._closed:
-                return
-        if pending:
-            transport.writelines(pending)
-
-    def close(self) -> None:
-        """Close the connection; the responses already queued (:meth:`_queue_out`) go first, as
-        they would have gone had each been written at once."""
-        self._flush_out()
-        self._closed = True
-        if self.transport is not None:
-            self.transport.close()
+QUEUED_MAX_BYTES = 2 * 1024 * 1024
+"""Read-ahead per connection: complete request bytes buffered beyond the one being handled
+before reading pauses. Kafka reads one request per connection at a time (the channel is muted
+until its response is sent); reading a pipelining producer's 1 MB requests hundreds deep would
+hold hundreds of fresh megabytes, each page faulted in on arrival. A few megabytes keep the
+socket busy without that."""
 
 
 class SocketServer:
@@ -593,6 +117,12 @@ class SocketServer:
         self.servers: list[asyncio.Server] = []
         self.securities: dict[str, ListenerSecurity] = {}
         """Listener name -> the security new connections get (:meth:`update_security` replaces it)."""
+        self.queued_max_bytes = QUEUED_MAX_BYTES
+        """Bytes of complete requests a connection reads ahead of the one being handled before it
+        stops reading (with ``queued_max_requests``, whichever comes first)."""
+        self.pipelined_produce_requests = 5
+        """acks=all Produce requests a connection may hold waiting for the ISR while it reads the
+        next (``odradek.produce.pipelined.requests``; 1: one request at a time, as Kafka)."""
         self.request_observer: RequestObserver | None = None
         """Told about every completed request (request metrics, ``kafka.request.logger``); None
         skips the timing altogether."""
@@ -651,7 +181,7 @@ class SocketServer:
         while True:
             await asyncio.sleep(interval)
             deadline = time.monotonic() - idle_s
-            for conn in [c for c in self.connections if c.last_active < deadline and not c.busy]:
+            for conn in [c for c in self.connections if c.last_active < deadline and not c.serving]:
                 if conn.frames.frame_count == 0:
                     log.info(
                         "closing connection from %s: idle for more than connections.max.idle.ms=%d",

@@ -1,13 +1,19 @@
 """Pieces of the socket server that do not depend on a connection: handing freed heap memory back
-to the OS, and :class:`AckAtOnce` for TLS connections. Runs on the broker's event loop."""
+to the OS, :class:`AckAtOnce` for TLS connections, and :func:`write_parts` (a response's bytes and
+file ranges). Runs on the broker's event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
 import functools
+import os
 import socket
-from typing import cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from odradek.server.request_channel import FramePart
 
 
 @functools.cache
@@ -66,3 +72,39 @@ class AckAtOnce(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self.inner.resume_writing()
+
+
+async def write_parts(
+    transport: asyncio.Transport, parts: Sequence[FramePart], tls: bool, is_closed: Callable[[], bool]
+) -> None:
+    """Write byte parts with ``writelines``; send file slices with ``loop.sendfile`` (the
+    kernel copies page-cache pages to the socket; falls back to read+write where sendfile is
+    unavailable). The slice's descriptor is duplicated first, so a segment deleted by retention
+    meanwhile stays readable until the send completes. ``tls``: the transport encrypts, so file
+    ranges are read (``pread``) and written through it instead; ``is_closed`` stops the sending
+    between slices once the connection has closed. Event loop only."""
+    pending: list[bytes | bytearray | memoryview] = []
+    for part in parts:
+        if isinstance(part, (bytes, bytearray, memoryview)):
+            pending.append(part)
+            continue
+        if tls:  # TLS: no sendfile, the bytes are copied
+            fd = part.dup_fd()
+            try:
+                pending.append(os.pread(fd, part.size, part.position))
+            finally:
+                os.close(fd)
+            continue
+        fd = part.dup_fd()
+        if pending:
+            transport.writelines(pending)
+            pending = []
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            try:
+                await asyncio.get_running_loop().sendfile(transport, f, part.position, part.size)
+            except NotImplementedError:  # an event loop without sendfile (uvloop): read, then write
+                transport.write(os.pread(f.fileno(), part.size, part.position))
+        if is_closed():
+            return
+    if pending:
+        transport.writelines(pending)
