@@ -49,6 +49,21 @@ def parse(schema_type: str, text: str, references: Sequence[Reference] = ()) -> 
     raise InvalidSchema(f"Invalid schema type {schema_type}")
 
 
+def normalized(schema_type: str, text: str, references: Sequence[Reference] = ()) -> tuple[str, ParsedSchema]:
+    """The normalized text of a schema and that text parsed (Confluent's ``normalize=true``).
+
+    AVRO and JSON: the schema's identity, its JSON with sorted keys and no whitespace. PROTOBUF:
+    the ``.proto`` text rendered from the compiled descriptor (``protobuf_text``), compiled again
+    so that its identity is that of what is stored. Raises InvalidSchema (42201)."""
+    parsed = parse(schema_type, text, references)
+    if schema_type != "PROTOBUF":
+        return parsed.identity, parsed
+    new_text = protobuf.normalize(parsed.parsed, {r.name: r.schema for r in references})
+    if new_text == text:
+        return text, parsed
+    return new_text, parse(schema_type, new_text, references)
+
+
 def _reads(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
     if reader.schema_type != writer.schema_type:
         return [f"Incompatible because of different schema type: {writer.schema_type} and {reader.schema_type}"]
