@@ -1,9 +1,10 @@
 """One entry point for the three schema types: parse a schema with its references, give its
-identity, and check compatibility under a Confluent compatibility level.
+identity and its normalized text, and check compatibility under a Confluent compatibility level.
 
 ``schemaType`` is ``AVRO`` (the default when absent), ``JSON`` or ``PROTOBUF``; anything else is
-InvalidSchema (42201), as Confluent answers an unknown type. Parsing is pure CPU (Protobuf text
-also runs protoc in-process); callers on an event loop may run it in a worker thread.
+InvalidSchema (42201), as Confluent answers an unknown type. Parsing is CPU-bound, and Protobuf
+text waits for protoc in a child process; callers on an event loop run it in a worker thread
+(which blocks until the child has exited, see ``protobuf``).
 """
 
 from __future__ import annotations
