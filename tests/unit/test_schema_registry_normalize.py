@@ -15,6 +15,8 @@ from odradek.schema_registry.errors import InvalidSchema
 from odradek.schema_registry.protobuf_text import json_name, quote, render
 from odradek.schema_registry.schemas import Reference, normalized, parse
 
+T = descriptor_pb2.FieldDescriptorProto
+
 MONEY = 'syntax = "proto3";\npackage d;\nmessage Money { int64 cents = 1; }\n'
 OPTS = (
     'syntax = "proto3";\npackage o;\nimport "google/protobuf/descriptor.proto";\n'
@@ -241,3 +243,24 @@ def test_helpers() -> None:
     assert quote('a"b\\c\n\x01é') == '"a\\"b\\\\c\\n\\001é"'
     assert json_name("order_id_2x") == "orderId2x" and json_name("a__b") == "aB"
     assert protobuf.normalize(parse("PROTOBUF", 'syntax = "proto3";').parsed, {}) == 'syntax = "proto3";\n'
+
+
+def test_malformed_descriptors_get_a_precise_error() -> None:
+    fdp = descriptor_pb2.FileDescriptorProto(syntax="proto3")
+    m = fdp.message_type.add(name="M")
+    entry = m.nested_type.add(name="XEntry")
+    entry.options.map_entry = True
+    m.field.add(name="x", number=1, type=T.TYPE_MESSAGE, type_name=".M.XEntry", label=T.LABEL_REPEATED)
+    with pytest.raises(InvalidSchema, match="map entry"):
+        render(fdp)
+    m.field[0].type_name = ""
+    with pytest.raises(InvalidSchema, match="has no type"):
+        render(fdp)
+    unknown = descriptor_pb2.FileDescriptorProto(syntax="proto3", dependency=["opts.proto"])
+    unknown.options.MergeFromString(b"\x88\xb5\x18\x01")  # field 50001, varint: an unknown custom option
+    serialized = base64.b64encode(unknown.SerializeToString()).decode()
+    with pytest.raises(InvalidSchema, match="without google/protobuf/descriptor"):
+        normalized("PROTOBUF", serialized, _refs(**{"opts.proto": 'syntax = "proto3";\n'}))
+    empty = 'syntax = "proto3";\nimport "google/protobuf/descriptor.proto";\n'
+    with pytest.raises(InvalidSchema, match="not defined"):
+        normalized("PROTOBUF", serialized, _refs(**{"opts.proto": empty}))

@@ -178,7 +178,10 @@ class Renderer:
             except (TypeError, ValueError, KeyError) as exc:
                 raise InvalidSchema(f"Invalid schema: cannot resolve custom options: {exc}") from None
             self._pool = pool
-        desc = self._pool.FindMessageTypeByName(options.DESCRIPTOR.full_name)
+        try:
+            desc = self._pool.FindMessageTypeByName(options.DESCRIPTOR.full_name)
+        except KeyError:
+            raise InvalidSchema("Invalid schema: custom options without google/protobuf/descriptor.proto") from None
         return message_factory.GetMessageClass(desc)
 
     def options(self, options: Any, extra: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
@@ -290,7 +293,9 @@ class Renderer:
     ) -> list[str]:
         entry = self.maps.get(fd.type_name) if fd.type == T.TYPE_MESSAGE else None
         if entry is not None:
-            key, value = sorted(entry.field, key=lambda x: x.number)[:2]
+            if len(entry.field) != 2:
+                raise InvalidSchema(f"Invalid schema: map entry {fd.type_name} needs a key and a value")
+            key, value = sorted(entry.field, key=lambda x: x.number)
             kind, label = f"map<{self.type_of(key)}, {self.type_of(value)}>", ""
         else:
             kind = self.type_of(fd)
