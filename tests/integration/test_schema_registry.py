@@ -352,6 +352,83 @@ def test_subjects_named_like_import_paths(url: str, client: SchemaRegistryClient
     assert client.test_compatibility(dep_subject, Schema(dep, "PROTOBUF")) is True
 
 
+PROTO_WRITTEN = """syntax = "proto3";
+package norm;
+// formatting, comments, the order of fields, options and imports, and relative type names differ
+import "google/protobuf/timestamp.proto";
+message Order { option deprecated = true;
+  map<string, Line> lines = 3; string id = 1 [deprecated = true, json_name = "orderId"];
+  google.protobuf.Timestamp at = 2;
+  message Line { int32 qty = 2; string sku = 1; } }
+"""
+PROTO_REORDERED = """syntax = "proto3"; package norm; import "google/protobuf/timestamp.proto";
+message Order { .google.protobuf.Timestamp at = 2; string id = 1 [json_name = "orderId", deprecated = true];
+  map<string, .norm.Order.Line> lines = 3; option deprecated = true;
+  message Line { int32 qty = 2; string sku = 1; } }
+"""
+PROTO_NORMAL = """syntax = "proto3";
+package norm;
+
+import "google/protobuf/timestamp.proto";
+
+message Order {
+  option deprecated = true;
+  string id = 1 [deprecated = true, json_name = "orderId"];
+  .google.protobuf.Timestamp at = 2;
+  map<string, .norm.Order.Line> lines = 3;
+  message Line {
+    string sku = 1;
+    int32 qty = 2;
+  }
+}
+"""
+
+
+def test_protobuf_normalize_stores_the_normal_form_under_one_id(url: str, client: SchemaRegistryClient) -> None:
+    subject = _subject()
+    first = client.register_schema(subject, Schema(PROTO_WRITTEN, "PROTOBUF"), normalize_schemas=True)
+    assert client.get_schema(first).schema_str == PROTO_NORMAL
+    assert call(url, "GET", f"/schemas/ids/{first}")[1]["schema"] == PROTO_NORMAL
+    # an equivalent schema written differently is the same schema: same id, no new version
+    assert client.register_schema(subject, Schema(PROTO_REORDERED, "PROTOBUF"), normalize_schemas=True) == first
+    assert client.get_versions(subject) == [1]
+    found = client.lookup_schema(subject, Schema(PROTO_REORDERED, "PROTOBUF"), normalize_schemas=True)
+    assert (found.schema_id, found.version) == (first, 1)
+    assert client.test_compatibility(subject, Schema(PROTO_REORDERED, "PROTOBUF"), normalize=True) is True
+    # without normalize the text is kept as sent: the reordered descriptor is another schema
+    body = {"schemaType": "PROTOBUF", "schema": PROTO_REORDERED}
+    assert call(url, "POST", f"/subjects/{subject}", body)[1]["error_code"] == 40403  # (the client caches lookups)
+    assert call(url, "POST", f"/subjects/{subject}?normalize=true", body)[1]["id"] == first
+    other = client.register_schema(_subject(), Schema(PROTO_REORDERED, "PROTOBUF"))
+    assert other != first and client.get_schema(other).schema_str == PROTO_REORDERED
+    # the subject's config asks for it as well as the request flag does
+    configured = _subject()
+    assert call(url, "PUT", f"/config/{configured}", {"normalize": True})[0] == 200
+    status, body = call(
+        url, "POST", f"/subjects/{configured}/versions", {"schemaType": "PROTOBUF", "schema": PROTO_WRITTEN}
+    )
+    assert (status, body["id"]) == (200, first)
+    assert call(url, "GET", f"/subjects/{configured}/versions/1")[1]["schema"] == PROTO_NORMAL
+    status, body = call(url, "POST", f"/subjects/{configured}", {"schemaType": "PROTOBUF", "schema": PROTO_REORDERED})
+    assert (status, body["version"]) == (200, 1)
+
+
+def test_protobuf_serializer_with_normalize_schemas(
+    broker: BrokerRunner, client: SchemaRegistryClient, tmp_path: pathlib.Path
+) -> None:
+    module = compile_proto(tmp_path, f"norm_{uuid.uuid4().hex[:6]}", PROTO_WRITTEN)
+    topic = f"proto-norm-{uuid.uuid4().hex[:6]}"
+    values = [module.Order(id=f"o{i}", lines={"a": module.Order.Line(sku="s", qty=i)}) for i in range(3)]
+    conf = {"use.deprecated.format": False, "normalize.schemas": True}
+    serializer = ProtobufSerializer(module.Order, client, conf)
+    deserializer = ProtobufDeserializer(module.Order, {"use.deprecated.format": False})
+    assert _round_trip(broker, topic, serializer, deserializer, values) == values
+    # the serializer sent its base64 descriptor; the registry stored the normal form of it
+    registered = client.get_latest_version(f"{topic}-value")
+    assert registered.schema.schema_str == PROTO_NORMAL
+    assert registered.schema.references == []  # well-known types are not registered by the serializer
+
+
 def test_protobuf_serializer_registers_its_imports(
     broker: BrokerRunner, client: SchemaRegistryClient, tmp_path: pathlib.Path
 ) -> None:

@@ -3,11 +3,22 @@
 Protobuf compatibility rules.
 
 Compilation writes the schema and its text references (named by their import path) into a
-temporary directory and runs protoc (``python -m grpc_tools.protoc``, about 40 ms) in a child
-process, so untrusted text never reaches a parser inside the registry's (or broker's) process and
-a runaway compile is killed after ``PROTOC_TIMEOUT_S``; references given as base64 descriptors are
-passed with ``--descriptor_set_in``.
-Google's well-known types are found in grpc_tools' bundled include directory.
+temporary directory and runs protoc (grpc_tools' bundled protoc in a child Python, about 40 ms),
+so untrusted text never reaches a parser inside the registry's (or broker's) process and a
+runaway compile is killed after ``PROTOC_TIMEOUT_S``; references given as base64 descriptors are
+passed with ``--descriptor_set_in``. Google's well-known types are found in grpc_tools' bundled
+include directory.
+
+The child never outlives the registry: on Linux it asks for ``SIGKILL`` when its parent dies
+(``prctl(PR_SET_PDEATHSIG)``) as the first thing it does, then checks that its parent is still the
+process that started it (a parent killed before the ``prctl`` would otherwise go unnoticed), and
+only then loads protoc. This is done in the child's own Python rather than in a ``preexec_fn``,
+which is unsafe in a threaded parent. The kernel sends the signal when the *thread* that forked
+the child ends, not only the process: compiles start from worker threads (``asyncio.to_thread``)
+that block in ``subprocess.run`` until the child has been reaped (on timeout it is killed, then
+reaped), so that thread cannot end while its child runs, and a kill -9 of the process ends it.
+
+:func:`normalize` renders the normalized ``.proto`` text (``protobuf_text``) of a parsed schema.
 
 :func:`check` (reader, writer) reports the differences Confluent's ``SchemaDiff`` counts as
 breaking: ``SYNTAX_CHANGED``, ``PACKAGE_CHANGED``, ``MESSAGE_REMOVED``, ``FIELD_KIND_CHANGED``
@@ -35,6 +46,7 @@ from dataclasses import dataclass
 from google.protobuf import descriptor_pb2  # type: ignore[import-untyped]
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
+from odradek.schema_registry import protobuf_text
 from odradek.schema_registry.errors import InvalidSchema
 
 PROTOC_TIMEOUT_S = 30
@@ -50,10 +62,26 @@ WIRE_GROUPS = [
 NAMED = {T.TYPE_MESSAGE, T.TYPE_GROUP, T.TYPE_ENUM}
 
 
+_CHILD = """\
+import os, signal, sys
+if sys.platform.startswith("linux"):
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    os._exit(70)
+from grpc_tools import protoc
+sys.exit(protoc.main(["protoc", *sys.argv[2:]]))
+"""
+"""Run as ``python -c _CHILD <parent pid> <protoc args>``: see the module docstring."""
+
+
 @dataclass(slots=True)
 class ProtobufSchema:
     file: descriptor_pb2.FileDescriptorProto
     identity: str
+    imports: list[descriptor_pb2.FileDescriptorProto] | None = None
+    """The transitive imports as compiled, kept for a ``.proto`` text with custom options (empty
+    for one without; None for a base64 descriptor)."""
 
     def serialized(self) -> str:
         """The descriptor as base64, Confluent's ``format=serialized``."""
@@ -78,7 +106,8 @@ def _include_dir() -> str:
     return os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
 
 
-def _compile(text: str, references: dict[str, str]) -> descriptor_pb2.FileDescriptorProto:
+def _compile(text: str, references: dict[str, str]) -> list[descriptor_pb2.FileDescriptorProto]:
+    """``text`` compiled with its imports: the imports (dependencies first), then the file."""
     with tempfile.TemporaryDirectory(prefix="odradek-proto-") as tmp:
         src = os.path.join(tmp, "src")
         os.makedirs(src)
@@ -98,7 +127,8 @@ def _compile(text: str, references: dict[str, str]) -> descriptor_pb2.FileDescri
         with open(os.path.join(src, MAIN_FILE), "w", encoding="utf-8") as f:
             f.write(text)
         out = os.path.join(tmp, "out.pb")
-        args = ["protoc", f"-I{src}", f"-I{_include_dir()}", f"--descriptor_set_out={out}", MAIN_FILE]
+        args = ["protoc", f"-I{src}", f"-I{_include_dir()}", "--include_imports", f"--descriptor_set_out={out}"]
+        args.append(MAIN_FILE)
         if binary.file:
             din = os.path.join(tmp, "in.pb")
             with open(din, "wb") as f:
@@ -106,7 +136,7 @@ def _compile(text: str, references: dict[str, str]) -> descriptor_pb2.FileDescri
             args.insert(1, f"--descriptor_set_in={din}")
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "grpc_tools.protoc", *args[1:]],
+                [sys.executable, "-c", _CHILD, str(os.getpid()), *args[1:]],
                 capture_output=True,
                 timeout=PROTOC_TIMEOUT_S,
                 stdin=subprocess.DEVNULL,
@@ -119,23 +149,40 @@ def _compile(text: str, references: dict[str, str]) -> descriptor_pb2.FileDescri
             raise InvalidSchema(f"Invalid schema: {errors.strip() or 'protoc failed'}")
         with open(out, "rb") as f:
             fds = descriptor_pb2.FileDescriptorSet.FromString(f.read())
-    return fds.file[-1]
+    return list(fds.file)
 
 
 def parse(text: str, references: dict[str, str]) -> ProtobufSchema:
     """Parse base64 descriptor or ``.proto`` text; raises InvalidSchema (42201)."""
     fdp = _decode_base64(text)
+    imports = None
     if fdp is None:
         if len(text) > 1 << 20:
             raise InvalidSchema("Invalid schema: too large")
-        fdp = _compile(text, references)
+        *imports, fdp = _compile(text, references)
+        if not protobuf_text.has_unknown_options(fdp):
+            imports = []  # kept only where custom options need them
         # a name of its own, so a client can add it to a descriptor pool beside its imports
         fdp.name = f"schema_{hashlib.sha256(text.encode()).hexdigest()[:16]}.proto"
     ident = descriptor_pb2.FileDescriptorProto()
     ident.CopyFrom(fdp)
     ident.ClearField("name")
     ident.ClearField("source_code_info")
-    return ProtobufSchema(fdp, base64.b64encode(ident.SerializeToString(deterministic=True)).decode())
+    return ProtobufSchema(fdp, base64.b64encode(ident.SerializeToString(deterministic=True)).decode(), imports)
+
+
+def normalize(schema: ProtobufSchema, references: dict[str, str]) -> str:
+    """The normalized ``.proto`` text of ``schema`` (rules in ``protobuf_text``). The imports
+    are needed only to name custom options; for a base64 descriptor they are compiled here, from
+    a file that only imports the descriptor's dependencies. Raises InvalidSchema (42201)."""
+    imports = schema.imports
+    if imports is None and schema.file.dependency and protobuf_text.has_unknown_options(schema.file):
+        for name in schema.file.dependency:
+            if not name or any(c in name for c in '"\\\n\r') or not name.isprintable():
+                raise InvalidSchema(f"Invalid schema: bad import name {name!r}")
+        stub = 'syntax = "proto3";\n' + "".join(f'import "{name}";\n' for name in schema.file.dependency)
+        imports = _compile(stub, references)[:-1]
+    return protobuf_text.render(schema.file, imports or ())
 
 
 Messages = dict[str, descriptor_pb2.DescriptorProto]

@@ -20,7 +20,14 @@ from typing import Any
 from odradek.schema_registry import errors as e
 from odradek.schema_registry.kafka_store import KafkaStore
 from odradek.schema_registry.records import RegistryKey, SchemaValue, encode_json
-from odradek.schema_registry.schemas import SCHEMA_TYPES, ParsedSchema, Reference, check_compatibility, parse
+from odradek.schema_registry.schemas import (
+    SCHEMA_TYPES,
+    ParsedSchema,
+    Reference,
+    check_compatibility,
+    normalized,
+    parse,
+)
 from odradek.schema_registry.state import COMPATIBILITY_LEVELS, MODES
 
 MAX_VERSION = 2**31 - 1
@@ -84,6 +91,26 @@ class SchemaRegistry:
     async def _parse(self, schema_type: str, text: str, refs: list[dict[str, Any]]) -> ParsedSchema:
         resolved = self._references(refs)
         return await asyncio.to_thread(parse, schema_type, text, resolved)
+
+    async def _parse_request(
+        self, subject: str, schema_type: str, text: str, refs: list[dict[str, Any]], *, normalize: bool
+    ) -> tuple[str, ParsedSchema]:
+        """The text to use and its parse: normalized (see :func:`normalized`) when the request
+        asks (``normalize=true``) or the subject's config (else the global one) says
+        ``"normalize": true``, except in IMPORT mode, which keeps schemas as given (Confluent's
+        rule); otherwise ``text`` as sent."""
+        resolved = self._references(refs)
+        if self._normalizing(subject, normalize):
+            return await asyncio.to_thread(normalized, schema_type, text, resolved)
+        return text, await asyncio.to_thread(parse, schema_type, text, resolved)
+
+    def _normalizing(self, subject: str, normalize: bool) -> bool:
+        if self.state.effective_mode(subject) == "IMPORT":
+            return False
+        configured = self.state.configs.get(subject, {}).get("normalize")
+        if configured is None:
+            configured = self.state.configs.get(None, {}).get("normalize")
+        return normalize or configured is True
 
     async def parsed(self, value: SchemaValue) -> ParsedSchema:
         """A stored schema parsed (cached by subject and version)."""
@@ -172,7 +199,7 @@ class SchemaRegistry:
         schema_type, text, refs = self._body(body)
         if subject not in self.state.versions:
             raise e.SubjectNotFound(f"Subject '{subject}' not found.")
-        parsed = await self._parse(schema_type, text, refs)
+        _, parsed = await self._parse_request(subject, schema_type, text, refs, normalize=normalize)
         wanted = self._identity(schema_type, parsed, body)
         for value in reversed(self.state.live_versions(subject, deleted=deleted)):
             if await self._identity_of(value) == wanted:
@@ -183,7 +210,7 @@ class SchemaRegistry:
         """``/compatibility``: why the schema is incompatible with one version (or, with
         ``version_text`` None, with those the subject's level compares with)."""
         schema_type, text, refs = self._body(body)
-        parsed = await self._parse(schema_type, text, refs)
+        _, parsed = await self._parse_request(subject, schema_type, text, refs, normalize=normalize)
         level = self.state.effective_compatibility(subject)
         if version_text is None:
             previous = self.state.live_versions(subject)
@@ -219,9 +246,7 @@ class SchemaRegistry:
             raise e.OperationNotPermitted(f"Subject {subject} is not in import mode")
         if requested_id is None and mode != "READWRITE":
             raise e.OperationNotPermitted(f"Subject {subject} is not in read-write mode")
-        parsed = await self._parse(schema_type, text, refs)
-        if normalize or self.state.configs.get(subject, self.state.configs.get(None, {})).get("normalize") is True:
-            text = parsed.identity if schema_type != "PROTOBUF" else text
+        text, parsed = await self._parse_request(subject, schema_type, text, refs, normalize=normalize)
         ident = self._identity(schema_type, parsed, body)
         async with self._write_lock:
             live = self.state.live_versions(subject)

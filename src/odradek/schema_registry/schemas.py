@@ -1,9 +1,10 @@
 """One entry point for the three schema types: parse a schema with its references, give its
-identity, and check compatibility under a Confluent compatibility level.
+identity and its normalized text, and check compatibility under a Confluent compatibility level.
 
 ``schemaType`` is ``AVRO`` (the default when absent), ``JSON`` or ``PROTOBUF``; anything else is
-InvalidSchema (42201), as Confluent answers an unknown type. Parsing is pure CPU (Protobuf text
-also runs protoc in-process); callers on an event loop may run it in a worker thread.
+InvalidSchema (42201), as Confluent answers an unknown type. Parsing is CPU-bound, and Protobuf
+text waits for protoc in a child process; callers on an event loop run it in a worker thread
+(which blocks until the child has exited, see ``protobuf``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,21 @@ def parse(schema_type: str, text: str, references: Sequence[Reference] = ()) -> 
         p = protobuf.parse(text, {r.name: r.schema for r in references})
         return ParsedSchema("PROTOBUF", p, p.identity)
     raise InvalidSchema(f"Invalid schema type {schema_type}")
+
+
+def normalized(schema_type: str, text: str, references: Sequence[Reference] = ()) -> tuple[str, ParsedSchema]:
+    """The normalized text of a schema and that text parsed (Confluent's ``normalize=true``).
+
+    AVRO and JSON: the schema's identity, its JSON with sorted keys and no whitespace. PROTOBUF:
+    the ``.proto`` text rendered from the compiled descriptor (``protobuf_text``), compiled again
+    so that its identity is that of what is stored. Raises InvalidSchema (42201)."""
+    parsed = parse(schema_type, text, references)
+    if schema_type != "PROTOBUF":
+        return parsed.identity, parsed
+    new_text = protobuf.normalize(parsed.parsed, {r.name: r.schema for r in references})
+    if new_text == text:
+        return text, parsed
+    return new_text, parse(schema_type, new_text, references)
 
 
 def _reads(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
