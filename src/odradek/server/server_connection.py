@@ -403,8 +403,10 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                 dequeued = time.perf_counter()
                 arrived = self.arrivals.popleft() if self.arrivals else dequeued
             if pipelined:
-                await self._start_inflight(frame, arrived, dequeued)
+                started = await self._start_inflight(frame, arrived, dequeued)
                 del frame
+                if not started:
+                    return
                 continue
             if observer is not None:
                 self.times.reset()
@@ -437,26 +439,51 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def _start_inflight(self, frame: bytes | bytearray, arrived: float, dequeued: float) -> None:
+    async def _start_inflight(self, frame: bytes | bytearray, arrived: float, dequeued: float) -> bool:
         """Hand an acks=all Produce to the handler as a task of its own and return once it has
-        appended (entered its ISR wait) or finished; its answer is sent, in order, by the worker."""
+        appended (entered its ISR wait) or finished; its answer is sent, in order, by the worker.
+        Earlier answers that complete meanwhile are sent at once, not after this append. False
+        once the connection is closed."""
+        loop = asyncio.get_running_loop()
         times = self.times = RequestTimes()
-        entered = asyncio.get_running_loop().create_future()
+        entered = loop.create_future()
 
         def on_delayed(_task: object = None) -> None:
             if not entered.done():
                 entered.set_result(None)
 
         times.on_delayed = on_delayed
+        task = loop.create_task(self.handler.handle(frame, self))
+        task.add_done_callback(on_delayed)
+        inflight = self._inflight
         self.busy = True
         try:
-            task = asyncio.get_running_loop().create_task(self.handler.handle(frame, self))
-            task.add_done_callback(on_delayed)
-            await entered
+            while not entered.done():
+                if inflight and inflight[0].task.done():
+                    if not await self._answer_inflight():
+                        task.cancel()
+                        return False
+                    continue
+                wake = loop.create_future()
+
+                def woken(_future: object = None, wake: asyncio.Future[None] = wake) -> None:
+                    if not wake.done():
+                        wake.set_result(None)
+
+                entered.add_done_callback(woken)
+                if inflight:
+                    inflight[0].task.add_done_callback(woken)
+                try:
+                    await wake
+                finally:
+                    entered.remove_done_callback(woken)
+                    if inflight:
+                        inflight[0].task.remove_done_callback(woken)
         finally:
             self.busy = False
         times.on_delayed = None
-        self._inflight.append(InFlight(task, times, arrived, dequeued))
+        inflight.append(InFlight(task, times, arrived, dequeued))
+        return True
 
     async def _answer_inflight(self) -> bool:
         """Send the oldest pipelined request's answer (its task is done); False once the
