@@ -109,3 +109,17 @@ class ReplicationQuota:
         horizon = now - self.samples * self.window_s
         while self._windows and self._windows[0][0] < horizon:
             self._windows.popleft()
+
+
+def apply_topic_throttles(
+    quotas: dict[str, ReplicationQuota], topic: str, overrides: dict[str, str], broker_id: int
+) -> list[tuple[str, set[int] | None]]:
+    """A topic's ``leader.replication.throttled.replicas`` / ``follower.replication.throttled.replicas``
+    (``quotas`` maps ``"leader"`` and ``"follower"`` to their quota) as they name ``broker_id``;
+    returns the (side, partitions) that changed, None meaning every partition."""
+    changed = []
+    for side, quota in quotas.items():
+        partitions = parse_throttled_replicas(overrides.get(f"{side}.replication.throttled.replicas"), broker_id)
+        if quota.set_throttled(topic, partitions):
+            changed.append((side, partitions))
+    return changed

@@ -28,25 +28,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from odradek.client.connection import KafkaConnection
 from odradek.client.security import inter_broker_client_security
 from odradek.controller.channel import ControllerChannelManager
 from odradek.controller.controller import KafkaController
 from odradek.controller.events import Reelect
-from odradek.controller.messages import controlled_shutdown
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.group_config import GroupConfigs
 from odradek.coordinator.runtime import LeadershipListener
 from odradek.coordinator.share import ShareCoordinator
 from odradek.coordinator.transaction import TransactionCoordinator
-from odradek.errors import ErrorCode
 from odradek.metadata.authorizer import AclAuthorizer
 from odradek.metadata.config_entities import ZkConfigManager
 from odradek.metadata.config_znodes import ConfigType
@@ -57,7 +53,7 @@ from odradek.metadata.scram_credentials import CredentialCache
 from odradek.metadata.store import CoordinationStore, SessionState, WatchHandle
 from odradek.replication.isr_writer import ISR_CHANGE_PROPAGATION_MS, ZkIsrWriter
 from odradek.replication.partition import Partition
-from odradek.replication.quota import parse_throttled_replicas
+from odradek.replication.quota import apply_topic_throttles
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.security.delegation_token import TokenSettings
 from odradek.server.admin_manager import AdminManager
@@ -65,6 +61,7 @@ from odradek.server.broker_metrics import BrokerMetrics
 from odradek.server.client_quotas import ClientQuotas, quota_config_handlers
 from odradek.server.components import BrokerComponents, BrokerNotStartedError, build_components, start_authorizer
 from odradek.server.config import Endpoint, KafkaConfig
+from odradek.server.controlled_shutdown import request_controlled_shutdown
 from odradek.server.delegation_token_manager import DelegationTokenManager
 from odradek.server.dynamic_config import (
     DynamicBrokerConfig,
@@ -81,6 +78,7 @@ from odradek.server.meta_properties import check_meta_properties
 from odradek.server.metadata_cache import MetadataCache
 from odradek.server.producer_id_manager import ProducerIdManager
 from odradek.server.request_handler import RequestHandler
+from odradek.server.scheduler import Scheduler
 from odradek.server.schema_registry_host import BrokerSchemaRegistry
 from odradek.server.schema_validation import SchemaIdValidator
 from odradek.server.socket_server import SocketServer
@@ -173,7 +171,8 @@ class Broker:
         self.broker_epoch = -1  # its registration's czxid (KIP-380): older ones are STALE_BROKER_EPOCH
         self._waited_for_registration = False
         self.authorizer: AclAuthorizer | None = None  # with authorizer.class.name, before the listeners
-        self._tasks: list[asyncio.Task[None]] = []
+        self.scheduler = Scheduler(f"broker {self.broker_id}")
+        """Retention, flush, checkpoints, ISR expiration and the other periodic tasks."""
         self._watches: list[WatchHandle] = []
         self.started = False
         self.serving = asyncio.Event()
@@ -410,11 +409,13 @@ class Broker:
     def _start_housekeeping(self) -> None:
         lm = self.log_manager
         assert lm is not None
-        self._every(self.config["log.retention.check.interval.ms"], lm.cleanup_logs, "retention")
+        self.scheduler.every(self.config["log.retention.check.interval.ms"], lm.cleanup_logs, "retention")
         flush_ms = min(self.config["log.flush.scheduler.interval.ms"], 2**31)
         if flush_ms < 2**31:
-            self._every(flush_ms, lm.flush_dirty_logs, "flush")
-        self._every(self.config["log.flush.offset.checkpoint.interval.ms"], lambda _now: lm.checkpoint(), "checkpoint")
+            self.scheduler.every(flush_ms, lm.flush_dirty_logs, "flush")
+        self.scheduler.every(
+            self.config["log.flush.offset.checkpoint.interval.ms"], lambda _now: lm.checkpoint(), "checkpoint"
+        )
         self.log_cleaner = LogCleaner(
             self._cleaner_config(self.config),
             lm.all_logs,
@@ -440,38 +441,24 @@ class Broker:
         change notifications every ``ISR_CHANGE_PROPAGATION_MS`` (isr-change-propagation)."""
         rm = self.replica_manager
         lag_ms = self.config.get_int("replica.lag.time.max.ms")
-        self._every(max(lag_ms // 2, 10), rm.maybe_shrink_isr, "isr-expiration")
+        self.scheduler.every(max(lag_ms // 2, 10), rm.maybe_shrink_isr, "isr-expiration")
         isr_writer = self._isr_writer
         assert isr_writer is not None
-        self._every(
+        self.scheduler.every(
             ISR_CHANGE_PROPAGATION_MS,
             lambda _now: isr_writer.propagate_isr_changes(rm.isr_changed),
             "isr-change-propagation",
         )
-        self._every(self.config.get_int("producer.id.expiration.check.interval.ms"), rm.expire_producers, "pid-expiry")
+        self.scheduler.every(
+            self.config.get_int("producer.id.expiration.check.interval.ms"), rm.expire_producers, "pid-expiry"
+        )
         if self.config["auto.leader.rebalance.enable"]:
             percentage = self.config.get_int("leader.imbalance.per.broker.percentage")
-            self._every(
+            self.scheduler.every(
                 self.config.get_int("leader.imbalance.check.interval.seconds") * 1000,
                 lambda _now: self.controller.maybe_rebalance_leaders(percentage) if self.controller else None,
                 "auto-leader-rebalance",
             )
-
-    def _every(self, interval_ms: int, action: Callable[[int], object], name: str) -> None:
-        """Start a task calling ``action(now_ms)`` every ``interval_ms`` (awaiting what it returns
-        when that is awaitable) until :meth:`shutdown`; a failure is logged, not fatal."""
-
-        async def run() -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000.0)
-                try:
-                    pending = action(int(time.time() * 1000))
-                    if inspect.isawaitable(pending):
-                        await pending
-                except Exception:
-                    log.exception("broker %d: %s task failed", self.broker_id, name)
-
-        self._tasks.append(asyncio.get_running_loop().create_task(run(), name=name))
 
     def _inter_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         """Where to reach ``broker_id`` on the inter-broker listener, from UpdateMetadata."""
@@ -481,11 +468,8 @@ class Broker:
         return info.endpoint_map().get(self.config.inter_broker_listener_name)
 
     async def controlled_shutdown(self) -> bool:
-        """Kafka's ``controlledShutdown``: ask the controller (over the inter-broker listener) to
-        move every leadership of this broker elsewhere; retried ``controlled.shutdown.max.retries``
-        times, ``controlled.shutdown.retry.backoff.ms`` apart, while partitions remain or the
-        controller cannot be reached. True when nothing remains. A broker alone in its cluster (or
-        on the embedded store) has nowhere to move anything and returns at once."""
+        """Kafka's ``controlledShutdown`` (:func:`odradek.server.controlled_shutdown.request_controlled_shutdown`):
+        the fetchers stop first, then the controller is asked to move every leadership away."""
         cfg = self.config
         if not cfg["controlled.shutdown.enable"] or cfg["zookeeper.connect"] is None:
             return False
@@ -495,39 +479,14 @@ class Broker:
         # and acks=all writes would wait for it until replica.lag.time.max.ms.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.replica_manager.shutdown_fetchers(), SHUTDOWN_STEP_TIMEOUT_S)
-        retries = cfg.get_int("controlled.shutdown.max.retries")
-        backoff_s = cfg.get_int("controlled.shutdown.retry.backoff.ms") / 1000
-        for attempt in range(1, retries + 1):
-            controller_id = self.metadata_cache.controller_id
-            endpoint = self._inter_broker_endpoint(controller_id) if controller_id >= 0 else None
-            reason = f"controller {controller_id} unknown"
-            if endpoint is not None:
-                try:
-                    async with KafkaConnection(
-                        endpoint[0],
-                        endpoint[1],
-                        client_id=f"broker-{self.broker_id}-controlled-shutdown",
-                        request_timeout_ms=cfg.get_int("controller.socket.timeout.ms"),
-                        security=self.inter_broker_security,
-                    ) as conn:
-                        version = conn.version_for(controlled_shutdown.API_KEY, 1)
-                        response = await conn.send(
-                            controlled_shutdown.encode(self.broker_id, version, self.broker_epoch)
-                        )
-                    error, still_led = controlled_shutdown.decode_response(response)
-                    remaining = len(still_led)
-                    if error == ErrorCode.none and remaining == 0:
-                        log.info("broker %d: controlled shutdown succeeded", self.broker_id)
-                        return True
-                    reason = f"{error.name}, {remaining} partitions remain"
-                except Exception as exc:
-                    reason = str(exc)
-            log.warning(
-                "broker %d: controlled shutdown attempt %d of %d failed: %s", self.broker_id, attempt, retries, reason
-            )
-            if attempt < retries:
-                await asyncio.sleep(backoff_s)
-        return False
+        return await request_controlled_shutdown(
+            cfg,
+            self.broker_id,
+            self.broker_epoch,
+            lambda: self.metadata_cache.controller_id,
+            self._inter_broker_endpoint,
+            self.inter_broker_security,
+        )
 
     async def shutdown(self) -> None:
         log.info("broker %d shutting down", self.broker_id)
@@ -556,12 +515,7 @@ class Broker:
                 await self.authorizer.close()
         with contextlib.suppress(Exception):
             await self.token_manager.shutdown()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await self.scheduler.shutdown()
         for handle in self._watches:
             handle.cancel()
         self._watches.clear()
@@ -611,14 +565,12 @@ class Broker:
 
     def _apply_topic_throttles(self, topic: str) -> None:
         """The topic's ``*.replication.throttled.replicas`` that name this broker (see replication/quota.py)."""
-        overrides = self.topic_overrides.get(topic, {})
         rm = self.replica_manager
-        for side, quota in (("leader", rm.leader_quota), ("follower", rm.follower_quota)):
-            value = overrides.get(f"{side}.replication.throttled.replicas")
-            partitions = parse_throttled_replicas(value, self.broker_id)
-            if quota.set_throttled(topic, partitions):
-                shown = "all" if partitions is None else sorted(partitions)
-                log.info("broker %d: %s throttle on %s partitions %s", self.broker_id, side, topic, shown)
+        quotas = {"leader": rm.leader_quota, "follower": rm.follower_quota}
+        overrides = self.topic_overrides.get(topic, {})
+        for side, partitions in apply_topic_throttles(quotas, topic, overrides, self.broker_id):
+            shown = "all" if partitions is None else sorted(partitions)
+            log.info("broker %d: %s throttle on %s partitions %s", self.broker_id, side, topic, shown)
 
     async def reload_broker_throttles(self) -> None:
         """``*.replication.throttled.rate`` from the effective config (dynamic keys included)."""

@@ -131,8 +131,7 @@ class BrokerRunner:
         async def abandon() -> None:
             if broker is not None:
                 await broker.socket_server.stop()
-                for task in broker._tasks:
-                    task.cancel()
+                await broker.scheduler.shutdown()
                 if broker.controller is not None:
                     await broker.controller.shutdown()
                 if broker.store is not None:
