@@ -39,6 +39,11 @@ Figures:
 - ``client_thread_busy`` (produce): CPU time of the benchmark's own Python thread (the
   ``produce()`` loop and the delivery callbacks) over the elapsed time. Near 1.0 the cell is
   bound by that thread, whichever broker answers.
+- ``producers_cpu_us_per_msg`` and ``machine_busy_cores`` (produce with ``--producers``): the
+  client processes' CPU per message (librdkafka's threads included) and how many of the
+  machine's cores were busy during the run (``/proc/stat``). With the cores saturated, no broker
+  can make the clients faster than ``cores / producers_cpu_us_per_msg``: that ceiling, against
+  the peer's rate, bounds what any broker could show in the cell.
 - ``broker_cpu_s``: CPU seconds (user + system) the broker process used during the workload;
   ``broker_cpu_us_per_msg`` the same per message; for the fixed rate, ``broker_cpu_pct`` is the
   broker's CPU use in percent of one core.
@@ -268,12 +273,14 @@ def _producer_process(
     pipe.send("ready")
     pipe.recv()
     thread0 = time.thread_time()
+    process0 = time.process_time()
     start = time.perf_counter()
     _produce_loop(producer, topic, payload, indexes, partitions, sink)
     remaining = producer.flush(timeout_s)
     end = time.perf_counter()
     busy = (time.thread_time() - thread0) / (end - start)
-    pipe.send((end, busy, sink.latencies, remaining, sink.errors, sink.first_error))
+    cpu = time.process_time() - process0  # librdkafka's threads included
+    pipe.send((end, busy, sink.latencies, remaining, sink.errors, sink.first_error, cpu))
 
 
 def _produce_in_processes(
@@ -301,6 +308,7 @@ def _produce_in_processes(
             if not pipe.poll(60) or pipe.recv() != "ready":
                 raise RuntimeError(f"produce {size} B acks={acks}: a client process did not start")
         cpu0 = target.cpu()
+        machine0 = _machine_cpu()
         t0 = time.perf_counter()
         for pipe in pipes:
             pipe.send("go")
@@ -310,13 +318,14 @@ def _produce_in_processes(
                 raise RuntimeError(f"produce {size} B acks={acks}: a client process did not finish")
             results.append(pipe.recv())
         cpu = target.cpu() - cpu0
+        machine1 = _machine_cpu()
     finally:
         for proc in procs:
             proc.join(10)
             if proc.is_alive():
                 proc.kill()
     elapsed = max(r[0] for r in results) - t0
-    for _end, _busy, latencies, remaining, errors, first_error in results:
+    for _end, _busy, latencies, remaining, errors, first_error, _cpu in results:
         sink.latencies.extend(latencies)
         sink.errors += errors
         sink.first_error = sink.first_error or first_error
@@ -331,7 +340,19 @@ def _produce_in_processes(
         "broker_cpu_s": round(cpu, 2),
         "broker_cpu_us_per_msg": round(cpu / n * 1e6, 2),
         "client_thread_busy": round(sum(r[1] for r in results) / len(results), 3),
+        "producers_cpu_us_per_msg": round(sum(r[6] for r in results) / n * 1e6, 2),
+        "machine_busy_cores": round((machine1[0] - machine0[0]) / max(machine1[1] - machine0[1], 1e-9), 2),
     }
+
+
+def _machine_cpu() -> tuple[float, float]:
+    """(busy core-seconds, wall seconds) of the whole machine so far, from ``/proc/stat``; the
+    ratio of two differences is how many cores were busy in between."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]  # user .. steal (guest is counted in user)
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields) - idle) / tick, time.perf_counter()
 
 
 def consume(

@@ -39,6 +39,28 @@ def test_any_chunking_yields_the_same_frames(bodies: list[bytes], data: st.DataO
     assert buf.buffered_bytes == 0
 
 
+@settings(max_examples=200)
+@given(st.lists(st.binary(min_size=1, max_size=3000), min_size=1, max_size=12), st.data())
+def test_large_frames_hand_out_only_received_bytes(bodies: list[bytes], data: st.DataObject) -> None:
+    """Frames larger than a (small) scratch get unzeroed buffers sized by a hint that may be too
+    small (they grow) or stale: each frame is exactly the bytes sent, never a byte of the
+    buffer the socket did not write."""
+    stream = b"".join(frame(b) for b in bodies)
+    fed = [0]
+    slack = data.draw(st.integers(-50, 500))
+    buf = FrameBuffer(10**6, scratch=bytearray(32), pending_hint=lambda: max(len(stream) - fed[0] + slack, 0))
+    out = []
+    while fed[0] < len(stream):
+        step = data.draw(st.integers(1, 700))
+        chunk = stream[fed[0] : fed[0] + step]
+        fed[0] += len(chunk)
+        buf.receive_data(chunk)
+        while (f := buf.next_frame()) is not None:
+            out.append(bytes(f))
+    assert out == bodies
+    assert buf.buffered_bytes == 0 and buf.queued_bytes == 0
+
+
 def test_oversized_frame_refused_before_body() -> None:
     buf = FrameBuffer(100)
     with pytest.raises(FrameTooLargeError, match=r"socket\.request\.max\.bytes=100"):
