@@ -213,6 +213,63 @@ def test_persistent_nodes_survive_kill_9_and_ephemeral_ones_do_not(tmp_path: Pat
     run(read)
 
 
+STREAMER = """
+import asyncio, sys
+from odradek.metadata.embedded import EmbeddedStore
+
+async def main():
+    s = EmbeddedStore(sys.argv[1]).session()
+    i = int(sys.argv[2])
+    if i == 0:
+        await s.create("/seq", b"")
+    while True:  # 16 creates at a time: they share snapshot writes (group commit)
+        await asyncio.gather(*(s.create(f"/seq/{n:06d}", str(n).encode()) for n in range(i, i + 16)))
+        i += 16
+        print(i - 1, flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_kill_9_while_the_writer_thread_writes_leaves_a_prefix_of_the_writes(tmp_path: Path) -> None:
+    """A process streaming creates is killed with SIGKILL three times, at different moments of the
+    writer thread's snapshots; after each kill the store opens, holds every create it
+    acknowledged, and holds them as a prefix of the order they were made (nothing torn, nothing
+    out of order), and the next process carries on from there."""
+    next_index = 0
+    for delay in (0.05, 0.2, 0.45):
+        child = subprocess.Popen(
+            [sys.executable, "-c", STREAMER, str(tmp_path), str(next_index)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert child.stdout is not None
+        first = child.stdout.readline()  # streaming now: the kill lands among the writes
+        timer = threading.Timer(delay, child.kill)
+        timer.start()
+        out, err = child.communicate(timeout=60)
+        timer.cancel()
+        assert child.returncode == -signal.SIGKILL, err.decode()
+        acknowledged = [int(line) for line in (first + out).split()]
+
+        async def read() -> list[tuple[str, bytes]]:
+            store = EmbeddedStore(tmp_path)
+            session = store.session()
+            names = sorted(await session.get_children("/seq"))
+            found = [(name, (await session.get(f"/seq/{name}"))[0]) for name in names]
+            await store.close()
+            return found
+
+        found = run(read)
+        assert [name for name, _ in found] == [f"{n:06d}" for n in range(len(found))]
+        assert all(data == str(int(name)).encode() for name, data in found)
+        if acknowledged:
+            assert len(found) > acknowledged[-1]
+        assert len(found) >= next_index
+        next_index = len(found)
+    assert next_index > 0
+
+
 def test_a_second_owner_of_the_directory_is_refused(tmp_path: Path) -> None:
     async def scenario() -> None:
         store = EmbeddedStore(tmp_path)
