@@ -10,7 +10,9 @@ Debian's ZooKeeper), client confluent-kafka. One JSON document on stdout, progre
   and the median, ``ratio`` = median RF=3 / median RF=1 (target >= 0.6); for RF=3 the CPU
   (user + system, from ``/proc``) of the partition's leader and of each follower per MB of
   messages (``leader_cpu_s_per_mb``, ``follower_cpu_s_per_mb``: target follower <= leader), and
-  the leader's minor page faults per MB (``leader_minor_faults_per_mb``: fresh request buffers).
+  the leader's minor page faults per MB (``leader_minor_faults_per_mb``: fresh request buffers),
+  and how many of the machine's cores were busy during each run (``machine_busy_cores``: near
+  the core count, the ratio measures CPU, not a wait).
 - ``latency``: acks=all records of ``--latency-size`` bytes sent at ``--latency-rate`` per second
   for ``--latency-s`` seconds to each topic (RF=3 and RF=1 alternating, ``--latency-reps`` each);
   delivery latency (send to delivery callback) p50 / p99 / max in ms per repetition and
@@ -49,6 +51,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from odradek.cli.cluster import LocalCluster
 
 LAST_FAULTS: dict[int, int] = {}
+LAST_BUSY_CORES: list[float] = []
 OVERRIDES = {"replica.lag.time.max.ms": "10000", "num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
 
 
@@ -95,6 +98,13 @@ def producer_for(cluster: LocalCluster, linger_ms: int = 5) -> Producer:
     )
 
 
+def machine_cpu() -> float:
+    """Busy core-seconds of the whole machine so far (``/proc/stat``: user .. steal, less idle and iowait)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def minor_faults(cluster: LocalCluster) -> dict[int, int]:
     """Minor page faults so far of each live broker, by id (field 10 of ``/proc/<pid>/stat``)."""
     out = {}
@@ -115,6 +125,7 @@ def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) ->
     value = os.urandom(size)
     cpu0 = broker_cpu(cluster)
     faults0 = minor_faults(cluster)
+    machine0 = machine_cpu()
     t0 = time.perf_counter()
     for _ in range(messages):
         while True:
@@ -127,6 +138,8 @@ def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) ->
     elapsed = time.perf_counter() - t0
     cpu1 = broker_cpu(cluster)
     faults1 = minor_faults(cluster)
+    machine1 = machine_cpu()
+    LAST_BUSY_CORES[:] = [round((machine1 - machine0) / elapsed, 2)]
     LAST_FAULTS.clear()
     LAST_FAULTS.update({b: faults1[b] - faults0.get(b, 0) for b in faults1})
     return messages / elapsed, {b: round(cpu1[b] - cpu0[b], 3) for b in cpu0}
@@ -141,6 +154,7 @@ def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
             leader_per_mb: list[float] = []
             follower_per_mb: list[float] = []
             faults_per_mb: dict[str, list[float]] = {"rf3": [], "rf1": []}
+            busy_cores: dict[str, list[float]] = {"rf3": [], "rf1": []}
             for rep in range(args.reps):
                 for name, rf in (("rf3", 3), ("rf1", 1)):
                     topic = f"{name}-{size}-{rep}"
@@ -149,6 +163,7 @@ def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
                     rates[name].append(round(rate))
                     mb = args.messages * size / 1e6
                     faults_per_mb[name].append(round(LAST_FAULTS.get(leader_of(cluster, topic), 0) / mb, 1))
+                    busy_cores[name].extend(LAST_BUSY_CORES)
                     if rf == 3:
                         leader = leader_of(cluster, topic)
                         leader_per_mb.append(round(cpu[leader] / mb, 4))
@@ -163,6 +178,7 @@ def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
                 "leader_cpu_s_per_mb_median": statistics.median(leader_per_mb),
                 "follower_cpu_s_per_mb_median": statistics.median(follower_per_mb),
                 "leader_minor_faults_per_mb": faults_per_mb,
+                "machine_busy_cores": busy_cores,
             }
     return out
 
