@@ -7,7 +7,6 @@ import base64
 import json
 import socket
 import ssl
-import struct
 import time
 import urllib.parse
 import urllib.request
@@ -18,6 +17,8 @@ from odradek.protocol.codec import api_schema, decode_response, encode_request
 from odradek.protocol.messages import build
 from odradek.security.sasl.oauthbearer import ClientInitialResponse
 from odradek.testing_oidc import OidcIssuer
+
+from .limits_support import recv_frame
 
 VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 LOGIN_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
@@ -50,23 +51,6 @@ class Exchange:
     """With ``hold_s``: whether an ApiVersions request sent that long after success was answered."""
 
 
-def _read_frame(sock: socket.socket) -> bytes | None:
-    header = b""
-    while len(header) < 4:
-        chunk = sock.recv(4 - len(header))
-        if not chunk:
-            return None
-        header += chunk
-    (size,) = struct.unpack(">i", header)
-    body = b""
-    while len(body) < size:
-        chunk = sock.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
-
-
 def sasl_exchange(port: int, token: str, *, timeout: float = 5.0, hold_s: float | None = None) -> Exchange:
     """SaslHandshake v1 (OAUTHBEARER), SaslAuthenticate v2 with ``token``; on a JSON challenge the
     client's ``\\x01`` as RFC 7628 says; then waits for the broker to close or stay open. With
@@ -75,7 +59,7 @@ def sasl_exchange(port: int, token: str, *, timeout: float = 5.0, hold_s: float 
     result = Exchange()
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(encode_request(handshake, 1, "raw", build(handshake.request_type, mechanism="OAUTHBEARER")))
-        frame = _read_frame(sock)
+        frame = recv_frame(sock)
         assert frame is not None, "the broker closed the connection at the handshake"
         message = ClientInitialResponse(token).to_bytes()
         correlation = 2
@@ -86,7 +70,7 @@ def sasl_exchange(port: int, token: str, *, timeout: float = 5.0, hold_s: float 
                         authenticate, correlation, "raw", build(authenticate.request_type, auth_bytes=message)
                     )
                 )
-                frame = _read_frame(sock)
+                frame = recv_frame(sock)
             except OSError:
                 frame = None
             if frame is None:
@@ -109,7 +93,7 @@ def sasl_exchange(port: int, token: str, *, timeout: float = 5.0, hold_s: float 
             versions = api_schema(18, 0)
             try:
                 sock.sendall(encode_request(versions, 9, "raw", build(versions.request_type)))
-                result.answered_after_hold = _read_frame(sock) is not None
+                result.answered_after_hold = recv_frame(sock) is not None
             except OSError:
                 result.answered_after_hold = False
     return result
