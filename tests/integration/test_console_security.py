@@ -24,7 +24,7 @@ from odradek.security.acl import ResourceType as Type
 from odradek.server.runner import BrokerRunner
 
 from .authz_support import CLUSTER_ACTION, acl, start_scram_acl_broker
-from .console_support import ConsoleServer, chromium, console_errors, csrf_of, text_of, wait_for
+from .console_support import ConsoleServer, chromium_session, console_errors, csrf_of, text_of, wait_for
 from .security_support import address
 
 USERS = {"alice": "alice-secret", "admin": "admin-secret"}
@@ -75,20 +75,14 @@ def _config(broker: BrokerRunner, **overrides: object) -> ConsoleConfig:
 
 @pytest.fixture(scope="module")
 def console(broker: BrokerRunner) -> Iterator[ConsoleServer]:
-    server = ConsoleServer(_config(broker)).start()
-    try:
+    with ConsoleServer(_config(broker)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    driver = chromium(str(tmp_path_factory.mktemp("chromium-profile")))
-    try:
+    with chromium_session(str(tmp_path_factory.mktemp("chromium-profile"))) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _sign_in(client: httpx.Client, user: str, password: str) -> httpx.Response:
