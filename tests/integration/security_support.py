@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import pathlib
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer
@@ -212,3 +212,35 @@ def consume_values(config: Mapping[str, Any], topic: str, count: int, group: str
     finally:
         consumer.close()
     return values
+
+
+def kafka_python_oauthbearer_send(
+    bootstrap: str, topic: str, value: bytes, token: Callable[[], str], extensions: Mapping[str, str] | None = None
+) -> None:
+    """Produce ``value`` to ``topic`` with kafka-python over SASL_PLAINTEXT/OAUTHBEARER, its token
+    provider answering ``token()`` (and ``extensions``, KIP-342, when given); waits up to 15 s for
+    the acknowledgement. The caller skips the test when kafka-python is missing."""
+    import kafka
+
+    try:
+        from kafka.net.sasl.oauth import AbstractTokenProvider
+    except ImportError:  # kafka-python 2
+        from kafka.sasl.oauth import AbstractTokenProvider
+
+    class Provider(AbstractTokenProvider):  # type: ignore[misc]
+        def token(self) -> str:
+            return token()
+
+        def extensions(self) -> dict[str, str]:
+            return dict(extensions or {})
+
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=Provider(),
+    )
+    try:
+        producer.send(topic, value).get(timeout=15)
+    finally:
+        producer.close()

@@ -38,7 +38,7 @@ from odradek.server.runner import BrokerRunner
 from odradek.testing_oidc import OidcIssuer, SigningKey
 
 from .oidc_support import LOGIN_HANDLER, LOGIN_MODULE, VALIDATOR, fetch_token, sasl_exchange
-from .security_support import address, write_certificates
+from .security_support import address, kafka_python_oauthbearer_send, write_certificates
 
 TOPIC = "oidc"
 MAX_RECEIVE = 8192
@@ -201,26 +201,13 @@ def test_confluent_kafka_wrong_client_secret_is_reported(
 def test_kafka_python_token_provider_asks_the_issuer(
     broker: BrokerRunner, issuer: OidcIssuer, certificates: dict[str, str]
 ) -> None:
-    kafka = pytest.importorskip("kafka")
-    try:
-        from kafka.net.sasl.oauth import AbstractTokenProvider
-    except ImportError:  # kafka-python 2
-        from kafka.sasl.oauth import AbstractTokenProvider
-
-    class Provider(AbstractTokenProvider):  # type: ignore[misc]
-        def token(self) -> str:
-            return fetch_token(issuer, certificates["ca"], "producer-app", "producer-secret")
-
-    producer = kafka.KafkaProducer(
-        bootstrap_servers=address(broker, "OIDC"),
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="OAUTHBEARER",
-        sasl_oauth_token_provider=Provider(),
+    pytest.importorskip("kafka")
+    kafka_python_oauthbearer_send(
+        address(broker, "OIDC"),
+        TOPIC,
+        b"from-kafka-python",
+        lambda: fetch_token(issuer, certificates["ca"], "producer-app", "producer-secret"),
     )
-    try:
-        producer.send(TOPIC, b"from-kafka-python").get(timeout=15)
-    finally:
-        producer.close()
 
 
 def test_aiokafka_token_provider_produces_and_consumes(
