@@ -25,6 +25,24 @@ LOGIN_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCa
 LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 
 
+def trusting_jaas(ca: str) -> str:
+    """A listener's OAUTHBEARER JAAS config whose JWKS fetches trust the PEM CA file ``ca``."""
+    return f'{LOGIN_MODULE} required ssl.truststore.type="PEM" ssl.truststore.location="{ca}";'
+
+
+def validating_listener(listener: str, issuer: OidcIssuer, ca: str) -> dict[str, str]:
+    """Broker config validating OAUTHBEARER tokens of ``issuer`` on ``listener`` (lower case):
+    Kafka's validator callback handler, :func:`trusting_jaas`, and the broker-wide JWKS endpoint,
+    expected issuer and audience."""
+    return {
+        f"listener.name.{listener}.oauthbearer.sasl.jaas.config": trusting_jaas(ca),
+        f"listener.name.{listener}.oauthbearer.sasl.server.callback.handler.class": VALIDATOR,
+        "sasl.oauthbearer.jwks.endpoint.url": issuer.jwks_url,
+        "sasl.oauthbearer.expected.issuer": issuer.url,
+        "sasl.oauthbearer.expected.audience": issuer.audience,
+    }
+
+
 def fetch_token(issuer: OidcIssuer, ca: str, client_id: str, secret: str, scope: str | None = None) -> str:
     """An access token from the issuer's token endpoint (client credentials, HTTP Basic)."""
     form = {"grant_type": "client_credentials", **({"scope": scope} if scope else {})}

@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
 from odradek.server.runner import BrokerRunner
 from odradek.testing import LocalCluster
-from odradek.testing_oidc import OidcIssuer
+from odradek.testing_oidc import OidcIssuer, oidc_issuer
 from odradek.testing_zk import ZooKeeperServer
 
 from .oidc_support import LOGIN_HANDLER, LOGIN_MODULE, VALIDATOR
@@ -47,13 +47,10 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def issuer(certificates: dict[str, str]) -> Iterator[OidcIssuer]:
-    issuer = OidcIssuer(certificates["server"])
-    issuer.register("broker", "broker-secret", subject="svc-broker", lifetime_s=TOKEN_LIFETIME_S)
-    issuer.register("app", "app-secret")  # the clients' tokens live the issuer's default 300 s
-    try:
+    with oidc_issuer(certificates["server"]) as issuer:
+        issuer.register("broker", "broker-secret", subject="svc-broker", lifetime_s=TOKEN_LIFETIME_S)
+        issuer.register("app", "app-secret")  # the clients' tokens live the issuer's default 300 s
         yield issuer
-    finally:
-        issuer.close()
 
 
 @pytest.fixture(scope="module")
