@@ -2,16 +2,23 @@
 
 Part of ``bench/security_bench.py`` (``--auth-seconds``). One client thread opens connections one
 after another to a broker process for ``seconds`` per mechanism; each connection is TCP connect,
-SaslHandshake v1 and the mechanism's SaslAuthenticate v2 exchange (for the ``PLAINTEXT`` baseline:
-ApiVersions v0), then close. Listeners are SASL_PLAINTEXT so TLS does not blur the figures:
+SaslHandshake v1 and the mechanism's SaslAuthenticate v2 exchange driven by odradek's own client
+mechanism (:class:`odradek.security.sasl.SaslClient`, the same steps as
+``KafkaConnection``'s login), then close; for the ``PLAINTEXT`` baseline: ApiVersions v0.
+Listeners are SASL_PLAINTEXT so TLS does not blur the figures:
 
 - ``PLAIN``: one message, a password compared with the JAAS entry's;
-- ``SCRAM-SHA-256``: two round trips; the figure includes the client's own PBKDF2 (4096
-  iterations, hashlib's C code) on every connection, as a Kafka client pays it;
+- ``SCRAM-SHA-256`` (4096 iterations) and ``SCRAM-SHA-512`` (the default 4096 too): two round
+  trips; the figure includes the client's own PBKDF2 (hashlib's C code) on every connection, as
+  a Kafka client pays it;
 - ``OAUTHBEARER-unsecured``: Kafka's unsecured validator (``alg: none``);
 - ``OAUTHBEARER-JWKS``: Kafka 3.9's ``OAuthBearerValidatorCallbackHandler``, an RS256 token (2048-bit
   key) minted once by :class:`odradek.testing_oidc.OidcIssuer` and verified against the issuer's
-  JWKS (fetched over http at start, then cached) with audience and issuer checked.
+  JWKS (fetched over http at start, then cached) with audience and issuer checked;
+- ``GSSAPI``: a throwaway MIT KDC on 127.0.0.1 (:class:`odradek.testing_kdc.KerberosKdc`); the
+  client logs in from a keytab once and reuses its service ticket (fetched on the first login
+  only); the broker decrypts it with its keytab's key and records the authenticator in MIT krb5's
+  replay cache.
 """
 
 from __future__ import annotations
@@ -23,12 +30,13 @@ from collections.abc import Callable
 
 from odradek.protocol.codec import api_schema, decode_response, encode_request
 from odradek.protocol.messages import build
-from odradek.security.sasl.oauthbearer import ClientInitialResponse
-from odradek.security.sasl.scram import ScramSaslClient
+from odradek.security.sasl import SaslClient
 
 LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_bench="bench-secret";'
+KERBEROS_SERVICE = "kafka/127.0.0.1"
+"""The broker's service principal (without the realm) for GSSAPI."""
 
 
 def _read_frame(sock: socket.socket) -> bytes:
@@ -50,48 +58,29 @@ def _request(api_key: int, version: int, correlation_id: int, **fields: object) 
     return encode_request(schema, correlation_id, "auth-bench", build(schema.request_type, **fields))
 
 
-def connect_once(
-    port: int, mechanism: str | None, first_token: Callable[[], bytes], respond: Callable[[bytes], bytes]
-) -> None:
-    """One connection: authenticate (or ApiVersions for None), then close; ConnectionError on failure."""
+def connect_once(port: int, new_client: Callable[[], SaslClient] | None) -> None:
+    """One connection: authenticate with a fresh client from ``new_client`` (ApiVersions for
+    None), then close; ConnectionError when the broker refuses or the exchange does not complete."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        if mechanism is None:
+        if new_client is None:
             sock.sendall(_request(18, 0, 1))
             _read_frame(sock)
             return
-        sock.sendall(_request(17, 1, 1, mechanism=mechanism))
+        client = new_client()
+        sock.sendall(_request(17, 1, 1, mechanism=client.mechanism))
         _read_frame(sock)
-        token, correlation = first_token(), 2
-        while True:
+        token, correlation = client.evaluate_challenge(b""), 2
+        while token is not None:
             sock.sendall(_request(36, 2, correlation, auth_bytes=token))
             response = decode_response(36, 2, _read_frame(sock))[1]
             if response.error_code != 0:
                 raise ConnectionError(f"authentication failed: {response.error_message}")
-            if not response.auth_bytes and mechanism != "SCRAM-SHA-256":
-                return
-            token = respond(bytes(response.auth_bytes))
-            if not token:
-                return
+            if client.complete:
+                break
+            token = client.evaluate_challenge(bytes(response.auth_bytes))
             correlation += 1
-
-
-def scram_exchange(user: str, password: str) -> tuple[Callable[[], bytes], Callable[[bytes], bytes]]:
-    """SCRAM-SHA-256's client as (first message, answer to a challenge), one exchange at a time."""
-    state: dict[str, ScramSaslClient] = {}
-
-    def first() -> bytes:
-        client = ScramSaslClient("SCRAM-SHA-256", user, password)
-        state["client"] = client
-        return client.evaluate_challenge(b"") or b""
-
-    def respond(challenge: bytes) -> bytes:
-        client = state["client"]
-        if client.complete:
-            return b""
-        answer = client.evaluate_challenge(challenge)
-        return answer or b""
-
-    return first, respond
+        if not client.complete:
+            raise ConnectionError(f"SASL/{client.mechanism} ended before completing")
 
 
 def rate(seconds: float, once: Callable[[], None]) -> dict[str, float]:
@@ -108,7 +97,3 @@ def rate(seconds: float, once: Callable[[], None]) -> dict[str, float]:
         "connections_per_s": round(count / elapsed, 1),
         "ms_per_connection": round(1000 * elapsed / count, 3),
     }
-
-
-def oauthbearer_message(token: str) -> bytes:
-    return ClientInitialResponse(token).to_bytes()

@@ -15,9 +15,9 @@ TLS 1.3, OpenSSL's default suite). For each protocol, on a fresh one-partition t
 One JSON document goes to stdout: ``msgs_per_s`` and ``mb_per_s`` per protocol and workload, and
 ``sasl_ssl_vs_plaintext`` (the SASL_SSL rate over the PLAINTEXT rate;
 the target is >= 0.6); then ``authentication``: new authenticated connections per second for each
-mechanism (``bench/auth_cost.py``: PLAIN, SCRAM-SHA-256, OAUTHBEARER unsecured and JWKS-validated,
-against a PLAINTEXT baseline), ``--auth-seconds`` each (0 skips it; ``--messages 0`` skips the
-throughput part).
+mechanism (``bench/auth_cost.py``: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER unsecured and
+JWKS-validated, GSSAPI against a throwaway KDC; a PLAINTEXT baseline), ``--auth-seconds`` each (0
+skips it and the KDC; ``--messages 0`` skips the throughput part).
 
     python bench/security_bench.py [--messages 100000] [--size 1024] [--auth-seconds 5]
 """
@@ -25,6 +25,7 @@ throughput part).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -40,6 +41,11 @@ from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechani
 
 import auth_cost
 from common import OdradekBroker, free_port, log, machine_info
+from odradek.client.security import ClientSecurity
+from odradek.security.sasl.oauthbearer_login import OAuthBearerSaslClient
+from odradek.security.sasl.plain import PlainSaslClient
+from odradek.security.sasl.scram import ScramSaslClient
+from odradek.testing_kdc import KerberosKdc
 from odradek.testing_oidc import OidcIssuer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -105,32 +111,59 @@ def consume(config: dict[str, str], topic: str, messages: int, size: int) -> dic
     return {"seconds": elapsed, "msgs_per_s": messages / elapsed, "mb_per_s": messages * size / elapsed / 1e6}
 
 
+def kerberos_overrides(kdc: KerberosKdc) -> dict[str, str]:
+    """The AUTH listener's GSSAPI JAAS entry (the broker's keytab for ``kafka/127.0.0.1``, written
+    to the KDC's directory); the KDC's ``krb5.conf`` goes into this process's environment, which
+    the broker process inherits."""
+    assert kdc.base_dir is not None
+    kdc.add_principal(auth_cost.KERBEROS_SERVICE, "bench")
+    keytab = kdc.keytab(kdc.base_dir / "kafka.keytab", [auth_cost.KERBEROS_SERVICE])
+    os.environ.update(kdc.environ)
+    return {
+        "listener.name.auth.gssapi.sasl.jaas.config": (
+            "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+            f'keyTab="{keytab}" principal="{auth_cost.KERBEROS_SERVICE}@{kdc.realm}";'
+        )
+    }
+
+
 def measure_authentication(
-    plain_port: int, auth_port: int, jwt_port: int, issuer: OidcIssuer, seconds: float
+    plain_port: int, auth_port: int, jwt_port: int, issuer: OidcIssuer, kdc: KerberosKdc, seconds: float
 ) -> dict[str, Any]:
     """Connections per second per mechanism (``bench/auth_cost.py``)."""
     admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain_port}"})
-    upsert = UserScramCredentialUpsertion(
-        "bench", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"bench-secret"
-    )
-    admin.alter_user_scram_credentials([upsert])["bench"].result(30)
+    upserts = [
+        UserScramCredentialUpsertion("bench", ScramCredentialInfo(mechanism, 4096), b"bench-secret")
+        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
+    ]
+    admin.alter_user_scram_credentials(upserts)["bench"].result(30)
     time.sleep(1)  # the credential cache follows /config/changes
     unsecured = issuer.mint("bench", algorithm="none", lifetime_s=3600)
     signed = issuer.mint("bench", lifetime_s=3600)
-    scram_first, scram_respond = auth_cost.scram_exchange("bench", "bench-secret")
-    cases: dict[str, tuple[int, str | None, Any, Any]] = {
-        "PLAINTEXT": (plain_port, None, lambda: b"", lambda _c: b""),
-        "PLAIN": (auth_port, "PLAIN", lambda: b"\0bench\0bench-secret", lambda _c: b""),
-        "SCRAM-SHA-256": (auth_port, "SCRAM-SHA-256", scram_first, scram_respond),
-        "OAUTHBEARER-unsecured": (
-            auth_port, "OAUTHBEARER", lambda: auth_cost.oauthbearer_message(unsecured), lambda _c: b""
-        ),
-        "OAUTHBEARER-JWKS": (jwt_port, "OAUTHBEARER", lambda: auth_cost.oauthbearer_message(signed), lambda _c: b""),
-    }  # fmt: skip
+    assert kdc.base_dir is not None
+    client_keytab = kdc.keytab(kdc.base_dir / "bench.keytab", ["bench"])
+    kerberos = ClientSecurity.from_properties(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "GSSAPI",
+            "sasl.kerberos.service.name": "kafka",
+            "sasl.kerberos.keytab": str(client_keytab),
+            "sasl.kerberos.principal": f"bench@{kdc.realm}",
+        }
+    )
+    cases: dict[str, tuple[int, Any]] = {
+        "PLAINTEXT": (plain_port, None),
+        "PLAIN": (auth_port, lambda: PlainSaslClient("bench", "bench-secret")),
+        "SCRAM-SHA-256": (auth_port, lambda: ScramSaslClient("SCRAM-SHA-256", "bench", "bench-secret")),
+        "SCRAM-SHA-512": (auth_port, lambda: ScramSaslClient("SCRAM-SHA-512", "bench", "bench-secret")),
+        "OAUTHBEARER-unsecured": (auth_port, lambda: OAuthBearerSaslClient(unsecured)),
+        "OAUTHBEARER-JWKS": (jwt_port, lambda: OAuthBearerSaslClient(signed)),
+        "GSSAPI": (auth_port, lambda: kerberos.sasl_client("127.0.0.1")),
+    }
     out: dict[str, Any] = {}
-    for name, (port, mechanism, first, respond) in cases.items():
+    for name, (port, new_client) in cases.items():
         log(f"authentication: {name} for {seconds} s")
-        out[name] = auth_cost.rate(seconds, functools.partial(auth_cost.connect_once, port, mechanism, first, respond))
+        out[name] = auth_cost.rate(seconds, functools.partial(auth_cost.connect_once, port, new_client))
     return out
 
 
@@ -141,8 +174,10 @@ def main() -> None:
     parser.add_argument("--auth-seconds", type=float, default=5.0)
     args = parser.parse_args()
     payload = os.urandom(args.size)
-    with tempfile.TemporaryDirectory(prefix="security-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="security-bench-") as tmp, contextlib.ExitStack() as stack:
         keystore, trust = write_keystores(Path(tmp))
+        kdc = stack.enter_context(KerberosKdc()) if args.auth_seconds > 0 else None
+        gssapi_listener = kerberos_overrides(kdc) if kdc is not None else {}
         plain_port, sasl_port, auth_port, jwt_port = free_port(), free_port(), free_port(), free_port()
         issuer = OidcIssuer(None)  # http: the JWKS is fetched at start only
         overrides = {
@@ -156,7 +191,9 @@ def main() -> None:
             "inter.broker.listener.name": "PLAINTEXT",
             "sasl.enabled.mechanisms": "PLAIN",
             "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
-            "listener.name.auth.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
+            "listener.name.auth.sasl.enabled.mechanisms": (
+                "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER" + (",GSSAPI" if gssapi_listener else "")
+            ),
             "listener.name.auth.plain.sasl.jaas.config": JAAS,
             "listener.name.auth.oauthbearer.sasl.jaas.config": f"{auth_cost.LOGIN_MODULE} required;",
             "listener.name.jwt.sasl.enabled.mechanisms": "OAUTHBEARER",
@@ -167,6 +204,7 @@ def main() -> None:
             "listener.name.jwt.oauthbearer.sasl.oauthbearer.expected.issuer": issuer.url,
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": keystore,
+            **gssapi_listener,
         }
         clients = {
             "PLAINTEXT": {"bootstrap.servers": f"127.0.0.1:{plain_port}"},
@@ -182,8 +220,8 @@ def main() -> None:
         results: dict[str, Any] = {}
         authentication: dict[str, Any] = {}
         with OdradekBroker(overrides=overrides, port=plain_port).start():
-            if args.auth_seconds > 0:
-                authentication = measure_authentication(plain_port, auth_port, jwt_port, issuer, args.auth_seconds)
+            if kdc is not None:
+                authentication = measure_authentication(plain_port, auth_port, jwt_port, issuer, kdc, args.auth_seconds)
             for protocol, config in clients.items():
                 if args.messages <= 0:
                     break

@@ -17,7 +17,6 @@ once the tool exits: they are seeds for the fuzzer's mutations, not credentials.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import pathlib
@@ -28,10 +27,15 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from record_sasl_traffic import DEFAULT_OUT, RECORDS, sasl_summary  # the sibling tools, imported from their folder
-from record_traffic import HOST, MAX_FILE_BYTES, RecordingProxy, bound_port, render_summary, select_frames, write_corpus
+from record_sasl_traffic import (  # the sibling tools, imported from their folder
+    DEFAULT_OUT,
+    finish_recording,
+    kafka_python_workload,
+    sasl_broker_config,
+    sasl_summary,
+)
+from record_traffic import HOST, MAX_FILE_BYTES, RecordingProxy, bound_port, render_summary, write_corpus
 
-from odradek.cli.cluster import free_port
 from odradek.server.runner import BrokerRunner
 from odradek.testing_kdc import KerberosKdc
 
@@ -41,32 +45,13 @@ log = logging.getLogger("record_gssapi_traffic")
 
 
 def run_kafka_python_gssapi(bootstrap: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    topic, group = "kafka-python-gssapi-data", "kafka-python-gssapi-group"
     sasl: dict[str, Any] = {
         "bootstrap_servers": bootstrap,
         "security_protocol": "SASL_PLAINTEXT",
         "sasl_mechanism": "GSSAPI",
         "sasl_kerberos_service_name": "kafka",
     }
-    admin = KafkaAdminClient(**sasl)
-    admin.create_topics([NewTopic(topic, 2, 1)])
-    admin.close()
-    producer = KafkaProducer(linger_ms=5, compression_type="gzip", **sasl)
-    for i in range(RECORDS):
-        producer.send(topic, f"v{i}".encode(), key=f"k{i % 5}".encode())
-    producer.flush(15)
-    producer.close(5)
-    consumer = KafkaConsumer(
-        topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=10000, **sasl
-    )
-    for seen, _ in enumerate(consumer, 1):
-        if seen >= RECORDS:
-            break
-    consumer.commit()
-    consumer.close()
+    kafka_python_workload(sasl, "kafka-python-gssapi-data", "kafka-python-gssapi-group")
 
 
 def record(out_dir: pathlib.Path, max_bytes: int) -> None:
@@ -77,35 +62,19 @@ def record(out_dir: pathlib.Path, max_bytes: int) -> None:
         os.environ.update(kdc.client_environ(kdc.keytab(kdc.base_dir / "alice.keytab", ["alice"]), "alice"))
         proxy = RecordingProxy()
         proxy_port = proxy.start()
-        replication_port = free_port()
         jaas = (
             "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
             f'keyTab="{broker_keytab}" principal="kafka/127.0.0.1@{kdc.realm}";'
         )
         runner = BrokerRunner(
-            data_dir,
-            {
-                "listeners": f"SASL_PLAINTEXT://{HOST}:0,REPLICATION://{HOST}:{replication_port}",
-                "advertised.listeners": f"SASL_PLAINTEXT://{HOST}:{proxy_port},REPLICATION://{HOST}:{replication_port}",
-                "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
-                "inter.broker.listener.name": "REPLICATION",
-                "sasl.enabled.mechanisms": "GSSAPI",
-                "listener.name.sasl_plaintext.gssapi.sasl.jaas.config": jaas,
-                "group.initial.rebalance.delay.ms": "0",
-            },
+            data_dir, sasl_broker_config(proxy_port, "GSSAPI", "listener.name.sasl_plaintext.gssapi", jaas)
         )
         try:
             runner.start()
             proxy.upstream = (HOST, bound_port(runner))
             proxy.label = "kafka_python_gssapi"
             run_kafka_python_gssapi(f"{HOST}:{proxy_port}")
-            gc.collect()
-            if not proxy.wait_idle(15):
-                proxy.close_all()
-                proxy.wait_idle(5)
-            proxy.label = "after"
-            conns = [c for c in proxy.connections if c.label == "kafka_python_gssapi"]
-            frames = select_frames(conns, max_bytes)
+            conns, frames = finish_recording(proxy, "kafka_python_gssapi", "after", max_bytes)
             if not frames:
                 raise RuntimeError("no frames recorded")
             write_corpus(out_dir / OUT_NAME, frames)

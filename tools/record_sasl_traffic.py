@@ -39,6 +39,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from record_traffic import (  # the sibling tool, imported from its folder
     HOST,
     MAX_FILE_BYTES,
+    RecordedConnection,
     RecordingProxy,
     bound_port,
     render_summary,
@@ -116,9 +117,6 @@ def run_confluent_kafka(bootstrap: str, mechanism: str) -> None:
 
 
 def run_kafka_python(bootstrap: str, mechanism: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
-
     try:
         from kafka.net.sasl.oauth import AbstractTokenProvider
     except ImportError:  # kafka-python 2
@@ -137,6 +135,16 @@ def run_kafka_python(bootstrap: str, mechanism: str) -> None:
         "security_protocol": "SASL_PLAINTEXT",
         **_python_sasl(mechanism, Provider()),
     }
+    kafka_python_workload(sasl, topic, group)
+
+
+def kafka_python_workload(sasl: dict[str, Any], topic: str, group: str) -> None:
+    """kafka-python's workload with the connection options ``sasl`` (bootstrap, protocol, mechanism):
+    create ``topic`` (2 partitions), produce RECORDS gzip records, consume them in ``group`` and commit
+    (shared with record_gssapi_traffic.py)."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
     admin = KafkaAdminClient(**sasl)
     admin.create_topics([NewTopic(topic, 2, 1)])
     admin.close()
@@ -206,26 +214,46 @@ WORKLOADS: dict[str, Callable[[str, str], None]] = {
 }
 
 
+def sasl_broker_config(proxy_port: int, mechanisms: str, jaas_prefix: str, jaas: str) -> dict[str, str]:
+    """A broker config whose clients' listener is SASL_PLAINTEXT on an ephemeral port, advertised on
+    the recording proxy's ``proxy_port``, with ``sasl.enabled.mechanisms=mechanisms`` and the JAAS
+    config ``jaas`` under ``<jaas_prefix>.sasl.jaas.config``; replication goes over a PLAINTEXT
+    listener on a free port (shared with record_gssapi_traffic.py)."""
+    replication_port = free_port()
+    return {
+        "listeners": f"SASL_PLAINTEXT://{HOST}:0,REPLICATION://{HOST}:{replication_port}",
+        "advertised.listeners": f"SASL_PLAINTEXT://{HOST}:{proxy_port},REPLICATION://{HOST}:{replication_port}",
+        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
+        "inter.broker.listener.name": "REPLICATION",
+        "sasl.enabled.mechanisms": mechanisms,
+        f"{jaas_prefix}.sasl.jaas.config": jaas,
+        "group.initial.rebalance.delay.ms": "0",
+    }
+
+
+def finish_recording(
+    proxy: RecordingProxy, label: str, next_label: str, max_bytes: int
+) -> tuple[list[RecordedConnection], list[bytes]]:
+    """Wait for the connections labelled ``label`` to go idle (closing them after 15 s), label new
+    ones ``next_label``, and return those connections with the frames kept from them (at most
+    ``max_bytes``; shared with record_gssapi_traffic.py)."""
+    gc.collect()
+    if not proxy.wait_idle(15):
+        proxy.close_all()
+        proxy.wait_idle(5)
+    proxy.label = next_label
+    conns = [c for c in proxy.connections if c.label == label]
+    return conns, select_frames(conns, max_bytes)
+
+
 def record(clients: list[str], out_dir: pathlib.Path, max_bytes: int) -> list[str]:
     """Run each client's workload per mechanism through the proxy; one corpus file per client."""
     failures: list[str] = []
     proxy = RecordingProxy()
     proxy_port = proxy.start()
     with tempfile.TemporaryDirectory(prefix="odradek-record-sasl-") as data_dir:
-        replication_port = free_port()
         runner = BrokerRunner(
-            data_dir,
-            {
-                "listeners": f"SASL_PLAINTEXT://{HOST}:0,REPLICATION://{HOST}:{replication_port}",
-                "advertised.listeners": (
-                    f"SASL_PLAINTEXT://{HOST}:{proxy_port},REPLICATION://{HOST}:{replication_port}"
-                ),
-                "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
-                "inter.broker.listener.name": "REPLICATION",
-                "sasl.enabled.mechanisms": ",".join(MECHANISMS),
-                "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-                "group.initial.rebalance.delay.ms": "0",
-            },
+            data_dir, sasl_broker_config(proxy_port, ",".join(MECHANISMS), "listener.name.sasl_plaintext.plain", JAAS)
         )
         try:
             runner.start()
@@ -249,13 +277,7 @@ def record(clients: list[str], out_dir: pathlib.Path, max_bytes: int) -> list[st
                     except Exception as exc:
                         failures.append(f"{client} ({mechanism}): {type(exc).__name__}: {exc}")
                         log.exception("%s: %s workload failed", client, mechanism)
-                gc.collect()
-                if not proxy.wait_idle(15):
-                    proxy.close_all()
-                    proxy.wait_idle(5)
-                proxy.label = "after-" + client
-                conns = [c for c in proxy.connections if c.label == client]
-                frames = select_frames(conns, max_bytes)
+                conns, frames = finish_recording(proxy, client, "after-" + client, max_bytes)
                 if frames:
                     write_corpus(out_dir / f"{client}.bin", frames)
                     log.info("%s: %d connections, %d frames kept", client, len(conns), len(frames))

@@ -4,13 +4,15 @@ broker's embedded store before it starts and granted on its running authorizer.
 
 Every connection is ``User:ANONYMOUS`` on PLAINTEXT, so the tests' ACLs name that principal; the
 broker's own controller requests come as ANONYMOUS too, hence the seeded CLUSTER_ACTION.
+:func:`start_scram_acl_broker` starts a broker whose clients authenticate with SCRAM-SHA-256 on
+SASL_PLAINTEXT instead, users and ACLs seeded before it starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from odradek.client.connection import KafkaConnection
@@ -18,6 +20,7 @@ from odradek.controller.messages import update_metadata
 from odradek.controller.requests import UpdateMetadataRequest
 from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS, AclAuthorizer
 from odradek.metadata.embedded import EmbeddedStore
+from odradek.metadata.scram_credentials import upsert_password_credentials
 from odradek.protocol.inter_broker_messages import request_class
 from odradek.protocol.messages import nested
 from odradek.security.acl import (
@@ -84,6 +87,42 @@ def seed_acls(data_dir: str, bindings: list[AclBinding]) -> None:
 
     os.makedirs(data_dir, exist_ok=True)
     asyncio.run(seed())
+
+
+def seed_scram_users(data_dir: str, users: Mapping[str, str]) -> None:
+    """Write SCRAM-SHA-256 credentials (4096 iterations) of ``users`` (name to password) into the
+    embedded store a broker on ``data_dir`` will open."""
+
+    async def seed() -> None:
+        store = EmbeddedStore(os.path.join(data_dir, "metadata"))
+        for user, password in users.items():
+            await upsert_password_credentials(store.session(), user, {"SCRAM-SHA-256": (password, 4096)})
+        await store.close()
+
+    os.makedirs(data_dir, exist_ok=True)
+    asyncio.run(seed())
+
+
+def start_scram_acl_broker(data_dir: str, users: Mapping[str, str], bindings: list[AclBinding]) -> BrokerRunner:
+    """A started broker on ``data_dir`` whose clients' listener is SASL_PLAINTEXT (SCRAM-SHA-256,
+    ``users`` seeded) and whose controller talks on a PLAINTEXT ``INTERNAL`` listener; Kafka's
+    AclAuthorizer with ``bindings`` seeded, ``super.users=User:admin``, no automatic topic creation
+    and no delay after a failed authentication. The caller stops it."""
+    seed_scram_users(data_dir, users)
+    seed_acls(data_dir, bindings)
+    return BrokerRunner(
+        data_dir,
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "authorizer.class.name": ACL_AUTHORIZER_CLASS,
+            "super.users": "User:admin",
+            "auto.create.topics.enable": "false",
+            "connection.failed.authentication.delay.ms": "0",
+        },
+    ).start()
 
 
 def start_with_acls(

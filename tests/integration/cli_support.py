@@ -38,3 +38,10 @@ def odradek(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     with _lock, _stdin(stdin), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     return subprocess.CompletedProcess(["odradek", *argv], code, out.getvalue(), err.getvalue())
+
+
+def odradek_ok(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """:func:`odradek` that must exit 0 (else the test fails with its stderr and stdout)."""
+    result = odradek(*argv, stdin=stdin)
+    assert result.returncode == 0, result.stderr + result.stdout
+    return result

@@ -9,10 +9,12 @@ returns the SEVERE entries of that log since the last call.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
@@ -56,6 +58,12 @@ class ConsoleServer:
         self.server.should_exit = True
         self.thread.join(10)
 
+    def __enter__(self) -> ConsoleServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 def chromium(tmp_dir: str | None = None) -> WebDriver:
     options = Options()
@@ -79,6 +87,16 @@ def chromium(tmp_dir: str | None = None) -> WebDriver:
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
     return driver
+
+
+@contextlib.contextmanager
+def chromium_session(tmp_dir: str) -> Iterator[WebDriver]:
+    """:func:`chromium` with its profile in ``tmp_dir``, quit when the block ends."""
+    driver = chromium(tmp_dir)
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
 def console_errors(driver: WebDriver) -> list[dict[str, Any]]:

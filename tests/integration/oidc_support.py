@@ -7,7 +7,6 @@ import base64
 import json
 import socket
 import ssl
-import struct
 import time
 import urllib.parse
 import urllib.request
@@ -19,9 +18,29 @@ from odradek.protocol.messages import build
 from odradek.security.sasl.oauthbearer import ClientInitialResponse
 from odradek.testing_oidc import OidcIssuer
 
+from .limits_support import recv_frame
+
 VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 LOGIN_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+
+
+def trusting_jaas(ca: str) -> str:
+    """A listener's OAUTHBEARER JAAS config whose JWKS fetches trust the PEM CA file ``ca``."""
+    return f'{LOGIN_MODULE} required ssl.truststore.type="PEM" ssl.truststore.location="{ca}";'
+
+
+def validating_listener(listener: str, issuer: OidcIssuer, ca: str) -> dict[str, str]:
+    """Broker config validating OAUTHBEARER tokens of ``issuer`` on ``listener`` (lower case):
+    Kafka's validator callback handler, :func:`trusting_jaas`, and the broker-wide JWKS endpoint,
+    expected issuer and audience."""
+    return {
+        f"listener.name.{listener}.oauthbearer.sasl.jaas.config": trusting_jaas(ca),
+        f"listener.name.{listener}.oauthbearer.sasl.server.callback.handler.class": VALIDATOR,
+        "sasl.oauthbearer.jwks.endpoint.url": issuer.jwks_url,
+        "sasl.oauthbearer.expected.issuer": issuer.url,
+        "sasl.oauthbearer.expected.audience": issuer.audience,
+    }
 
 
 def fetch_token(issuer: OidcIssuer, ca: str, client_id: str, secret: str, scope: str | None = None) -> str:
@@ -50,23 +69,6 @@ class Exchange:
     """With ``hold_s``: whether an ApiVersions request sent that long after success was answered."""
 
 
-def _read_frame(sock: socket.socket) -> bytes | None:
-    header = b""
-    while len(header) < 4:
-        chunk = sock.recv(4 - len(header))
-        if not chunk:
-            return None
-        header += chunk
-    (size,) = struct.unpack(">i", header)
-    body = b""
-    while len(body) < size:
-        chunk = sock.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
-
-
 def sasl_exchange(port: int, token: str, *, timeout: float = 5.0, hold_s: float | None = None) -> Exchange:
     """SaslHandshake v1 (OAUTHBEARER), SaslAuthenticate v2 with ``token``; on a JSON challenge the
     client's ``\\x01`` as RFC 7628 says; then waits for the broker to close or stay open. With
@@ -75,7 +77,7 @@ def sasl_exchange(port: int, token: str, *, timeout: float = 5.0, hold_s: float 
     result = Exchange()
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(encode_request(handshake, 1, "raw", build(handshake.request_type, mechanism="OAUTHBEARER")))
-        frame = _read_frame(sock)
+        frame = recv_frame(sock)
         assert frame is not None, "the broker closed the connection at the handshake"
         message = ClientInitialResponse(token).to_bytes()
         correlation = 2
@@ -86,7 +88,7 @@ def sasl_exchange(port: int, token: str, *, timeout: float = 5.0, hold_s: float 
                         authenticate, correlation, "raw", build(authenticate.request_type, auth_bytes=message)
                     )
                 )
-                frame = _read_frame(sock)
+                frame = recv_frame(sock)
             except OSError:
                 frame = None
             if frame is None:
@@ -109,7 +111,7 @@ def sasl_exchange(port: int, token: str, *, timeout: float = 5.0, hold_s: float 
             versions = api_schema(18, 0)
             try:
                 sock.sendall(encode_request(versions, 9, "raw", build(versions.request_type)))
-                result.answered_after_hold = _read_frame(sock) is not None
+                result.answered_after_hold = recv_frame(sock) is not None
             except OSError:
                 result.answered_after_hold = False
     return result

@@ -7,6 +7,10 @@
   SCRAM-SHA-512; PLAIN users ``alice``/``alice-secret`` and ``admin``/``admin-secret`` from the
   listener's JAAS; SCRAM users written to ``/config/users`` through the credential functions),
   ``REAUTH`` (SASL_PLAINTEXT whose sessions last ``REAUTH_MS``, KIP-368).
+
+For clusters on ZooKeeper: :func:`sasl_ssl_cluster_overrides` (SASL_SSL only, SCRAM between
+brokers, ACLs), users and ACLs written with the CLI before any broker runs
+(:func:`add_scram_user_zk`, :func:`grant_prefixed_zk`), and :func:`consume_values`.
 """
 
 from __future__ import annotations
@@ -15,17 +19,27 @@ import asyncio
 import contextlib
 import pathlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
+from confluent_kafka import Consumer
+
+from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
 from odradek.metadata.scram_credentials import upsert_password_credentials
 from odradek.testing import BrokerRunner
 from unit import security_support as certs
+
+from .cli_support import odradek_ok
 
 PLAIN_JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
     'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
 )
 SCRAM_USERS = {"scram-user": "scram-secret", "admin": "admin-secret"}
+BROKER_JAAS = (
+    'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";'
+)
+"""The inter-broker login of :func:`sasl_ssl_cluster_overrides`: SCRAM-SHA-512 user ``broker``."""
 LISTENERS = ("PLAINTEXT", "SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL", "REAUTH")
 REAUTH_MS = 1500
 
@@ -140,3 +154,93 @@ def secure_broker(directory: str, paths: Mapping[str, str], **extra: str) -> Ite
         yield runner
     finally:
         runner.stop()
+
+
+def sasl_ssl_cluster_overrides(paths: Mapping[str, str]) -> dict[str, str]:
+    """A cluster broker's config whose only listener, inter-broker included, is SASL_SSL with
+    SCRAM-SHA-256 and -512 (the brokers log in as :data:`BROKER_JAAS`'s ``broker`` with
+    SCRAM-SHA-512), PEM key and trust stores from :func:`write_certificates`, Kafka's AclAuthorizer
+    and ``super.users=User:broker``. The ``{port}`` of
+    ``listeners`` is filled in by the cluster fixture."""
+    return {
+        "listeners": "SASL_SSL://127.0.0.1:{port}",
+        "inter.broker.listener.name": "SASL_SSL",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": BROKER_JAAS,
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": paths["server"],
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": paths["ca"],
+        "authorizer.class.name": ACL_AUTHORIZER_CLASS,
+        "super.users": "User:broker",
+    }
+
+
+def add_scram_user_zk(connect: str, user: str, password: str, mechanisms: Sequence[str]) -> None:
+    """``odradek configs --zookeeper connect`` adding ``user``'s credentials for each of
+    ``mechanisms`` (SCRAM-SHA-256 / -512) with ``password``, as Kafka's tool allows before any
+    broker runs."""
+    odradek_ok(
+        "configs", "--zookeeper", connect, "--alter", "--entity-type", "users", "--entity-name", user,
+        "--add-config", ",".join(f"{mechanism}=[password={password}]" for mechanism in mechanisms),
+    )  # fmt: skip
+
+
+def grant_prefixed_zk(connect: str, user: str, prefix: str) -> None:
+    """``odradek acls --authorizer-properties zookeeper.connect=connect`` granting ``User:user``
+    All on the topics and groups whose names start with ``prefix``, and Create on the cluster."""
+    acls = ("acls", "--authorizer-properties", f"zookeeper.connect={connect}", "--add")
+    acls += ("--allow-principal", f"User:{user}")
+    prefixed = ("--topic", prefix, "--group", prefix, "--resource-pattern-type", "prefixed")
+    odradek_ok(*acls, "--operation", "All", *prefixed)
+    odradek_ok(*acls, "--operation", "Create", "--cluster")
+
+
+def consume_values(config: Mapping[str, Any], topic: str, count: int, group: str, timeout_s: float) -> set[bytes]:
+    """The distinct non-null values a confluent-kafka consumer in ``group`` (from the earliest
+    offsets) reads from ``topic`` until it has ``count`` of them or ``timeout_s`` pass."""
+    consumer = Consumer({**config, "group.id": group, "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    values: set[bytes] = set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error() and message.value() is not None:
+                values.add(message.value())  # type: ignore[arg-type]
+    finally:
+        consumer.close()
+    return values
+
+
+def kafka_python_oauthbearer_send(
+    bootstrap: str, topic: str, value: bytes, token: Callable[[], str], extensions: Mapping[str, str] | None = None
+) -> None:
+    """Produce ``value`` to ``topic`` with kafka-python over SASL_PLAINTEXT/OAUTHBEARER, its token
+    provider answering ``token()`` (and ``extensions``, KIP-342, when given); waits up to 15 s for
+    the acknowledgement. The caller skips the test when kafka-python is missing."""
+    import kafka
+
+    try:
+        from kafka.net.sasl.oauth import AbstractTokenProvider
+    except ImportError:  # kafka-python 2
+        from kafka.sasl.oauth import AbstractTokenProvider
+
+    class Provider(AbstractTokenProvider):  # type: ignore[misc]
+        def token(self) -> str:
+            return token()
+
+        def extensions(self) -> dict[str, str]:
+            return dict(extensions or {})
+
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=Provider(),
+    )
+    try:
+        producer.send(topic, value).get(timeout=15)
+    finally:
+        producer.close()

@@ -10,8 +10,6 @@ CLUSTER_ACTION).
 
 from __future__ import annotations
 
-import asyncio
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -28,14 +26,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
-from odradek.metadata.embedded import EmbeddedStore
-from odradek.metadata.scram_credentials import upsert_password_credentials
 from odradek.security.acl import AclOperation as Op
 from odradek.security.acl import ResourceType as Type
 from odradek.server.runner import BrokerRunner
 
-from .authz_support import CLUSTER_ACTION, acl, grant, revoke, seed_acls
+from .authz_support import CLUSTER_ACTION, acl, grant, revoke, start_scram_acl_broker
 from .security_support import address
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
@@ -43,44 +38,17 @@ TOPIC, GROUP = "t", "g"
 ALICE, BOB = "User:alice", "User:bob"
 
 
-def _seed_users(data_dir: str) -> None:
-    async def seed() -> None:
-        store = EmbeddedStore(os.path.join(data_dir, "metadata"))
-        for user, password in USERS.items():
-            await upsert_password_credentials(store.session(), user, {"SCRAM-SHA-256": (password, 4096)})
-        await store.close()
-
-    os.makedirs(data_dir, exist_ok=True)
-    asyncio.run(seed())
-
-
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
     data_dir = str(tmp_path_factory.mktemp("authz-sasl"))
-    _seed_users(data_dir)
-    seed_acls(
-        data_dir,
-        [
-            CLUSTER_ACTION,
-            acl(Type.TOPIC, TOPIC, Op.READ, principal=ALICE),
-            acl(Type.TOPIC, TOPIC, Op.WRITE, principal=ALICE),
-            acl(Type.TOPIC, TOPIC, Op.DESCRIBE, principal=ALICE),
-            acl(Type.GROUP, GROUP, Op.READ, principal=ALICE),
-        ],
-    )
-    runner = BrokerRunner(
-        data_dir,
-        {
-            "listeners": "SASL_PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
-            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:PLAINTEXT",
-            "inter.broker.listener.name": "INTERNAL",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
-            "authorizer.class.name": ACL_AUTHORIZER_CLASS,
-            "super.users": "User:admin",
-            "auto.create.topics.enable": "false",
-            "connection.failed.authentication.delay.ms": "0",
-        },
-    ).start()
+    bindings = [
+        CLUSTER_ACTION,
+        acl(Type.TOPIC, TOPIC, Op.READ, principal=ALICE),
+        acl(Type.TOPIC, TOPIC, Op.WRITE, principal=ALICE),
+        acl(Type.TOPIC, TOPIC, Op.DESCRIBE, principal=ALICE),
+        acl(Type.GROUP, GROUP, Op.READ, principal=ALICE),
+    ]
+    runner = start_scram_acl_broker(data_dir, USERS, bindings)
     try:
         admin = AdminClient(_config(runner, "admin"))
         admin.create_topics([NewTopic(TOPIC, 1, 1), NewTopic("other", 1, 1)], operation_timeout=10)[TOPIC].result(15)

@@ -28,7 +28,7 @@ from odradek.free_ports import free_port
 from odradek.server.runner import BrokerRunner
 from odradek.testing_zk import ZooKeeperServer
 
-from .console_support import ConsoleServer, chromium, console_errors, text_of, wait_for
+from .console_support import ConsoleServer, chromium_session, console_errors, text_of, wait_for
 
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
 XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
@@ -71,20 +71,14 @@ def console(broker: BrokerRunner, zk_connect: str) -> Iterator[ConsoleServer]:
     config = ConsoleConfig(
         broker.bootstrap_servers, metrics_urls=[_metrics_url(broker)], zookeeper=zk_connect, chart_interval_s=1.0
     )
-    server = ConsoleServer(config).start()
-    try:
+    with ConsoleServer(config) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    driver = chromium(str(tmp_path_factory.mktemp("chromium-profile")))
-    try:
+    with chromium_session(str(tmp_path_factory.mktemp("chromium-profile"))) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ people sign in as themselves, and every page then acts through their own connect
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import Iterator
 
 import httpx
@@ -21,15 +19,12 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from odradek.client.security import ClientSecurity
 from odradek.console.app import ConsoleConfig
-from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
-from odradek.metadata.embedded import EmbeddedStore
-from odradek.metadata.scram_credentials import upsert_password_credentials
 from odradek.security.acl import AclOperation as Op
 from odradek.security.acl import ResourceType as Type
 from odradek.server.runner import BrokerRunner
 
-from .authz_support import CLUSTER_ACTION, acl, seed_acls
-from .console_support import ConsoleServer, chromium, console_errors, csrf_of, text_of, wait_for
+from .authz_support import CLUSTER_ACTION, acl, start_scram_acl_broker
+from .console_support import ConsoleServer, chromium_session, console_errors, csrf_of, text_of, wait_for
 from .security_support import address
 
 USERS = {"alice": "alice-secret", "admin": "admin-secret"}
@@ -40,34 +35,12 @@ ALICE = "User:alice"
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerRunner]:
     data_dir = str(tmp_path_factory.mktemp("console-security"))
 
-    async def seed_users() -> None:
-        store = EmbeddedStore(os.path.join(data_dir, "metadata"))
-        for user, password in USERS.items():
-            await upsert_password_credentials(store.session(), user, {"SCRAM-SHA-256": (password, 4096)})
-        await store.close()
-
-    asyncio.run(seed_users())
-    seed_acls(
-        data_dir,
-        [
-            CLUSTER_ACTION,
-            *(acl(Type.TOPIC, "visible", op, principal=ALICE) for op in (Op.DESCRIBE, Op.READ, Op.WRITE)),
-            acl(Type.GROUP, "g", Op.READ, principal=ALICE),
-        ],
-    )
-    runner = BrokerRunner(
-        data_dir,
-        {
-            "listeners": "SASL_PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
-            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:PLAINTEXT",
-            "inter.broker.listener.name": "INTERNAL",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
-            "authorizer.class.name": ACL_AUTHORIZER_CLASS,
-            "super.users": "User:admin",
-            "auto.create.topics.enable": "false",
-            "connection.failed.authentication.delay.ms": "0",
-        },
-    ).start()
+    bindings = [
+        CLUSTER_ACTION,
+        *(acl(Type.TOPIC, "visible", op, principal=ALICE) for op in (Op.DESCRIBE, Op.READ, Op.WRITE)),
+        acl(Type.GROUP, "g", Op.READ, principal=ALICE),
+    ]
+    runner = start_scram_acl_broker(data_dir, USERS, bindings)
     try:
         admin = AdminClient(
             {
@@ -102,20 +75,14 @@ def _config(broker: BrokerRunner, **overrides: object) -> ConsoleConfig:
 
 @pytest.fixture(scope="module")
 def console(broker: BrokerRunner) -> Iterator[ConsoleServer]:
-    server = ConsoleServer(_config(broker)).start()
-    try:
+    with ConsoleServer(_config(broker)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    driver = chromium(str(tmp_path_factory.mktemp("chromium-profile")))
-    try:
+    with chromium_session(str(tmp_path_factory.mktemp("chromium-profile"))) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _sign_in(client: httpx.Client, user: str, password: str) -> httpx.Response:

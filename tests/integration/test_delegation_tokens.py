@@ -39,31 +39,28 @@ from odradek.client.errors import KafkaAuthenticationError
 from odradek.client.producer import Producer
 from odradek.client.security import ClientSecurity
 from odradek.errors import ErrorCode, KafkaError
-from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.principal import KafkaPrincipal
 from odradek.storage.topic_partition import TopicPartition
 from odradek.testing import BrokerRunner, LocalCluster
 from odradek.testing_zk import ZooKeeperServer
 
-from .cli_support import odradek
-from .security_support import address, create_scram_users, write_certificates
+from .cli_support import odradek, odradek_ok
+from .security_support import (
+    add_scram_user_zk,
+    address,
+    create_scram_users,
+    grant_prefixed_zk,
+    sasl_ssl_cluster_overrides,
+    write_certificates,
+)
 
 pytestmark = pytest.mark.zookeeper
 
 SECRET = "token-signing-secret"
 USERS = ("alice", "bob", "carol", "dave")
 TOPIC = "dt-events"
-BROKER_JAAS = (
-    'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";'
-)
 ALICE, BOB, CAROL, DAVE = (KafkaPrincipal.user(u) for u in USERS)
-
-
-def run_odradek(*argv: str) -> Any:
-    result = odradek(*argv)
-    assert result.returncode == 0, result.stderr + result.stdout
-    return result
 
 
 def scram_jaas(user: str, password: str, token: bool = False) -> str:
@@ -115,31 +112,12 @@ def cluster(
     paths: dict[str, str],
 ) -> Iterator[LocalCluster]:
     connect = f"{zookeeper_server.connect_string}/dt-{uuid.uuid4().hex[:8]}"
-    run_odradek(
-        "configs", "--zookeeper", connect, "--alter", "--entity-type", "users", "--entity-name", "broker",
-        "--add-config", "SCRAM-SHA-512=[password=broker-secret]",
-    )  # fmt: skip
+    add_scram_user_zk(connect, "broker", "broker-secret", ["SCRAM-SHA-512"])
     for user in USERS:
-        run_odradek(
-            "configs", "--zookeeper", connect, "--alter", "--entity-type", "users", "--entity-name", user,
-            "--add-config", f"SCRAM-SHA-256=[password={user}-secret],SCRAM-SHA-512=[password={user}-secret]",
-        )  # fmt: skip
-    acls = ("acls", "--authorizer-properties", f"zookeeper.connect={connect}", "--add")
-    prefixed = ("--topic", "dt-", "--group", "dt-", "--resource-pattern-type", "prefixed")
-    run_odradek(*acls, "--allow-principal", "User:alice", "--operation", "All", *prefixed)
-    run_odradek(*acls, "--allow-principal", "User:alice", "--operation", "Create", "--cluster")
+        add_scram_user_zk(connect, user, f"{user}-secret", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+    grant_prefixed_zk(connect, "alice", "dt-")
     overrides = {
-        "listeners": "SASL_SSL://127.0.0.1:{port}",
-        "inter.broker.listener.name": "SASL_SSL",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
-        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": BROKER_JAAS,
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": paths["server"],
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": paths["ca"],
-        "authorizer.class.name": ACL_AUTHORIZER_CLASS,
-        "super.users": "User:broker",
+        **sasl_ssl_cluster_overrides(paths),
         "delegation.token.secret.key": SECRET,
         "delegation.token.expiry.check.interval.ms": "500",
         "connection.failed.authentication.delay.ms": "0",
@@ -196,7 +174,7 @@ def can_log_in(address_: str, paths: dict[str, str], token_id: str, token_hmac: 
 @pytest.fixture(scope="module")
 def alice_token(cluster: LocalCluster, command_configs: dict[str, str]) -> tuple[str, str, str]:
     """(id, base64 HMAC, the tool's output) of alice's token (renewer bob), made on broker 1."""
-    result = run_odradek(
+    result = odradek_ok(
         "delegation-tokens", "--bootstrap-server", bootstrap(cluster, 0), "--command-config", command_configs["alice"],
         "--create", "--max-life-time-period", "-1", "--renewer-principal", "User:bob",
     )  # fmt: skip
@@ -306,7 +284,7 @@ def test_renew_by_renewer_only_and_seen_by_the_other_broker(
 ) -> None:
     token_id, token_hmac, _ = alice_token
     first, second = bootstrap(cluster, 0), bootstrap(cluster, 1)
-    result = run_odradek(
+    result = odradek_ok(
         "delegation-tokens", "--bootstrap-server", second, "--command-config", command_configs["bob"],
         "--renew", "--hmac", token_hmac, "--renew-time-period", "3600000",
     )  # fmt: skip
@@ -353,13 +331,13 @@ def test_describe_is_filtered_by_acls(
     assert ids("alice", []) == set()  # an empty owner list asks for nothing
     assert token_id not in ids("alice", [CAROL])
     acls = ("acls", "--authorizer-properties", f"zookeeper.connect={cluster.zookeeper_connect}", "--add")
-    run_odradek(*acls, "--allow-principal", "User:carol", "--operation", "Describe", "--delegation-token", token_id)
+    odradek_ok(*acls, "--allow-principal", "User:carol", "--operation", "Describe", "--delegation-token", token_id)
     wait_until(lambda: token_id in ids("carol"))
-    run_odradek(
+    odradek_ok(
         *acls, "--allow-principal", "User:dave", "--operation", "DescribeTokens", "--user-principal", "User:alice"
     )
     wait_until(lambda: token_id in ids("dave"))
-    result = run_odradek(
+    result = odradek_ok(
         "delegation-tokens", "--bootstrap-server", first, "--command-config", command_configs["carol"],
         "--describe", "--owner-principal", "User:alice",
     )  # fmt: skip
@@ -377,9 +355,7 @@ def test_create_for_another_owner_needs_create_tokens(
         ErrorCode.delegation_token_authorization_failed
     )
     acls = ("acls", "--authorizer-properties", f"zookeeper.connect={cluster.zookeeper_connect}", "--add")
-    run_odradek(
-        *acls, "--allow-principal", "User:dave", "--operation", "CreateTokens", "--user-principal", "User:alice"
-    )
+    odradek_ok(*acls, "--allow-principal", "User:dave", "--operation", "CreateTokens", "--user-principal", "User:alice")
 
     def create() -> Any:
         try:
@@ -406,7 +382,7 @@ def test_expire_ends_logins_everywhere_and_expired_tokens_are_swept(
     token = call(first, security(paths, "alice"), lambda c: create_token(c))
     token_id, token_hmac = token.info.token_id, base64.b64encode(token.hmac).decode()
     wait_until(lambda: can_log_in(second, paths, token_id, token_hmac))
-    result = run_odradek(
+    result = odradek_ok(
         "delegation-tokens", "--bootstrap-server", first, "--command-config", command_configs["alice"],
         "--expire", "--hmac", token_hmac, "--expiry-time-period", "-1",
     )  # fmt: skip

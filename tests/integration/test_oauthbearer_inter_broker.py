@@ -18,23 +18,22 @@
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
 from odradek.server.runner import BrokerRunner
 from odradek.testing import LocalCluster
-from odradek.testing_oidc import OidcIssuer
+from odradek.testing_oidc import OidcIssuer, oidc_issuer
 from odradek.testing_zk import ZooKeeperServer
 
 from .oidc_support import LOGIN_HANDLER, LOGIN_MODULE, VALIDATOR
-from .security_support import address, write_certificates
+from .security_support import address, consume_values, write_certificates
 
 pytestmark = pytest.mark.zookeeper
 
@@ -48,13 +47,10 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def issuer(certificates: dict[str, str]) -> Iterator[OidcIssuer]:
-    issuer = OidcIssuer(certificates["server"])
-    issuer.register("broker", "broker-secret", subject="svc-broker", lifetime_s=TOKEN_LIFETIME_S)
-    issuer.register("app", "app-secret")  # the clients' tokens live the issuer's default 300 s
-    try:
+    with oidc_issuer(certificates["server"]) as issuer:
+        issuer.register("broker", "broker-secret", subject="svc-broker", lifetime_s=TOKEN_LIFETIME_S)
+        issuer.register("app", "app-secret")  # the clients' tokens live the issuer's default 300 s
         yield issuer
-    finally:
-        issuer.close()
 
 
 @pytest.fixture(scope="module")
@@ -135,21 +131,6 @@ def produce(config: dict[str, Any], topic: str, values: list[bytes]) -> None:
     assert producer.flush(30) == 0
 
 
-def consume(config: dict[str, Any], topic: str, count: int, group: str) -> set[bytes]:
-    consumer = Consumer({**config, "group.id": group, "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    values: set[bytes] = set()
-    deadline = time.monotonic() + 30
-    try:
-        while len(values) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and not message.error() and message.value() is not None:
-                values.add(message.value())  # type: ignore[arg-type]
-    finally:
-        consumer.close()
-    return values
-
-
 def test_brokers_replicate_with_refreshed_oauthbearer_tokens(
     cluster: LocalCluster, issuer: OidcIssuer, certificates: dict[str, str]
 ) -> None:
@@ -165,7 +146,7 @@ def test_brokers_replicate_with_refreshed_oauthbearer_tokens(
     produce(config, "replicated", [f"b{i}".encode() for i in range(50)])
     assert full_isr(admin, "replicated", 2)()
     wanted = {f"{p}{i}".encode() for p in "ab" for i in range(50)}
-    assert consume(config, "replicated", 100, "oidc-check") == wanted
+    assert consume_values(config, "replicated", 100, "oidc-check", 30) == wanted
     for broker_id in cluster.alive_ids():
         log = cluster.broker(broker_id).log_path.read_text(errors="replace")
         assert "Failed authentication" not in log, log[-3000:]
@@ -188,7 +169,7 @@ def test_kill_and_restart_of_a_broker_logs_in_again(
     cluster.wait_until(full_isr(admin, "survivor", 1), 30)
     assert broker_tokens(issuer) > before
     produce(config, "survivor", [b"after-restart"])
-    assert consume(config, "survivor", 2, "survivor-check") == {b"while-down", b"after-restart"}
+    assert consume_values(config, "survivor", 2, "survivor-check", 30) == {b"while-down", b"after-restart"}
 
 
 @pytest.fixture(scope="module")
@@ -224,4 +205,4 @@ def test_unsecured_inter_broker_login(unsecured_broker: BrokerRunner) -> None:
     admin = AdminClient(config)
     admin.create_topics([NewTopic("plain", 1, 1)])["plain"].result(20)
     produce(config, "plain", [b"x"])  # served only once the controller's LeaderAndIsr reached the broker
-    assert consume(config, "plain", 1, "g") == {b"x"}
+    assert consume_values(config, "plain", 1, "g", 30) == {b"x"}

@@ -24,9 +24,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from odradek.server.runner import BrokerRunner
-from odradek.testing_oidc import OidcIssuer
+from odradek.testing_oidc import OidcIssuer, oidc_issuer
 
-from .oidc_support import LOGIN_MODULE, VALIDATOR, sasl_exchange
+from .oidc_support import sasl_exchange, validating_listener
 from .security_support import address, write_certificates
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -50,12 +50,9 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def issuer(certificates: dict[str, str]) -> Iterator[OidcIssuer]:
-    issuer = OidcIssuer(certificates["server"])
-    issuer.register("kafkajs", "kafkajs-secret", lifetime_s=TOKEN_LIFETIME_S)
-    try:
+    with oidc_issuer(certificates["server"]) as issuer:
+        issuer.register("kafkajs", "kafkajs-secret", lifetime_s=TOKEN_LIFETIME_S)
         yield issuer
-    finally:
-        issuer.close()
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +66,7 @@ def broker(
             "listener.security.protocol.map": "OIDC:SASL_PLAINTEXT,INTERNAL:PLAINTEXT",
             "inter.broker.listener.name": "INTERNAL",
             "sasl.enabled.mechanisms": "OAUTHBEARER",
-            "listener.name.oidc.oauthbearer.sasl.jaas.config": (
-                f'{LOGIN_MODULE} required ssl.truststore.type="PEM" ssl.truststore.location="{certificates["ca"]}";'
-            ),
-            "listener.name.oidc.oauthbearer.sasl.server.callback.handler.class": VALIDATOR,
-            "sasl.oauthbearer.jwks.endpoint.url": issuer.jwks_url,
-            "sasl.oauthbearer.expected.issuer": issuer.url,
-            "sasl.oauthbearer.expected.audience": issuer.audience,
+            **validating_listener("oidc", issuer, certificates["ca"]),
             "sasl.oauthbearer.clock.skew.seconds": "0",
             "num.partitions": "1",
             "offsets.topic.replication.factor": "1",

@@ -35,10 +35,18 @@ from odradek.client.security import ClientSecurity
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.runner import BrokerRunner
-from odradek.testing_oidc import OidcIssuer, SigningKey
+from odradek.testing_oidc import OidcIssuer, SigningKey, oidc_issuer
 
-from .oidc_support import LOGIN_HANDLER, LOGIN_MODULE, VALIDATOR, fetch_token, sasl_exchange
-from .security_support import address, write_certificates
+from .oidc_support import (
+    LOGIN_HANDLER,
+    LOGIN_MODULE,
+    VALIDATOR,
+    fetch_token,
+    sasl_exchange,
+    trusting_jaas,
+    validating_listener,
+)
+from .security_support import address, kafka_python_oauthbearer_send, write_certificates
 
 TOPIC = "oidc"
 MAX_RECEIVE = 8192
@@ -51,20 +59,17 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def issuer(certificates: dict[str, str]) -> Iterator[OidcIssuer]:
-    issuer = OidcIssuer(certificates["server"], audience="kafka")
-    issuer.register("producer-app", "producer-secret", subject="svc-producer", scopes=("kafka", "admin"))
-    issuer.register("consumer-app", "consumer-secret")
-    try:
+    with oidc_issuer(certificates["server"], audience="kafka") as issuer:
+        issuer.register("producer-app", "producer-secret", subject="svc-producer", scopes=("kafka", "admin"))
+        issuer.register("consumer-app", "consumer-secret")
         yield issuer
-    finally:
-        issuer.close()
 
 
 @pytest.fixture(scope="module")
 def broker(
     tmp_path_factory: pytest.TempPathFactory, issuer: OidcIssuer, certificates: dict[str, str]
 ) -> Iterator[BrokerRunner]:
-    trust = f'{LOGIN_MODULE} required ssl.truststore.type="PEM" ssl.truststore.location="{certificates["ca"]}";'
+    trust = trusting_jaas(certificates["ca"])
     runner = BrokerRunner(
         str(tmp_path_factory.mktemp("oidc-broker")),
         {
@@ -74,11 +79,7 @@ def broker(
             ),
             "inter.broker.listener.name": "INTERNAL",
             "sasl.enabled.mechanisms": "OAUTHBEARER",
-            "sasl.oauthbearer.jwks.endpoint.url": issuer.jwks_url,
-            "sasl.oauthbearer.expected.audience": "kafka",
-            "sasl.oauthbearer.expected.issuer": issuer.url,
-            "listener.name.oidc.oauthbearer.sasl.jaas.config": trust,
-            "listener.name.oidc.oauthbearer.sasl.server.callback.handler.class": VALIDATOR,
+            **validating_listener("oidc", issuer, certificates["ca"]),
             "listener.name.oidc.oauthbearer.sasl.oauthbearer.jwks.endpoint.refresh.ms": "1000",
             "listener.name.oidc.sasl.server.max.receive.size": str(MAX_RECEIVE),
             "listener.name.rotate.oauthbearer.sasl.jaas.config": trust,
@@ -201,26 +202,13 @@ def test_confluent_kafka_wrong_client_secret_is_reported(
 def test_kafka_python_token_provider_asks_the_issuer(
     broker: BrokerRunner, issuer: OidcIssuer, certificates: dict[str, str]
 ) -> None:
-    kafka = pytest.importorskip("kafka")
-    try:
-        from kafka.net.sasl.oauth import AbstractTokenProvider
-    except ImportError:  # kafka-python 2
-        from kafka.sasl.oauth import AbstractTokenProvider
-
-    class Provider(AbstractTokenProvider):  # type: ignore[misc]
-        def token(self) -> str:
-            return fetch_token(issuer, certificates["ca"], "producer-app", "producer-secret")
-
-    producer = kafka.KafkaProducer(
-        bootstrap_servers=address(broker, "OIDC"),
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="OAUTHBEARER",
-        sasl_oauth_token_provider=Provider(),
+    pytest.importorskip("kafka")
+    kafka_python_oauthbearer_send(
+        address(broker, "OIDC"),
+        TOPIC,
+        b"from-kafka-python",
+        lambda: fetch_token(issuer, certificates["ca"], "producer-app", "producer-secret"),
     )
-    try:
-        producer.send(TOPIC, b"from-kafka-python").get(timeout=15)
-    finally:
-        producer.close()
 
 
 def test_aiokafka_token_provider_produces_and_consumes(

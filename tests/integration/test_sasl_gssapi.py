@@ -53,6 +53,7 @@ from odradek.testing_kdc import KerberosKdc
 from odradek.testing_zk import ZooKeeperServer
 
 from .cli_support import odradek
+from .limits_support import recv_frame
 from .security_support import write_certificates
 
 pytestmark = pytest.mark.zookeeper
@@ -293,26 +294,9 @@ def _frame(api_key: int, version: int, **fields: object) -> bytes:
     return encode_request(schema, 7, "gss-test", build(schema.request_type, **fields))
 
 
-def _read(sock: socket.socket) -> bytes | None:
-    header = b""
-    while len(header) < 4:
-        chunk = sock.recv(4 - len(header))
-        if not chunk:
-            return None
-        header += chunk
-    (size,) = struct.unpack(">i", header)
-    body = b""
-    while len(body) < size:
-        chunk = sock.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
-
-
 def _authenticate(sock: socket.socket, token: bytes) -> tuple[int, str | None, bytes]:
     sock.sendall(_frame(36, 2, auth_bytes=token))
-    body = _read(sock)
+    body = recv_frame(sock)
     assert body is not None, "connection closed before the SaslAuthenticate answer"
     _, response = decode_response(36, 2, body)
     return int(response.error_code), response.error_message, bytes(response.auth_bytes)
@@ -322,7 +306,7 @@ def _open(cluster: LocalCluster, version: int) -> socket.socket:
     port = next(iter(cluster.brokers.values())).port
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     sock.sendall(_frame(17, version, mechanism="GSSAPI"))
-    answer = _read(sock)
+    answer = recv_frame(sock)
     assert answer is not None
     assert int(decode_response(17, version, answer)[1].error_code) == 0
     return sock
@@ -342,13 +326,13 @@ def test_legacy_handshake_v0_exchanges_raw_tokens(cluster: LocalCluster, kdc: Ke
         for _ in range(2):
             assert token is not None and not client.complete
             sock.sendall(struct.pack(">i", len(token)) + token)
-            challenge = _read(sock)
+            challenge = recv_frame(sock)
             assert challenge, "the broker closed a valid v0 exchange"
             token = client.evaluate_challenge(challenge)
         assert client.complete and token
         sock.sendall(struct.pack(">i", len(token)) + token)
         sock.sendall(_frame(3, 1, topics=[]))  # Metadata: the first answer after the last token
-        answer = _read(sock)
+        answer = recv_frame(sock)
         assert answer is not None and struct.unpack_from(">i", answer)[0] == 7
         _, metadata = decode_response(3, 1, answer)
         assert {b.port for b in metadata.brokers} == {b.port for b in cluster.brokers.values()}
@@ -363,14 +347,14 @@ def test_garbage_replayed_stale_and_misdirected_tokens_are_refused(
         with _open(cluster, 1) as sock:
             code, message, _ = _authenticate(sock, token)
             assert (code, message) == (ErrorCode.sasl_authentication_failed, expected), token[:8]
-            assert _read(sock) is None  # then closed
+            assert recv_frame(sock) is None  # then closed
     first = _client(kdc).evaluate_challenge(b"")
     assert first
     with _open(cluster, 1) as sock:
         assert _authenticate(sock, first)[0] == 0
     with _open(cluster, 1) as sock:  # the same authenticator again: a replay, retriable in Kafka
         sock.sendall(_frame(36, 2, auth_bytes=first))
-        assert _read(sock) is None  # closed unanswered, so the client connects again
+        assert recv_frame(sock) is None  # closed unanswered, so the client connects again
     token, made_at = stale_token
     time.sleep(max(0.0, made_at + CLOCKSKEW_S + 1.5 - time.monotonic()))
     with _open(cluster, 1) as sock:  # a ticket and authenticator past their time
@@ -452,7 +436,7 @@ def test_mutated_gssapi_tokens_on_the_wire(cluster: LocalCluster, kdc: KerberosK
         mutated = next(_mutations(token, rng, 1))
         with _open(cluster, 1) as sock:
             sock.sendall(_frame(36, 2, auth_bytes=mutated))
-            body = _read(sock)
+            body = recv_frame(sock)
             if body is None:
                 outcomes["closed"] += 1
                 continue

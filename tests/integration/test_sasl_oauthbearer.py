@@ -37,7 +37,7 @@ from odradek.security.sasl.oauthbearer import SECURED_VALIDATOR_CLASS
 from odradek.server.runner import BrokerRunner
 
 from .authz_support import CLUSTER_ACTION, acl, seed_acls
-from .security_support import address, write_certificates
+from .security_support import address, kafka_python_oauthbearer_send, write_certificates
 
 TOPIC, GROUP = "t", "g"
 AUDIENCE, ISSUER = "odradek", "https://issuer.test"
@@ -261,29 +261,14 @@ def test_unsecured_token_on_the_jwt_listener_is_refused(broker: BrokerRunner) ->
 
 
 def test_kafka_python_token_provider(broker: BrokerRunner, keys: dict[str, rsa.RSAPrivateKey]) -> None:
-    kafka = pytest.importorskip("kafka")
-    try:
-        from kafka.net.sasl.oauth import AbstractTokenProvider
-    except ImportError:  # kafka-python 2
-        from kafka.sasl.oauth import AbstractTokenProvider
-
-    class Provider(AbstractTokenProvider):  # type: ignore[misc]
-        def token(self) -> str:
-            return signed_token(keys["trusted"])[0]
-
-        def extensions(self) -> dict[str, str]:
-            return {"traceId": "abc 123"}
-
-    producer = kafka.KafkaProducer(
-        bootstrap_servers=address(broker, "JWT"),
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="OAUTHBEARER",
-        sasl_oauth_token_provider=Provider(),
+    pytest.importorskip("kafka")
+    kafka_python_oauthbearer_send(
+        address(broker, "JWT"),
+        TOPIC,
+        b"from-kafka-python",
+        lambda: signed_token(keys["trusted"])[0],
+        {"traceId": "abc 123"},
     )
-    try:
-        producer.send(TOPIC, b"from-kafka-python").get(timeout=15)
-    finally:
-        producer.close()
 
 
 def test_jwks_over_https_and_a_rotated_key(

@@ -16,35 +16,29 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
-import time
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.client.connection import KafkaConnection
 from odradek.client.security import ClientSecurity
 from odradek.errors import ErrorCode
-from odradek.metadata.authorizer import ACL_AUTHORIZER_CLASS
 from odradek.testing import LocalCluster
 from odradek.testing_zk import ZooKeeperServer
 
 from .authz_support import leader_and_isr_replay, update_metadata_replay
-from .cli_support import odradek
-from .security_support import write_certificates
-
-pytestmark = pytest.mark.zookeeper
-
-BROKER_JAAS = (
-    'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";'
+from .security_support import (
+    add_scram_user_zk,
+    consume_values,
+    grant_prefixed_zk,
+    sasl_ssl_cluster_overrides,
+    write_certificates,
 )
 
-
-def run_odradek(*argv: str) -> None:
-    result = odradek(*argv)
-    assert result.returncode == 0, result.stderr
+pytestmark = pytest.mark.zookeeper
 
 
 @pytest.fixture(scope="module")
@@ -59,33 +53,11 @@ def cluster(
     paths: dict[str, str],
 ) -> Iterator[LocalCluster]:
     connect = f"{zookeeper_server.connect_string}/sasl-ssl-{uuid.uuid4().hex[:8]}"
-    for user, mechanism, password in (
-        ("broker", "SCRAM-SHA-512", "broker-secret"),
-        ("alice", "SCRAM-SHA-256", "alice-secret"),
-        ("mallory", "SCRAM-SHA-256", "mallory-secret"),
-    ):
-        run_odradek(
-            "configs", "--zookeeper", connect, "--alter", "--entity-type", "users", "--entity-name", user,
-            "--add-config", f"{mechanism}=[password={password}]",
-        )  # fmt: skip
-    acls = ("acls", "--authorizer-properties", f"zookeeper.connect={connect}", "--add")
-    acls += ("--allow-principal", "User:alice")
-    prefixed = ("--topic", "secure-", "--group", "secure-", "--resource-pattern-type", "prefixed")
-    run_odradek(*acls, "--operation", "All", *prefixed)
-    run_odradek(*acls, "--operation", "Create", "--cluster")
-    overrides = {
-        "listeners": "SASL_SSL://127.0.0.1:{port}",
-        "inter.broker.listener.name": "SASL_SSL",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
-        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": BROKER_JAAS,
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": paths["server"],
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": paths["ca"],
-        "authorizer.class.name": ACL_AUTHORIZER_CLASS,
-        "super.users": "User:broker",
-    }
+    add_scram_user_zk(connect, "broker", "broker-secret", ["SCRAM-SHA-512"])
+    for user in ("alice", "mallory"):
+        add_scram_user_zk(connect, user, f"{user}-secret", ["SCRAM-SHA-256"])
+    grant_prefixed_zk(connect, "alice", "secure-")
+    overrides = sasl_ssl_cluster_overrides(paths)
     yield odradek_cluster_module(brokers=3, overrides=overrides, zookeeper_connect=connect)
 
 
@@ -119,21 +91,6 @@ def create_with_full_isr(admin: AdminClient, cluster: LocalCluster, name: str, p
     cluster.wait_until(full_isr, 30)
 
 
-def consume_all(config: dict[str, str], topic: str, count: int, group: str) -> set[bytes]:
-    consumer = Consumer({**config, "group.id": group, "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    values: set[bytes] = set()
-    deadline = time.monotonic() + 40
-    try:
-        while len(values) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and not message.error() and message.value() is not None:
-                values.add(message.value())  # type: ignore[arg-type]
-    finally:
-        consumer.close()
-    return values
-
-
 def test_replicated_topic_over_sasl_ssl(cluster: LocalCluster, paths: dict[str, str], tmp_path: pathlib.Path) -> None:
     config = client_config(cluster, paths)
     admin = AdminClient(config)
@@ -146,7 +103,7 @@ def test_replicated_topic_over_sasl_ssl(cluster: LocalCluster, paths: dict[str, 
     for i in range(100):
         producer.produce("secure-replicated", f"v{i}".encode(), key=str(i).encode())
     assert producer.flush(30) == 0
-    values = consume_all(config, "secure-replicated", 100, "secure-group")
+    values = consume_values(config, "secure-replicated", 100, "secure-group", 40)
     assert values == {f"v{i}".encode() for i in range(100)}
 
 
@@ -178,7 +135,7 @@ def test_a_non_super_user_replaying_controller_requests_is_refused(
     after = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
     assert (after.leader, sorted(after.isrs)) == (before.leader, sorted(before.isrs))
     assert len(after.isrs) == 3
-    assert consume_all(config, topic, 20, "secure-check") == {f"r{i}".encode() for i in range(20)}
+    assert consume_values(config, topic, 20, "secure-check", 40) == {f"r{i}".encode() for i in range(20)}
     # mallory may do nothing with alice's topic either
     refused = AdminClient(client_config(cluster, paths, "mallory")).list_topics(topic, timeout=10).topics[topic]
     assert refused.error is not None

@@ -77,40 +77,36 @@ async def create_token(
         fields["owner_principal_name"] = owner.name if owner else None
     response: Any = await conn.send(rb(**fields))
     _check(response.error_code)
-    token_owner = KafkaPrincipal(response.principal_type, response.principal_name)
-    requester = (
-        KafkaPrincipal(response.token_requester_principal_type, response.token_requester_principal_name)
-        if version >= 3
-        else token_owner
-    )
-    info = TokenInformation(
-        response.token_id,
-        token_owner,
-        requester,
-        tuple(renewers or ()),
-        int(response.issue_timestamp),
-        int(response.max_timestamp),
-        int(response.expiry_timestamp),
-    )
+    info = _token_information(response, version, tuple(renewers or ()))
     return DelegationToken(info, bytes(response.hmac))
 
 
 async def renew_token(conn: KafkaConnection, token_hmac: bytes, renew_period_ms: int = -1) -> int:
     """The token's new expiry timestamp."""
-    version = conn.version_for(ApiKey.RENEW_DELEGATION_TOKEN, 1, 2)
-    rb = conn.builder(ApiKey.RENEW_DELEGATION_TOKEN, version, version)
-    response: Any = await conn.send(rb(hmac=token_hmac, renew_period=datetime.timedelta(milliseconds=renew_period_ms)))
-    _check(response.error_code)
-    return int(response.expiry_timestamp)
+    return await _change_expiry(
+        conn,
+        ApiKey.RENEW_DELEGATION_TOKEN,
+        hmac=token_hmac,
+        renew_period=datetime.timedelta(milliseconds=renew_period_ms),
+    )
 
 
 async def expire_token(conn: KafkaConnection, token_hmac: bytes, expiry_period_ms: int = -1) -> int:
     """The token's new expiry timestamp (now, for a negative period: the token is gone)."""
-    version = conn.version_for(ApiKey.EXPIRE_DELEGATION_TOKEN, 1, 2)
-    rb = conn.builder(ApiKey.EXPIRE_DELEGATION_TOKEN, version, version)
-    response: Any = await conn.send(
-        rb(hmac=token_hmac, expiry_time_period=datetime.timedelta(milliseconds=expiry_period_ms))
+    return await _change_expiry(
+        conn,
+        ApiKey.EXPIRE_DELEGATION_TOKEN,
+        hmac=token_hmac,
+        expiry_time_period=datetime.timedelta(milliseconds=expiry_period_ms),
     )
+
+
+async def _change_expiry(conn: KafkaConnection, api_key: ApiKey, **fields: Any) -> int:
+    """Send Renew or Expire (v1-v2, whichever is highest on both sides) with ``fields``; the new
+    expiry timestamp, or the error code raised."""
+    version = conn.version_for(api_key, 1, 2)
+    rb = conn.builder(api_key, version, version)
+    response: Any = await conn.send(rb(**fields))
     _check(response.error_code)
     return int(response.expiry_timestamp)
 
@@ -131,20 +127,27 @@ async def describe_tokens(conn: KafkaConnection, owners: list[KafkaPrincipal] | 
     _check(response.error_code)
     tokens = []
     for t in response.tokens:
-        owner = KafkaPrincipal(t.principal_type, t.principal_name)
-        requester = (
-            KafkaPrincipal(t.token_requester_principal_type, t.token_requester_principal_name)
-            if version >= 3
-            else owner
-        )
-        info = TokenInformation(
-            t.token_id,
-            owner,
-            requester,
-            tuple(KafkaPrincipal(r.principal_type, r.principal_name) for r in t.renewers),
-            int(t.issue_timestamp),
-            int(t.max_timestamp),
-            int(t.expiry_timestamp),
-        )
+        renewers = tuple(KafkaPrincipal(r.principal_type, r.principal_name) for r in t.renewers)
+        info = _token_information(t, version, renewers)
         tokens.append(DelegationToken(info, bytes(t.hmac)))
     return tokens
+
+
+def _token_information(answer: Any, version: int, renewers: tuple[KafkaPrincipal, ...]) -> TokenInformation:
+    """A token's information from a CreateDelegationToken response or a DescribeDelegationToken
+    entry (both name the same fields); below v3 there is no requester field: the owner is it."""
+    owner = KafkaPrincipal(answer.principal_type, answer.principal_name)
+    requester = (
+        KafkaPrincipal(answer.token_requester_principal_type, answer.token_requester_principal_name)
+        if version >= 3
+        else owner
+    )
+    return TokenInformation(
+        answer.token_id,
+        owner,
+        requester,
+        renewers,
+        int(answer.issue_timestamp),
+        int(answer.max_timestamp),
+        int(answer.expiry_timestamp),
+    )

@@ -23,7 +23,7 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from odradek.client.admin import AdminClient
 from odradek.client.security import ClientSecurity
@@ -72,18 +72,21 @@ class ClientLoop:
         """Block the calling thread (never the client loop's) until ``factory()`` is done."""
         return self.submit(factory, timeout_s).result(timeout_s + 1)
 
+    def _client_options(self, security: ClientSecurity) -> dict[str, Any]:
+        """The console's admin clients' options besides the bootstrap servers (plain or guarded)."""
+        return {
+            "client_id": "odradek-console",
+            "request_timeout_ms": self.request_timeout_ms,
+            "connect_timeout_ms": min(self.request_timeout_ms, 5000),
+            "retries": 2,
+            "security": security,
+        }
+
     def admin(self, security: ClientSecurity) -> AdminClient:
         """The admin client of ``security``; call on the client loop only."""
         admin = self._admins.get(security)
         if admin is None:
-            admin = AdminClient(
-                self.bootstrap_servers,
-                client_id="odradek-console",
-                request_timeout_ms=self.request_timeout_ms,
-                connect_timeout_ms=min(self.request_timeout_ms, 5000),
-                retries=2,
-                security=security,
-            )
+            admin = AdminClient(self.bootstrap_servers, **self._client_options(security))
             self._admins[security] = admin
         return admin
 
@@ -92,15 +95,7 @@ class ClientLoop:
         key = (security, guard.principal)
         admin = self._guarded.get(key)
         if admin is None:
-            admin = GuardedAdmin(
-                guard,
-                self.bootstrap_servers,
-                client_id="odradek-console",
-                request_timeout_ms=self.request_timeout_ms,
-                connect_timeout_ms=min(self.request_timeout_ms, 5000),
-                retries=2,
-                security=security,
-            )
+            admin = GuardedAdmin(guard, self.bootstrap_servers, **self._client_options(security))
             self._guarded[key] = admin
         return admin
 

@@ -177,38 +177,49 @@ class DelegationTokenManager:
         self, principal: KafkaPrincipal, token_hmac: bytes, renew_period_ms: int
     ) -> tuple[ErrorCode, int]:
         """(error, the new expiry timestamp or -1)."""
-        if not self.enabled:
-            return ErrorCode.delegation_token_auth_disabled, ERROR_TIMESTAMP
-        async with self._lock:
-            info = self.cache.token_for_hmac(token_hmac)
-            if info is None:
-                return ErrorCode.delegation_token_not_found, ERROR_TIMESTAMP
-            error, renewed = renew(self.settings, principal, info, renew_period_ms, self._clock_ms())
-            if renewed is None:
-                return error, ERROR_TIMESTAMP
-            await self._update_token(renewed)
-        log.info("broker %d: renewed delegation token %s of %s", self.broker_id, info.token_id, info.owner)
-        return ErrorCode.none, renewed.expiry_timestamp
+        return await self._change_expiry(
+            token_hmac, lambda info, now_ms: renew(self.settings, principal, info, renew_period_ms, now_ms), "renewed"
+        )
 
     async def expire_token(
         self, principal: KafkaPrincipal, token_hmac: bytes, expiry_period_ms: int
     ) -> tuple[ErrorCode, int]:
         """(error, the new expiry timestamp or -1); a negative period removes the token now."""
+        return await self._change_expiry(
+            token_hmac,
+            lambda info, now_ms: expire(principal, info, expiry_period_ms, now_ms),
+            "set the expiry of",
+            remove=expiry_period_ms < 0,
+        )
+
+    async def _change_expiry(
+        self,
+        token_hmac: bytes,
+        change: Callable[[TokenInformation, int], tuple[ErrorCode, TokenInformation | None]],
+        action: str,
+        *,
+        remove: bool = False,
+    ) -> tuple[ErrorCode, int]:
+        """Renew's and Expire's common step: find the token by its HMAC under the lock, apply
+        ``change`` (which checks owner or renewer and expiry: ``renew`` or ``expire``) at the clock's
+        now, then store the changed token, or remove it when ``remove``. (error, the new expiry
+        timestamp or -1): DELEGATION_TOKEN_AUTH_DISABLED without a secret, NOT_FOUND for an unknown
+        HMAC, else ``change``'s error."""
         if not self.enabled:
             return ErrorCode.delegation_token_auth_disabled, ERROR_TIMESTAMP
         async with self._lock:
             info = self.cache.token_for_hmac(token_hmac)
             if info is None:
                 return ErrorCode.delegation_token_not_found, ERROR_TIMESTAMP
-            error, expired = expire(principal, info, expiry_period_ms, self._clock_ms())
-            if expired is None:
+            error, changed = change(info, self._clock_ms())
+            if changed is None:
                 return error, ERROR_TIMESTAMP
-            if expiry_period_ms < 0:
+            if remove:
                 await self._remove_token(info.token_id)
             else:
-                await self._update_token(expired)
-        log.info("broker %d: expiry of delegation token %s of %s set", self.broker_id, info.token_id, info.owner)
-        return ErrorCode.none, expired.expiry_timestamp
+                await self._update_token(changed)
+        log.info("broker %d: %s delegation token %s of %s", self.broker_id, action, info.token_id, info.owner)
+        return ErrorCode.none, changed.expiry_timestamp
 
     async def expire_tokens(self) -> list[str]:
         """Remove every token past its expiry or max timestamp; the ids removed."""

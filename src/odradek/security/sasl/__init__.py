@@ -83,3 +83,38 @@ class SaslClient(Protocol):
 
 def not_completed(mechanism: str) -> IllegalSaslStateError:
     return IllegalSaslStateError("Authentication exchange has not completed", mechanism=mechanism)
+
+
+class SingleIdentityServer:
+    """What the PLAIN and GSSAPI servers share: the exchange ends once, with one authorization id.
+
+    A subclass sets ``mechanism``, calls :meth:`_refuse_if_complete` first in its
+    ``evaluate_response`` (a token after completion is an illegal state) and :meth:`_succeed` with
+    the authorization id at the end. Single-threaded per connection, like the servers.
+    """
+
+    mechanism: str
+
+    def __init__(self) -> None:
+        self._complete = False
+        self._authorization_id: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    @property
+    def authorization_id(self) -> str:
+        if not self._complete or self._authorization_id is None:
+            raise not_completed(self.mechanism)
+        return self._authorization_id
+
+    def _refuse_if_complete(self) -> None:
+        if self._complete:
+            raise IllegalSaslStateError(
+                f"Unexpected SASL/{self.mechanism} token after authentication completed", mechanism=self.mechanism
+            )
+
+    def _succeed(self, authorization_id: str) -> None:
+        self._authorization_id = authorization_id
+        self._complete = True

@@ -48,7 +48,12 @@ import gssapi.raw
 
 from odradek.errors import InvalidConfigError
 from odradek.security.kerberos import KerberosName, KerberosShortNamer, NoMatchingRule
-from odradek.security.sasl import IllegalSaslStateError, RetriableSaslError, SaslAuthenticationError, not_completed
+from odradek.security.sasl import (
+    IllegalSaslStateError,
+    RetriableSaslError,
+    SaslAuthenticationError,
+    SingleIdentityServer,
+)
 from odradek.security.sasl.jaas import LoginModuleEntry
 
 __all__ = [
@@ -136,7 +141,7 @@ class KeytabLogin:
         return gssapi.Credentials(name=self._name(), usage="initiate", store=store)
 
 
-class GssapiSaslServer:
+class GssapiSaslServer(SingleIdentityServer):
     """The acceptor side of one exchange (module docstring)."""
 
     mechanism = GSSAPI
@@ -149,24 +154,12 @@ class GssapiSaslServer:
         self._namer = short_namer
         self._context: gssapi.SecurityContext | None = None
         self._stage = 0
-        self._complete = False
-        self._authorization_id: str | None = None
+        super().__init__()
         self.authentication_id: str | None = None
         """The initiator's full Kerberos name once the context is established."""
 
-    @property
-    def complete(self) -> bool:
-        return self._complete
-
-    @property
-    def authorization_id(self) -> str:
-        if not self._complete or self._authorization_id is None:
-            raise not_completed(GSSAPI)
-        return self._authorization_id
-
     def evaluate_response(self, response: bytes) -> bytes:
-        if self._complete:
-            raise IllegalSaslStateError("Unexpected SASL/GSSAPI token after authentication completed", mechanism=GSSAPI)
+        self._refuse_if_complete()
         if self._stage == 1:
             if response:
                 raise SaslAuthenticationError("Handshake expecting no response data from server", mechanism=GSSAPI)
@@ -227,8 +220,7 @@ class GssapiSaslServer:
             self.authentication_id,
             requested,
         )
-        self._authorization_id = short
-        self._complete = True
+        self._succeed(short)
         return b""
 
 

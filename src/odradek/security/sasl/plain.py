@@ -20,35 +20,23 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
-from odradek.security.sasl import PLAIN, IllegalSaslStateError, SaslAuthenticationError, not_completed
+from odradek.security.sasl import PLAIN, IllegalSaslStateError, SaslAuthenticationError, SingleIdentityServer
 from odradek.security.sasl.jaas import LoginModuleEntry, plain_users
 
 
-class PlainSaslServer:
+class PlainSaslServer(SingleIdentityServer):
     mechanism = PLAIN
 
     def __init__(self, passwords: Mapping[str, str]) -> None:
         self._passwords = passwords
-        self._complete = False
-        self._authorization_id: str | None = None
+        super().__init__()
 
     @classmethod
     def from_jaas(cls, entry: LoginModuleEntry) -> PlainSaslServer:
         return cls(plain_users(entry))
 
-    @property
-    def complete(self) -> bool:
-        return self._complete
-
-    @property
-    def authorization_id(self) -> str:
-        if not self._complete or self._authorization_id is None:
-            raise not_completed(PLAIN)
-        return self._authorization_id
-
     def evaluate_response(self, response: bytes) -> bytes:
-        if self._complete:
-            raise IllegalSaslStateError("Unexpected SASL/PLAIN token after authentication completed", mechanism=PLAIN)
+        self._refuse_if_complete()
         parts = response.decode("utf-8", errors="replace").split("\x00", 3)[:3]
         authzid, username, password = ([*parts, "", ""])[:3]
         if not username:
@@ -66,8 +54,7 @@ class PlainSaslServer:
                 mechanism=PLAIN,
                 public=True,
             )
-        self._authorization_id = username
-        self._complete = True
+        self._succeed(username)
         return b""
 
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
-from odradek.security.delegation_token import ERROR_TIMESTAMP
-from odradek.server.apis.delegation_token_support import NO_THROTTLE, allow_token_requests, milliseconds
+from odradek.server.apis.delegation_token_support import answer_expiry_change
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
@@ -27,10 +25,4 @@ MAX_VERSION = 2
 
 
 async def handle(ctx: RequestContext[RenewDelegationTokenRequest]) -> Any:
-    if not allow_token_requests(ctx):
-        error, expiry = ErrorCode.delegation_token_request_not_allowed, ERROR_TIMESTAMP
-    else:
-        error, expiry = await ctx.services.token_manager.renew_token(
-            ctx.session.principal, bytes(ctx.request.hmac), milliseconds(ctx.request.renew_period)
-        )
-    return ctx.response(error_code=error, expiry_timestamp=expiry, throttle_time=NO_THROTTLE)
+    return await answer_expiry_change(ctx, ctx.services.token_manager.renew_token, ctx.request.renew_period)
