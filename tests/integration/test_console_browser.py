@@ -342,6 +342,48 @@ def test_reset_offsets_with_confirmation(console: ConsoleServer, broker: BrokerR
     assert text_of(browser, "#total-lag") == "10"
 
 
+def _group_ids(admin: AdminClient) -> set[str]:
+    return {g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid}
+
+
+def test_delete_group_takes_a_confirmation_and_an_empty_group(
+    console: ConsoleServer, broker: BrokerRunner, admin: AdminClient, browser: WebDriver
+) -> None:
+    """A wrong confirmation deletes nothing; a group with a live member is refused with Kafka's
+    NON_EMPTY_GROUP, shown on the page; once the member has left, the group and its offsets go."""
+    _create(admin, "kept-by-group")
+    _produce(broker, "kept-by-group", [(None, b"m", [])])
+    member = Consumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": "doomed-group", "auto.offset.reset": "earliest"}
+    )
+    try:
+        member.subscribe(["kept-by-group"])
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert member.assignment()
+        _visit(browser, console.url + "/groups/view?id=doomed-group")
+        browser.find_element(By.ID, "delete-group").click()
+        wait_for(browser, lambda d: d.find_elements(By.ID, "confirm"))
+        browser.find_element(By.ID, "confirm").send_keys("another-group")
+        browser.find_element(By.ID, "confirm-delete").click()
+        wait_for(browser, lambda d: d.find_elements(By.ID, "error"))
+        assert "doomed-group" in _group_ids(admin)
+        browser.find_element(By.ID, "confirm").send_keys("doomed-group")
+        browser.find_element(By.ID, "confirm-delete").click()
+        wait_for(browser, lambda d: "NON_EMPTY_GROUP" in d.find_element(By.TAG_NAME, "body").text)
+        assert "doomed-group" in _group_ids(admin)
+        console_errors(browser)  # the refusals answer 400 and 409: expected
+    finally:
+        member.close()
+    _visit(browser, console.url + "/groups/delete?id=doomed-group")
+    browser.find_element(By.ID, "confirm").send_keys("doomed-group")
+    browser.find_element(By.ID, "confirm-delete").click()
+    wait_for(browser, lambda d: d.current_url.endswith("/groups"))
+    assert not console_errors(browser)
+    assert "doomed-group" not in _group_ids(admin)
+
+
 def test_every_page_loads_without_console_errors(console: ConsoleServer, browser: WebDriver) -> None:
     for path in (
         "/",
