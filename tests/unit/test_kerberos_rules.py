@@ -61,6 +61,8 @@ def test_substitution_groups_global_flag_and_case() -> None:
     assert short("Ann@EXAMPLE.COM", "RULE:[1:$1]/L") == "ann"
     assert short("ann@EXAMPLE.COM", "RULE:[1:$1]/U") == "ANN"
     assert short("svc-app@EXAMPLE.COM", "RULE:[1:$1](svc-.*)s/svc-(.*)/$1-service/L") == "app-service"
+    # Java's replaceAll reads "$12" as group 1 then "2" when there is no group 12
+    assert short("app@EXAMPLE.COM", "RULE:[1:$1]s/(.*)/$12/") == "app2"
 
 
 def test_a_non_simple_result_is_refused() -> None:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from odradek.errors import InvalidConfigError
+from odradek.security.principal import java_replacement
 
 __all__ = [
     "KerberosName",
@@ -78,29 +79,15 @@ class KerberosName:
 
 
 def _java_replacement(replacement: str) -> Callable[[re.Match[str]], str]:
-    """Java's ``Matcher.replaceAll`` replacement (``$n`` a group, ``\\x`` a literal x) as a callable."""
+    """Java's ``Matcher.replaceAll`` replacement (``$n`` a group, digits taken while the number
+    stays a valid group, as Java does; ``\\x`` a literal x) as a callable; a group the pattern
+    does not have is NoMatchingRule."""
 
     def expand(match: re.Match[str]) -> str:
-        out: list[str] = []
-        i = 0
-        while i < len(replacement):
-            ch = replacement[i]
-            if ch == "\\" and i + 1 < len(replacement):
-                out.append(replacement[i + 1])
-                i += 2
-            elif ch == "$" and i + 1 < len(replacement) and replacement[i + 1].isdigit():
-                j = i + 1
-                while j < len(replacement) and replacement[j].isdigit():
-                    j += 1
-                group = int(replacement[i + 1 : j])
-                if group > (match.re.groups or 0):
-                    raise NoMatchingRule(f"No group {group} in {match.re.pattern}")
-                out.append(match.group(group) or "")
-                i = j
-            else:
-                out.append(ch)
-                i += 1
-        return "".join(out)
+        try:
+            return java_replacement(replacement, match)
+        except ValueError as exc:
+            raise NoMatchingRule(f"{exc} in {match.re.pattern}") from None
 
     return expand
 

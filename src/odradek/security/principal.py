@@ -201,7 +201,7 @@ class _Rule:
             return None
         groups = self.pattern.groups
         replacement = _escape_literal_back_references(self.replacement, groups)
-        result = self.pattern.sub(lambda m: _java_replacement(replacement, m), name)
+        result = self.pattern.sub(lambda m: java_replacement(replacement, m), name)
         if self.to_lower:
             return result.lower()
         if self.to_upper:
@@ -236,7 +236,7 @@ def _escape_literal_back_references(replacement: str, groups: int) -> str:
     return value
 
 
-def _java_replacement(replacement: str, match: re.Match[str]) -> str:
+def java_replacement(replacement: str, match: re.Match[str]) -> str:
     """Expand ``replacement`` as Java's ``Matcher.appendReplacement``: ``\\x`` is ``x``, ``$n`` is
     group n (digits taken while the number stays a valid group)."""
     out: list[str] = []
