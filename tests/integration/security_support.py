@@ -197,6 +197,18 @@ def grant_prefixed_zk(connect: str, user: str, prefix: str) -> None:
     odradek_ok(*acls, "--operation", "Create", "--cluster")
 
 
+def seed_sasl_ssl_cluster(
+    connect: str, users: Sequence[str], mechanisms: Sequence[str], *, granted: str, prefix: str
+) -> None:
+    """Before a :func:`sasl_ssl_cluster_overrides` cluster starts on ``connect``: the brokers' own
+    ``broker`` SCRAM-SHA-512 credential, each of ``users`` with password ``<user>-secret`` for each
+    of ``mechanisms``, and :func:`grant_prefixed_zk` of ``prefix`` to ``granted``."""
+    add_scram_user_zk(connect, "broker", "broker-secret", ["SCRAM-SHA-512"])
+    for user in users:
+        add_scram_user_zk(connect, user, f"{user}-secret", mechanisms)
+    grant_prefixed_zk(connect, granted, prefix)
+
+
 def consume_values(config: Mapping[str, Any], topic: str, count: int, group: str, timeout_s: float) -> set[bytes]:
     """The distinct non-null values a confluent-kafka consumer in ``group`` (from the earliest
     offsets) reads from ``topic`` until it has ``count`` of them or ``timeout_s`` pass."""

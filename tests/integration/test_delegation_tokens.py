@@ -47,11 +47,10 @@ from odradek.testing_zk import ZooKeeperServer
 
 from .cli_support import odradek, odradek_ok
 from .security_support import (
-    add_scram_user_zk,
     address,
     create_scram_users,
-    grant_prefixed_zk,
     sasl_ssl_cluster_overrides,
+    seed_sasl_ssl_cluster,
     write_certificates,
 )
 
@@ -112,10 +111,7 @@ def cluster(
     paths: dict[str, str],
 ) -> Iterator[LocalCluster]:
     connect = f"{zookeeper_server.connect_string}/dt-{uuid.uuid4().hex[:8]}"
-    add_scram_user_zk(connect, "broker", "broker-secret", ["SCRAM-SHA-512"])
-    for user in USERS:
-        add_scram_user_zk(connect, user, f"{user}-secret", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
-    grant_prefixed_zk(connect, "alice", "dt-")
+    seed_sasl_ssl_cluster(connect, USERS, ["SCRAM-SHA-256", "SCRAM-SHA-512"], granted="alice", prefix="dt-")
     overrides = {
         **sasl_ssl_cluster_overrides(paths),
         "delegation.token.secret.key": SECRET,

@@ -31,10 +31,9 @@ from odradek.testing_zk import ZooKeeperServer
 
 from .authz_support import leader_and_isr_replay, update_metadata_replay
 from .security_support import (
-    add_scram_user_zk,
     consume_values,
-    grant_prefixed_zk,
     sasl_ssl_cluster_overrides,
+    seed_sasl_ssl_cluster,
     write_certificates,
 )
 
@@ -53,10 +52,7 @@ def cluster(
     paths: dict[str, str],
 ) -> Iterator[LocalCluster]:
     connect = f"{zookeeper_server.connect_string}/sasl-ssl-{uuid.uuid4().hex[:8]}"
-    add_scram_user_zk(connect, "broker", "broker-secret", ["SCRAM-SHA-512"])
-    for user in ("alice", "mallory"):
-        add_scram_user_zk(connect, user, f"{user}-secret", ["SCRAM-SHA-256"])
-    grant_prefixed_zk(connect, "alice", "secure-")
+    seed_sasl_ssl_cluster(connect, ["alice", "mallory"], ["SCRAM-SHA-256"], granted="alice", prefix="secure-")
     overrides = sasl_ssl_cluster_overrides(paths)
     yield odradek_cluster_module(brokers=3, overrides=overrides, zookeeper_connect=connect)
 
