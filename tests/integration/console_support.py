@@ -19,6 +19,7 @@ from typing import Any
 
 import uvicorn
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -109,7 +110,11 @@ def text_of(driver: WebDriver, css: str) -> str:
 
 
 def wait_for(driver: WebDriver, condition: Any, timeout_s: float = 15.0) -> Any:
-    return WebDriverWait(driver, timeout_s, poll_frequency=0.2).until(condition)
+    """Poll ``condition(driver)`` until truthy; an element replaced by a navigation meanwhile
+    (stale) counts as not yet."""
+    return WebDriverWait(
+        driver, timeout_s, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)
+    ).until(condition)
 
 
 def csrf_of(html: str) -> str:
