@@ -1,7 +1,8 @@
 """A watchdog thread that notices event loop stalls and names the request that caused them.
 
 The loop updates a heartbeat every ``interval_s`` (a ``call_later`` chain, a few microseconds per
-beat); a daemon thread checks it every half interval. When the heartbeat is more than
+beat); a daemon thread checks it every interval (each wakeup of either costs an idle broker CPU,
+so the broker beats every 50 ms). When the heartbeat is more than
 ``threshold_s`` late, the thread looks at the loop thread's stack (``sys._current_frames``)
 while the loop is still stuck, and records what it is running: the request of the innermost
 frame with a ``ctx`` (a handler's :class:`~odradek.server.request.RequestContext`) or a
@@ -143,7 +144,7 @@ class LoopWatchdog:
         stalled_beat: float | None = None
         description = ""
         reported_long = False
-        while not self._stop.wait(self.interval_s / 2):
+        while not self._stop.wait(self.interval_s):
             beat = self._beat
             late = time.monotonic() - beat - self.interval_s
             if stalled_beat is not None and beat != stalled_beat:
