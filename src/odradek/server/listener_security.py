@@ -38,7 +38,7 @@ from cryptography import x509
 
 from odradek.errors import InvalidConfigError
 from odradek.security.listener_config import jaas_config_key, listener_prefix
-from odradek.security.principal import SslPrincipalMapper
+from odradek.security.principal import ANONYMOUS, KafkaPrincipal, SslPrincipalMapper
 from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslServer
 from odradek.security.sasl.gssapi import GSSAPI, KRB5_LOGIN_MODULE
 from odradek.security.sasl.gssapi_config import GssapiAcceptor, gssapi_acceptor
@@ -103,6 +103,13 @@ class ListenerSecurity:
     @property
     def uses_sasl(self) -> bool:
         return self.security_protocol in SASL_PROTOCOLS
+
+    def certificate_principal(self, ssl_object: ssl.SSLObject | None) -> KafkaPrincipal:
+        """An SSL connection's principal: the client certificate's subject mapped by
+        ``ssl.principal.mapping.rules`` (``User:ANONYMOUS`` without a mapper or a certificate, as
+        Kafka's ``DefaultKafkaPrincipalBuilder``). Raises NoMatchingRule when no rule matches."""
+        certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        return self.principal_mapper.principal(certificate) if self.principal_mapper is not None else ANONYMOUS
 
     def sasl_server(self, mechanism: str) -> SaslServer:
         """A fresh server of an enabled mechanism (the caller checked ``mechanism in mechanisms``)."""

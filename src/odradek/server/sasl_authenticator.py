@@ -57,6 +57,7 @@ from odradek.protocol.messages import build
 from odradek.security.principal import KafkaPrincipal, sasl_principal
 from odradek.security.sasl import RetriableSaslError, SaslAuthenticationError, SaslServer
 from odradek.server.listener_security import ListenerSecurity
+from odradek.server.request_channel import CloseConnection
 from odradek.server.session import Session
 
 __all__ = ["SaslServerAuthenticator", "SaslState", "SaslStep"]
@@ -122,6 +123,32 @@ class SaslServerAuthenticator:
     def reauthenticate(self) -> None:
         """Start KIP-368 re-authentication: the next frame is the client's SaslHandshake."""
         self.state = SaslState.REAUTH_PROCESS_HANDSHAKE
+
+    @property
+    def passes_requests_through(self) -> bool:
+        """Whether every frame now goes straight to the request handler: authenticated, and the
+        session does not expire (so no KIP-368 SaslHandshake can come)."""
+        return not self.authenticating and self.session_expires_at is None
+
+    def takes(self, frame: bytes | bytearray) -> bool:
+        """Whether ``frame`` goes to this authenticator rather than the request handler: every
+        frame while authenticating, and a SaslHandshake that starts KIP-368 re-authentication.
+        Raises :class:`~odradek.server.request_channel.CloseConnection` for a request after the
+        session's end (``connections.max.reauth.ms``) that is not a SaslHandshake."""
+        if self.authenticating:
+            return True
+        if self.session_expires_at is None:
+            return False
+        try:
+            api_key = peek_api(frame)[0]
+        except Exception:
+            api_key = -1
+        if api_key == ApiKey.SASL_HANDSHAKE and self.can_reauthenticate():
+            self.reauthenticate()
+            return True
+        if self.session_expired():
+            raise CloseConnection("SASL session expired (connections.max.reauth.ms) and not re-authenticated")
+        return False
 
     # --- frames -------------------------------------------------------------------------------
 

@@ -48,8 +48,6 @@ import termios
 import time
 from typing import TYPE_CHECKING, Protocol, cast
 
-from odradek.protocol.api_keys import ApiKey
-from odradek.protocol.codec import peek_api
 from odradek.protocol.frames import FrameBuffer, FrameError
 from odradek.security.principal import ANONYMOUS, NoMatchingRule
 from odradek.server.listener_security import ListenerSecurity
@@ -265,11 +263,8 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         if raw is not None and hasattr(socket, "TCP_QUICKACK"):
             transport.set_protocol(AckAtOnce(transport.get_protocol(), raw))
         if self.authenticator is None:
-            ssl_object = tls.get_extra_info("ssl_object")
-            certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
-            mapper = self.security.principal_mapper
             try:
-                principal = mapper.principal(certificate) if mapper is not None else ANONYMOUS
+                principal = self.security.certificate_principal(tls.get_extra_info("ssl_object"))
             except NoMatchingRule as exc:
                 log.warning("closing connection from %s: %s", self.peer, exc)
                 self.close()
@@ -388,11 +383,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                 self.transport.resume_reading()
                 self._reading_paused = False
             auth = self.authenticator
-            pipelined = (
-                depth > 1
-                and (auth is None or (not auth.authenticating and auth.session_expires_at is None))
-                and produce_acks(frame) == -1
-            )
+            pipelined = depth > 1 and (auth is None or auth.passes_requests_through) and produce_acks(frame) == -1
             while inflight and (not pipelined or len(inflight) >= depth):
                 await asyncio.wait((inflight[0].task,))
                 if not await self._answer_inflight():
@@ -412,7 +403,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                 self.times.reset()
             self.busy = True
             try:
-                if self.authenticator is not None and self._sasl_frame(frame):
+                if self.authenticator is not None and self.authenticator.takes(frame):
                     step = self.authenticator.receive(frame)
                     if not await self._sasl_step(step):
                         return
@@ -574,26 +565,6 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         await asyncio.sleep(delay)
         if self.transport is not None and not self._closed and not self._reading_paused:
             self.transport.resume_reading()
-
-    def _sasl_frame(self, frame: bytes | bytearray) -> bool:
-        """Whether an authenticated connection's frame goes to the authenticator (a KIP-368
-        SaslHandshake); raises CloseConnection for a request after the session's end."""
-        auth = self.authenticator
-        assert auth is not None
-        if auth.authenticating:
-            return True
-        if auth.session_expires_at is None:
-            return False
-        try:
-            api_key = peek_api(frame)[0]
-        except Exception:
-            api_key = -1
-        if api_key == ApiKey.SASL_HANDSHAKE and auth.can_reauthenticate():
-            auth.reauthenticate()
-            return True
-        if auth.session_expired():
-            raise CloseConnection("SASL session expired (connections.max.reauth.ms) and not re-authenticated")
-        return False
 
     async def _sasl_step(self, step: SaslStep) -> bool:
         """Carry out one authenticator step; False when the connection is closed."""
