@@ -71,7 +71,16 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from common import BrokerProcess, create_topic, log, machine_info, make_broker, percentiles, proc_cpu_seconds
+from common import (
+    BrokerProcess,
+    create_topic,
+    log,
+    machine_busy_seconds,
+    machine_info,
+    make_broker,
+    percentiles,
+    proc_cpu_seconds,
+)
 
 BATCH_BYTES = 1_000_000
 LINGER_MS = 5
@@ -308,7 +317,7 @@ def _produce_in_processes(
             if not pipe.poll(60) or pipe.recv() != "ready":
                 raise RuntimeError(f"produce {size} B acks={acks}: a client process did not start")
         cpu0 = target.cpu()
-        machine0 = _machine_cpu()
+        machine0 = machine_busy_seconds()
         t0 = time.perf_counter()
         for pipe in pipes:
             pipe.send("go")
@@ -318,7 +327,7 @@ def _produce_in_processes(
                 raise RuntimeError(f"produce {size} B acks={acks}: a client process did not finish")
             results.append(pipe.recv())
         cpu = target.cpu() - cpu0
-        machine1 = _machine_cpu()
+        machine1 = machine_busy_seconds()
     finally:
         for proc in procs:
             proc.join(10)
@@ -341,18 +350,8 @@ def _produce_in_processes(
         "broker_cpu_us_per_msg": round(cpu / n * 1e6, 2),
         "client_thread_busy": round(sum(r[1] for r in results) / len(results), 3),
         "producers_cpu_us_per_msg": round(sum(r[6] for r in results) / n * 1e6, 2),
-        "machine_busy_cores": round((machine1[0] - machine0[0]) / max(machine1[1] - machine0[1], 1e-9), 2),
+        "machine_busy_cores": round((machine1 - machine0) / elapsed, 2),
     }
-
-
-def _machine_cpu() -> tuple[float, float]:
-    """(busy core-seconds, wall seconds) of the whole machine so far, from ``/proc/stat``; the
-    ratio of two differences is how many cores were busy in between."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:9]]  # user .. steal (guest is counted in user)
-    tick = os.sysconf("SC_CLK_TCK")
-    idle = fields[3] + fields[4]  # idle + iowait
-    return (sum(fields) - idle) / tick, time.perf_counter()
 
 
 def consume(

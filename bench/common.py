@@ -74,6 +74,23 @@ def proc_cpu_seconds(pid: int) -> float:
     return user + system
 
 
+def machine_busy_seconds() -> float:
+    """Busy core-seconds of the whole machine so far (``/proc/stat``'s first line: user .. steal,
+    less idle and iowait; guest time is already counted in user). The difference of two readings
+    over the wall time between them is how many cores were busy."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_minor_faults(pid: int) -> int:
+    """Minor page faults of ``pid`` so far (field 10 of ``/proc/<pid>/stat``); 0 if it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def proc_status_bytes(pid: int, key: str) -> int:
     """A ``kB`` figure of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``) in bytes."""
     with open(f"/proc/{pid}/status", encoding="ascii") as f:

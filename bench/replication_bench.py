@@ -42,16 +42,16 @@ import statistics
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from common import machine_busy_seconds, proc_minor_faults
 from odradek.cli.cluster import LocalCluster
 
-LAST_FAULTS: dict[int, int] = {}
-LAST_BUSY_CORES: list[float] = []
 OVERRIDES = {"replica.lag.time.max.ms": "10000", "num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
 
 
@@ -98,34 +98,26 @@ def producer_for(cluster: LocalCluster, linger_ms: int = 5) -> Producer:
     )
 
 
-def machine_cpu() -> float:
-    """Busy core-seconds of the whole machine so far (``/proc/stat``: user .. steal, less idle and iowait)."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:9]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+@dataclass
+class ProduceRun:
+    """One run of :func:`produce_rate`: messages per second, and during the run the CPU seconds and
+    minor page faults of each broker (by id) and the machine's busy cores."""
+
+    msgs_per_s: float
+    broker_cpu_s: dict[int, float]
+    broker_minor_faults: dict[int, int]
+    busy_cores: float
 
 
-def minor_faults(cluster: LocalCluster) -> dict[int, int]:
-    """Minor page faults so far of each live broker, by id (field 10 of ``/proc/<pid>/stat``)."""
-    out = {}
-    for b in cluster.alive_ids():
-        try:
-            out[b] = int(Path(f"/proc/{cluster.broker(b).pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
-        except (OSError, IndexError, ValueError):
-            out[b] = 0
-    return out
-
-
-def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) -> tuple[float, dict[int, float]]:
-    """(messages per second, CPU seconds of each broker during the run); the minor page faults of
-    each broker during the run go to ``LAST_FAULTS``."""
+def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) -> ProduceRun:
     producer = producer_for(cluster)
     producer.produce(topic, b"warm")
     producer.flush(30)
     value = os.urandom(size)
+    pids = {b: cluster.broker(b).pid or 0 for b in cluster.alive_ids()}
     cpu0 = broker_cpu(cluster)
-    faults0 = minor_faults(cluster)
-    machine0 = machine_cpu()
+    faults0 = {b: proc_minor_faults(pid) for b, pid in pids.items()}
+    machine0 = machine_busy_seconds()
     t0 = time.perf_counter()
     for _ in range(messages):
         while True:
@@ -137,12 +129,12 @@ def produce_rate(cluster: LocalCluster, topic: str, messages: int, size: int) ->
     assert producer.flush(120) == 0
     elapsed = time.perf_counter() - t0
     cpu1 = broker_cpu(cluster)
-    faults1 = minor_faults(cluster)
-    machine1 = machine_cpu()
-    LAST_BUSY_CORES[:] = [round((machine1 - machine0) / elapsed, 2)]
-    LAST_FAULTS.clear()
-    LAST_FAULTS.update({b: faults1[b] - faults0.get(b, 0) for b in faults1})
-    return messages / elapsed, {b: round(cpu1[b] - cpu0[b], 3) for b in cpu0}
+    return ProduceRun(
+        messages / elapsed,
+        {b: round(cpu1[b] - cpu0[b], 3) for b in cpu0},
+        {b: proc_minor_faults(pid) - faults0[b] for b, pid in pids.items()},
+        round((machine_busy_seconds() - machine0) / elapsed, 2),
+    )
 
 
 def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
@@ -159,11 +151,12 @@ def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
                 for name, rf in (("rf3", 3), ("rf1", 1)):
                     topic = f"{name}-{size}-{rep}"
                     create(cluster, topic, 1, rf, {"min.insync.replicas": "2" if rf == 3 else "1"})
-                    rate, cpu = produce_rate(cluster, topic, args.messages, size)
+                    run = produce_rate(cluster, topic, args.messages, size)
+                    rate, cpu = run.msgs_per_s, run.broker_cpu_s
                     rates[name].append(round(rate))
                     mb = args.messages * size / 1e6
-                    faults_per_mb[name].append(round(LAST_FAULTS.get(leader_of(cluster, topic), 0) / mb, 1))
-                    busy_cores[name].extend(LAST_BUSY_CORES)
+                    faults_per_mb[name].append(round(run.broker_minor_faults.get(leader_of(cluster, topic), 0) / mb, 1))
+                    busy_cores[name].append(run.busy_cores)
                     if rf == 3:
                         leader = leader_of(cluster, topic)
                         leader_per_mb.append(round(cpu[leader] / mb, 4))

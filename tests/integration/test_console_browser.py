@@ -312,14 +312,20 @@ def test_topic_created_in_the_page_exists_for_a_client(
     assert len(metadata.topics["from-the-page"].partitions) == 2
 
 
+def _refused_confirmation(browser: WebDriver, link_id: str, wrong: str) -> None:
+    """Follow the delete link ``link_id``, type ``wrong`` as the confirmation and wait for the
+    page's refusal (the form stays, with its error)."""
+    browser.find_element(By.ID, link_id).click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "confirm"))
+    browser.find_element(By.ID, "confirm").send_keys(wrong)
+    browser.find_element(By.ID, "confirm-delete").click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "error"))
+
+
 def test_delete_takes_a_confirmation(console: ConsoleServer, admin: AdminClient, browser: WebDriver) -> None:
     _create(admin, "doomed")
     _visit(browser, console.url + "/topics/doomed")
-    browser.find_element(By.ID, "delete-topic").click()
-    wait_for(browser, lambda d: d.find_elements(By.ID, "confirm"))
-    browser.find_element(By.ID, "confirm").send_keys("not-doomed")
-    browser.find_element(By.ID, "confirm-delete").click()
-    wait_for(browser, lambda d: d.find_elements(By.ID, "error"))
+    _refused_confirmation(browser, "delete-topic", "not-doomed")
     assert "doomed" in admin.list_topics(timeout=10).topics
     console_errors(browser)  # the refused confirmation answers 400: expected
     browser.find_element(By.ID, "confirm").send_keys("doomed")
@@ -363,11 +369,7 @@ def test_delete_group_takes_a_confirmation_and_an_empty_group(
             member.poll(0.2)
         assert member.assignment()
         _visit(browser, console.url + "/groups/view?id=doomed-group")
-        browser.find_element(By.ID, "delete-group").click()
-        wait_for(browser, lambda d: d.find_elements(By.ID, "confirm"))
-        browser.find_element(By.ID, "confirm").send_keys("another-group")
-        browser.find_element(By.ID, "confirm-delete").click()
-        wait_for(browser, lambda d: d.find_elements(By.ID, "error"))
+        _refused_confirmation(browser, "delete-group", "another-group")
         assert "doomed-group" in _group_ids(admin)
         browser.find_element(By.ID, "confirm").send_keys("doomed-group")
         browser.find_element(By.ID, "confirm-delete").click()

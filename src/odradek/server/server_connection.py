@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import fcntl
+import functools
 import itertools
 import logging
 import socket
@@ -77,6 +78,12 @@ _ids = itertools.count(1)
 _FIONREAD_ARG = b"\0\0\0\0"
 MAX_TLS_HANDSHAKE_S = 60.0
 PLAINTEXT_LISTENER = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
+
+
+def _resolve(future: asyncio.Future[None], *_: object) -> None:
+    """Complete ``future`` unless it is done; a callback for tasks and for ``RequestTimes.on_delayed``."""
+    if not future.done():
+        future.set_result(None)
 
 
 class ConnectionHost(Protocol):
@@ -370,8 +377,9 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             if frame is None:
                 self._waiter = loop.create_future()
                 if inflight:  # woken by a new frame or by the oldest pipelined answer
-                    inflight[0].task.add_done_callback(self._wake)
-                await self._waiter
+                    await asyncio.wait((self._waiter, inflight[0].task), return_when=asyncio.FIRST_COMPLETED)
+                else:
+                    await self._waiter
                 self._waiter = None
                 continue
             if (
@@ -426,10 +434,6 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             if not await self._send(response, self.times, arrived, dequeued, time.perf_counter()):
                 return
 
-    def _wake(self, _task: object = None) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
     async def _start_inflight(self, frame: bytes | bytearray, arrived: float, dequeued: float) -> bool:
         """Hand an acks=all Produce to the handler as a task of its own and return once it has
         appended (entered its ISR wait) or finished; its answer is sent, in order, by the worker.
@@ -437,15 +441,10 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         once the connection is closed."""
         loop = asyncio.get_running_loop()
         times = self.times = RequestTimes()
-        entered = loop.create_future()
-
-        def on_delayed(_task: object = None) -> None:
-            if not entered.done():
-                entered.set_result(None)
-
-        times.on_delayed = on_delayed
+        entered: asyncio.Future[None] = loop.create_future()
+        times.on_delayed = functools.partial(_resolve, entered)
         task = loop.create_task(self.handler.handle(frame, self))
-        task.add_done_callback(on_delayed)
+        task.add_done_callback(functools.partial(_resolve, entered))
         inflight = self._inflight
         self.busy = True
         try:
@@ -455,21 +454,8 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
                         task.cancel()
                         return False
                     continue
-                wake = loop.create_future()
-
-                def woken(_future: object = None, wake: asyncio.Future[None] = wake) -> None:
-                    if not wake.done():
-                        wake.set_result(None)
-
-                entered.add_done_callback(woken)
-                if inflight:
-                    inflight[0].task.add_done_callback(woken)
-                try:
-                    await wake
-                finally:
-                    entered.remove_done_callback(woken)
-                    if inflight:
-                        inflight[0].task.remove_done_callback(woken)
+                waits = (entered, inflight[0].task) if inflight else (entered,)
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self.busy = False
         times.on_delayed = None
