@@ -1,8 +1,9 @@
 """A watchdog thread that notices event loop stalls and names the request that caused them.
 
 The loop updates a heartbeat every ``interval_s`` (a ``call_later`` chain, a few microseconds per
-beat); a daemon thread checks it every interval (each wakeup of either costs an idle broker CPU,
-so the broker beats every 50 ms). When the heartbeat is more than
+beat); a daemon thread sleeps until the heartbeat could first be more than ``threshold_s``
+late, so while the loop is healthy it wakes about once per threshold, not once per beat (each
+wakeup costs an idle broker CPU), and during a stall once per interval. When the heartbeat is more than
 ``threshold_s`` late, the thread looks at the loop thread's stack (``sys._current_frames``)
 while the loop is still stuck, and records what it is running: the request of the innermost
 frame with a ``ctx`` (a handler's :class:`~odradek.server.request.RequestContext`) or a
@@ -43,6 +44,7 @@ __all__ = ["LoopWatchdog", "describe_frames"]
 log = logging.getLogger("odradek.loop")
 
 LONG_STALL_S = 1.0
+_DUE_MARGIN_S = 0.001
 """A stall still running after this long is logged while it lasts."""
 
 
@@ -144,7 +146,13 @@ class LoopWatchdog:
         stalled_beat: float | None = None
         description = ""
         reported_long = False
-        while not self._stop.wait(self.interval_s):
+        while True:
+            if stalled_beat is None:  # asleep until this beat could first be declared late
+                wait = self._beat + self.interval_s + self.threshold_s + _DUE_MARGIN_S - time.monotonic()
+            else:  # in a stall: watch for its end and for the long-stall report
+                wait = self.interval_s
+            if self._stop.wait(max(wait, _DUE_MARGIN_S)):
+                return
             beat = self._beat
             late = time.monotonic() - beat - self.interval_s
             if stalled_beat is not None and beat != stalled_beat:

@@ -126,9 +126,8 @@ class FrameBuffer:
     @property
     def buffered_bytes(self) -> int:
         """Bytes received but not yet returned as whole frames."""
-        pending = sum(len(f) + _SIZE for f in self._frames)
         large = self._large_filled + _SIZE if self._large is not None else 0
-        return len(self._head) + large + pending
+        return len(self._head) + large + self.queued_bytes + _SIZE * len(self._frames)
 
     @property
     def allocated_bytes(self) -> int:

@@ -70,11 +70,6 @@ if TYPE_CHECKING:
 __all__ = ["BrokerMetrics"]
 
 log = logging.getLogger(__name__)
-WATCHDOG_BEAT_S = 0.05
-"""The stall watchdog's heartbeat: 20 beats and 20 checks by its thread a second. At 50 beats and
-100 checks a second an idle broker spent about 1 % of a core waking up for them; a stall's length
-is still measured to within one beat."""
-
 READINESS_TIMEOUT_S = 2.0
 
 
@@ -135,8 +130,7 @@ class BrokerMetrics:
         self.request_metrics = RequestMetrics() if enabled else None
         self.registry = CollectorRegistry(auto_describe=False)
         self.probe = EventLoopProbe()
-        threshold_s = setting(broker.config, LOOP_STALL_THRESHOLD_MS) / 1000
-        self.watchdog = LoopWatchdog(threshold_s, interval_s=min(WATCHDOG_BEAT_S, threshold_s / 2))
+        self.watchdog = LoopWatchdog(setting(broker.config, LOOP_STALL_THRESHOLD_MS) / 1000)
         """Logs event loop stalls; runs from the end of start-up whether or not metrics are enabled."""
         self.session = SessionCollector()
         self.http: MetricsHttpServer | None = None
