@@ -1,22 +1,22 @@
 """A SASL listener in small for client tests: ApiVersions, SaslHandshake (v0-v1) and
 SaslAuthenticate (v0-v2) answered with the real server mechanisms of ``odradek.security.sasl``.
 
-:class:`FakeSaslBroker` handles decoded frames (:meth:`FakeSaslBroker.answer`); :func:`memory_streams`
-connects a client to it with no socket (a writer that answers each frame into the reader), and
-:meth:`FakeSaslBroker.serve` speaks the same over real asyncio streams (a TLS server in the
-integration tests). Any other API key, or SaslAuthenticate before a handshake, closes the connection
-(as a listener does before authentication), so tests notice a client that skips a step; after it,
-Metadata answers an empty cluster. With a
-``session_lifetime_ms``, a SaslHandshake on an authenticated connection starts KIP-368
+:class:`FakeSaslBroker` handles decoded frames (:meth:`FakeSaslBroker.answer`);
+:meth:`FakeSaslBroker.serve` speaks the same over real asyncio streams, on a loopback port with
+:func:`listening` (or a TLS server in the integration tests). Any other API key, or
+SaslAuthenticate before a handshake, closes the connection (as a listener does before
+authentication), so tests notice a client that skips a step; after it, Metadata answers an empty
+cluster. With a ``session_lifetime_ms``, a SaslHandshake on an authenticated connection starts KIP-368
 re-authentication, and any request after the session ended closes the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from odradek.errors import ErrorCode
@@ -151,43 +151,12 @@ class FakeSaslBroker:
             writer.close()
 
 
-class _AnsweringWriter:
-    """Enough of ``asyncio.StreamWriter`` for ``KafkaConnection``: each written frame is answered
-    by ``respond`` into ``reader``."""
-
-    def __init__(self, reader: asyncio.StreamReader, respond: Callable[[bytes], bytes | None]) -> None:
-        self.reader = reader
-        self.respond = respond
-        self.transport = self
-        self.closed = False
-
-    def write(self, data: bytes) -> None:
-        answer = self.respond(data[4:])
-        if answer is None:
-            self.reader.feed_eof()
-        else:
-            self.reader.feed_data(answer)
-
-    async def drain(self) -> None:
-        return None
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.reader.feed_eof()
-
-    def abort(self) -> None:
-        self.close()
-
-    async def wait_closed(self) -> None:
-        return None
-
-
-def memory_streams(broker: FakeSaslBroker) -> Callable[..., Any]:
-    """A stand-in for ``asyncio.open_connection`` connecting to ``broker`` in memory."""
-
-    async def open_connection(host: str, port: int, **kwargs: Any) -> tuple[asyncio.StreamReader, Any]:
-        reader = asyncio.StreamReader()
-        return reader, _AnsweringWriter(reader, broker.frame)
-
-    return open_connection
+@contextlib.asynccontextmanager
+async def listening(broker: FakeSaslBroker) -> AsyncIterator[int]:
+    """``broker`` served on a loopback port while the block runs; yields the port."""
+    server = await asyncio.start_server(broker.serve, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()

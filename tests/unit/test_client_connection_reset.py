@@ -38,7 +38,7 @@ def test_reset_during_the_write_leaves_no_unretrieved_future() -> None:
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
         conn = KafkaConnection("b", 1)
-        conn._writer = _ResetWriter(conn)  # type: ignore[assignment]
+        conn._stream = _ResetWriter(conn)  # type: ignore[assignment]
         with pytest.raises(KafkaConnectionError, match="cannot send to b:1"):
             await conn._send(RequestBuilder(18, 0)())
         gc.collect()

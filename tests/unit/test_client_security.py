@@ -24,7 +24,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.security.tls import SslConfigError
 
 from . import security_support as certs
-from .sasl_fake_broker import FakeSaslBroker, memory_streams
+from .sasl_fake_broker import FakeSaslBroker, listening
 
 KRB5_JAAS = (
     "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
@@ -283,22 +283,21 @@ def sasl(mechanism: str, password: str = "alice-secret", user: str = "alice") ->
     )
 
 
-def connect(broker: FakeSaslBroker, security: ClientSecurity, monkeypatch: pytest.MonkeyPatch) -> KafkaConnection:
-    monkeypatch.setattr(connection_module.asyncio, "open_connection", memory_streams(broker))
-
+def connect(broker: FakeSaslBroker, security: ClientSecurity) -> KafkaConnection:
     async def run() -> KafkaConnection:
-        conn = KafkaConnection("broker", 9093, security=security)
-        await conn.connect()
-        await conn.close()
-        return conn
+        async with listening(broker) as port:
+            conn = KafkaConnection("127.0.0.1", port, security=security)
+            await conn.connect()
+            await conn.close()
+            return conn
 
     return asyncio.run(run())
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_authenticates_with_handshake_v1_then_authenticate(mechanism: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_authenticates_with_handshake_v1_then_authenticate(mechanism: str) -> None:
     broker = FakeSaslBroker({"alice": "alice-secret"}, session_lifetime_ms=60000)
-    conn = connect(broker, sasl(mechanism), monkeypatch)
+    conn = connect(broker, sasl(mechanism))
     assert broker.authenticated == "alice"
     rounds = 1 if mechanism == "PLAIN" else 2
     assert (
@@ -308,10 +307,10 @@ def test_authenticates_with_handshake_v1_then_authenticate(mechanism: str, monke
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
-def test_wrong_password_raises_the_brokers_message(mechanism: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_password_raises_the_brokers_message(mechanism: str) -> None:
     broker = FakeSaslBroker({"alice": "alice-secret"})
     with pytest.raises(KafkaAuthenticationError) as info:
-        connect(broker, sasl(mechanism, password="wrong"), monkeypatch)
+        connect(broker, sasl(mechanism, password="wrong"))
     assert info.value.error_code == ErrorCode.sasl_authentication_failed
     assert isinstance(info.value, KafkaConnectionError)
     expected = (
@@ -323,54 +322,56 @@ def test_wrong_password_raises_the_brokers_message(mechanism: str, monkeypatch: 
     assert broker.authenticated is None
 
 
-def test_unknown_user_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_user_refused() -> None:
     with pytest.raises(KafkaAuthenticationError, match="SCRAM-SHA-512"):
-        connect(FakeSaslBroker({"alice": "x"}), sasl("SCRAM-SHA-512", user="mallory"), monkeypatch)
+        connect(FakeSaslBroker({"alice": "x"}), sasl("SCRAM-SHA-512", user="mallory"))
 
 
-def test_mechanism_not_enabled_names_the_enabled_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mechanism_not_enabled_names_the_enabled_ones() -> None:
     broker = FakeSaslBroker({"alice": "alice-secret"}, enabled=("SCRAM-SHA-512",))
     with pytest.raises(KafkaAuthenticationError, match=r"PLAIN \(UNSUPPORTED_SASL_MECHANISM\).*\[SCRAM-SHA-512\]"):
-        connect(broker, sasl("PLAIN"), monkeypatch)
+        connect(broker, sasl("PLAIN"))
     assert (ApiKey.SASL_AUTHENTICATE, 2) not in broker.seen
 
 
-def test_broker_without_sasl_authenticate(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_broker_without_sasl_authenticate() -> None:
     broker = FakeSaslBroker(
         {"alice": "alice-secret"}, versions={ApiKey.API_VERSIONS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 0)}
     )
     with pytest.raises(KafkaAuthenticationError, match="does not serve SaslHandshake v1"):
-        connect(broker, sasl("PLAIN"), monkeypatch)
+        connect(broker, sasl("PLAIN"))
     assert broker.seen == [(ApiKey.API_VERSIONS, 3)]
 
 
-def test_forged_server_signature_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forged_server_signature_refused() -> None:
     """A broker that does not know the password cannot complete SCRAM: the client checks v=."""
     broker = FakeSaslBroker({"alice": "alice-secret"})
     impostor = FakeSaslBroker({"alice": "something else"})
     broker.credentials["SCRAM-SHA-256"]["alice"] = impostor.credentials["SCRAM-SHA-256"]["alice"]
     with pytest.raises(KafkaAuthenticationError):
-        connect(broker, sasl("SCRAM-SHA-256"), monkeypatch)
+        connect(broker, sasl("SCRAM-SHA-256"))
 
 
-def test_plaintext_connection_sends_no_sasl(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plaintext_connection_sends_no_sasl() -> None:
     broker = FakeSaslBroker({})
-    connect(broker, PLAINTEXT_SECURITY, monkeypatch)
+    connect(broker, PLAINTEXT_SECURITY)
     assert broker.seen == [(ApiKey.API_VERSIONS, 3)]
 
 
 EMPTY_METADATA = {"topics": (), "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
 
 
-def test_reauthenticates_before_the_session_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reauthenticates_before_the_session_ends() -> None:
     """KIP-368: past 85-95 % of the session lifetime the next request is preceded by a new
     SaslHandshake and SaslAuthenticate (no ApiVersions); without it the broker would close."""
     broker = FakeSaslBroker({"alice": "alice-secret"}, session_lifetime_ms=300)
-    monkeypatch.setattr(connection_module.asyncio, "open_connection", memory_streams(broker))
     metadata = connection_module.RequestBuilder(ApiKey.METADATA, 12)
 
     async def run() -> None:
-        async with KafkaConnection("broker", 9093, security=sasl("SCRAM-SHA-256")) as conn:
+        async with (
+            listening(broker) as port,
+            KafkaConnection("127.0.0.1", port, security=sasl("SCRAM-SHA-256")) as conn,
+        ):
             await conn.send(metadata(**EMPTY_METADATA))
             assert broker.reauthentications == 0
             await asyncio.sleep(0.3)
@@ -389,17 +390,17 @@ def test_reauthenticates_before_the_session_ends(monkeypatch: pytest.MonkeyPatch
     ]
 
 
-def test_refused_reauthentication_closes_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refused_reauthentication_closes_the_connection() -> None:
     broker = FakeSaslBroker({"alice": "alice-secret"}, session_lifetime_ms=100)
-    monkeypatch.setattr(connection_module.asyncio, "open_connection", memory_streams(broker))
     metadata = connection_module.RequestBuilder(ApiKey.METADATA, 12)(**EMPTY_METADATA)
 
     async def run() -> KafkaConnection:
-        conn = await KafkaConnection("broker", 9093, security=sasl("PLAIN")).connect()
-        broker.users["alice"] = "changed"  # the password changed meanwhile
-        await asyncio.sleep(0.1)
-        with pytest.raises(KafkaAuthenticationError, match="Invalid username or password"):
-            await conn.send(metadata)
-        return conn
+        async with listening(broker) as port:
+            conn = await KafkaConnection("127.0.0.1", port, security=sasl("PLAIN")).connect()
+            broker.users["alice"] = "changed"  # the password changed meanwhile
+            await asyncio.sleep(0.1)
+            with pytest.raises(KafkaAuthenticationError, match="Invalid username or password"):
+                await conn.send(metadata)
+            return conn
 
     assert asyncio.run(run()).closed

@@ -1,4 +1,4 @@
-"""One client connection to a Kafka broker over asyncio streams (aiokafka's ``AIOKafkaConnection`` in small).
+"""One client connection to a Kafka broker (aiokafka's ``AIOKafkaConnection`` in small).
 
 Wire format (Kafka's): each request is a 4-byte big-endian size, a request header (v1, or v2 for
 flexible versions) and the body; each response a size, the correlation id (plus an empty
@@ -6,7 +6,8 @@ tagged-field section for flexible versions other than ApiVersions) and the body.
 decoding use :mod:`odradek.protocol.codec` (kio's generated classes).
 
 Several requests may be in flight: each gets the next correlation id and a future in
-``_pending``; one reader task takes frames off the socket, matches them by correlation id and
+``_pending``; the socket's protocol (:class:`~odradek.client.response_stream.ResponseStream`) frames
+responses as they land, matches them by correlation id and
 resolves the futures (the broker answers in request order, but matching by id also discards the
 late answer to a request that timed out). Produce with ``acks=0`` gets no response and resolves
 to ``None`` as soon as it is written.
@@ -46,7 +47,6 @@ A connection belongs to the event loop that connected it; call it only from that
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import itertools
 import logging
@@ -64,6 +64,7 @@ from odradek.client.errors import (
     KafkaTimeoutError,
     error_name,
 )
+from odradek.client.response_stream import ResponseStream
 from odradek.client.security import PLAINTEXT_SECURITY, ClientSecurity
 from odradek.errors import ErrorCode, UnsupportedVersionError
 from odradek.protocol.api_keys import ApiKey
@@ -77,10 +78,6 @@ log = logging.getLogger(__name__)
 
 API_VERSIONS_VERSION = 3
 MAX_RESPONSE_BYTES = 1 << 30
-READ_BUFFER_LIMIT = 1 << 20
-"""The stream reader's buffer limit: asyncio pauses reading the socket above twice this and
-resumes when a read waits. At asyncio's 64 KiB a follower receiving 1 MB fetch answers paused
-and resumed its socket (two ``epoll_ctl`` calls and a loop turn) every 128 KiB."""
 CLOSE_TIMEOUT_S = 1.0
 REAUTH_WINDOW = (0.85, 0.95)
 """Kafka's client re-authenticates at a random point of this part of the session lifetime (KIP-368)."""
@@ -183,9 +180,7 @@ class KafkaConnection:
         self._reauthentication: asyncio.Task[None] | None = None
         self.api_versions: dict[int, tuple[int, int]] = {}
         """API key -> (min, max) the broker supports, filled by :meth:`connect`."""
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._read_task: asyncio.Task[None] | None = None
+        self._stream: ResponseStream | None = None
         self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
         self._correlation_ids = itertools.count(1)
         self._closed_reason: str | None = None
@@ -199,7 +194,7 @@ class KafkaConnection:
 
     @property
     def closed(self) -> bool:
-        return self._writer is None or self._closed_reason is not None
+        return self._stream is None or self._closed_reason is not None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -211,20 +206,20 @@ class KafkaConnection:
         context = await self.security.ssl_context_async()
         source = self.security.source_address
         local_addr = (source, 0) if source else None
-        opening = (
-            asyncio.open_connection(
-                self.host,
-                self.port,
-                ssl=context,
-                server_hostname=self.host,
-                local_addr=local_addr,
-                limit=READ_BUFFER_LIMIT,
-            )
-            if context is not None
-            else asyncio.open_connection(self.host, self.port, local_addr=local_addr, limit=READ_BUFFER_LIMIT)
+
+        def stream() -> ResponseStream:
+            return ResponseStream(self.address, MAX_RESPONSE_BYTES, self._dispatch, self._fail_pending)
+
+        opening = asyncio.get_running_loop().create_connection(
+            stream,
+            self.host,
+            self.port,
+            ssl=context,
+            server_hostname=self.host if context is not None else None,
+            local_addr=local_addr,
         )
         try:
-            self._reader, self._writer = await asyncio.wait_for(opening, self.connect_timeout_ms / 1000)
+            _transport, self._stream = await asyncio.wait_for(opening, self.connect_timeout_ms / 1000)
         except TimeoutError:
             raise KafkaConnectionError(
                 f"cannot connect to {self.address}: no answer within {self.connect_timeout_ms} ms"
@@ -248,7 +243,6 @@ class KafkaConnection:
         except OSError as exc:
             raise KafkaConnectionError(f"cannot connect to {self.address}: {exc.strerror or exc}") from None
         self._closed_reason = None
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
             await self._negotiate()
             if self.security.uses_sasl:
@@ -336,23 +330,14 @@ class KafkaConnection:
     async def close(self) -> None:
         """Close the socket; pending requests fail with KafkaConnectionError. Idempotent."""
         self._fail_pending(f"connection to {self.address} was closed by the client")
-        writer, self._writer = self._writer, None
-        task, self._read_task = self._read_task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        if writer is not None:
-            writer.close()
-            try:  # unsent bytes to a peer that stopped reading would keep the close waiting forever
-                await asyncio.wait_for(writer.wait_closed(), CLOSE_TIMEOUT_S)
-            except TimeoutError:
-                writer.transport.abort()
-            except Exception:
-                pass
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
+            # unsent bytes to a peer that stopped reading would keep the close waiting forever
+            await stream.wait_closed(CLOSE_TIMEOUT_S)
 
     async def __aenter__(self) -> KafkaConnection:
-        return await self.connect() if self._writer is None else self
+        return await self.connect() if self._stream is None else self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
@@ -431,7 +416,7 @@ class KafkaConnection:
                 f"broker {self.address} does not support API key {api_key} v{version}"
                 + (f" (supports v{supported[0]}..v{supported[1]})" if supported else "")
             )
-        writer = self._writer
+        writer = self._stream
         if writer is None or self._closed_reason is not None:
             raise KafkaConnectionError(self._closed_reason or f"not connected to {self.address}")
         correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
@@ -460,30 +445,8 @@ class KafkaConnection:
                 f"no response from {self.address} to API key {api_key} v{version} within {timeout * 1000:.0f} ms"
             ) from None
 
-    async def _read_loop(self) -> None:
-        reader = self._reader
-        assert reader is not None
-        reason = f"connection to {self.address} was closed by the broker"
-        try:
-            while True:
-                head = await reader.readexactly(4)
-                (size,) = _I32.unpack(head)
-                if size < 4 or size > MAX_RESPONSE_BYTES:
-                    reason = f"invalid response size {size} from {self.address}"
-                    break
-                frame = await reader.readexactly(size)
-                self._dispatch(frame)
-        except asyncio.IncompleteReadError:
-            pass
-        except OSError as exc:
-            reason = f"connection to {self.address} failed: {exc}"
-        except asyncio.CancelledError:
-            return
-        self._fail_pending(reason)
-        if self._writer is not None:
-            self._writer.close()
-
-    def _dispatch(self, frame: bytes) -> None:
+    def _dispatch(self, frame: bytes | bytearray) -> None:
+        """One response frame (correlation id first, at least 4 bytes): resolves its request's future."""
         (correlation_id,) = _I32.unpack_from(frame, 0)
         entry = self._pending.pop(correlation_id, None)
         if entry is None:

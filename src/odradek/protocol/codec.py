@@ -247,7 +247,7 @@ def response_reader(api_key: int, version: int) -> tuple[Check, Callable[[memory
     return body_checker(response_type), entity_reader(response_type)
 
 
-def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tuple[int, Any]:
+def decode_response(api_key: int, version: int, frame: bytes | bytearray | memoryview) -> tuple[int, Any]:
     """(correlation_id, response) from a response frame body (without size prefix).
 
     A response is as untrusted as a request (another broker, or anything listening on its

@@ -363,7 +363,14 @@ BROKER_CONFIGS = (
         "Largest request frame accepted; larger frames close the connection before being buffered.",
         at_least(1),
     )
-    .define("socket.send.buffer.bytes", "int", 102400, "SO_SNDBUF of client sockets; -1 for the OS default.")
+    .define(
+        "socket.send.buffer.bytes",
+        "int",
+        -1,
+        "SO_SNDBUF of client sockets; -1 for the OS default (autotuned). Kafka's default is 102400; "
+        "on loopback that split each 1 MB fetch answer into five sendfile calls with a wait for the socket "
+        "between them (RF=3 produce about 8 % slower, raw fetch 2.9 instead of 3.5 GB/s).",
+    )
     .define(
         "socket.receive.buffer.bytes",
         "int",
