@@ -80,6 +80,18 @@ def create(cluster: LocalCluster, topic: str, partitions: int, rf: int, configs:
     time.sleep(2)  # leaders elected, followers fetching
 
 
+def delete(cluster: LocalCluster, topic: str) -> None:
+    """Delete ``topic`` and wait until no broker holds its directory (its page-cache pages are
+    free for the next repetition to reuse)."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.delete_topics([topic])[topic].result(60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(
+        (Path(cluster.broker(b).data_dir) / f"{topic}-0").exists() for b in cluster.alive_ids()
+    ):
+        time.sleep(0.1)
+
+
 def broker_cpu(cluster: LocalCluster) -> dict[int, float]:
     """CPU seconds so far of each live broker, by id."""
     return {b: cpu_seconds([cluster.broker(b).pid or 0]) for b in cluster.alive_ids()}
@@ -151,6 +163,7 @@ def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
                 for name, rf in (("rf3", 3), ("rf1", 1)):
                     topic = f"{name}-{size}-{rep}"
                     create(cluster, topic, 1, rf, {"min.insync.replicas": "2" if rf == 3 else "1"})
+                    os.sync()  # the previous repetition's writeback does not run into this one
                     run = produce_rate(cluster, topic, args.messages, size)
                     rate, cpu = run.msgs_per_s, run.broker_cpu_s
                     rates[name].append(round(rate))
@@ -162,6 +175,7 @@ def bench_produce(args: argparse.Namespace) -> dict[str, Any]:
                         leader_per_mb.append(round(cpu[leader] / mb, 4))
                         follower_per_mb.extend(round(c / mb, 4) for b, c in cpu.items() if b != leader)
                     log(f"{size} B {name} rep {rep}: {rate:,.0f} msgs/s, broker CPU {cpu}")
+                    delete(cluster, topic)
             out[f"{size}B"] = {
                 "rf3": {"msgs_per_s": rates["rf3"], "median": statistics.median(rates["rf3"])},
                 "rf1": {"msgs_per_s": rates["rf1"], "median": statistics.median(rates["rf1"])},
