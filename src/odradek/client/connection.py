@@ -20,7 +20,7 @@ version lacks are dropped while they hold their defaults; anything that would be
 the target requires and the object lacks, raises ``UnsupportedVersionError``).
 
 Security (:class:`~odradek.client.security.ClientSecurity`, PLAINTEXT by default): over SSL and
-SASL_SSL the socket is wrapped in TLS by asyncio (``open_connection(ssl=...)``, the handshake
+SASL_SSL the socket is wrapped in TLS by asyncio (``create_connection(ssl=...)``, the handshake
 within ``connect_timeout_ms``, ``server_hostname`` the host connected to, so the broker's
 certificate is checked against it when ``ssl.endpoint.identification.algorithm=https``). Over
 SASL_PLAINTEXT and SASL_SSL, after ApiVersions the client authenticates as Kafka's clients do

@@ -1,5 +1,6 @@
 """ClientSecurity from Kafka's and librdkafka's client keys, the broker's inter-broker security,
-and KafkaConnection's SASL exchange against the real server mechanisms, in memory."""
+and KafkaConnection's SASL exchange against the real server mechanisms (a small SASL listener on
+loopback)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,8 @@ from odradek.client.security import (
 from odradek.errors import ErrorCode, InvalidConfigError
 from odradek.protocol.api_keys import ApiKey
 from odradek.security.tls import SslConfigError
-
-from . import security_support as certs
-from .sasl_fake_broker import FakeSaslBroker, listening
+from unit import security_support as certs
+from unit.sasl_fake_broker import FakeSaslBroker, listening
 
 KRB5_JAAS = (
     "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
