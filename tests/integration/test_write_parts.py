@@ -97,3 +97,13 @@ def test_a_range_waits_behind_bytes_still_buffered(records: tuple[FileRecords, b
     prefill = os.urandom(2 * 1024 * 1024)  # more than a 16 KiB socket buffer takes at once
     got = asyncio.run(send_and_receive([file_slice(fr, 0, 500_000)], 16 * 1024, 0.05, prefill=prefill))
     assert got == prefill + data[:500_000]
+
+
+def test_bytes_the_socket_cannot_take_at_once_before_a_range(records: tuple[FileRecords, bytes]) -> None:
+    """A part of bytes larger than the socket takes: the rest waits in the transport, and the range
+    after it goes through the loop, in order."""
+    fr, data = records
+    big = os.urandom(1_500_000)
+    parts: list[FramePart] = [big, file_slice(fr, 100, 700_000), b"end", file_slice(fr, 5, 10)]
+    got = asyncio.run(send_and_receive(parts, 16 * 1024, 0.05))
+    assert got == big + data[100:700_100] + b"end" + data[5:15]
