@@ -93,10 +93,17 @@ class ListenerSecurity:
     """The key store's own certificate (TLS only)."""
     token_validator: TokenValidator | None = field(default=None, repr=False)
     """OAUTHBEARER's validator, when the mechanism is enabled."""
-    oauthbearer_server: Callable[[], SaslServer] | None = field(default=None, repr=False)
-    """A fresh OAUTHBEARER server checking tokens with ``token_validator`` (when enabled)."""
+    oauthbearer_server: Callable[[], SaslServer] | None = field(init=False, default=None, repr=False, compare=False)
+    """A fresh OAUTHBEARER server checking tokens with ``token_validator`` (set from it)."""
     gssapi: GssapiAcceptor | None = field(default=None, repr=False)
     """GSSAPI's acceptor (keytab credentials, principal mapping), when the mechanism is enabled."""
+
+    def __post_init__(self) -> None:
+        if self.token_validator is not None:
+            # OAUTHBEARER's module (PyJWT) loads only for a listener that enables the mechanism
+            from odradek.security.sasl.oauthbearer import OAuthBearerSaslServer
+
+            object.__setattr__(self, "oauthbearer_server", partial(OAuthBearerSaslServer, self.token_validator))
 
     @property
     def uses_tls(self) -> bool:
@@ -159,7 +166,6 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
     mechanisms: tuple[str, ...] = ()
     users: dict[str, str] = {}
     validator: TokenValidator | None = None
-    oauthbearer_server: Callable[[], SaslServer] | None = None
     acceptor: GssapiAcceptor | None = None
     if protocol in SASL_PROTOCOLS:
         mechanisms = tuple(config.sasl_enabled_mechanisms(name))
@@ -183,7 +189,7 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
             entry = parse_single_login_module(str(text), key=f"{prefix}{key}", expected_module=PLAIN_LOGIN_MODULE)
             users = plain_users(entry)
         if OAUTHBEARER in mechanisms:
-            validator, oauthbearer_server = _oauthbearer(config, name, props)
+            validator = _oauthbearer_validator(config, name, props)
         if GSSAPI in mechanisms:
             acceptor = _gssapi_acceptor(config, name, props)
     return ListenerSecurity(
@@ -200,17 +206,13 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
         store_files=stores,
         certificate=certificate,
         token_validator=validator,
-        oauthbearer_server=oauthbearer_server,
         gssapi=acceptor,
     )
 
 
-def _oauthbearer(
-    config: KafkaConfig, name: str, props: dict[str, Any]
-) -> tuple[TokenValidator, Callable[[], SaslServer]]:
-    """OAUTHBEARER's validator for listener ``name`` (each key's ``oauthbearer.<key>`` value for the
-    listener, else its listener or broker value) and the factory of its servers."""
-    from odradek.security.sasl.oauthbearer import OAuthBearerSaslServer
+def _oauthbearer_validator(config: KafkaConfig, name: str, props: dict[str, Any]) -> TokenValidator:
+    """OAUTHBEARER's validator for listener ``name``: each key's ``oauthbearer.<key>`` value for the
+    listener, else its listener or broker value."""
     from odradek.security.sasl.oauthbearer_config import oauthbearer_validator
 
     def value(key: str) -> Any:
@@ -220,8 +222,7 @@ def _oauthbearer(
     text = props.get(jaas_config_key(OAUTHBEARER)) or props.get("sasl.jaas.config")
     if text and OAUTHBEARER_LOGIN_MODULE not in str(text):
         text = props.get(jaas_config_key(OAUTHBEARER))  # the shared entry is another mechanism's
-    validator = oauthbearer_validator(value, str(text) if text else None, listener_prefix(name))
-    return validator, partial(OAuthBearerSaslServer, validator)
+    return oauthbearer_validator(value, str(text) if text else None, listener_prefix(name))
 
 
 def _gssapi_acceptor(config: KafkaConfig, name: str, props: dict[str, Any]) -> GssapiAcceptor:
