@@ -15,6 +15,7 @@ import logging
 import signal
 import sys
 
+from odradek.cli import lean_kio  # noqa: F401  (first: loads kio without hypothesis)
 from odradek.errors import InvalidConfigError
 from odradek.server.config import KafkaConfig, parse_properties
 

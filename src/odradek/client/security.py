@@ -44,20 +44,30 @@ import ssl
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from odradek.configdef import parse_properties
 from odradek.errors import InvalidConfigError
 from odradek.security.listener_config import jaas_config_key, listener_config
-from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslClient
-from odradek.security.sasl.gssapi import GSSAPI, GssapiSaslClient, KeytabLogin, shared_initiator_credentials
+from odradek.security.sasl import (
+    GSSAPI,
+    OAUTHBEARER,
+    OAUTHBEARER_LOGIN_MODULE,
+    PLAIN,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
+    SaslClient,
+)
 from odradek.security.sasl.jaas import parse_single_login_module
-from odradek.security.sasl.oauthbearer import OAUTHBEARER, OAUTHBEARER_LOGIN_MODULE
-from odradek.security.sasl.oauthbearer_config import client_login
-from odradek.security.sasl.oauthbearer_login import OAuthBearerLogin
 from odradek.security.sasl.plain import PlainSaslClient
 from odradek.security.sasl.scram import TOKEN_AUTH, ScramSaslClient
 from odradek.security.tls import SSL_CONFIG, create_ssl_context
+
+if TYPE_CHECKING:
+    # GSSAPI's and OAUTHBEARER's modules load gssapi and PyJWT: imported where a login of that
+    # mechanism is built from config (below), so a client or broker without them never loads them
+    from odradek.security.sasl.gssapi import KeytabLogin
+    from odradek.security.sasl.oauthbearer_login import OAuthBearerLogin
 
 __all__ = [
     "PLAINTEXT_SECURITY",
@@ -190,8 +200,7 @@ class ClientSecurity:
         first use of a keytab builds its credentials (no KDC contact yet)."""
         if self.uses_sasl and self.sasl_mechanism == GSSAPI:
             assert self.kerberos is not None and self.kerberos_service_name is not None
-            credentials = shared_initiator_credentials(self.kerberos)
-            return GssapiSaslClient(self.kerberos_service_name, host, credentials)
+            return self.kerberos.sasl_client(self.kerberos_service_name, host)
         if self.uses_sasl and self.oauthbearer_login is not None:
             return self.oauthbearer_login.sasl_client()
         if not self.uses_sasl or self.sasl_username is None or self.sasl_password is None:
@@ -222,6 +231,8 @@ def check_mechanism(mechanism: str, key: str) -> None:
 
 def _oauthbearer_login(props: Mapping[str, Any], jaas_key: str) -> OAuthBearerLogin:
     """The started login of an OAUTHBEARER client whose keys are ``props`` (JAAS entry at ``jaas_key``)."""
+    from odradek.security.sasl.oauthbearer_config import client_login
+
     jaas = props.get(jaas_key)
     if jaas is None or not str(jaas).strip():
         raise InvalidConfigError(
@@ -250,6 +261,8 @@ def _service_name(configured: Any, login: KeytabLogin, key: str) -> str:
 
 def _client_kerberos_login(props: Mapping[str, Any]) -> KeytabLogin:
     """GSSAPI's login from ``sasl.jaas.config`` (Krb5LoginModule), else librdkafka's keys."""
+    from odradek.security.sasl.gssapi import KeytabLogin
+
     jaas = props.get("sasl.jaas.config")
     if jaas is not None and str(jaas).strip():
         entry = parse_single_login_module(str(jaas), key="sasl.jaas.config")
@@ -406,6 +419,8 @@ def _inter_broker_kerberos(
 ) -> ClientSecurity:
     """GSSAPI between brokers: the listener's Krb5LoginModule entry (the keytab the listener
     accepts with also logs this broker in) and ``sasl.kerberos.service.name``."""
+    from odradek.security.sasl.gssapi import KeytabLogin
+
     jaas_key = jaas_config_key(GSSAPI) if jaas_config_key(GSSAPI) in resolved else "sasl.jaas.config"
     jaas = resolved.get(jaas_key)
     if jaas is None or not str(jaas).strip():

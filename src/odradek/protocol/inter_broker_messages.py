@@ -34,11 +34,14 @@ Layouts worth knowing (Kafka's, byte for byte):
   v2+ ``rack``, v4+ ``offline_replicas``, v5+ groups partitions by topic, v7+ ``topic_id``.
 
 This module deliberately has no ``from __future__ import annotations``: kio inspects real types.
-The classes are built once at import; immutable afterwards, safe from any thread.
+A version's classes are built the first time :func:`load` (or :func:`request_class`,
+:func:`response_class`) asks for it, under a lock, once per process; immutable afterwards, safe
+from any thread.
 """
 
 import dataclasses
 import sys
+import threading
 import types
 import uuid
 from dataclasses import dataclass
@@ -459,26 +462,48 @@ _PAIRS = (
     (CONTROLLED_SHUTDOWN_REQUEST, CONTROLLED_SHUTDOWN_RESPONSE),
 )
 
-_SCHEMAS: dict[tuple[int, int], tuple[type, type]] = {
-    (request.api_key, version): (_Builder(request, version).build(), _Builder(response, version).build())
-    for request, response in _PAIRS
-    for version in request.valid
-}
+_SPECS: dict[int, tuple[Spec, Spec]] = {request.api_key: (request, response) for request, response in _PAIRS}
 
 VERSIONS: dict[int, range] = {request.api_key: request.valid for request, _ in _PAIRS}
 """API key -> the versions defined here (Kafka 3.9's ``validVersions``)."""
 
+_SCHEMAS: dict[tuple[int, int], tuple[type, type]] = {}
+"""(api key, version) -> its classes, built on first use: building all 46 versions' dataclasses
+takes about 0.1 s, most of which a broker never needs (it speaks one version to its peers)."""
+_BUILD_LOCK = threading.Lock()
+
 
 def load(api_key: int, version: int) -> tuple[type, type] | None:
-    """(request class, response class) of one version, or None if not defined here."""
-    return _SCHEMAS.get((api_key, version))
+    """(request class, response class) of one version, or None if not defined here. The first
+    call for a version builds its classes (and registers their modules); later calls return the
+    same classes. Any thread."""
+    classes = _SCHEMAS.get((api_key, version))
+    if classes is not None:
+        return classes
+    specs = _SPECS.get(api_key)
+    if specs is None or version not in specs[0].valid:
+        return None
+    with _BUILD_LOCK:  # one build per version, so every caller sees the same classes
+        classes = _SCHEMAS.get((api_key, version))
+        if classes is None:
+            request, response = specs
+            classes = (_Builder(request, version).build(), _Builder(response, version).build())
+            _SCHEMAS[(api_key, version)] = classes
+    return classes
+
+
+def _classes(api_key: int, version: int) -> tuple[type, type]:
+    classes = load(api_key, version)
+    if classes is None:
+        raise KeyError((api_key, version))
+    return classes
 
 
 def request_class(api_key: int, version: int) -> type:
     """The request class of one version; KeyError if not defined here."""
-    return _SCHEMAS[(api_key, version)][0]
+    return _classes(api_key, version)[0]
 
 
 def response_class(api_key: int, version: int) -> type:
     """The response class of one version; KeyError if not defined here."""
-    return _SCHEMAS[(api_key, version)][1]
+    return _classes(api_key, version)[1]

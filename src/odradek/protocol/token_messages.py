@@ -9,14 +9,15 @@ ExpireDelegationToken 40, DescribeDelegationToken 41) where kio's classes do not
   ``issue_timestamp``/``expiry_timestamp``/``max_timestamp``, which kio's reader rejects as a
   negative timestamp. The wire format is unchanged; handlers and clients see plain integers.
 
-:func:`load` is asked by :func:`odradek.protocol.codec.api_schema` before kio. The classes are built
-once, at import, by copying kio's (same fields, same metadata, same nested classes). Immutable module
-data: safe from any thread.
+:func:`load` is asked by :func:`odradek.protocol.codec.api_schema` before kio. A version's classes are
+built on its first :func:`load`, under a lock, by copying kio's (same fields, same metadata, same
+nested classes); immutable afterwards: safe from any thread.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any, ClassVar
 
 from kio.index import load_request_schema, load_response_schema
@@ -51,27 +52,34 @@ def _copy(cls: type, version: int, int_timestamps: bool) -> type:
     return made
 
 
-def _build() -> dict[tuple[int, int], tuple[type, type]]:
-    out: dict[tuple[int, int], tuple[type, type]] = {}
-    for api_key in TOKEN_API_KEYS:
-        for version in range(4):
-            source = max(version, 1)
-            try:
-                request, response = load_request_schema(api_key, source), load_response_schema(api_key, source)
-            except Exception:  # past the API's last version
-                continue
-            fix = api_key in _TIMESTAMP_RESPONSES
-            if version == 0:
-                request = _copy(request, 0, False)
-            if version == 0 or fix:
-                response = _copy(response, version, fix)
-            out[(api_key, version)] = (request, response)
-    return out
+def _build(api_key: int, version: int) -> tuple[type, type] | None:
+    source = max(version, 1)
+    try:
+        request, response = load_request_schema(api_key, source), load_response_schema(api_key, source)
+    except Exception:  # past the API's last version
+        return None
+    fix = api_key in _TIMESTAMP_RESPONSES
+    if version == 0:
+        request = _copy(request, 0, False)
+    if version == 0 or fix:
+        response = _copy(response, version, fix)
+    return request, response
 
 
-_SCHEMAS = _build()
+_SCHEMAS: dict[tuple[int, int], tuple[type, type] | None] = {}
+"""(api key, version) -> its classes (None past the API's last version), built on first use."""
+_BUILD_LOCK = threading.Lock()
 
 
 def load(api_key: int, version: int) -> tuple[type, type] | None:
-    """(request class, response class) of a delegation token version defined here, or None."""
-    return _SCHEMAS.get((api_key, version))
+    """(request class, response class) of a delegation token version defined here, or None.
+    The first call for a version builds its classes; later calls return the same ones. Any thread."""
+    if api_key not in TOKEN_API_KEYS or not 0 <= version <= 3:
+        return None
+    key = (api_key, version)
+    if key in _SCHEMAS:
+        return _SCHEMAS[key]
+    with _BUILD_LOCK:  # one build per version, so every caller sees the same classes
+        if key not in _SCHEMAS:
+            _SCHEMAS[key] = _build(api_key, version)
+        return _SCHEMAS[key]

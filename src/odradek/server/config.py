@@ -26,8 +26,7 @@ from odradek.errors import InvalidConfigError
 from odradek.metadata.authorizer import is_acl_authorizer
 from odradek.security.delegation_token import DELEGATION_TOKEN_CONFIGS
 from odradek.security.listener_config import LISTENER_PREFIX, listener_config
-from odradek.security.sasl.gssapi_config import GSSAPI_CONFIGS
-from odradek.security.sasl.oauthbearer_config import OAUTHBEARER_CONFIGS, OAUTHBEARER_MECHANISM_KEYS
+from odradek.security.sasl.mechanism_keys import GSSAPI_CONFIGS, OAUTHBEARER_CONFIGS, OAUTHBEARER_MECHANISM_KEYS
 from odradek.security.tls import SSL_CONFIG
 from odradek.security.zookeeper_auth import ZkSaslCredentials, zookeeper_sasl_credentials
 from odradek.security.zookeeper_tls import ZK_TLS_CONFIGS, ZkTlsConfig, zk_tls_config

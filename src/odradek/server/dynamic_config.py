@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING
 
 from odradek.errors import InvalidConfigError, InvalidRequestError
 from odradek.security.listener_config import LISTENER_PREFIX
-from odradek.security.password_encoder import PasswordEncoder
 from odradek.server.config import BROKER_CONFIGS, KafkaConfig
 from odradek.server.connection_quotas import CONNECTION_CONFIGS
 from odradek.server.reconfigurable import (
@@ -63,6 +62,7 @@ from odradek.server.reconfigurable import (
 from odradek.storage.config import BROKER_SYNONYMS
 
 if TYPE_CHECKING:
+    from odradek.security.password_encoder import PasswordEncoder
     from odradek.server.broker import Broker
     from odradek.server.listener_security import ListenerSecurity
 
@@ -222,7 +222,13 @@ def validate_configs(props: Mapping[str, str], per_broker: bool) -> None:
 
 
 def password_encoders(config: KafkaConfig) -> tuple[PasswordEncoder | None, PasswordEncoder | None]:
-    """(encoder with ``password.encoder.secret``, decoder with ``password.encoder.old.secret``)."""
+    """(encoder with ``password.encoder.secret``, decoder with ``password.encoder.old.secret``).
+
+    The encoders use ``cryptography``, imported here only when a secret is set."""
+    if not config.get("password.encoder.secret") and not config.get("password.encoder.old.secret"):
+        return None, None
+    from odradek.security.password_encoder import PasswordEncoder
+
     out: list[PasswordEncoder | None] = []
     for key in ("password.encoder.secret", "password.encoder.old.secret"):
         secret = config.get(key)

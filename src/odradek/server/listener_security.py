@@ -31,32 +31,37 @@ from __future__ import annotations
 
 import os
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
-
-from cryptography import x509
 
 from odradek.errors import InvalidConfigError
 from odradek.security.listener_config import jaas_config_key, listener_prefix
 from odradek.security.principal import ANONYMOUS, KafkaPrincipal, SslPrincipalMapper
-from odradek.security.sasl import PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SaslServer
-from odradek.security.sasl.gssapi import GSSAPI, KRB5_LOGIN_MODULE
-from odradek.security.sasl.gssapi_config import GssapiAcceptor, gssapi_acceptor
-from odradek.security.sasl.jaas import PLAIN_LOGIN_MODULE, parse_single_login_module, plain_users
-from odradek.security.sasl.oauthbearer import (
+from odradek.security.sasl import (
+    GSSAPI,
+    KRB5_LOGIN_MODULE,
     OAUTHBEARER,
     OAUTHBEARER_LOGIN_MODULE,
-    OAuthBearerSaslServer,
-    TokenValidator,
+    PLAIN,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
+    SaslServer,
 )
-from odradek.security.sasl.oauthbearer_config import oauthbearer_validator
+from odradek.security.sasl.jaas import PLAIN_LOGIN_MODULE, parse_single_login_module, plain_users
 from odradek.security.sasl.plain import PlainSaslServer
 from odradek.security.sasl.scram import ScramSaslServer
-from odradek.security.tls import ssl_context_and_certificate
 from odradek.server.config import BROKER_CONFIGS, SASL_PROTOCOLS, TLS_PROTOCOLS, KafkaConfig
 
 if TYPE_CHECKING:
+    # TLS (cryptography), OAUTHBEARER (PyJWT) and GSSAPI (gssapi) are imported where a listener
+    # enabling them is built (listener_security and its helpers): a broker without them never loads them
+    from cryptography import x509
+
     from odradek.metadata.scram_credentials import CredentialCache
+    from odradek.security.sasl.gssapi_config import GssapiAcceptor
+    from odradek.security.sasl.oauthbearer import TokenValidator
 
 __all__ = [
     "SUPPORTED_MECHANISMS",
@@ -88,8 +93,17 @@ class ListenerSecurity:
     """The key store's own certificate (TLS only)."""
     token_validator: TokenValidator | None = field(default=None, repr=False)
     """OAUTHBEARER's validator, when the mechanism is enabled."""
+    oauthbearer_server: Callable[[], SaslServer] | None = field(init=False, default=None, repr=False, compare=False)
+    """A fresh OAUTHBEARER server checking tokens with ``token_validator`` (set from it)."""
     gssapi: GssapiAcceptor | None = field(default=None, repr=False)
     """GSSAPI's acceptor (keytab credentials, principal mapping), when the mechanism is enabled."""
+
+    def __post_init__(self) -> None:
+        if self.token_validator is not None:
+            # OAUTHBEARER's module (PyJWT) loads only for a listener that enables the mechanism
+            from odradek.security.sasl.oauthbearer import OAuthBearerSaslServer
+
+            object.__setattr__(self, "oauthbearer_server", partial(OAuthBearerSaslServer, self.token_validator))
 
     @property
     def uses_tls(self) -> bool:
@@ -116,8 +130,8 @@ class ListenerSecurity:
         if mechanism == PLAIN:
             return PlainSaslServer(self.plain_users)
         if mechanism == OAUTHBEARER:
-            assert self.token_validator is not None
-            return OAuthBearerSaslServer(self.token_validator)
+            assert self.oauthbearer_server is not None
+            return self.oauthbearer_server()
         if mechanism == GSSAPI:
             assert self.gssapi is not None
             return self.gssapi.sasl_server()
@@ -143,6 +157,8 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
     ssl_context = mapper = certificate = None
     stores: tuple[tuple[str, tuple[int, int, int] | None], ...] = ()
     if protocol in TLS_PROTOCOLS:
+        from odradek.security.tls import ssl_context_and_certificate
+
         paths = (props.get("ssl.keystore.location"), props.get("ssl.truststore.location"))
         stores = tuple((str(p), _file_stamp(str(p))) for p in paths if p)  # stamped before reading
         ssl_context, certificate = ssl_context_and_certificate(props, server_side=True)
@@ -197,6 +213,7 @@ def listener_security(config: KafkaConfig, name: str, credentials: CredentialCac
 def _oauthbearer_validator(config: KafkaConfig, name: str, props: dict[str, Any]) -> TokenValidator:
     """OAUTHBEARER's validator for listener ``name``: each key's ``oauthbearer.<key>`` value for the
     listener, else its listener or broker value."""
+    from odradek.security.sasl.oauthbearer_config import oauthbearer_validator
 
     def value(key: str) -> Any:
         raw = props.get(f"{OAUTHBEARER.lower()}.{key}")
@@ -211,6 +228,8 @@ def _oauthbearer_validator(config: KafkaConfig, name: str, props: dict[str, Any]
 def _gssapi_acceptor(config: KafkaConfig, name: str, props: dict[str, Any]) -> GssapiAcceptor:
     """GSSAPI's acceptor for listener ``name`` from its Krb5LoginModule entry (the shared
     ``sasl.jaas.config`` only when it is a Krb5LoginModule entry)."""
+    from odradek.security.sasl.gssapi_config import gssapi_acceptor
+
     key = jaas_config_key(GSSAPI)
     text = props.get(key)
     jaas_key = f"{listener_prefix(name)}{key}"
@@ -224,27 +243,28 @@ def listener_securities(config: KafkaConfig, credentials: CredentialCache | None
     return {e.listener: listener_security(config, e.listener, credentials) for e in config.listeners}
 
 
-_SAN_TYPES: dict[type, int] = {
-    x509.RFC822Name: 1,
-    x509.DNSName: 2,
-    x509.DirectoryName: 4,
-    x509.UniformResourceIdentifier: 6,
-    x509.IPAddress: 7,
-    x509.RegisteredID: 8,
-}
-
-
 def _dn(cert: x509.Certificate) -> str:
     """The subject as Java's ``X500Principal.toString`` writes it (``CN=broker-1, O=Acme, C=US``)."""
     return ", ".join(rdn.rfc4514_string() for rdn in reversed(cert.subject.rdns))
 
 
 def _sans(cert: x509.Certificate) -> list[tuple[int, str]]:
+    """(Java's general name type number, value) of each subject alternative name."""
+    from cryptography import x509
+
+    types: dict[type, int] = {
+        x509.RFC822Name: 1,
+        x509.DNSName: 2,
+        x509.DirectoryName: 4,
+        x509.UniformResourceIdentifier: 6,
+        x509.IPAddress: 7,
+        x509.RegisteredID: 8,
+    }
     try:
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         return []
-    return [(_SAN_TYPES.get(type(n), 0), str(n.value)) for n in names]
+    return [(types.get(type(n), 0), str(n.value)) for n in names]
 
 
 def ensure_compatible(old: ListenerSecurity, new: ListenerSecurity, allow_dn: bool, allow_san: bool) -> None:

@@ -25,6 +25,12 @@ from odradek.errors import ErrorCode, KafkaError
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
 SCRAM_SHA_512 = "SCRAM-SHA-512"
+GSSAPI = "GSSAPI"
+OAUTHBEARER = "OAUTHBEARER"
+# the login modules naming the mechanisms whose implementations load heavier libraries
+# (gssapi, PyJWT), kept here so configuration code can name them without importing those
+KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 
 
 class SaslAuthenticationError(KafkaError):

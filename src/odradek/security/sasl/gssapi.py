@@ -49,6 +49,8 @@ import gssapi.raw
 from odradek.errors import InvalidConfigError
 from odradek.security.kerberos import KerberosName, KerberosShortNamer, NoMatchingRule
 from odradek.security.sasl import (
+    GSSAPI,
+    KRB5_LOGIN_MODULE,
     IllegalSaslStateError,
     RetriableSaslError,
     SaslAuthenticationError,
@@ -66,8 +68,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-GSSAPI = "GSSAPI"
-KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 NO_SECURITY_LAYER = 0x01
 MAX_RECEIVE_SIZE = 65536
 _GSS_ERRORS = (gssapi.raw.misc.GSSError, ValueError, TypeError)
@@ -139,6 +139,11 @@ class KeytabLogin:
             b"ccache": f"MEMORY:odradek-{next(_CACHE_IDS)}".encode(),
         }
         return gssapi.Credentials(name=self._name(), usage="initiate", store=store)
+
+    def sasl_client(self, service_name: str, host: str) -> GssapiSaslClient:
+        """A fresh client exchange for ``<service_name>/<host>`` with this login's process-wide
+        initiator credentials (:func:`shared_initiator_credentials`). Any thread."""
+        return GssapiSaslClient(service_name, host, shared_initiator_credentials(self))
 
 
 class GssapiSaslServer(SingleIdentityServer):

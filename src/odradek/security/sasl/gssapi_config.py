@@ -1,4 +1,5 @@
-"""The broker's SASL/GSSAPI keys (Kafka 3.9's ``SaslConfigs`` Kerberos keys) and the listener's acceptor.
+"""The listener's SASL/GSSAPI acceptor from the broker's Kerberos keys (defined in
+:mod:`odradek.security.sasl.mechanism_keys`, Kafka 3.9's ``SaslConfigs`` Kerberos keys).
 
 Each key may be given plainly or per listener (``listener.name.<l>.<key>``). The JAAS entry is
 ``listener.name.<l>.gssapi.sasl.jaas.config`` (else ``sasl.jaas.config``), a
@@ -19,39 +20,13 @@ from typing import Any
 
 import gssapi
 
-from odradek.configdef import ConfigDef, at_least
 from odradek.errors import InvalidConfigError
 from odradek.security.kerberos import RULES_KEY, KerberosName, KerberosShortNamer, default_realm
-from odradek.security.sasl.gssapi import KRB5_LOGIN_MODULE, GssapiSaslServer, KeytabLogin
+from odradek.security.sasl import KRB5_LOGIN_MODULE
+from odradek.security.sasl.gssapi import GssapiSaslServer, KeytabLogin
 from odradek.security.sasl.jaas import parse_single_login_module
 
-__all__ = ["GSSAPI_CONFIGS", "GssapiAcceptor", "gssapi_acceptor"]
-
-_ACCEPTED = "Accepted for compatibility (Kafka's JVM login thread); MIT krb5 renews tickets from the keytab."
-
-GSSAPI_CONFIGS = (
-    ConfigDef()
-    .define(
-        "sasl.kerberos.service.name",
-        "string",
-        None,
-        "The Kerberos service name brokers run as (the first component of their principal, e.g. `kafka` for "
-        "`kafka/host@REALM`): the broker's own GSSAPI connections ask for a ticket to `<name>/<broker host>`. "
-        "Required when `sasl.mechanism.inter.broker.protocol` is GSSAPI, unless the JAAS entry sets `serviceName`.",
-    )
-    .define(
-        RULES_KEY,
-        "list",
-        ["DEFAULT"],
-        "Rules mapping a Kerberos name to the short name of its `User:` principal, tried in order: `DEFAULT` "
-        "(the first component when the realm is the default realm) or `RULE:[n:format](regexp)s/pattern/repl/g/L` "
-        "(Kafka's syntax; /L lower-cases, /U upper-cases). A name no rule maps is refused.",
-    )
-    .define("sasl.kerberos.kinit.cmd", "string", "/usr/bin/kinit", _ACCEPTED)
-    .define("sasl.kerberos.ticket.renew.window.factor", "double", 0.8, _ACCEPTED)
-    .define("sasl.kerberos.ticket.renew.jitter", "double", 0.05, _ACCEPTED)
-    .define("sasl.kerberos.min.time.before.relogin", "long", 60000, _ACCEPTED, at_least(0))
-)
+__all__ = ["GssapiAcceptor", "gssapi_acceptor"]
 
 
 @dataclass(frozen=True)

@@ -44,10 +44,13 @@ from typing import Any, Protocol
 import jwt
 
 from odradek.errors import InvalidConfigError
-from odradek.security.sasl import IllegalSaslStateError, SaslAuthenticationError, not_completed
+from odradek.security.sasl import (
+    OAUTHBEARER,
+    IllegalSaslStateError,
+    SaslAuthenticationError,
+    not_completed,
+)
 
-OAUTHBEARER = "OAUTHBEARER"
-OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 UNSECURED_VALIDATOR_CLASS = (
     "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
 )

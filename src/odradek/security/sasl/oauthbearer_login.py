@@ -49,8 +49,8 @@ from typing import Any
 import jwt
 
 from odradek.errors import InvalidConfigError
-from odradek.security.sasl import IllegalSaslStateError, SaslAuthenticationError
-from odradek.security.sasl.oauthbearer import OAUTHBEARER, SEPARATOR, ClientInitialResponse
+from odradek.security.sasl import OAUTHBEARER, IllegalSaslStateError, SaslAuthenticationError
+from odradek.security.sasl.oauthbearer import SEPARATOR, ClientInitialResponse
 
 __all__ = [
     "LOGIN_CALLBACK_HANDLER_CLASS",

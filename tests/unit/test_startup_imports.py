@@ -1,0 +1,70 @@
+"""What ``odradek broker`` loads before it serves: a broker without a feature never imports it.
+
+A fresh interpreter imports exactly what the command does for a plain PLAINTEXT broker
+(``odradek.cli.main`` dispatches to ``odradek.cli.broker``, whose ``_serve`` imports
+``odradek.server.broker``) and lists ``sys.modules``. hypothesis (pulled in by kio's phantom types
+when installed), PyJWT and the OAUTHBEARER modules, gssapi, cryptography (key stores, password
+encoders), the schema registry, the web console and the OIDC test server cost start-up time and
+must stay out; so must the inter-broker message classes, built per version on first use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import odradek
+
+SRC = str(Path(odradek.__file__).resolve().parent.parent)
+
+_PROBE = """
+import json, sys
+import odradek.cli.main, odradek.cli.broker, odradek.server.broker
+print(json.dumps(sorted(sys.modules)))
+"""
+
+FORBIDDEN_PREFIXES = (
+    "hypothesis",
+    "jwt",
+    "cryptography",
+    "gssapi",
+    "starlette",
+    "uvicorn",
+    "jinja2",
+    "odradek.schema_registry",
+    "odradek.console",
+    "odradek.testing_oidc",
+    "odradek.security.sasl.oauthbearer",
+    "odradek.security.sasl.gssapi",
+    "odradek.security.tls_stores",
+    "odradek.security.password_encoder",
+    "odradek.protocol.inter_broker_messages.",
+)
+
+
+def _broker_modules() -> list[str]:
+    env = {**os.environ, "PYTHONPATH": SRC}
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    modules: list[str] = json.loads(out)
+    return modules
+
+
+def test_plain_broker_start_loads_no_optional_feature() -> None:
+    modules = _broker_modules()
+    assert "odradek.server.broker" in modules  # the probe imported what a broker runs
+    assert "kio.static._phantom" in modules
+    loaded = sorted(m for m in modules if m.startswith(FORBIDDEN_PREFIXES) or m.split(".")[0] in FORBIDDEN_PREFIXES)
+    assert loaded == []
+
+
+def test_hypothesis_hidden_only_while_kio_loads() -> None:
+    """After the broker's imports, hypothesis still imports normally (nothing left blocked)."""
+    probe = "import odradek.cli.broker, sys; import hypothesis.strategies; print(sys.modules['hypothesis'] is not None)"
+    env = {**os.environ, "PYTHONPATH": SRC}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "True"
