@@ -26,18 +26,14 @@ Runs on the event loop that created the connection; not thread-safe.
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import struct
-import termios
 from collections.abc import Callable
 
-from odradek.protocol.frames import FrameBuffer, FrameError
+from odradek.protocol.frames import FrameBuffer, FrameError, WriteGate, kernel_pending_bytes
 
 __all__ = ["MIN_RESPONSE_BYTES", "ResponseStream"]
 
 MIN_RESPONSE_BYTES = 4
 """A response holds at least its correlation id."""
-_FIONREAD_ARG = b"\0\0\0\0"
 
 
 class ResponseStream(asyncio.BufferedProtocol):
@@ -57,7 +53,7 @@ class ResponseStream(asyncio.BufferedProtocol):
         self._frames.limit_name = "the client's response size bound"
         self._transport: asyncio.Transport | None = None
         self._fd = -1
-        self._writable: asyncio.Future[None] | None = None
+        self._writable = WriteGate()
         self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._lost_reason: str | None = None
 
@@ -113,12 +109,10 @@ class ResponseStream(asyncio.BufferedProtocol):
         self.resume_writing()
 
     def pause_writing(self) -> None:
-        if self._writable is None or self._writable.done():
-            self._writable = asyncio.get_running_loop().create_future()
+        self._writable.pause()
 
     def resume_writing(self) -> None:
-        if self._writable is not None and not self._writable.done():
-            self._writable.set_result(None)
+        self._writable.resume()
 
     # --- what the connection calls ---------------------------------------------------------------
 
@@ -129,8 +123,7 @@ class ResponseStream(asyncio.BufferedProtocol):
 
     async def drain(self) -> None:
         """Wait while the transport is above its write buffer's high-water mark."""
-        if self._writable is not None and not self._writable.done():
-            await self._writable
+        await self._writable.wait()
         if self._lost_reason is not None:
             raise ConnectionResetError(self._lost_reason)
 
@@ -149,13 +142,7 @@ class ResponseStream(asyncio.BufferedProtocol):
     # --- internals -----------------------------------------------------------------------------
 
     def _pending_bytes(self) -> int:
-        """Bytes the kernel holds for this socket (FIONREAD); 0 when unknown."""
-        if self._fd < 0:
-            return 0
-        try:
-            return int(struct.unpack("i", fcntl.ioctl(self._fd, termios.FIONREAD, _FIONREAD_ARG))[0])
-        except OSError:
-            return 0
+        return kernel_pending_bytes(self._fd)
 
     def _report(self, reason: str) -> None:
         if self._lost_reason is None:

@@ -33,11 +33,19 @@ Edge cases:
 
 Not thread-safe: one FrameBuffer per connection, driven by that connection's loop; a shared
 scratch belongs to one loop.
+
+Beside it, the two pieces the broker's connections and the client's share around a FrameBuffer:
+:func:`kernel_pending_bytes` (its ``pending_hint``) and :class:`WriteGate` (a transport's write
+flow control as an awaitable).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
+import fcntl
+import struct
+import termios
 from collections.abc import Callable
 
 _SIZE = 4
@@ -62,6 +70,44 @@ def _uninitialized_allocator() -> Callable[[int], bytearray]:
 
 
 _unzeroed = _uninitialized_allocator()
+
+
+_FIONREAD_ARG = b"\0\0\0\0"
+
+
+def kernel_pending_bytes(fd: int) -> int:
+    """Bytes the kernel holds unread for socket ``fd`` (``FIONREAD``), a FrameBuffer's
+    ``pending_hint``; 0 when ``fd`` is negative or the call fails."""
+    if fd < 0:
+        return 0
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, _FIONREAD_ARG))[0])
+    except OSError:
+        return 0
+
+
+class WriteGate:
+    """A transport's flow control as something to await: ``pause()`` and ``resume()`` from the
+    protocol's ``pause_writing``/``resume_writing`` (and ``resume()`` when the connection is lost),
+    ``await wait()`` before writing more. Event loop only."""
+
+    __slots__ = ("_writable",)
+
+    def __init__(self) -> None:
+        self._writable: asyncio.Future[None] | None = None
+
+    def pause(self) -> None:
+        if self._writable is None or self._writable.done():
+            self._writable = asyncio.get_running_loop().create_future()
+
+    def resume(self) -> None:
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+
+    async def wait(self) -> None:
+        """Return once the transport takes writes again (at once when it was never paused)."""
+        if self._writable is not None and not self._writable.done():
+            await self._writable
 
 
 class FrameError(Exception):

@@ -38,18 +38,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import fcntl
 import functools
 import itertools
 import logging
 import socket
 import ssl
-import struct
-import termios
 import time
 from typing import TYPE_CHECKING, Protocol, cast
 
-from odradek.protocol.frames import FrameBuffer, FrameError
+from odradek.protocol.frames import FrameBuffer, FrameError, WriteGate, kernel_pending_bytes
 from odradek.security.principal import ANONYMOUS, NoMatchingRule
 from odradek.server.listener_security import ListenerSecurity
 from odradek.server.produce_pipeline import InFlight, produce_acks
@@ -75,7 +72,6 @@ log = logging.getLogger("odradek.server.socket_server")
 the connection had a module of its own, so logger settings that name it keep working."""
 
 _ids = itertools.count(1)
-_FIONREAD_ARG = b"\0\0\0\0"
 MAX_TLS_HANDSHAKE_S = 60.0
 PLAINTEXT_LISTENER = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
 
@@ -156,7 +152,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
         self.busy = False
         self._fd = -1
         self._waiter: asyncio.Future[None] | None = None
-        self._writable: asyncio.Future[None] | None = None
+        self._writable = WriteGate()
         self._worker: asyncio.Task[None] | None = None
         self._reading_paused = False
         self._closed = False
@@ -282,12 +278,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
 
     def _pending_bytes(self) -> int:
         """Bytes the kernel holds for this socket (FIONREAD); 0 when unknown."""
-        if self._fd < 0:
-            return 0
-        try:
-            return int(struct.unpack("i", fcntl.ioctl(self._fd, termios.FIONREAD, _FIONREAD_ARG))[0])
-        except OSError:
-            return 0
+        return kernel_pending_bytes(self._fd)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         try:
@@ -329,12 +320,10 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             self._reading_paused = True
 
     def pause_writing(self) -> None:
-        if self._writable is None or self._writable.done():
-            self._writable = asyncio.get_running_loop().create_future()
+        self._writable.pause()
 
     def resume_writing(self) -> None:
-        if self._writable is not None and not self._writable.done():
-            self._writable.set_result(None)
+        self._writable.resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._lost:  # a failed TLS handshake reports it itself
@@ -508,8 +497,7 @@ class KafkaServerConnection(asyncio.BufferedProtocol):
             self.close()
             return False
         self.last_active = time.monotonic()
-        if self._writable is not None and not self._writable.done():
-            await self._writable
+        await self._writable.wait()
         if observer is not None:
             observer.completed(times, self, arrived, dequeued, handled, send_started, time.perf_counter())
         if self.muted_until:
