@@ -125,6 +125,8 @@ def check(history: History) -> CheckResult:
         read_values.add(delivery.value)
         max_read[tp] = max(max_read.get(tp, -1), delivery.offset)
     for ack in history.acks:
+        if ack.offset is None:  # persisted, offset unknown (see Ack): nothing to place
+            continue
         tp = (ack.topic, ack.partition)
         at_offset[tp][ack.offset].add(ack.value)
         positions[ack.value].add((tp, ack.offset))
@@ -144,7 +146,7 @@ def check(history: History) -> CheckResult:
             continue
         tp = (ack.topic, ack.partition)
         example = {"value": value, "partition": list(tp), "offset": ack.offset, "acked_at": round(ack.t, 3)}
-        if max_read.get(tp, -1) > ack.offset:
+        if max_read.get(tp, -1) > (ack.offset if ack.offset is not None else -1):
             result.add("lost-write", {**example, "max_read_offset": max_read[tp]})
         else:
             result.add("unseen", example)
@@ -170,6 +172,7 @@ def check(history: History) -> CheckResult:
         "acknowledged": len(acked),
         "read_distinct": len(read_values),
         "acknowledged_and_read": sum(1 for v in acked if v in read_values),
+        "acknowledged_without_offset": sum(1 for a in acked.values() if a.offset is None),
         "indeterminate_sends": len(history.fails),
         "indeterminate_read": sum(1 for f in history.fails if f.value in read_values),
         "partitions": len(at_offset),

@@ -56,12 +56,16 @@ class Send:
 
 @dataclass(frozen=True)
 class Ack:
-    """The broker acknowledged ``value`` at ``offset`` (acks=all)."""
+    """The broker acknowledged ``value`` at ``offset`` (acks=all). ``offset`` is None when the
+    client reports the record persisted without knowing where: librdkafka's idempotent producer
+    does so for a batch whose request timed out once a later batch of the same partition
+    succeeded (the sequence proves the earlier one was written). Such a record is checked for
+    being read, not for its place."""
 
     value: str
     topic: str
     partition: int
-    offset: int
+    offset: int | None
     t: float
 
 

@@ -50,6 +50,16 @@ def test_lost_write_and_unseen() -> None:
     assert found["inconsistent-offsets"] == 1  # offset 2: p0:2 read, p0:9 acknowledged
 
 
+def test_an_acknowledgement_without_an_offset_is_checked_for_being_read() -> None:
+    """librdkafka delivers a record acknowledged by a later batch's success without its offset."""
+    h = _clean()
+    h.acks[2] = Ack("p0:2", T, 0, None, 2.5)  # read back: fine
+    assert check(h).valid
+    assert check(h).stats["acknowledged_without_offset"] == 1
+    h.acks.append(Ack("p0:11", T, 0, None, 8.0))  # never read, though the partition was
+    assert _found(h) == {"lost-write": 1}
+
+
 def test_duplicate_and_inconsistent_offsets() -> None:
     h = _clean()
     h.final_reads.append(Poll("final", 0, 21.0, ((T, 0, 6, "p0:1"),)))
