@@ -19,7 +19,7 @@ from typing import Any
 
 import uvicorn
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -111,10 +111,20 @@ def text_of(driver: WebDriver, css: str) -> str:
 
 def wait_for(driver: WebDriver, condition: Any, timeout_s: float = 15.0) -> Any:
     """Poll ``condition(driver)`` until truthy; an element replaced by a navigation meanwhile
-    (stale) counts as not yet."""
+    counts as not yet, whether chromedriver reports it stale or, caught mid-navigation, as a node
+    that "does not belong to the document"."""
+
+    def checked(d: WebDriver) -> Any:
+        try:
+            return condition(d)
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return False
+            raise
+
     return WebDriverWait(
         driver, timeout_s, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)
-    ).until(condition)
+    ).until(checked)
 
 
 def csrf_of(html: str) -> str:
