@@ -265,7 +265,10 @@ def unclean_election(config: CampaignConfig) -> CampaignResult:
         stale = followers[0]
         run_fault(history, _step("start-stale-replica", f"b{stale}", lambda: cluster.start_broker(stale)))
         cluster.wait_for(lambda: cluster.leader(topic, 0) == stale, 60)
-        time.sleep(2)  # the stale leader takes writes at the offsets the old leader had acknowledged
+        # the stale leader takes writes at the offsets the old leader had acknowledged: wait for
+        # some (a fixed pause sometimes saw one, leaving nothing read past the lost records)
+        elected_at = history.now()
+        cluster.wait_for(lambda: sum(1 for a in history.acks if a.t > elected_at) >= 20, 60)
         run_fault(history, _step("restart-old-leader", f"b{leader}", lambda: cluster.start_broker(leader)))
         cluster.start_broker(followers[1])
         cluster.wait_for(lambda: isr_full(cluster, topic), 60)
