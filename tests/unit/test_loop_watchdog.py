@@ -72,3 +72,31 @@ def test_a_long_stall_is_reported_while_it_lasts(caplog: pytest.LogCaptureFixtur
     assert len(lines) == 2
     assert lines[0].startswith("event loop stalled for over")
     assert lines[1].startswith("event loop stalled 1")
+
+
+def test_an_idle_loop_is_not_woken_and_stop_restores_the_selector() -> None:
+    """The watchdog times the loop's own ``select`` calls: an idle loop sleeps through."""
+
+    async def idle() -> tuple[int, bool, bool]:
+        loop = asyncio.get_running_loop()
+        selector = loop._selector  # type: ignore[attr-defined]
+        watchdog = LoopWatchdog(threshold_s=0.1)
+        watchdog.start()
+        wrapped = "select" in vars(selector)
+        calls = 0
+        timed = selector.select
+
+        def counting(timeout: float | None = None) -> object:
+            nonlocal calls
+            calls += 1
+            return timed(timeout)
+
+        selector.select = counting
+        await asyncio.sleep(0.5)
+        selector.select = timed
+        watchdog.stop()
+        return calls, wrapped, "select" not in vars(selector)
+
+    calls, wrapped, restored = asyncio.run(idle())
+    assert wrapped and restored
+    assert calls <= 3  # the sleep's own timer; a 20 ms heartbeat would have made about 25
