@@ -7,7 +7,7 @@ import socket
 import time
 
 import pytest
-from tests.store_batches import check_batches
+from tests.store_batches import check_batches, check_state_updates
 
 from odradek.cli.zk import main as zk_main
 from odradek.metadata.errors import (
@@ -306,7 +306,8 @@ def test_session_expiry_is_reported_and_a_new_session_takes_over(zookeeper_conne
 def test_batches_are_pipelined_and_apply_each_transaction_on_its_own(zookeeper_connect: str) -> None:
     async def scenario() -> None:
         async with ZooKeeperStore(zookeeper_connect, session_timeout_ms=6000) as s:
-            await check_batches(s, count=3000)
+            await check_batches(s, count=3000)  # multiRead: six chunks, one missing znode
+            await check_state_updates(s)
 
     run(scenario)
 

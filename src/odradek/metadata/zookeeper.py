@@ -83,6 +83,7 @@ from odradek.metadata.store import (
     join_path,
     validate_path,
 )
+from odradek.metadata.zookeeper_multi_read import MULTI_READ_CHUNK, MalformedMultiReadError, start_multi_read
 from odradek.metadata.zookeeper_tls import TlsThreadingHandler
 from odradek.metadata.zookeeper_watch import SessionWatch, ZkWatch
 from odradek.security.zookeeper_auth import ZkAcl, ZkSaslCredentials, default_acls
@@ -167,6 +168,8 @@ class ZooKeeperStore(CoordinationStore):
         self._session_id = 0
         self._expired = False
         self._closed = False
+        self._multi_read = True
+        """False once the server refused a ``multiRead`` (ZooKeeper before 3.6)."""
         self._watches: set[ZkWatch] = set()
         self._session_callbacks: list[SessionWatch] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -532,9 +535,12 @@ class ZooKeeperStore(CoordinationStore):
         return await asyncio.to_thread(run)
 
     async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+        """Every path's data and stat (None where the znode does not exist): in ``multiRead``
+        requests of :data:`MULTI_READ_CHUNK` paths, pipelined (:mod:`.zookeeper_multi_read`),
+        or one pipelined read per path from a server without ``multiRead``."""
         client = self._client_or_raise()
         checked = [validate_path(p) for p in paths]
-        answers = await self._pipelined([functools.partial(client.get_async, p) for p in checked], "reads")
+        answers = await self._read_many(client, checked)
         out: list[tuple[bytes, ZnodeStat] | None] = []
         for path, (value, error) in zip(checked, answers, strict=True):
             if error is None:
@@ -545,6 +551,27 @@ class ZooKeeperStore(CoordinationStore):
             else:
                 raise self._translate(error, "get", path)
         return out
+
+    async def _read_many(self, client: KazooClient, paths: list[str]) -> list[tuple[Any, BaseException | None]]:
+        """(value, error) per path: multiRead chunks, or single reads once the server refused one."""
+        if self._multi_read and len(paths) > 1:
+            chunks = [paths[i : i + MULTI_READ_CHUNK] for i in range(0, len(paths), MULTI_READ_CHUNK)]
+            starts = [functools.partial(start_multi_read, client, chunk) for chunk in chunks]
+            answers = await self._pipelined(starts, "multiRead requests")
+            out: list[tuple[Any, BaseException | None]] = []
+            for chunk, (entries, error) in zip(chunks, answers, strict=True):
+                if isinstance(error, (kz.UnimplementedError, MalformedMultiReadError)):
+                    log.warning(
+                        "ZooKeeper at %s: multiRead failed (%s); reading one znode per request", self.connect, error
+                    )
+                    self._multi_read = False
+                    return await self._read_many(client, paths)
+                if error is not None:
+                    out.extend((None, error) for _ in chunk)
+                else:
+                    out.extend((None, e) if isinstance(e, BaseException) else (e, None) for e in entries)
+            return out
+        return await self._pipelined([functools.partial(client.get_async, p) for p in paths], "reads")
 
     async def multi_many(
         self, transactions: Sequence[Sequence[Op]]
