@@ -170,6 +170,18 @@ def test_acks_all_completes_when_the_isr_has_the_records(tmp_path: Path) -> None
     assert _run(tmp_path, body) == (True, ErrorCode.none)
 
 
+def test_acks_all_with_the_leader_alone_in_the_isr_answers_without_a_loop_turn(tmp_path: Path) -> None:
+    async def body(rm: ReplicaManager) -> tuple[ErrorCode, bool]:
+        _leader(rm, [1])
+        info = rm.append_records(TP, batch(3), required_acks=-1)
+        turned = asyncio.Event()
+        asyncio.get_running_loop().call_soon(turned.set)
+        error = await rm.wait_for_acks(TP, info.last_offset + 1, 10_000)
+        return error, turned.is_set()
+
+    assert _run(tmp_path, body) == (ErrorCode.none, False)
+
+
 def test_acks_all_times_out_with_request_timed_out(tmp_path: Path) -> None:
     async def body(rm: ReplicaManager) -> ErrorCode:
         _leader(rm, [1, 2])

@@ -300,6 +300,8 @@ class ReplicaManager(ReplicaStateChanges):
         if partition is None:
             return ErrorCode.not_leader_or_follower
         waiter = partition.wait_for_offset(required_offset)
+        if waiter.done():  # the high watermark is already there (an ISR of the leader alone)
+            return waiter.result()
         try:
             return await asyncio.wait_for(waiter, max(timeout_ms, 0) / 1000)
         except TimeoutError:

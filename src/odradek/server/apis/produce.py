@@ -147,9 +147,10 @@ async def _wait_for_isr(ctx: RequestContext, answers: dict[str, list[_Answer]], 
     if not waiting:
         return
     rm = ctx.services.replica_manager
-    results = await asyncio.gather(
-        *(rm.wait_for_acks(TopicPartition(name, a.index), a.required_offset, timeout_ms) for name, a in waiting)
-    )
+    waits = [rm.wait_for_acks(TopicPartition(name, a.index), a.required_offset, timeout_ms) for name, a in waiting]
+    # one partition (the usual producer request): awaited directly, no task; it returns at once
+    # when the high watermark is already there
+    results = [await waits[0]] if len(waits) == 1 else await asyncio.gather(*waits)
     for (_name, answer), error in zip(waiting, results, strict=True):
         if error != ErrorCode.none:
             answer.error = error
