@@ -83,6 +83,30 @@ def test_plain_broker_start_imports_no_request_handler() -> None:
     assert set(schemas) <= {"errors", "index", "request_header", "response_header", "types"}, schemas
 
 
+_HANDLERS_PROBE = """
+import json, sys
+import odradek.cli.main, odradek.cli.broker, odradek.server.broker
+from odradek.server.apis import all_handlers
+handlers = all_handlers()
+print(json.dumps([len(handlers), sorted(sys.modules)]))
+"""
+
+
+def test_handlers_read_requests_by_version_number() -> None:
+    """Importing every handler loads no API's kio classes: a handler reads its request by version
+    number, and the codec loads only the versions clients use (type-only imports stay under
+    ``TYPE_CHECKING``)."""
+    env = {**os.environ, "PYTHONPATH": SRC}
+    out = subprocess.run(
+        [sys.executable, "-c", _HANDLERS_PROBE], env=env, capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    count, modules = json.loads(out)
+    assert count >= 70
+    assert "odradek.server.apis.describe_acls" in modules and "odradek.server.apis.fetch" in modules
+    schemas = sorted({m.split(".")[2] for m in modules if m.startswith("kio.schema.")})
+    assert set(schemas) <= {"errors", "index", "request_header", "response_header", "types"}, schemas
+
+
 def test_hypothesis_hidden_only_while_kio_loads() -> None:
     """After the broker's imports, hypothesis still imports normally (nothing left blocked)."""
     probe = "import odradek.cli.broker, sys; import hypothesis.strategies; print(sys.modules['hypothesis'] is not None)"
