@@ -4,8 +4,9 @@ A fresh interpreter imports exactly what the command does for a plain PLAINTEXT 
 (``odradek.cli.main`` dispatches to ``odradek.cli.broker``, whose ``_serve`` imports
 ``odradek.server.broker``) and lists ``sys.modules``. hypothesis (pulled in by kio's phantom types
 when installed), PyJWT and the OAUTHBEARER modules, gssapi, cryptography (key stores, password
-encoders), the schema registry, the web console and the OIDC test server cost start-up time and
-must stay out; so must the inter-broker message classes, built per version on first use, and the
+encoders), the schema registry, the web console, the OIDC test server and the admin client (the
+metrics ask other brokers for high watermarks with it, on a scrape) cost start-up time and must
+stay out; so must the inter-broker message classes, built per version on first use, and the
 request handlers (each imports kio's classes of the versions it serves), imported on their API's
 first request: ApiVersions answers from a static version table.
 """
@@ -44,6 +45,7 @@ FORBIDDEN_PREFIXES = (
     "odradek.security.tls_stores",
     "odradek.security.password_encoder",
     "odradek.protocol.inter_broker_messages.",
+    "odradek.client.admin",
     "kio.schema.describe_acls",
     "kio.schema.create_delegation_token",
     "kio.schema.fetch",
