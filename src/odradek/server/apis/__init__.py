@@ -153,7 +153,8 @@ module twice."""
 
 
 def handler_module_name(api_key: int) -> str:
-    """The dotted name of the module that serves ``api_key`` (served or not)."""
+    """The dotted name of the module that serves (or would serve) ``api_key``; ValueError for a
+    number that is no :class:`~odradek.protocol.api_keys.ApiKey`."""
     return f"{__name__}.{ApiKey(api_key).name.lower()}"
 
 
@@ -161,8 +162,9 @@ def handler(api_key: int) -> ModuleType:
     """The handler module of a served API key, imported on first use.
 
     Raises KeyError for an API key not in :data:`ADVERTISED_VERSIONS`. Safe from any thread (the
-    import system serialises imports); on the broker's event loop the first call for an API blocks
-    the loop for that module's import (a few milliseconds to about 0.1 s for Fetch)."""
+    import system serialises imports, and the server modules import no cycle); on the broker's event
+    loop the first call for an API blocks the loop for that module's import, a few milliseconds
+    (handlers import no kio message classes: all of them load in about 0.07 s)."""
     module = LOADED_HANDLERS.get(api_key)
     if module is None:
         if api_key not in ADVERTISED_VERSIONS:
