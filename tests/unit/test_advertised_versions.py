@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import api_schema
 from odradek.server.apis import (
+    ADVERTISED_VERSIONS,
     API_HANDLERS,
     KAFKA_3_9_VERSIONS,
     KAFKA_4_0_MINIMA,
     KAFKA_4_GROUP_VERSIONS,
     SERVED_VERSIONS,
+    handler,
+    handler_module_name,
 )
 
 
@@ -43,3 +47,19 @@ def test_every_advertised_version_has_a_codec() -> None:
     for key, module in API_HANDLERS.items():
         for version in range(module.MIN_VERSION, module.MAX_VERSION + 1):
             assert api_schema(key, version).version == version
+
+
+def test_the_static_version_table_is_every_handler_s_constants() -> None:
+    """ApiVersions and the version check read ADVERTISED_VERSIONS without importing the handlers."""
+    assert list(ADVERTISED_VERSIONS) == sorted(API_HANDLERS)
+    for key, module in API_HANDLERS.items():
+        assert key == module.API_KEY, module.__name__
+        assert module.__name__ == handler_module_name(key)
+        assert ADVERTISED_VERSIONS[key] == (module.MIN_VERSION, module.MAX_VERSION), module.__name__
+        assert handler(key) is module
+
+
+def test_an_api_not_served_has_no_handler() -> None:
+    assert ApiKey.ENVELOPE not in ADVERTISED_VERSIONS
+    with pytest.raises(KeyError):
+        handler(ApiKey.ENVELOPE)

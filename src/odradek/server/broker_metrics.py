@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from odradek.client.admin import AdminClient
 from odradek.errors import InvalidConfigError
 from odradek.metadata.store import WatchHandle
 from odradek.metadata.znodes import BrokerIdZNode
@@ -57,6 +56,7 @@ from odradek.server.request_limits import LOOP_STALL_THRESHOLD_MS, setting
 from odradek.server.request_log import REQUEST_LOGGER, RequestLog
 
 if TYPE_CHECKING:
+    from odradek.client.admin import AdminClient
     from odradek.client.security import ClientSecurity
     from odradek.controller.controller import KafkaController
     from odradek.metadata.store import CoordinationStore
@@ -232,6 +232,8 @@ class BrokerMetrics:
         if not missing:
             return
         if self._admin is None:
+            from odradek.client.admin import AdminClient  # only a cluster's scrapes need it: not at start-up
+
             broker = self.broker
             listener = broker.config.inter_broker_listener_name
             endpoint = next((e for e in broker.endpoints if e.listener == listener), broker.endpoints[0])

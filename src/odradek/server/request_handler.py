@@ -1,8 +1,9 @@
 """Routes each request frame to its API module (Kafka's ``KafkaApis``), in request order.
 
 ``handle(frame, connection)`` parses the header, checks the API key and version against the
-registry in :mod:`odradek.server.apis`, decodes the body with kio, calls the handler and
-encodes its response. Version negotiation follows Kafka:
+registry in :mod:`odradek.server.apis` (its static version table: a handler module is imported on
+its API's first request, once the version is known to be served), decodes the body with kio,
+calls the handler and encodes its response. Version negotiation follows Kafka:
 
 - ApiVersions at a version we do not support is answered with a v0 ApiVersions response
   carrying UNSUPPORTED_VERSION and our full version table (KIP-511), so the client can retry
@@ -41,7 +42,7 @@ from odradek.protocol.codec import (
     parse_request_header,
     peek_api,
 )
-from odradek.server.apis import API_HANDLERS, api_versions
+from odradek.server.apis import ADVERTISED_VERSIONS, LOADED_HANDLERS, api_versions, handler
 from odradek.server.client_quotas import client_throttles, quota_identity
 from odradek.server.request import RequestContext
 from odradek.server.request_channel import (
@@ -113,16 +114,16 @@ class RequestHandler:
         times.api_key = api_key
         times.api_version = api_version
         times.correlation_id = correlation_id
-        module = API_HANDLERS.get(api_key)
-        if module is None:
+        versions = ADVERTISED_VERSIONS.get(api_key)
+        if versions is None:
             raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")
-        if not module.MIN_VERSION <= api_version <= module.MAX_VERSION:
+        if not versions[0] <= api_version <= versions[1]:
             if api_key == ApiKey.API_VERSIONS:
                 return SendResponse(api_versions.unsupported_version_response(correlation_id))
             raise CloseConnection(
-                f"unsupported version {api_version} of API key {api_key} "
-                f"(supported {module.MIN_VERSION}..{module.MAX_VERSION})"
+                f"unsupported version {api_version} of API key {api_key} (supported {versions[0]}..{versions[1]})"
             )
+        module = LOADED_HANDLERS.get(api_key) or handler(api_key)  # imported on the API's first request
         try:
             schema = api_schema(api_key, api_version)
             header = parse_request_header(frame, schema.flexible)

@@ -1,8 +1,21 @@
 """One module per Kafka API. Each defines ``API_KEY``, ``MIN_VERSION``, ``MAX_VERSION`` and
 ``async def handle(ctx: RequestContext) -> response | bytes | None``.
 
-``API_HANDLERS`` maps API key to module; ApiVersions answers from it, and
-``docs/compatibility.md`` is checked against it by a unit test.
+The handler modules are imported on first use, not at start-up: each imports kio's generated
+classes of the versions it serves, and a broker that never serves, say, DescribeAcls should not
+pay for them (importing every handler cost about 0.4 s of a broker's start).
+
+- :data:`ADVERTISED_VERSIONS` is the (``MIN_VERSION``, ``MAX_VERSION``) of every served API key,
+  known without importing a handler: the request handler checks a request's version against it
+  and ApiVersions answers from it. A unit test imports every handler and holds the table to the
+  modules' constants.
+- :func:`handler` returns an API key's module, importing it the first time;
+  :data:`LOADED_HANDLERS` holds the ones imported so far (the request path's dict lookup).
+  The module of API key ``k`` is named after Kafka's API in snake case
+  (``ApiKey(k).name.lower()``: ``produce``, ``describe_acls``, ...).
+- ``API_HANDLERS`` (API key -> module, every handler) imports them all on first access, for
+  tools and tests that walk the registry; ``docs/compatibility.md`` is checked against it by a
+  unit test.
 
 Advertised versions are one Kafka release: every served API's maximum is Kafka 3.9's
 (``KAFKA_3_9_VERSIONS``, from 3.9's message specs; clients infer the broker's release from the
@@ -20,158 +33,10 @@ A unit test holds the registry to this table.
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 from odradek.protocol.api_keys import ApiKey
-from odradek.server.apis import (
-    add_offsets_to_txn,
-    add_partitions_to_txn,
-    alter_client_quotas,
-    alter_configs,
-    alter_partition_reassignments,
-    alter_replica_log_dirs,
-    alter_share_group_offsets,
-    alter_user_scram_credentials,
-    api_versions,
-    consumer_group_describe,
-    consumer_group_heartbeat,
-    controlled_shutdown,
-    create_acls,
-    create_delegation_token,
-    create_partitions,
-    create_topics,
-    delete_acls,
-    delete_groups,
-    delete_records,
-    delete_share_group_offsets,
-    delete_share_group_state,
-    delete_topics,
-    describe_acls,
-    describe_client_quotas,
-    describe_cluster,
-    describe_configs,
-    describe_delegation_token,
-    describe_groups,
-    describe_log_dirs,
-    describe_producers,
-    describe_share_group_offsets,
-    describe_transactions,
-    describe_user_scram_credentials,
-    elect_leaders,
-    end_txn,
-    expire_delegation_token,
-    fetch,
-    find_coordinator,
-    heartbeat,
-    incremental_alter_configs,
-    init_producer_id,
-    initialize_share_group_state,
-    join_group,
-    leader_and_isr,
-    leave_group,
-    list_groups,
-    list_offsets,
-    list_partition_reassignments,
-    list_transactions,
-    metadata,
-    offset_commit,
-    offset_delete,
-    offset_fetch,
-    offset_for_leader_epoch,
-    produce,
-    read_share_group_state,
-    read_share_group_state_summary,
-    renew_delegation_token,
-    sasl_authenticate,
-    sasl_handshake,
-    share_acknowledge,
-    share_fetch,
-    share_group_describe,
-    share_group_heartbeat,
-    stop_replica,
-    sync_group,
-    txn_offset_commit,
-    update_metadata,
-    write_share_group_state,
-    write_txn_markers,
-)
-
-_MODULES: list[ModuleType] = [
-    produce,
-    describe_producers,
-    describe_transactions,
-    list_transactions,
-    write_txn_markers,
-    add_partitions_to_txn,
-    alter_client_quotas,
-    add_offsets_to_txn,
-    end_txn,
-    txn_offset_commit,
-    fetch,
-    list_offsets,
-    metadata,
-    offset_for_leader_epoch,
-    leader_and_isr,
-    elect_leaders,
-    alter_partition_reassignments,
-    list_partition_reassignments,
-    stop_replica,
-    update_metadata,
-    controlled_shutdown,
-    api_versions,
-    init_producer_id,
-    create_topics,
-    delete_topics,
-    describe_client_quotas,
-    delete_records,
-    describe_configs,
-    describe_log_dirs,
-    alter_replica_log_dirs,
-    alter_configs,
-    create_partitions,
-    incremental_alter_configs,
-    describe_cluster,
-    offset_commit,
-    offset_fetch,
-    find_coordinator,
-    join_group,
-    heartbeat,
-    leave_group,
-    sync_group,
-    describe_groups,
-    list_groups,
-    delete_groups,
-    offset_delete,
-    consumer_group_heartbeat,
-    consumer_group_describe,
-    share_group_heartbeat,
-    share_group_describe,
-    share_fetch,
-    share_acknowledge,
-    describe_share_group_offsets,
-    alter_share_group_offsets,
-    delete_share_group_offsets,
-    initialize_share_group_state,
-    read_share_group_state,
-    write_share_group_state,
-    delete_share_group_state,
-    read_share_group_state_summary,
-    sasl_handshake,
-    sasl_authenticate,
-    describe_acls,
-    create_acls,
-    delete_acls,
-    describe_user_scram_credentials,
-    alter_user_scram_credentials,
-    describe_client_quotas,
-    alter_client_quotas,
-    create_delegation_token,
-    renew_delegation_token,
-    expire_delegation_token,
-    describe_delegation_token,
-]
-
-API_HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in _MODULES}
 
 KAFKA_RELEASE = "3.9"
 KAFKA_3_9_VERSIONS: dict[int, tuple[int, int]] = {
@@ -273,3 +138,51 @@ ZooKeeper-era APIs."""
 
 SERVED_VERSIONS: dict[int, tuple[int, int]] = {**KAFKA_3_9_VERSIONS, **KAFKA_4_GROUP_VERSIONS}
 """Every API odradek may serve, with the Kafka release's (min, max) it follows."""
+
+ADVERTISED_VERSIONS: dict[int, tuple[int, int]] = {
+    key: (KAFKA_4_0_MINIMA.get(key, low), high) for key, (low, high) in sorted(SERVED_VERSIONS.items())
+}
+"""API key -> (``MIN_VERSION``, ``MAX_VERSION``) of its handler: every API odradek serves, in key
+order, known without importing the handlers (ApiVersions and the request handler's version check
+read it)."""
+
+LOADED_HANDLERS: dict[int, ModuleType] = {}
+"""The handler modules imported so far, by API key (filled by :func:`handler`; read on every
+request). Only ever grows; a race between two threads importing the same handler stores the same
+module twice."""
+
+
+def handler_module_name(api_key: int) -> str:
+    """The dotted name of the module that serves (or would serve) ``api_key``; ValueError for a
+    number that is no :class:`~odradek.protocol.api_keys.ApiKey`."""
+    return f"{__name__}.{ApiKey(api_key).name.lower()}"
+
+
+def handler(api_key: int) -> ModuleType:
+    """The handler module of a served API key, imported on first use.
+
+    Raises KeyError for an API key not in :data:`ADVERTISED_VERSIONS`. Safe from any thread (the
+    import system serialises imports, and the server modules import no cycle); on the broker's event
+    loop the first call for an API blocks the loop for that module's import, a few milliseconds
+    (handlers import no kio message classes: all of them load in about 0.07 s)."""
+    module = LOADED_HANDLERS.get(api_key)
+    if module is None:
+        if api_key not in ADVERTISED_VERSIONS:
+            raise KeyError(api_key)
+        module = importlib.import_module(handler_module_name(api_key))
+        LOADED_HANDLERS[api_key] = module
+    return module
+
+
+def all_handlers() -> dict[int, ModuleType]:
+    """API key -> handler module for every served API, importing any not loaded yet."""
+    return {key: handler(key) for key in ADVERTISED_VERSIONS}
+
+
+def __getattr__(name: str) -> dict[int, ModuleType]:
+    """``API_HANDLERS``: :func:`all_handlers`, built on first access and kept (PEP 562)."""
+    if name == "API_HANDLERS":
+        handlers = all_handlers()
+        globals()["API_HANDLERS"] = handlers
+        return handlers
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,12 +15,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
-
-from kio.schema.add_partitions_to_txn import v0 as add_partitions_to_txn_v0
-from kio.schema.add_partitions_to_txn import v1 as add_partitions_to_txn_v1
-from kio.schema.add_partitions_to_txn import v2 as add_partitions_to_txn_v2
-from kio.schema.add_partitions_to_txn import v3 as add_partitions_to_txn_v3
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -30,19 +25,18 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize, au
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.add_partitions_to_txn.v0 import request as add_partitions_to_txn_v0
+    from kio.schema.add_partitions_to_txn.v4 import request as add_partitions_to_txn_v4
+
     from odradek.server.apis.request_types import AddPartitionsToTxnRequest
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 MIN_VERSION = 0
 MAX_VERSION = 5
 
-_ONE_TRANSACTION = (
-    add_partitions_to_txn_v0.AddPartitionsToTxnRequest,
-    add_partitions_to_txn_v1.AddPartitionsToTxnRequest,
-    add_partitions_to_txn_v2.AddPartitionsToTxnRequest,
-    add_partitions_to_txn_v3.AddPartitionsToTxnRequest,
-)
-"""v0..v3: one transaction, in the ``v3_and_below_*`` fields."""
+_BATCHED = 4
+"""v4+ carry ``transactions``; v0..v3 one transaction, in the ``v3_and_below_*`` fields. The
+request is read by version number, so that only the version a client uses is imported."""
 
 
 class _Topic(Protocol):
@@ -103,17 +97,18 @@ def _refused_topics(
 
 
 async def handle(ctx: RequestContext[AddPartitionsToTxnRequest]) -> Any:
-    req = ctx.request
-    if isinstance(req, _ONE_TRANSACTION):
+    if ctx.api_version < _BATCHED:
+        one = cast("add_partitions_to_txn_v0.AddPartitionsToTxnRequest", ctx.request)
         results = await _one(
             ctx,
-            req.v3_and_below_transactional_id,
-            int(req.v3_and_below_producer_id),
-            int(req.v3_and_below_producer_epoch),
-            req.v3_and_below_topics,
+            one.v3_and_below_transactional_id,
+            int(one.v3_and_below_producer_id),
+            int(one.v3_and_below_producer_epoch),
+            one.v3_and_below_topics,
             False,
         )
         return ctx.response(throttle_time=datetime.timedelta(0), results_by_topic_v3_and_below=results)
+    req = cast("add_partitions_to_txn_v4.AddPartitionsToTxnRequest", ctx.request)
     verify_only = all(bool(t.verify_only) for t in req.transactions)
     if not verify_only and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
         return ctx.response(

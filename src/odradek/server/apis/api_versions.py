@@ -30,9 +30,10 @@ MAX_VERSION = 4
 
 
 def supported_versions() -> list[tuple[int, int, int]]:
-    from odradek.server.apis import API_HANDLERS
+    """(API key, min, max) of every served API in key order, without importing their handlers."""
+    from odradek.server.apis import ADVERTISED_VERSIONS
 
-    return sorted((key, m.MIN_VERSION, m.MAX_VERSION) for key, m in API_HANDLERS.items())
+    return [(key, low, high) for key, (low, high) in ADVERTISED_VERSIONS.items()]
 
 
 FEATURES: dict[str, tuple[int, int, int]] = {"group.version": (0, 1, 1), "share.version": (0, 1, 1)}

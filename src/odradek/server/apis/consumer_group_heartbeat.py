@@ -14,9 +14,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.consumer_group_heartbeat import v1 as heartbeat_v1
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.coordinator.group.consumer_membership import ConsumerHeartbeat
 from odradek.errors import ErrorCode
@@ -27,6 +25,8 @@ from odradek.server.metadata_cache import MetadataCache
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_v1
+
     from odradek.server.apis.request_types_groups import ConsumerGroupHeartbeatRequest
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
@@ -100,7 +100,7 @@ async def handle(ctx: RequestContext[ConsumerGroupHeartbeatRequest]) -> Any:
             rack_id=req.rack_id,
             rebalance_timeout_ms=rebalance_ms,
             subscribed_topic_names=names,
-            subscribed_topic_regex=_regex(req),
+            subscribed_topic_regex=_regex(req, ctx.api_version),
             server_assignor=req.server_assignor,
             owned=owned,
             client_id=ctx.header.client_id or "",
@@ -134,11 +134,12 @@ async def handle(ctx: RequestContext[ConsumerGroupHeartbeatRequest]) -> Any:
     )
 
 
-def _regex(req: ConsumerGroupHeartbeatRequest) -> str | None:
-    """The subscribed regex (v1+); an empty one, as librdkafka sends without one, is none."""
-    if isinstance(req, heartbeat_v1.ConsumerGroupHeartbeatRequest) and req.subscribed_topic_regex:
-        return req.subscribed_topic_regex
-    return None
+def _regex(req: ConsumerGroupHeartbeatRequest, version: int) -> str | None:
+    """The subscribed regex (v1+, read by version number so that only the version a client uses is
+    imported); an empty one, as librdkafka sends without one, is none."""
+    if version < 1:
+        return None
+    return cast("heartbeat_v1.ConsumerGroupHeartbeatRequest", req).subscribed_topic_regex or None
 
 
 def _topic_id(cache: MetadataCache, name: str) -> uuid.UUID | None:

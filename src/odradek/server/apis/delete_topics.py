@@ -22,9 +22,7 @@ import datetime
 import logging
 import uuid
 from collections import Counter
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.delete_topics import v6 as delete_topics_v6
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
@@ -33,11 +31,16 @@ from odradek.server.controller_mutation_quota import THROTTLING_QUOTA_EXCEEDED_M
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.delete_topics.v1 import request as delete_topics_v1
+    from kio.schema.delete_topics.v6 import request as delete_topics_v6
+
     from odradek.server.apis.request_types_admin import DeleteTopicsRequest
 
 API_KEY = ApiKey.DELETE_TOPICS
 MIN_VERSION = 1
 MAX_VERSION = 6
+_TOPICS = 6
+"""v6+ name topics in ``topics`` (by name or id); older versions in ``topic_names``."""
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +72,9 @@ async def handle(ctx: RequestContext[DeleteTopicsRequest]) -> Any:
     timeout_ms = int(req.timeout.total_seconds() * 1000)
     # (name, topic_id, error, message): error None means "to delete".
     entries: list[tuple[str | None, uuid.UUID, ErrorCode | None, str | None]] = []
-    if isinstance(req, delete_topics_v6.DeleteTopicsRequest):
-        for t in req.topics:
+    by_topic = ctx.api_version >= _TOPICS  # read by version number: only the version a client uses is imported
+    if by_topic:
+        for t in cast("delete_topics_v6.DeleteTopicsRequest", req).topics:
             topic_id = t.topic_id or ZERO_UUID
             if t.name is not None and topic_id != ZERO_UUID:
                 entries.append(
@@ -91,7 +95,9 @@ async def handle(ctx: RequestContext[DeleteTopicsRequest]) -> Any:
                 meta = ctx.services.metadata_cache.topic(t.name)
                 entries.append((t.name, meta.topic_id if meta else ZERO_UUID, None, None))
     else:
-        entries = [(name, ZERO_UUID, None, None) for name in req.topic_names]
+        entries = [
+            (name, ZERO_UUID, None, None) for name in cast("delete_topics_v1.DeleteTopicsRequest", req).topic_names
+        ]
     counts = Counter(name for name, _, error, _ in entries if error is None)
     for i, (name, topic_id, error, _message) in enumerate(entries):
         if error is None and counts[name] > 1:
@@ -99,7 +105,7 @@ async def handle(ctx: RequestContext[DeleteTopicsRequest]) -> Any:
     deletable = filter_authorized(
         ctx, AclOperation.DELETE, ResourceType.TOPIC, (n for n, _, e, _ in entries if e is None and n is not None)
     )
-    by_id = isinstance(req, delete_topics_v6.DeleteTopicsRequest) and any(t.name is None for t in req.topics)
+    by_id = by_topic and any(t.name is None for t in cast("delete_topics_v6.DeleteTopicsRequest", req).topics)
     described = (
         filter_authorized(
             ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (n for n, _, _, _ in entries if n), log_if_denied=False

@@ -10,9 +10,7 @@ not computed (the "omitted" value). Runs on the broker's event loop."""
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.describe_cluster import v0 as describe_cluster_v0
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -20,6 +18,8 @@ from odradek.server.auth_helper import CLUSTER_NAME, ResourceType, operations_fi
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.describe_cluster.v1 import request as describe_cluster_v1
+
     from odradek.server.apis.request_types_admin import DescribeClusterRequest
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
@@ -32,8 +32,10 @@ ENDPOINT_BROKERS = 1
 async def handle(ctx: RequestContext[DescribeClusterRequest]) -> Any:
     cache = ctx.services.metadata_cache
     req = ctx.request
-    endpoint_type = (
-        ENDPOINT_BROKERS if isinstance(req, describe_cluster_v0.DescribeClusterRequest) else req.endpoint_type
+    endpoint_type = (  # v1+ (read by version number: only the version a client uses is imported)
+        ENDPOINT_BROKERS
+        if ctx.api_version < 1
+        else cast("describe_cluster_v1.DescribeClusterRequest", req).endpoint_type
     )
     error, message = ErrorCode.none, None
     brokers: tuple[Any, ...] = ()

@@ -49,10 +49,7 @@ import datetime
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.describe_configs import v1 as describe_configs_v1
-from kio.schema.describe_configs import v2 as describe_configs_v2
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.configdef import ConfigDef, ConfigKey
 from odradek.coordinator.group.group_config import GROUP_CONFIGS
@@ -68,6 +65,8 @@ from odradek.server.request import RequestContext
 from odradek.storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 if TYPE_CHECKING:
+    from kio.schema.describe_configs.v3 import request as describe_configs_v3
+
     from odradek.server.apis.request_types import DescribeConfigsRequest
     from odradek.server.apis.request_types_admin import DescribeConfigsResource
     from odradek.server.services import ApiServices
@@ -345,8 +344,8 @@ async def _describe(
     broker = ctx.services
     requested = resource.configuration_keys
     req = ctx.request
-    before_v3 = (describe_configs_v1.DescribeConfigsRequest, describe_configs_v2.DescribeConfigsRequest)
-    include_doc = False if isinstance(req, before_v3) else req.include_documentation
+    # v3+ carry include_documentation (read by version number: only the version a client uses is imported)
+    include_doc = ctx.api_version >= 3 and cast("describe_configs_v3.DescribeConfigsRequest", req).include_documentation
     if resource.resource_type == RESOURCE_TOPIC:
         name = resource.resource_name
         validate_topic_name(name)

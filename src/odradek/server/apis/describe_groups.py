@@ -15,11 +15,7 @@ groups are bounded by what the coordinator holds). The answer is built in slices
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.describe_groups import v0 as describe_groups_v0
-from kio.schema.describe_groups import v1 as describe_groups_v1
-from kio.schema.describe_groups import v2 as describe_groups_v2
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -34,6 +30,8 @@ from odradek.server.auth_helper import (
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.describe_groups.v3 import request as describe_groups_v3
+
     from odradek.server.apis.request_types import DescribeGroupsRequest
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
@@ -43,12 +41,9 @@ MAX_VERSION = 5
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 """READ (3), DELETE (6), DESCRIBE (8): Kafka's AclOperation codes as a bit field."""
-_BEFORE_V3 = (
-    describe_groups_v0.DescribeGroupsRequest,
-    describe_groups_v1.DescribeGroupsRequest,
-    describe_groups_v2.DescribeGroupsRequest,
-)
-"""Versions without ``include_authorized_operations``."""
+_OPERATIONS_FLAG = 3
+"""v3+ carry ``include_authorized_operations``. The request is read by version number, so that only
+the version a client uses is imported."""
 
 
 def _operations(ctx: RequestContext[DescribeGroupsRequest], group_id: str, include: bool) -> int:
@@ -63,7 +58,10 @@ def _operations(ctx: RequestContext[DescribeGroupsRequest], group_id: str, inclu
 async def handle(ctx: RequestContext[DescribeGroupsRequest]) -> Any:
     req = ctx.request
     coordinator = ctx.services.group_coordinator
-    include_ops = not isinstance(req, _BEFORE_V3) and req.include_authorized_operations
+    include_ops = (
+        ctx.api_version >= _OPERATIONS_FLAG
+        and cast("describe_groups_v3.DescribeGroupsRequest", req).include_authorized_operations
+    )
     groups = []
     pacer = Pacer()
     for group_id in dict.fromkeys(req.groups):

@@ -11,9 +11,7 @@ PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.elect_leaders import v0 as elect_leaders_v0
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -22,6 +20,8 @@ from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
 if TYPE_CHECKING:
+    from kio.schema.elect_leaders.v1 import request as elect_leaders_v1
+
     from odradek.server.apis.request_types_admin import ElectLeadersRequest
 
 API_KEY = ApiKey.ELECT_LEADERS
@@ -44,7 +44,8 @@ async def handle(ctx: RequestContext[ElectLeadersRequest]) -> Any:
         top = ErrorCode.cluster_authorization_failed
         results = dict.fromkeys(partitions or (), top)
     elif controller is not None and controller.active:
-        unclean = not isinstance(req, elect_leaders_v0.ElectLeadersRequest) and req.election_type == UNCLEAN
+        # v1+ carry election_type (read by version number: only the version a client uses is imported)
+        unclean = ctx.api_version >= 1 and cast("elect_leaders_v1.ElectLeadersRequest", req).election_type == UNCLEAN
         results = await controller.elect_leaders(partitions, unclean=unclean)
     if results is None:
         return ctx.response(

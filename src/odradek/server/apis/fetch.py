@@ -38,22 +38,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.fetch.v4 import request as fetch_v4
-from kio.schema.fetch.v5 import request as fetch_v5
-from kio.schema.fetch.v6 import request as fetch_v6
-from kio.schema.fetch.v7 import request as fetch_v7
-from kio.schema.fetch.v8 import request as fetch_v8
-from kio.schema.fetch.v9 import request as fetch_v9
-from kio.schema.fetch.v10 import request as fetch_v10
-from kio.schema.fetch.v11 import request as fetch_v11
-from kio.schema.fetch.v12 import request as fetch_v12
-from kio.schema.fetch.v13 import request as fetch_v13
-from kio.schema.fetch.v14 import request as fetch_v14
-from kio.schema.fetch.v15 import request as fetch_v15
-from kio.schema.fetch.v16 import request as fetch_v16
-from kio.schema.fetch.v17 import request as fetch_v17
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -70,65 +55,52 @@ from odradek.server.request_limits import MAX_ENTRIES, setting
 from odradek.storage import TopicPartition
 
 if TYPE_CHECKING:
+    from kio.schema.fetch.v4 import request as fetch_v4
+    from kio.schema.fetch.v5 import request as fetch_v5
+    from kio.schema.fetch.v7 import request as fetch_v7
+    from kio.schema.fetch.v9 import request as fetch_v9
+    from kio.schema.fetch.v12 import request as fetch_v12
+    from kio.schema.fetch.v13 import request as fetch_v13
+    from kio.schema.fetch.v15 import request as fetch_v15
+
     from odradek.server.apis.request_types import FetchRequest
 
 API_KEY = ApiKey.FETCH
 MIN_VERSION = 4
 MAX_VERSION = 17
 
-_SESSIONLESS = (fetch_v4.FetchRequest, fetch_v5.FetchRequest, fetch_v6.FetchRequest)
-"""Versions before sessions (v4-v6): always sessionless."""
-_REPLICA_STATE = (fetch_v15.FetchRequest, fetch_v16.FetchRequest, fetch_v17.FetchRequest)
-_TOPIC_BY_ID = (
-    fetch_v13.FetchTopic,
-    fetch_v14.FetchTopic,
-    fetch_v15.FetchTopic,
-    fetch_v16.FetchTopic,
-    fetch_v17.FetchTopic,
-)
-_FORGOTTEN_BY_ID = (
-    fetch_v13.ForgottenTopic,
-    fetch_v14.ForgottenTopic,
-    fetch_v15.ForgottenTopic,
-    fetch_v16.ForgottenTopic,
-    fetch_v17.ForgottenTopic,
-)
-_WITH_LAST_FETCHED_EPOCH = (
-    fetch_v12.FetchPartition,
-    fetch_v13.FetchPartition,
-    fetch_v14.FetchPartition,
-    fetch_v15.FetchPartition,
-    fetch_v16.FetchPartition,
-    fetch_v17.FetchPartition,
-)
-_WITH_LEADER_EPOCH = (
-    fetch_v9.FetchPartition,
-    fetch_v10.FetchPartition,
-    fetch_v11.FetchPartition,
-    *_WITH_LAST_FETCHED_EPOCH,
-)
-_WITH_LOG_START = (
-    fetch_v5.FetchPartition,
-    fetch_v6.FetchPartition,
-    fetch_v7.FetchPartition,
-    fetch_v8.FetchPartition,
-    *_WITH_LEADER_EPOCH,
-)
+# Fields by the first version that has them. The request is read by version number (the codec
+# decoded it with that version's class), so only the version a client uses is ever imported; the
+# casts name, for the type checker, the oldest version with the field read.
+_SESSIONS = 7
+"""Before v7 a fetch is always sessionless (no session fields, no forgotten topics)."""
+_LOG_START = 5
+_LEADER_EPOCH = 9
+_LAST_FETCHED_EPOCH = 12
+_TOPIC_IDS = 13
+_REPLICA_STATE = 15
+"""v15+ carry the follower's id in ``replica_state`` (KIP-903) instead of ``replica_id``."""
 
 
-def _replica_id(req: FetchRequest) -> int:
-    return int(req.replica_state.replica_id if isinstance(req, _REPLICA_STATE) else req.replica_id)
+def _replica_id(req: FetchRequest, version: int) -> int:
+    if version >= _REPLICA_STATE:
+        return int(cast("fetch_v15.FetchRequest", req).replica_state.replica_id)
+    return int(cast("fetch_v4.FetchRequest", req).replica_id)
 
 
-def _fetch_data(req: FetchRequest, names: Mapping[uuid.UUID, str]) -> list[PartitionData]:
+def _fetch_data(req: FetchRequest, version: int, names: Mapping[uuid.UUID, str]) -> list[PartitionData]:
     """The request's partitions: by id (v13+, the name None when unknown here) or by name."""
     out: list[PartitionData] = []
+    by_id = version >= _TOPIC_IDS
+    log_start = version >= _LOG_START
+    leader_epoch = version >= _LEADER_EPOCH
+    last_fetched = version >= _LAST_FETCHED_EPOCH
     for t in req.topics:
-        if isinstance(t, _TOPIC_BY_ID):
-            topic_id = t.topic_id or ZERO_UUID  # kio reads the zero id as None
+        if by_id:
+            topic_id = cast("fetch_v13.FetchTopic", t).topic_id or ZERO_UUID  # kio reads the zero id as None
             name = names.get(topic_id)
         else:
-            topic_id, name = ZERO_UUID, t.topic
+            topic_id, name = ZERO_UUID, cast("fetch_v4.FetchTopic", t).topic
         for p in t.partitions:
             out.append(
                 PartitionData(
@@ -136,22 +108,23 @@ def _fetch_data(req: FetchRequest, names: Mapping[uuid.UUID, str]) -> list[Parti
                     topic_id,
                     int(p.partition),
                     int(p.fetch_offset),
-                    int(p.log_start_offset) if isinstance(p, _WITH_LOG_START) else -1,
+                    int(cast("fetch_v5.FetchPartition", p).log_start_offset) if log_start else -1,
                     int(p.partition_max_bytes),
-                    int(p.current_leader_epoch) if isinstance(p, _WITH_LEADER_EPOCH) else -1,
-                    int(p.last_fetched_epoch) if isinstance(p, _WITH_LAST_FETCHED_EPOCH) else -1,
+                    int(cast("fetch_v9.FetchPartition", p).current_leader_epoch) if leader_epoch else -1,
+                    int(cast("fetch_v12.FetchPartition", p).last_fetched_epoch) if last_fetched else -1,
                 )
             )
     return out
 
 
-def _forgotten(req: FetchRequest) -> list[PartitionKey]:
-    if isinstance(req, _SESSIONLESS):
+def _forgotten(req: FetchRequest, version: int) -> list[PartitionKey]:
+    if version < _SESSIONS:
         return []
     out: list[PartitionKey] = []
-    for t in req.forgotten_topics_data:
+    by_id = version >= _TOPIC_IDS
+    for t in cast("fetch_v7.FetchRequest", req).forgotten_topics_data:
         # keyed as PartitionData.key: by id from v13, the zero id (kio reads it as None) as the empty name
-        key: str | uuid.UUID = t.topic if not isinstance(t, _FORGOTTEN_BY_ID) else t.topic_id or ""
+        key: str | uuid.UUID = (cast("fetch_v13.ForgottenTopic", t).topic_id or "") if by_id else t.topic
         if key == ZERO_UUID:
             key = ""
         out.extend((key, int(p)) for p in t.partitions)
@@ -163,18 +136,19 @@ async def handle(ctx: RequestContext[FetchRequest]) -> list[Any]:
     version = ctx.api_version
     services = ctx.services
     names = services.metadata_cache.topic_names if version >= 13 else {}
-    replica_id = _replica_id(req)
-    if isinstance(req, _SESSIONLESS):
+    replica_id = _replica_id(req, version)
+    if version < _SESSIONS:
         session_id, epoch = INVALID_SESSION_ID, FINAL_EPOCH
     else:
-        session_id, epoch = int(req.session_id), int(req.session_epoch)
+        with_session = cast("fetch_v7.FetchRequest", req)
+        session_id, epoch = int(with_session.session_id), int(with_session.session_epoch)
     fetch_context = services.fetch_manager.new_context(
         version,
         session_id,
         epoch,
         replica_id >= 0,
-        _fetch_data(req, names),
-        _forgotten(req),
+        _fetch_data(req, version, names),
+        _forgotten(req, version),
         names,
         _now_ms(),
         setting(services.config, MAX_ENTRIES),

@@ -18,12 +18,7 @@ the port -1, as Kafka answers.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.find_coordinator import v0 as find_coordinator_v0
-from kio.schema.find_coordinator import v1 as find_coordinator_v1
-from kio.schema.find_coordinator import v2 as find_coordinator_v2
-from kio.schema.find_coordinator import v3 as find_coordinator_v3
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.coordinator.share.records import parse_share_coordinator_key
 from odradek.errors import ErrorCode
@@ -33,6 +28,10 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize, au
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.find_coordinator.v0 import request as find_coordinator_v0
+    from kio.schema.find_coordinator.v1 import request as find_coordinator_v1
+    from kio.schema.find_coordinator.v4 import request as find_coordinator_v4
+
     from odradek.server.apis.request_types_groups import FindCoordinatorRequest
 
 API_KEY = ApiKey.FIND_COORDINATOR
@@ -43,13 +42,10 @@ GROUP_KEY = 0
 TRANSACTION_KEY = 1
 SHARE_KEY = 2
 SHARE_MIN_VERSION = 6
-_SINGLE_KEY = (
-    find_coordinator_v0.FindCoordinatorRequest,
-    find_coordinator_v1.FindCoordinatorRequest,
-    find_coordinator_v2.FindCoordinatorRequest,
-    find_coordinator_v3.FindCoordinatorRequest,
-)
-"""The versions before v4 (KIP-699's batching): one ``key``, no ``coordinator_keys``."""
+_BATCHED = 4
+"""v4+ (KIP-699's batching) carry ``coordinator_keys``; older versions one ``key``. The request is
+read by version number, so that only the version a client uses is imported (the casts name, for
+the type checker, a version with the field read)."""
 
 _RESOURCES = {GROUP_KEY: ResourceType.GROUP, TRANSACTION_KEY: ResourceType.TRANSACTIONAL_ID}
 
@@ -81,11 +77,12 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCo
 
 async def handle(ctx: RequestContext[FindCoordinatorRequest]) -> Any:
     req = ctx.request
-    key_type = GROUP_KEY if isinstance(req, find_coordinator_v0.FindCoordinatorRequest) else int(req.key_type)
+    version = ctx.api_version
+    key_type = GROUP_KEY if version < 1 else int(cast("find_coordinator_v1.FindCoordinatorRequest", req).key_type)
     throttle = datetime.timedelta(0)
-    if not isinstance(req, _SINGLE_KEY):
+    if version >= _BATCHED:
         coordinators = []
-        for key in req.coordinator_keys:
+        for key in cast("find_coordinator_v4.FindCoordinatorRequest", req).coordinator_keys:
             error, node_id, host, port = await _lookup(ctx, key_type, key)
             coordinators.append(
                 ctx.make(
@@ -99,7 +96,9 @@ async def handle(ctx: RequestContext[FindCoordinatorRequest]) -> Any:
                 )
             )
         return ctx.response(throttle_time=throttle, coordinators=tuple(coordinators))
-    error, node_id, host, port = await _lookup(ctx, key_type, req.key)
+    error, node_id, host, port = await _lookup(
+        ctx, key_type, cast("find_coordinator_v0.FindCoordinatorRequest", req).key
+    )
     return ctx.response(
         throttle_time=throttle,
         error_code=error,

@@ -8,11 +8,7 @@ COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR. While the coordinator loads it answe
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.heartbeat import v0 as heartbeat_v0
-from kio.schema.heartbeat import v1 as heartbeat_v1
-from kio.schema.heartbeat import v2 as heartbeat_v2
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -20,6 +16,8 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.heartbeat.v3 import request as heartbeat_v3
+
     from odradek.server.apis.request_types import HeartbeatRequest
 
 API_KEY = ApiKey.HEARTBEAT
@@ -31,7 +29,7 @@ async def handle(ctx: RequestContext[HeartbeatRequest]) -> Any:
     req = ctx.request
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return ctx.response(throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed)
-    before_v3 = (heartbeat_v0.HeartbeatRequest, heartbeat_v1.HeartbeatRequest, heartbeat_v2.HeartbeatRequest)
-    instance_id = None if isinstance(req, before_v3) else req.group_instance_id
+    # read by version number (v3+ group_instance_id): only the version a client uses is imported
+    instance_id = None if ctx.api_version < 3 else cast("heartbeat_v3.HeartbeatRequest", req).group_instance_id
     error = ctx.services.group_coordinator.heartbeat(req.group_id, req.member_id, instance_id, req.generation_id)
     return ctx.response(throttle_time=datetime.timedelta(0), error_code=error)

@@ -9,11 +9,7 @@ the previous producer; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4."""
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.init_producer_id import v0 as init_producer_id_v0
-from kio.schema.init_producer_id import v1 as init_producer_id_v1
-from kio.schema.init_producer_id import v2 as init_producer_id_v2
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -27,18 +23,17 @@ from odradek.server.auth_helper import (
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.init_producer_id.v3 import request as init_producer_id_v3
+
     from odradek.server.apis.request_types_txn import InitProducerIdRequest
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 MIN_VERSION = 0
 MAX_VERSION = 5
 
-_BEFORE_V3 = (
-    init_producer_id_v0.InitProducerIdRequest,
-    init_producer_id_v1.InitProducerIdRequest,
-    init_producer_id_v2.InitProducerIdRequest,
-)
-"""The versions without ``producer_id`` and ``producer_epoch`` (KIP-360 added them in v3)."""
+_PRODUCER_FIELDS = 3
+"""v3+ carry ``producer_id`` and ``producer_epoch`` (KIP-360). The request is read by version
+number, so that only the version a client uses is imported."""
 
 
 def _refused(ctx: RequestContext, error: ErrorCode) -> Any:
@@ -58,10 +53,11 @@ async def handle(ctx: RequestContext[InitProducerIdRequest]) -> Any:
         return _refused(ctx, ErrorCode.cluster_authorization_failed)
     if req.transactional_id is not None:
         timeout_ms = int(req.transaction_timeout.total_seconds() * 1000)
-        if isinstance(req, _BEFORE_V3):
+        if ctx.api_version < _PRODUCER_FIELDS:
             producer_id, producer_epoch = -1, -1
         else:
-            producer_id, producer_epoch = int(req.producer_id), int(req.producer_epoch)
+            with_producer = cast("init_producer_id_v3.InitProducerIdRequest", req)
+            producer_id, producer_epoch = int(with_producer.producer_id), int(with_producer.producer_epoch)
         error, pid, epoch = await ctx.services.transaction_coordinator.init_producer_id(
             req.transactional_id, timeout_ms, producer_id, producer_epoch
         )

@@ -14,16 +14,7 @@ INCONSISTENT_GROUP_PROTOCOL, GROUP_MAX_SIZE_REACHED, REBALANCE_IN_PROGRESS.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.join_group import v0 as join_v0
-from kio.schema.join_group import v1 as join_v1
-from kio.schema.join_group import v2 as join_v2
-from kio.schema.join_group import v3 as join_v3
-from kio.schema.join_group import v4 as join_v4
-from kio.schema.join_group import v5 as join_v5
-from kio.schema.join_group import v6 as join_v6
-from kio.schema.join_group import v7 as join_v7
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.coordinator.group.member import JoinRequest
 from odradek.errors import ErrorCode
@@ -32,6 +23,10 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.join_group.v1 import request as join_v1
+    from kio.schema.join_group.v5 import request as join_v5
+    from kio.schema.join_group.v8 import request as join_v8
+
     from odradek.server.apis.request_types import JoinGroupRequest
 
 API_KEY = ApiKey.JOIN_GROUP
@@ -68,17 +63,11 @@ async def handle(ctx: RequestContext[JoinGroupRequest]) -> Any:
             members=(),
         )
     session_ms = millis(req.session_timeout)
-    rebalance = None if isinstance(req, join_v0.JoinGroupRequest) else req.rebalance_timeout
-    before_v5 = (
-        join_v0.JoinGroupRequest,
-        join_v1.JoinGroupRequest,
-        join_v2.JoinGroupRequest,
-        join_v3.JoinGroupRequest,
-        join_v4.JoinGroupRequest,
-    )
-    instance_id = None if isinstance(req, before_v5) else req.group_instance_id
-    before_v8 = (*before_v5, join_v5.JoinGroupRequest, join_v6.JoinGroupRequest, join_v7.JoinGroupRequest)
-    reason = None if isinstance(req, before_v8) else req.reason
+    # read by version number (v1+ rebalance_timeout, v5+ group_instance_id, v8+ reason), so that
+    # only the version a client uses is imported; the casts name the oldest version with the field
+    rebalance = None if version < 1 else cast("join_v1.JoinGroupRequest", req).rebalance_timeout
+    instance_id = None if version < 5 else cast("join_v5.JoinGroupRequest", req).group_instance_id
+    reason = None if version < 8 else cast("join_v8.JoinGroupRequest", req).reason
     result = await ctx.services.group_coordinator.join_group(
         JoinRequest(
             group_id=req.group_id,

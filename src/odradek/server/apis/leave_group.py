@@ -10,12 +10,7 @@ UNKNOWN_MEMBER_ID, a stale member id of a static member FENCED_INSTANCE_ID.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.leave_group import v0 as leave_group_v0
-from kio.schema.leave_group import v1 as leave_group_v1
-from kio.schema.leave_group import v2 as leave_group_v2
-from kio.schema.leave_group import v5 as leave_group_v5
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -23,6 +18,10 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.leave_group.v0 import request as leave_group_v0
+    from kio.schema.leave_group.v3 import request as leave_group_v3
+    from kio.schema.leave_group.v5 import request as leave_group_v5
+
     from odradek.server.apis.request_types_groups import LeaveGroupRequest
 
 API_KEY = ApiKey.LEAVE_GROUP
@@ -33,14 +32,17 @@ MAX_VERSION = 5
 async def handle(ctx: RequestContext[LeaveGroupRequest]) -> Any:
     req = ctx.request
     leaving: list[tuple[str, str | None, str | None]]
-    if isinstance(
-        req, (leave_group_v0.LeaveGroupRequest, leave_group_v1.LeaveGroupRequest, leave_group_v2.LeaveGroupRequest)
-    ):
-        leaving = [(req.member_id, None, None)]
-    elif isinstance(req, leave_group_v5.LeaveGroupRequest):
-        leaving = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
+    version = ctx.api_version  # read by number: only the version a client uses is imported
+    if version < 3:  # one member
+        leaving = [(cast("leave_group_v0.LeaveGroupRequest", req).member_id, None, None)]
+    elif version >= 5:  # members with a reason
+        leaving = [
+            (m.member_id, m.group_instance_id, m.reason) for m in cast("leave_group_v5.LeaveGroupRequest", req).members
+        ]
     else:
-        leaving = [(m.member_id, m.group_instance_id, None) for m in req.members]
+        leaving = [
+            (m.member_id, m.group_instance_id, None) for m in cast("leave_group_v3.LeaveGroupRequest", req).members
+        ]
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return ctx.response(
             throttle_time=datetime.timedelta(0), error_code=ErrorCode.group_authorization_failed, members=()

@@ -9,16 +9,16 @@ none of them gives nothing). COORDINATOR_LOAD_IN_PROGRESS (with the groups loade
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.list_groups import v4 as list_groups_v4
-from kio.schema.list_groups import v5 as list_groups_v5
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.server.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_authorized
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.list_groups.v4 import request as list_groups_v4
+    from kio.schema.list_groups.v5 import request as list_groups_v5
+
     from odradek.server.apis.request_types_groups import ListGroupsRequest
 
 API_KEY = ApiKey.LIST_GROUPS
@@ -30,10 +30,12 @@ async def handle(ctx: RequestContext[ListGroupsRequest]) -> Any:
     req = ctx.request
     states: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
-    if isinstance(req, list_groups_v5.ListGroupsRequest):
-        states, types = req.states_filter, req.types_filter
-    elif isinstance(req, list_groups_v4.ListGroupsRequest):
-        states = req.states_filter
+    # read by version number (v4+ states_filter, v5+ types_filter): only the version a client uses is imported
+    if ctx.api_version >= 5:
+        filtered = cast("list_groups_v5.ListGroupsRequest", req)
+        states, types = filtered.states_filter, filtered.types_filter
+    elif ctx.api_version == 4:
+        states = cast("list_groups_v4.ListGroupsRequest", req).states_filter
     error, overviews = ctx.services.group_coordinator.list_groups(states, types)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):
         visible = filter_authorized(

@@ -22,9 +22,8 @@ from __future__ import annotations
 import datetime
 import itertools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from kio.schema.list_offsets import v1 as list_offsets_v1
 from kio.static.primitive import i64
 
 from odradek.errors import ErrorCode, KafkaError
@@ -35,6 +34,8 @@ from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
 if TYPE_CHECKING:
+    from kio.schema.list_offsets.v2 import request as list_offsets_v2
+
     from odradek.server.apis.request_types import ListOffsetsRequest
 
 API_KEY = ApiKey.LIST_OFFSETS
@@ -52,7 +53,8 @@ async def handle(ctx: RequestContext[ListOffsetsRequest]) -> Any:
     if isinstance(req, legacy.ListOffsetsRequestV0):
         return handle_v0(ctx, req)
     rm = ctx.services.replica_manager
-    isolation = 0 if isinstance(req, list_offsets_v1.ListOffsetsRequest) else req.isolation_level
+    # v2+ carry isolation_level (read by version number: only the version a client uses is imported)
+    isolation = 0 if ctx.api_version < 2 else cast("list_offsets_v2.ListOffsetsRequest", req).isolation_level
     topics = []
     described = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, [t.name for t in req.topics])
     for topic in req.topics:

@@ -10,9 +10,7 @@ cluster's transactions by asking every broker.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.list_transactions import v1 as list_transactions_v1
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.coordinator.transaction.coordinator import STATE_NAMES
 from odradek.protocol.api_keys import ApiKey
@@ -20,6 +18,8 @@ from odradek.server.auth_helper import AclOperation, ResourceType, filter_author
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.list_transactions.v1 import request as list_transactions_v1
+
     from odradek.server.apis.request_types_txn import ListTransactionsRequest
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
@@ -31,7 +31,10 @@ async def handle(ctx: RequestContext[ListTransactionsRequest]) -> Any:
     req = ctx.request
     wanted = set(req.state_filters or ())
     unknown = tuple(sorted(wanted - set(STATE_NAMES.values())))
-    duration = int(req.duration_filter) if isinstance(req, list_transactions_v1.ListTransactionsRequest) else -1
+    # v1+ carry duration_filter (read by version number: only the version a client uses is imported)
+    duration = (
+        int(cast("list_transactions_v1.ListTransactionsRequest", req).duration_filter) if ctx.api_version >= 1 else -1
+    )
     producer_ids = {int(p) for p in req.producer_id_filters or ()}
     error, found = ctx.services.transaction_coordinator.list(wanted, producer_ids, duration)
     visible = filter_authorized(

@@ -24,21 +24,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.metadata import v0 as metadata_v0
-from kio.schema.metadata import v1 as metadata_v1
-from kio.schema.metadata import v2 as metadata_v2
-from kio.schema.metadata import v3 as metadata_v3
-from kio.schema.metadata import v4 as metadata_v4
-from kio.schema.metadata import v5 as metadata_v5
-from kio.schema.metadata import v6 as metadata_v6
-from kio.schema.metadata import v7 as metadata_v7
-from kio.schema.metadata import v8 as metadata_v8
-from kio.schema.metadata import v9 as metadata_v9
-from kio.schema.metadata import v10 as metadata_v10
-from kio.schema.metadata import v11 as metadata_v11
-from kio.schema.metadata import v12 as metadata_v12
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.errors import ErrorCode
 from odradek.metadata.znodes import BrokerInfo
@@ -56,35 +42,27 @@ from odradek.server.metadata_cache import TopicMetadata
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.metadata.v4 import request as metadata_v4
+    from kio.schema.metadata.v8 import request as metadata_v8
+    from kio.schema.metadata.v10 import request as metadata_v10
+
     from odradek.server.apis.request_types import MetadataRequest
 
 API_KEY = ApiKey.METADATA
 MIN_VERSION = 0
 MAX_VERSION = 12
 
-_BEFORE_V4 = (
-    metadata_v0.MetadataRequest,
-    metadata_v1.MetadataRequest,
-    metadata_v2.MetadataRequest,
-    metadata_v3.MetadataRequest,
-)
-"""Versions without ``allow_auto_topic_creation`` (they always allow it)."""
-_BEFORE_V8 = (
-    *_BEFORE_V4,
-    metadata_v4.MetadataRequest,
-    metadata_v5.MetadataRequest,
-    metadata_v6.MetadataRequest,
-    metadata_v7.MetadataRequest,
-)
-"""Versions without the ``include_*_authorized_operations`` flags."""
-_CLUSTER_OPERATIONS = (metadata_v8.MetadataRequest, metadata_v9.MetadataRequest, metadata_v10.MetadataRequest)
+# Fields by the first version that has them. The request is read by version number (the codec
+# decoded it with that version's class), so only the version a client uses is ever imported; the
+# casts name, for the type checker, the oldest version with the field read.
+_AUTO_CREATE_FLAG = 4
+"""v4+ carry ``allow_auto_topic_creation`` (older versions always allow it)."""
+_OPERATIONS_FLAGS = 8
+"""v8+ carry the ``include_*_authorized_operations`` flags."""
+_CLUSTER_OPERATIONS = range(8, 11)
 """Versions with ``include_cluster_authorized_operations`` (v8..v10; v11 moved it to DescribeCluster)."""
-_TOPICS_WITH_IDS = (
-    metadata_v10.request.MetadataRequestTopic,
-    metadata_v11.request.MetadataRequestTopic,
-    metadata_v12.request.MetadataRequestTopic,
-)
-"""Topic entries that carry a ``topic_id`` (v10+)."""
+_TOPIC_IDS = 10
+"""v10+ topic entries carry a ``topic_id``."""
 
 
 def _partitions(ctx: RequestContext[MetadataRequest], meta: TopicMetadata) -> tuple[Any, ...]:
@@ -111,8 +89,10 @@ def _partitions(ctx: RequestContext[MetadataRequest], meta: TopicMetadata) -> tu
     return tuple(out)
 
 
-def _include_topic_operations(req: MetadataRequest) -> bool:
-    return False if isinstance(req, _BEFORE_V8) else req.include_topic_authorized_operations
+def _include_topic_operations(req: MetadataRequest, version: int) -> bool:
+    if version < _OPERATIONS_FLAGS:
+        return False
+    return cast("metadata_v8.MetadataRequest", req).include_topic_authorized_operations
 
 
 def _topic(ctx: RequestContext[MetadataRequest], name: str | None, error: ErrorCode, meta: TopicMetadata | None) -> Any:
@@ -125,7 +105,7 @@ def _topic(ctx: RequestContext[MetadataRequest], name: str | None, error: ErrorC
         partitions=_partitions(ctx, meta) if meta else (),
         topic_authorized_operations=operations_field(
             ctx,
-            meta is not None and _include_topic_operations(ctx.request),
+            meta is not None and _include_topic_operations(ctx.request, ctx.api_version),
             ResourceType.TOPIC,
             name or "",
         ),
@@ -146,8 +126,9 @@ def _wanted(ctx: RequestContext[MetadataRequest]) -> tuple[list[tuple[uuid.UUID 
     if requested is None or (ctx.api_version == 0 and not requested):
         return [(None, n) for n in sorted(ctx.services.metadata_cache.topics)], False
     wanted: dict[tuple[uuid.UUID | None, str | None], None] = {}
+    by_id = ctx.api_version >= _TOPIC_IDS
     for topic in requested:
-        topic_id = topic.topic_id if isinstance(topic, _TOPICS_WITH_IDS) else None
+        topic_id = cast("metadata_v10.MetadataRequestTopic", topic).topic_id if by_id else None
         wanted[(topic_id, topic.name if topic.name is not None else _by_id(ctx, topic_id))] = None
     return list(wanted), True
 
@@ -157,7 +138,8 @@ async def handle(ctx: RequestContext[MetadataRequest]) -> Any:
     cache = broker.metadata_cache
     req = ctx.request
     wanted, explicit = _wanted(ctx)
-    allow_auto = True if isinstance(req, _BEFORE_V4) else req.allow_auto_topic_creation
+    version = ctx.api_version
+    allow_auto = version < _AUTO_CREATE_FLAG or cast("metadata_v4.MetadataRequest", req).allow_auto_topic_creation
     topics = []
     pacer = Pacer()
     described = filter_authorized(
@@ -202,7 +184,8 @@ async def handle(ctx: RequestContext[MetadataRequest]) -> Any:
         topics=tuple(topics),
         cluster_authorized_operations=operations_field(
             ctx,
-            isinstance(req, _CLUSTER_OPERATIONS) and req.include_cluster_authorized_operations,
+            version in _CLUSTER_OPERATIONS
+            and cast("metadata_v8.MetadataRequest", req).include_cluster_authorized_operations,
             ResourceType.CLUSTER,
             CLUSTER_NAME,
         ),

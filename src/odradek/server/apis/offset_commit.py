@@ -22,17 +22,7 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.offset_commit import v2 as commit_v2
-from kio.schema.offset_commit import v3 as commit_v3
-from kio.schema.offset_commit import v4 as commit_v4
-from kio.schema.offset_commit import v5 as commit_v5
-from kio.schema.offset_commit import v6 as commit_v6
-from kio.schema.offset_commit.v2.request import OffsetCommitRequestPartition as PartitionV2
-from kio.schema.offset_commit.v3.request import OffsetCommitRequestPartition as PartitionV3
-from kio.schema.offset_commit.v4.request import OffsetCommitRequestPartition as PartitionV4
-from kio.schema.offset_commit.v5.request import OffsetCommitRequestPartition as PartitionV5
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
@@ -44,21 +34,25 @@ from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
+    from kio.schema.offset_commit.v2 import request as commit_v2
+    from kio.schema.offset_commit.v6 import request as commit_v6
+    from kio.schema.offset_commit.v7 import request as commit_v7
+
     from odradek.server.apis.request_types import OffsetCommitRequest
 
 API_KEY = ApiKey.OFFSET_COMMIT
 MIN_VERSION = 0
 MAX_VERSION = 9
 
-_NO_LEADER_EPOCH = (
-    legacy.OffsetCommitRequestPartitionV0,
-    legacy.OffsetCommitRequestPartitionV1,
-    PartitionV2,
-    PartitionV3,
-    PartitionV4,
-    PartitionV5,
-)
-"""The partitions of the versions before ``committed_leader_epoch`` (v6)."""
+# Fields by the first version that has them. The request is read by version number (the codec
+# decoded it with that version's class), so only the version a client uses is ever imported; the
+# casts name, for the type checker, the oldest version with the field read.
+_RETENTION = range(2, 5)
+"""v2..v4 carry ``retention_time``."""
+_LEADER_EPOCH = 6
+"""v6+ partitions carry ``committed_leader_epoch``."""
+_INSTANCE_ID = 7
+"""v7+ carry ``group_instance_id``."""
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +76,7 @@ async def handle(ctx: RequestContext[OffsetCommitRequest]) -> Any:
     version = ctx.api_version
     broker = ctx.services
     now = int(time.time() * 1000)
-    with_retention = (commit_v2.OffsetCommitRequest, commit_v3.OffsetCommitRequest, commit_v4.OffsetCommitRequest)
-    retention = millis(req.retention_time) if isinstance(req, with_retention) else -1
+    retention = millis(cast("commit_v2.OffsetCommitRequest", req).retention_time) if version in _RETENTION else -1
     max_metadata = broker.config.get_int("offset.metadata.max.bytes")
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -109,25 +102,19 @@ async def handle(ctx: RequestContext[OffsetCommitRequest]) -> Any:
                     offset=p.committed_offset,
                     metadata=metadata,
                     commit_timestamp_ms=commit_ts,
-                    leader_epoch=-1 if isinstance(p, _NO_LEADER_EPOCH) else int(p.committed_leader_epoch),
+                    leader_epoch=-1
+                    if version < _LEADER_EPOCH
+                    else int(cast("commit_v6.OffsetCommitRequestPartition", p).committed_leader_epoch),
                     expire_timestamp_ms=commit_ts + retention if 2 <= version <= 4 and retention >= 0 else None,
                 )
     if isinstance(req, legacy.OffsetCommitRequestV0):  # v0
         errors.update(await _commit_to_zookeeper(ctx, {tp: v.offset for tp, v in offsets.items()}))
     elif offsets:
-        before_v7 = (
-            legacy.OffsetCommitRequestV1,
-            commit_v2.OffsetCommitRequest,
-            commit_v3.OffsetCommitRequest,
-            commit_v4.OffsetCommitRequest,
-            commit_v5.OffsetCommitRequest,
-            commit_v6.OffsetCommitRequest,
-        )
         errors.update(
             await broker.group_coordinator.commit_offsets(
                 req.group_id,
                 req.member_id,
-                None if isinstance(req, before_v7) else req.group_instance_id,
+                None if version < _INSTANCE_ID else cast("commit_v7.OffsetCommitRequest", req).group_instance_id,
                 int(req.generation_id_or_member_epoch),
                 offsets,
             )

@@ -17,12 +17,8 @@ from __future__ import annotations
 import datetime
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from kio.schema.offset_fetch import v7 as offset_fetch_v7
-from kio.schema.offset_fetch import v8 as offset_fetch_v8
-from kio.schema.offset_fetch import v9 as offset_fetch_v9
-from kio.schema.offset_fetch.v9 import request as offset_fetch_v9_request
 from kio.static.primitive import i64
 
 from odradek.coordinator.group.manager import OffsetFetchEntry
@@ -34,6 +30,10 @@ from odradek.server.request import RequestContext
 from odradek.storage.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
+    from kio.schema.offset_fetch.v7 import request as offset_fetch_v7
+    from kio.schema.offset_fetch.v8 import request as offset_fetch_v8
+    from kio.schema.offset_fetch.v9 import request as offset_fetch_v9
+
     from odradek.server.apis.request_types import OffsetFetchRequest
 
 API_KEY = ApiKey.OFFSET_FETCH
@@ -169,15 +169,18 @@ async def handle(ctx: RequestContext[OffsetFetchRequest]) -> Any:
                 for t in req.topics
             )
         )
-    if isinstance(req, (offset_fetch_v8.OffsetFetchRequest, offset_fetch_v9.OffsetFetchRequest)):
+    # read by version number (v7+ require_stable, v8+ groups, v9+ a member per group), so that only
+    # the version a client uses is imported; the casts name the oldest version with the field read
+    if version >= 8:
+        batched = cast("offset_fetch_v8.OffsetFetchRequest", req)
         groups = []
-        for g in req.groups:
-            member = (
-                (g.member_id, int(g.member_epoch))
-                if isinstance(g, offset_fetch_v9_request.OffsetFetchRequestGroup)
-                else (None, -1)
-            )
-            error, entries = _fetch(ctx, g.group_id, _requested(g.topics), bool(req.require_stable), member)
+        for g in batched.groups:
+            if version >= 9:
+                with_member = cast("offset_fetch_v9.OffsetFetchRequestGroup", g)
+                member: tuple[str | None, int] = (with_member.member_id, int(with_member.member_epoch))
+            else:
+                member = (None, -1)
+            error, entries = _fetch(ctx, g.group_id, _requested(g.topics), bool(batched.require_stable), member)
             groups.append(
                 ctx.make(
                     "OffsetFetchResponseGroup",
@@ -187,10 +190,9 @@ async def handle(ctx: RequestContext[OffsetFetchRequest]) -> Any:
                 )
             )
         return ctx.response(throttle_time=throttle, groups=tuple(groups))
-    requested = _requested(req.topics)
-    error, entries = _fetch(
-        ctx, req.group_id, requested, isinstance(req, offset_fetch_v7.OffsetFetchRequest) and bool(req.require_stable)
-    )
+    single = cast("offset_fetch_v7.OffsetFetchRequest", req)  # v1..v7: one group
+    requested = _requested(single.topics)
+    error, entries = _fetch(ctx, single.group_id, requested, version >= 7 and bool(single.require_stable))
     if error is not ErrorCode.none:
         entries = {tp: OffsetFetchEntry(error=error) for tp in requested or ()} if version == 1 else {}
     topics = _topics(ctx, entries, "OffsetFetchResponseTopic", "OffsetFetchResponsePartition")

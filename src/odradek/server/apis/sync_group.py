@@ -11,13 +11,7 @@ UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PR
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.sync_group import v0 as sync_v0
-from kio.schema.sync_group import v1 as sync_v1
-from kio.schema.sync_group import v2 as sync_v2
-from kio.schema.sync_group import v3 as sync_v3
-from kio.schema.sync_group import v4 as sync_v4
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.coordinator.group.member import SyncGroupResult
 from odradek.errors import ErrorCode
@@ -26,6 +20,9 @@ from odradek.server.auth_helper import AclOperation, ResourceType, authorize
 from odradek.server.request import RequestContext
 
 if TYPE_CHECKING:
+    from kio.schema.sync_group.v3 import request as sync_v3
+    from kio.schema.sync_group.v5 import request as sync_v5
+
     from odradek.server.apis.request_types import SyncGroupRequest
 
 API_KEY = ApiKey.SYNC_GROUP
@@ -35,11 +32,12 @@ MAX_VERSION = 5
 
 async def handle(ctx: RequestContext[SyncGroupRequest]) -> Any:
     req = ctx.request
-    before_v3 = (sync_v0.SyncGroupRequest, sync_v1.SyncGroupRequest, sync_v2.SyncGroupRequest)
-    instance_id = None if isinstance(req, before_v3) else req.group_instance_id
+    version = ctx.api_version  # read by number: only the version a client uses is imported
+    instance_id = None if version < 3 else cast("sync_v3.SyncGroupRequest", req).group_instance_id
     protocol_type, protocol_name = None, None
-    if not isinstance(req, (*before_v3, sync_v3.SyncGroupRequest, sync_v4.SyncGroupRequest)):  # v5+
-        protocol_type, protocol_name = req.protocol_type, req.protocol_name
+    if version >= 5:
+        with_protocol = cast("sync_v5.SyncGroupRequest", req)
+        protocol_type, protocol_name = with_protocol.protocol_type, with_protocol.protocol_name
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
         result = SyncGroupResult(ErrorCode.group_authorization_failed)
     elif ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):

@@ -13,12 +13,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import TYPE_CHECKING, Any
-
-from kio.schema.txn_offset_commit import v3 as txn_offset_commit_v3
-from kio.schema.txn_offset_commit import v4 as txn_offset_commit_v4
-from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequestPartition as PartitionV0
-from kio.schema.txn_offset_commit.v1.request import TxnOffsetCommitRequestPartition as PartitionV1
+from typing import TYPE_CHECKING, Any, cast
 
 from odradek.coordinator.group.schemas import OffsetAndMetadata
 from odradek.errors import ErrorCode
@@ -28,14 +23,22 @@ from odradek.server.request import RequestContext
 from odradek.storage import TopicPartition
 
 if TYPE_CHECKING:
+    from kio.schema.txn_offset_commit.v2 import request as txn_offset_commit_v2
+    from kio.schema.txn_offset_commit.v3 import request as txn_offset_commit_v3
+
     from odradek.server.apis.request_types_txn import TxnOffsetCommitRequest
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 MIN_VERSION = 0
 MAX_VERSION = 4
 
-_NO_LEADER_EPOCH = (PartitionV0, PartitionV1)
-"""The partitions of the versions before ``committed_leader_epoch`` (v2)."""
+# Fields by the first version that has them. The request is read by version number (the codec
+# decoded it with that version's class), so only the version a client uses is ever imported; the
+# casts name, for the type checker, the oldest version with the field read.
+_LEADER_EPOCH = 2
+"""v2+ partitions carry ``committed_leader_epoch``."""
+_MEMBER = 3
+"""v3+ (KIP-447) carry the consumer's group member (``member_id``, ``generation_id``)."""
 
 
 async def handle(ctx: RequestContext[TxnOffsetCommitRequest]) -> Any:
@@ -65,13 +68,18 @@ async def handle(ctx: RequestContext[TxnOffsetCommitRequest]) -> Any:
             elif len(metadata.encode()) > limit:
                 errors[tp] = ErrorCode.offset_metadata_too_large
             else:
-                epoch = -1 if isinstance(p, _NO_LEADER_EPOCH) else int(p.committed_leader_epoch)
+                epoch = (
+                    -1
+                    if ctx.api_version < _LEADER_EPOCH
+                    else int(cast("txn_offset_commit_v2.TxnOffsetCommitRequestPartition", p).committed_leader_epoch)
+                )
                 offsets[tp] = OffsetAndMetadata(int(p.committed_offset), metadata, now, epoch)
     if offsets:
         groups = ctx.services.group_coordinator
         member: tuple[str, int] = ("", -1)
-        if isinstance(req, (txn_offset_commit_v3.TxnOffsetCommitRequest, txn_offset_commit_v4.TxnOffsetCommitRequest)):
-            member = (req.member_id, int(req.generation_id))  # v3+ (KIP-447): the consumer's group member
+        if ctx.api_version >= _MEMBER:
+            with_member = cast("txn_offset_commit_v3.TxnOffsetCommitRequest", req)
+            member = (with_member.member_id, int(with_member.generation_id))
         errors.update(
             await groups.txn_commit_offsets(
                 req.group_id, int(req.producer_id), int(req.producer_epoch), offsets, *member
