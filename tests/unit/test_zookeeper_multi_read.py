@@ -39,7 +39,9 @@ def test_the_request_is_one_get_data_per_path_then_the_closing_header() -> None:
 
 
 def test_an_answer_gives_each_read_its_data_or_its_own_error() -> None:
-    answer = b"junk" + data_entry(b'{"leader":1}', 3) + error_entry(-101) + data_entry(None, 0) + error_entry(-102) + CLOSING
+    answer = (
+        b"junk" + data_entry(b'{"leader":1}', 3) + error_entry(-101) + data_entry(None, 0) + error_entry(-102) + CLOSING
+    )
     results = MultiRead(["/a", "/b", "/c", "/d"]).deserialize(answer, 4)
     first, missing, empty, denied = results
     assert isinstance(first, tuple) and first[0] == b'{"leader":1}' and first[1].version == 3
