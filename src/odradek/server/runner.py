@@ -139,6 +139,7 @@ class BrokerRunner:
                 if broker.log_manager is not None:
                     for log_ in broker.log_manager.all_logs():
                         log_.close()
+                await broker.close_securities()  # a crash ends the process's login too
 
         try:
             self.call(abandon)
