@@ -25,6 +25,7 @@ import pytest
 
 from odradek.cli import topics
 from odradek.client.security import ClientSecurity
+from odradek.errors import InvalidConfigError
 from odradek.server.runner import BrokerRunner
 from odradek.testing_oidc import OidcIssuer, oidc_issuer
 
@@ -197,3 +198,21 @@ def test_broker_shutdown_and_a_tool_close_their_logins(
     time.sleep(QUIET_S)
     assert tokens(issuer, "broker") == after, "the stopped broker's login asked the issuer for a token"
     assert tokens(issuer, "tool") == asked + 1
+
+
+def test_a_broker_whose_login_cannot_be_built_fails_at_once(tmp_path: pathlib.Path) -> None:
+    runner = BrokerRunner(
+        str(tmp_path / "unbuildable"),
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "OAUTHBEARER",
+            "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",  # and no JAAS entry to log in with
+        },
+    )
+    started = time.monotonic()
+    with pytest.raises(InvalidConfigError, match="OAUTHBEARER needs a login"):
+        runner.start(timeout=20)
+    assert time.monotonic() - started < 5  # the broker's constructor failed: no wait for the start timeout
+    assert runner.loop is not None and runner.loop.is_closed()  # its event loop's self-pipe is closed
+    runner.stop()
