@@ -196,6 +196,8 @@ def test_read_only_refuses_every_change(broker: BrokerRunner) -> None:
             assert "visible" in client.get("/topics").text
     finally:
         server.stop()
+    clients = server.app.state.console.clients
+    assert clients.closed  # the console's client loop closed with the app: no self-pipe left to the GC
 
 
 def test_a_proxy_named_user_sees_only_what_the_acls_allow(broker: BrokerRunner) -> None:

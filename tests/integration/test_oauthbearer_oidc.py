@@ -269,7 +269,10 @@ def test_odradeks_own_client_logs_in_with_client_credentials(
             response = await conn.send(conn.builder(ApiKey.METADATA, 1, 1)(topics=[]))
             return len(response.brokers), conn.session_lifetime_ms
 
-    brokers, lifetime_ms = asyncio.run(metadata())
+    try:
+        brokers, lifetime_ms = asyncio.run(metadata())
+    finally:
+        security.close()  # the login stops refreshing: the issuer closes with this module
     assert brokers == 1 and 0 < lifetime_ms <= issuer.token_lifetime_s * 1000
     assert issuer.issued[-1]["sub"] == "svc-producer"
 

@@ -108,6 +108,7 @@ def test_writes_go_through_one_leader_and_survive_its_kill(broker: BrokerRunner,
             assert by_id.setdefault(s["id"], s["schema"]) == s["schema"]  # one schema per id
     finally:
         zk.stop()
+        zk.close()  # stop leaves kazoo's wake-up socket pair open
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

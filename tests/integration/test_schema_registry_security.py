@@ -84,16 +84,16 @@ def test_only_writers_change_anything(registry: RegistryServer, paths: dict[str,
     assert status == 200 and body["id"] >= 1
     # readers may look up and test compatibility, which change nothing
     assert call(url, "POST", "/subjects/w", schema, auth=("scram-user", "scram-secret"), verify=ca)[0] == 200
-    client = SchemaRegistryClient(
+    with SchemaRegistryClient(
         {"url": url, "basic.auth.user.info": "admin:admin-secret", "ssl.ca.location": paths["ca"]}
-    )
-    assert client.register_schema("w2", Schema(schema["schema"], "AVRO")) == body["id"]
-    reader = SchemaRegistryClient(
+    ) as client:  # closed: its pooled TLS connections are not left to the garbage collector
+        assert client.register_schema("w2", Schema(schema["schema"], "AVRO")) == body["id"]
+    with SchemaRegistryClient(
         {"url": url, "basic.auth.user.info": "scram-user:scram-secret", "ssl.ca.location": paths["ca"]}
-    )
-    assert reader.get_latest_version("w2").schema_id == body["id"]
-    with pytest.raises(SchemaRegistryError) as info:
-        reader.delete_subject("w2")
+    ) as reader:
+        assert reader.get_latest_version("w2").schema_id == body["id"]
+        with pytest.raises(SchemaRegistryError) as info:
+            reader.delete_subject("w2")
     assert info.value.http_status_code == 403
 
 

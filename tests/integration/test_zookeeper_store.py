@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 
 import pytest
@@ -325,5 +326,23 @@ def test_ten_thousand_partition_states_are_created_in_chunks_under_the_request_l
             read = await zk.get_partition_states_of([TopicPartition("big", p) for p in range(10_000)])
             assert all(r is not None and list(r.isr) == [1, 2, 3] for r in read)
             assert len(await s.get_children("/brokers/topics/big/partitions")) == 10_000
+
+    run(scenario)
+
+
+def test_a_store_closed_while_connecting_ends_that_session(zookeeper_connect: str) -> None:
+    def connection_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if "(zk_loop)" in t.name]  # kazoo's connection loop
+
+    async def scenario() -> None:
+        assert not connection_threads()  # every other session of this module was closed
+        store = ZooKeeperStore(zookeeper_connect, session_timeout_ms=6000)
+        starting = asyncio.create_task(store.start())
+        await asyncio.sleep(0)  # start() is now connecting on a worker thread
+        await store.close()
+        with pytest.raises(StoreUnavailableError, match="closed"):
+            await starting
+        assert not store.connected
+        await eventually(lambda: not connection_threads(), 10)  # the session was stopped, not left running
 
     run(scenario)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from odradek.client.security import PLAINTEXT_SECURITY
 from odradek.metadata.embedded import EmbeddedStore
 from odradek.metadata.kafka_zk_client import KafkaZkClient
 from odradek.server.components import build_components
@@ -47,6 +48,7 @@ def test_build_components_wires_each_component_from_the_broker_config(tmp_path: 
             endpoint_for=lambda _broker_id: None,
             create_internal_topic=create_internal_topic,
             local_address=lambda: ("127.0.0.1", 9092),
+            inter_broker_security=PLAINTEXT_SECURITY,
         )
         try:
             assert components.zk is zk

@@ -95,8 +95,16 @@ def test_client_keys_build_an_oauthbearer_login() -> None:
     again = ClientSecurity.from_properties(
         {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": JAAS}
     )
-    assert again.oauthbearer_login is security.oauthbearer_login  # one login per configuration
-    assert isinstance(security.sasl_client(), OAuthBearerSaslClient)
+    login = security.oauthbearer_login
+    try:
+        assert again.oauthbearer_login is login  # one login per configuration
+        assert isinstance(security.sasl_client(), OAuthBearerSaslClient)
+        security.close()
+        assert not login.closed  # ``again`` still holds it
+    finally:
+        security.close()
+        again.close()
+    assert login.closed
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,9 @@
 - :func:`add_command_config` / :func:`client_properties` / :func:`client_security`: Kafka's
   ``--command-config FILE`` (``--producer.config`` / ``--consumer.config`` for the console tools), a
   properties file of client keys, with ``security.protocol``, ``ssl.*`` and ``sasl.*``
-  (:mod:`odradek.client.security`) handed to odradek's client;
+  (:mod:`odradek.client.security`) handed to odradek's client; every security built through
+  :func:`client_security` / :func:`command_security` (or handed to :func:`closed_at_exit`) while
+  :func:`run` runs a command is closed when the command ends (OAUTHBEARER's login stops refreshing);
 - :func:`table`: Kafka's tools' padded columns;
 - :func:`coordination_store`: a session with ZooKeeper for the ``--zookeeper`` modes (or the store a
   test injects, left open); :func:`add_zk_tls_config` / :func:`zk_tls_context`: Kafka's
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import contextvars
 import logging
 import ssl
 import sys
@@ -46,6 +49,8 @@ __all__ = [
     "add_zk_tls_config",
     "client_properties",
     "client_security",
+    "closed_at_exit",
+    "command_security",
     "coordination_store",
     "parse_args",
     "parse_key_values",
@@ -116,12 +121,44 @@ def client_properties(args: argparse.Namespace, overrides: Mapping[str, str] | N
 
 
 def client_security(args: argparse.Namespace, overrides: Mapping[str, str] | None = None) -> ClientSecurity:
-    """How the tool's client connects: :func:`client_properties` as a ClientSecurity."""
-    return ClientSecurity.from_properties(client_properties(args, overrides))
+    """How the tool's client connects: :func:`client_properties` as a ClientSecurity (closed when
+    the command :func:`run` runs ends)."""
+    return command_security(client_properties(args, overrides))
+
+
+def command_security(props: Mapping[str, Any]) -> ClientSecurity:
+    """``ClientSecurity.from_properties(props)``, closed when the command :func:`run` runs ends."""
+    return closed_at_exit(ClientSecurity.from_properties(props))
+
+
+_OPENED: contextvars.ContextVar[list[ClientSecurity] | None] = contextvars.ContextVar("opened", default=None)
+"""The securities the command under :func:`run` built (the list is shared by its tasks and threads,
+which copy the context)."""
+
+
+def closed_at_exit(security: ClientSecurity) -> ClientSecurity:
+    """``security``, closed when the command :func:`run` runs ends (outside :func:`run`: left to
+    the caller)."""
+    opened = _OPENED.get()
+    if opened is not None:
+        opened.append(security)
+    return security
 
 
 def run(prog: str, main: Callable[[], Coroutine[Any, Any, int]], error_prefix: str | None = None) -> int:
-    """``asyncio.run(main())`` with every failure reported as one line on stderr."""
+    """``asyncio.run(main())`` with every failure reported as one line on stderr; the client
+    securities the command built (:func:`closed_at_exit`) are closed when it ends."""
+    opened: list[ClientSecurity] = []
+    token = _OPENED.set(opened)
+    try:
+        return _run(prog, main, error_prefix)
+    finally:
+        _OPENED.reset(token)
+        for security in opened:
+            security.close()
+
+
+def _run(prog: str, main: Callable[[], Coroutine[Any, Any, int]], error_prefix: str | None) -> int:
     prefix = error_prefix if error_prefix is not None else f"{prog}: error: "
     try:
         return asyncio.run(main())

@@ -40,6 +40,7 @@ from odradek.cli.common import (
     add_command_config,
     add_zk_tls_config,
     client_properties,
+    command_security,
     parse_args,
     parse_key_values,
     run,
@@ -47,7 +48,6 @@ from odradek.cli.common import (
 from odradek.cli.zk_console import write_records, zk_consume
 from odradek.client.cluster import TopicPartition
 from odradek.client.consumer import Consumer, ConsumerRecord
-from odradek.client.security import ClientSecurity
 
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 
@@ -185,7 +185,7 @@ async def _consume(args: argparse.Namespace, out: BinaryIO) -> int:
             client_id=consumer_props.get("client.id", "console-consumer"),
             max_wait_ms=int(consumer_props.get("fetch.max.wait.ms", "500")),
             max_partition_fetch_bytes=int(consumer_props.get("max.partition.fetch.bytes", str(1024 * 1024))),
-            security=ClientSecurity.from_properties(consumer_props),
+            security=command_security(consumer_props),
         ) as consumer:
             partitions = await consumer.partitions_for(args.topic)
             if args.partition is not None:

@@ -35,13 +35,13 @@ from odradek.cli.common import (
     add_command_config,
     add_zk_tls_config,
     client_properties,
+    command_security,
     parse_args,
     parse_key_values,
     run,
     zk_tls_context,
 )
 from odradek.client.producer import Producer, Record, compression_codec
-from odradek.client.security import ClientSecurity
 from odradek.zkclients.producer import Producer as ZkProducer
 
 
@@ -172,7 +172,7 @@ async def _produce(args: argparse.Namespace, stream: TextIO) -> int:
         "compression": codec,
         "client_id": producer_props.get("client.id", "console-producer"),
         "request_timeout_ms": timeout_ms,
-        "security": ClientSecurity.from_properties(producer_props),
+        "security": command_security(producer_props),
     }
     producer_ = (
         ZkProducer(zookeeper_connect=args.zookeeper, zookeeper_tls=zk_tls_context(args.zk_tls_config_file), **config)

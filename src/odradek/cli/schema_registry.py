@@ -30,6 +30,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from odradek.schema_registry.server import RegistryConfig, RegistryServer
 
+    security: ClientSecurity | None = None
     try:
         props = read_properties_file(args.command_config) if args.command_config else {}
         security = ClientSecurity.from_properties(props)
@@ -43,13 +44,18 @@ def main(argv: list[str]) -> int:
         server = RegistryServer(config).start()
     except Exception as e:  # bad config, unreachable cluster, unusable _schemas: one line, status 1
         print(f"odradek schema-registry: {e or type(e).__name__}", file=sys.stderr)
+        if security is not None:
+            security.close()
         return 1
     print(f"schema registry listening on {server.url}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    while not stop.wait(0.5):
-        if server._done.done():
-            return 1
-    server.stop()
-    return 0
+    try:
+        while not stop.wait(0.5):
+            if server._done.done():
+                return 1
+        server.stop()
+        return 0
+    finally:
+        security.close()

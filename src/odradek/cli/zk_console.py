@@ -29,7 +29,7 @@ import signal
 import sys
 from typing import BinaryIO, Protocol
 
-from odradek.cli.common import CommandError, zk_tls_context
+from odradek.cli.common import CommandError, closed_at_exit, zk_tls_context
 from odradek.client.consumer import ConsumerRecord
 from odradek.errors import InvalidConfigError
 from odradek.zkclients.consumer_connector import ConsumerConfig, ZookeeperConsumerConnector
@@ -68,6 +68,7 @@ async def zk_consume(args: argparse.Namespace, props: dict[str, str], formatter:
         config = ConsumerConfig.from_properties(group, args.zookeeper, props)
     except (ValueError, InvalidConfigError) as exc:
         raise CommandError(str(exc)) from None
+    closed_at_exit(config.security)
     if args.zk_tls_config_file:
         config.zookeeper_tls = zk_tls_context(args.zk_tls_config_file)
     topic_count = {args.topic: 1} if args.topic is not None else None

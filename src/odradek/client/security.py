@@ -34,7 +34,10 @@ builds it off the event loop). :func:`inter_broker_client_security` is what a br
 connections (controller channel, replica fetchers, transaction markers, controlled shutdown) use.
 
 Immutable and hashable: safe from any thread; :meth:`ClientSecurity.sasl_client` returns a fresh
-mechanism state machine per connection.
+mechanism state machine per connection. OAUTHBEARER's login is the one resource a security holds:
+whoever builds a security closes it (:meth:`ClientSecurity.close`) when done with it: a broker at
+shutdown, a command when it ends; the login, shared by the securities of one configuration, stops
+refreshing when the last of them closes.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ if TYPE_CHECKING:
     # GSSAPI's and OAUTHBEARER's modules load gssapi and PyJWT: imported where a login of that
     # mechanism is built from config (below), so a client or broker without them never loads them
     from odradek.security.sasl.gssapi import KeytabLogin
-    from odradek.security.sasl.oauthbearer_login import OAuthBearerLogin
+    from odradek.security.sasl.oauthbearer_login import LoginLease, OAuthBearerLogin
 
 __all__ = [
     "PLAINTEXT_SECURITY",
@@ -120,8 +123,14 @@ class ClientSecurity:
     (:data:`SOURCE_ADDRESS_CONFIG`); a client has none."""
     sasl_token_auth: bool = False
     """Log in with a delegation token (SCRAM with the ``tokenauth=true`` extension)."""
-    oauthbearer_login: OAuthBearerLogin | None = field(default=None, compare=False, repr=False)
-    """OAUTHBEARER's token holder (shared, refreshing); None for the other mechanisms."""
+    oauthbearer: LoginLease | None = field(default=None, compare=False, repr=False)
+    """This security's hold on OAUTHBEARER's token holder (a login shared per configuration,
+    refreshing on a thread of its own until its last holder closes); None for the other mechanisms."""
+
+    @property
+    def oauthbearer_login(self) -> OAuthBearerLogin | None:
+        """OAUTHBEARER's shared token holder (None for the other mechanisms)."""
+        return None if self.oauthbearer is None else self.oauthbearer.login
 
     @property
     def uses_ssl(self) -> bool:
@@ -154,7 +163,7 @@ class ClientSecurity:
         mechanism = mechanism.strip().upper()
         check_mechanism(mechanism, "sasl.mechanism")
         if mechanism == OAUTHBEARER:
-            return cls(protocol, ssl_config, mechanism, oauthbearer_login=_oauthbearer_login(props, "sasl.jaas.config"))
+            return cls(protocol, ssl_config, mechanism, oauthbearer=_oauthbearer_login(props, "sasl.jaas.config"))
         if mechanism == GSSAPI:
             login = _client_kerberos_login(props)
             service = _service_name(props.get("sasl.kerberos.service.name"), login, "sasl.kerberos.service.name")
@@ -210,6 +219,24 @@ class ClientSecurity:
         extensions = {TOKEN_AUTH: "true"} if self.sasl_token_auth else None
         return ScramSaslClient(self.sasl_mechanism, self.sasl_username, self.sasl_password, extensions=extensions)
 
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release what this security holds: OAUTHBEARER's login, whose refresh thread ends
+        (joined here) when its last holder closes. Blocking for at most a token request's timeout
+        (a refresh under way); idempotent; copies made by ``dataclasses.replace`` share the hold,
+        so one close releases it for all. The owner (who built it by :meth:`from_properties` or
+        :func:`inter_broker_client_security`) closes it when its clients are closed; a security
+        never closed releases its hold when garbage collected. A no-op for the other mechanisms."""
+        if self.oauthbearer is not None:
+            self.oauthbearer.release()
+
+    async def aclose(self) -> None:
+        """:meth:`close` from an event loop: the join runs in a worker thread (only when there is
+        a login to release)."""
+        if self.oauthbearer is not None and not self.oauthbearer.released:
+            await asyncio.to_thread(self.close)
+
 
 PLAINTEXT_SECURITY = ClientSecurity()
 
@@ -229,8 +256,9 @@ def check_mechanism(mechanism: str, key: str) -> None:
         )
 
 
-def _oauthbearer_login(props: Mapping[str, Any], jaas_key: str) -> OAuthBearerLogin:
-    """The started login of an OAUTHBEARER client whose keys are ``props`` (JAAS entry at ``jaas_key``)."""
+def _oauthbearer_login(props: Mapping[str, Any], jaas_key: str) -> LoginLease:
+    """A hold on the started login of an OAUTHBEARER client whose keys are ``props`` (JAAS entry
+    at ``jaas_key``)."""
     from odradek.security.sasl.oauthbearer_config import client_login
 
     jaas = props.get(jaas_key)
@@ -396,8 +424,7 @@ def _inter_broker_security(props: Mapping[str, Any], listener: str, protocol: st
                 "(unsecured tokens) or clientId/clientSecret with sasl.login.callback.handler.class and "
                 "sasl.oauthbearer.token.endpoint.url (OAUTHBEARER needs a login)"
             )
-        login = _oauthbearer_login(resolved, jaas_key)
-        return ClientSecurity(protocol, ssl_config, mechanism, oauthbearer_login=login)
+        return ClientSecurity(protocol, ssl_config, mechanism, oauthbearer=_oauthbearer_login(resolved, jaas_key))
     jaas = resolved.get(jaas_key)
     if jaas is None or not str(jaas).strip():
         raise InvalidConfigError(

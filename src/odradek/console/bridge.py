@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -52,7 +53,17 @@ class ClientLoop:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        self._loop.run_forever()
+        try:
+            self._loop.run_forever()
+        finally:  # stopped by close(): the loop's own sockets (its self-pipe) are closed here
+            with contextlib.suppress(Exception):
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has stopped the thread and closed its event loop."""
+        return self._loop.is_closed()
 
     def submit(
         self, factory: Callable[[], Awaitable[T]], timeout_s: float = CALL_TIMEOUT_S

@@ -113,5 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from odradek.console.app import create_app
 
-    uvicorn.run(create_app(config), host=host, port=port, log_level="warning", access_log=False)
+    try:
+        uvicorn.run(create_app(config), host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        config.security.close()
     return 0

@@ -43,6 +43,7 @@ schedule work onto that loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import ssl
@@ -220,8 +221,7 @@ class ZooKeeperStore(CoordinationStore):
                     bootstrap.start(timeout=timeout_s)
                     bootstrap.ensure_path(self.chroot, acl=self._acls(""))
                 finally:
-                    bootstrap.stop()
-                    bootstrap.close()
+                    _stop_and_close(bootstrap)
             client = self._new_client(self.hosts + self.chroot)
             client.start(timeout=timeout_s)
             return client
@@ -235,6 +235,9 @@ class ZooKeeperStore(CoordinationStore):
             raise unreachable from None
         except kz.KazooException as e:
             raise StoreUnavailableError(f"cannot use ZooKeeper at {self.connect}: {e!r}") from e
+        if self._closed:  # closed while connecting: this session is nobody's
+            await asyncio.to_thread(_stop_and_close, client)
+            raise StoreUnavailableError(f"ZooKeeper session with {self.connect} is closed")
         client_id = client.client_id
         self._session_id = client_id[0] if client_id else 0
         client.add_listener(self._kazoo_state_listener)
@@ -604,9 +607,15 @@ class ZooKeeperStore(CoordinationStore):
         client, self._client = self._client, None
         if client is not None:
             client.remove_listener(self._kazoo_state_listener)
+            await asyncio.to_thread(_stop_and_close, client)
 
-            def stop() -> None:
-                client.stop()
-                client.close()
 
-            await asyncio.to_thread(stop)
+def _stop_and_close(client: KazooClient) -> None:
+    """End a kazoo client's session and free what it holds: ``stop`` ends its threads, ``close``
+    its wake-up socket pair (which ``stop`` leaves open, for a restart), even when ``stop`` fails.
+    Blocking (a kazoo thread is joined): off the event loop."""
+    try:
+        client.stop()
+    finally:
+        with contextlib.suppress(Exception):  # only a connection still running refuses
+            client.close()

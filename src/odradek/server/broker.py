@@ -105,8 +105,11 @@ class Broker:
         self.config = config
         self.broker_id = config.broker_id
         self.inter_broker_security = inter_broker_client_security(config)
-        """How this broker's own connections (controller channel, controlled shutdown) reach the
-        others' inter-broker listener; the fetchers and markers get the same from the components."""
+        """How this broker's own connections (controller channel, controlled shutdown, replica
+        fetchers, transaction markers, share persister, schema registry) reach the others'
+        inter-broker listener. Owned by the broker: closed by :meth:`shutdown` (OAUTHBEARER's login)."""
+        self._controller_security = self.inter_broker_security
+        """The controller channel's (another listener's when ``control.plane.listener.name`` is set)."""
         self._external_store = store
         self.store: CoordinationStore | None = store
         self.schema_id_validator = SchemaIdValidator(
@@ -258,6 +261,7 @@ class Broker:
             endpoint_for=self._inter_broker_endpoint,
             create_internal_topic=self.admin.create_internal_topic,
             local_address=self._local_address,
+            inter_broker_security=self.inter_broker_security,
             group_configs=self.group_configs,
         )
         self.leadership_listeners += [
@@ -290,6 +294,7 @@ class Broker:
         await failures.notify_if_offline()
         self._watches.append(store.watch_session(self._on_session_event))
         listener, security = controller_listener(self.config, self.inter_broker_security)
+        self._controller_security = security
         self.controller = KafkaController(
             self.broker_id,
             zk,
@@ -542,8 +547,17 @@ class Broker:
                 await self._embedded.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
+        await self.close_securities()
         self.started = False
         log.info("broker %d shut down", self.broker_id)
+
+    async def close_securities(self) -> None:
+        """Release the inter-broker (and control plane) client security: OAUTHBEARER's login stops
+        refreshing once no other user holds it. Last step of :meth:`shutdown`, when no connection
+        of this broker is left."""
+        for security in {id(s): s for s in (self._controller_security, self.inter_broker_security)}.values():
+            with contextlib.suppress(Exception):
+                await security.aclose()
 
     # --- broker configs (AlterConfigs, IncrementalAlterConfigs) -------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from odradek.client.security import inter_broker_client_security
+from odradek.client.security import ClientSecurity
 from odradek.coordinator.group import GroupCoordinator
 from odradek.coordinator.group.config import GroupCoordinatorConfig
 from odradek.coordinator.group.consumer_membership import ConsumerGroupConfig
@@ -69,8 +69,9 @@ class BrokerComponents:
     share_partitions: SharePartitionManager
 
 
-def fetcher_config(config: KafkaConfig) -> FetcherConfig:
-    """The replica fetchers' settings (``num.replica.fetchers``, ``replica.fetch.*``)."""
+def fetcher_config(config: KafkaConfig, security: ClientSecurity) -> FetcherConfig:
+    """The replica fetchers' settings (``num.replica.fetchers``, ``replica.fetch.*``); their
+    connections use ``security`` (the broker's inter-broker client security)."""
     return FetcherConfig(
         num_fetchers=config.get_int("num.replica.fetchers"),
         max_bytes=config.get_int("replica.fetch.max.bytes"),
@@ -79,7 +80,7 @@ def fetcher_config(config: KafkaConfig) -> FetcherConfig:
         min_bytes=config.get_int("replica.fetch.min.bytes"),
         backoff_ms=config.get_int("replica.fetch.backoff.ms"),
         request_timeout_ms=config.get_int("replica.socket.timeout.ms"),
-        security=inter_broker_client_security(config),
+        security=security,
     )
 
 
@@ -94,11 +95,14 @@ def build_components(
     endpoint_for: Callable[[int], tuple[str, int] | None],
     create_internal_topic: CreateInternalTopic,
     local_address: Callable[[], tuple[str, int] | None],
+    inter_broker_security: ClientSecurity,
     group_configs: GroupConfigs | None = None,
 ) -> BrokerComponents:
     """The components of broker ``config.broker_id``. ``log_config_for(topic)`` gives a topic's
     log config, ``isr_writer`` writes a leader's ISR change, ``endpoint_for(broker_id)`` is where
     followers fetch from, ``local_address()`` this broker's own (host, port) for its markers,
+    ``inter_broker_security`` how the fetchers, the share persister and the transaction markers
+    reach the other brokers (owned and closed by the caller, the broker),
     ``group_configs`` each group's configs (the group coordinator reads them)."""
     broker_id = config.broker_id
     replica_manager = ReplicaManager(
@@ -110,7 +114,7 @@ def build_components(
         producer_id_expiration_ms=config.get_int("producer.id.expiration.ms"),
         isr_writer=isr_writer,
         endpoint_for=endpoint_for,
-        fetcher_config=fetcher_config(config),
+        fetcher_config=fetcher_config(config, inter_broker_security),
         partition_exists=lambda tp: metadata_cache.partition_state(tp) is not None,
     )
     producer_ids = ProducerIdManager(broker_id, zk)
@@ -131,7 +135,7 @@ def build_components(
         MetadataLocator(broker_id, share_coordinator.find_coordinator, endpoint_for, local_address),
         local=share_coordinator,
         local_broker_id=broker_id,
-        security=inter_broker_client_security(config),
+        security=inter_broker_security,
         client_id=f"broker-{broker_id}-share-persister",
         request_timeout_ms=share_config.write_timeout_ms + 5000,
     )
@@ -151,7 +155,7 @@ def build_components(
             TransactionCoordinatorConfig.from_broker(config),
             runtime_deps(TRANSACTION_STATE_TOPIC),
             producer_ids.generate_producer_id,
-            MarkerWriter(broker_id, metadata_cache, local_address, inter_broker_client_security(config), endpoint_for),
+            MarkerWriter(broker_id, metadata_cache, local_address, inter_broker_security, endpoint_for),
         )
     )
     share_partitions = SharePartitionManager(

@@ -81,21 +81,31 @@ class BrokerRunner:
             loop = asyncio.new_event_loop()
             self.loop = loop
             asyncio.set_event_loop(loop)
-            self.broker = Broker(self.config, self._store)
             try:
+                self.broker = Broker(self.config, self._store)
                 loop.run_until_complete(self.broker.startup())
             except BaseException as exc:
-                ready.set_exception(exc)
-                loop.run_until_complete(self._quiet_shutdown())
-                loop.close()
+                ready.set_exception(exc)  # a bad config too: start() raises it at once
+                try:
+                    loop.run_until_complete(self._quiet_shutdown())
+                finally:
+                    loop.close()
                 return
             ready.set_result(None)
-            loop.run_forever()
-            loop.close()
+            try:
+                loop.run_forever()
+            finally:
+                loop.close()
 
         self._thread = threading.Thread(target=run, name="odradek-broker", daemon=True)
         self._thread.start()
-        ready.result(timeout)
+        try:
+            ready.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise
+        except BaseException:  # start-up failed: wait for its shutdown and the loop's close
+            self._thread.join(timeout)
+            raise
         return self
 
     async def _quiet_shutdown(self) -> None:
@@ -139,6 +149,7 @@ class BrokerRunner:
                 if broker.log_manager is not None:
                     for log_ in broker.log_manager.all_logs():
                         log_.close()
+                await broker.close_securities()  # a crash ends the process's login too
 
         try:
             self.call(abandon)

@@ -185,7 +185,8 @@ def librdkafka_params(params: Mapping[str, str]) -> dict[str, str]:
 
 
 def client_security(params: Mapping[str, str]) -> ClientSecurity:
-    """odradek's client security from the same options; ValueError naming the problem."""
+    """odradek's client security from the same options; ValueError naming the problem. The
+    caller owns it: :meth:`ClientSecurity.close` releases an OAUTHBEARER login."""
     try:
         return ClientSecurity.from_properties(params)
     except InvalidConfigError as e:

@@ -196,7 +196,8 @@ class ClientSettings:
 
     def client_security(self) -> ClientSecurity:
         """How odradek's own client would connect with these options (``kafka.security.protocol``,
-        ``kafka.ssl.*``, ``kafka.sasl.*``); ValueError naming the problem."""
+        ``kafka.ssl.*``, ``kafka.sasl.*``); ValueError naming the problem. A new security on
+        each call, which the caller closes (an OAUTHBEARER login)."""
         return client_security(self.kafka_params)
 
 

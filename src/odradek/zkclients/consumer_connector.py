@@ -94,7 +94,8 @@ class ConsumerConfig:
     fetch_wait_max_ms: int = 100
     security: ClientSecurity = PLAINTEXT_SECURITY
     """How the fetch (and Kafka offset storage) connections reach the brokers: the client keys
-    ``security.protocol``, ``ssl.*`` and ``sasl.*`` as :mod:`odradek.client.security` reads them."""
+    ``security.protocol``, ``ssl.*`` and ``sasl.*`` as :mod:`odradek.client.security` reads them;
+    built by :meth:`from_properties`, closed by whoever built the config (an OAUTHBEARER login)."""
     zookeeper_tls: ssl.SSLContext | None = None
     """TLS to ZooKeeper: built from the broker's ``zookeeper.ssl.*`` and ``zookeeper.clientCnxnSocket``
     keys when the properties hold them (:mod:`odradek.security.zookeeper_tls`)."""

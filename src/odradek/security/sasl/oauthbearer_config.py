@@ -12,6 +12,7 @@ JWKS file, or fetches the JWKS from its https URL (blocking, at start, as Kafka)
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,7 @@ from odradek.security.sasl.oauthbearer_login import (
     LOGIN_CALLBACK_HANDLER_CLASS,
     LOGIN_CALLBACK_HANDLER_CLASS_SECURED_PACKAGE,
     ClientCredentialsLogin,
+    LoginLease,
     LoginRefreshConfig,
     OAuthBearerLogin,
     UnsecuredLogin,
@@ -89,25 +91,31 @@ def oauthbearer_validator(value: Callable[[str], Any], jaas_text: str | None, pr
     )
 
 
-_LOGINS: dict[tuple[Any, ...], OAuthBearerLogin] = {}
+_LOGINS: weakref.WeakValueDictionary[tuple[Any, ...], OAuthBearerLogin] = weakref.WeakValueDictionary()
+"""The open logins by configuration; a login leaves when nobody holds it any more."""
 _LOGINS_LOCK = threading.Lock()
 
 
-def client_login(value: Callable[[str], Any], jaas_text: str, jaas_key: str) -> OAuthBearerLogin:
-    """The OAUTHBEARER login a client (or the broker's inter-broker connections) uses, started:
-    ``value(key)`` is the raw value of a key for that client (None when unset), ``jaas_text`` its
-    OAuthBearerLoginModule entry (named ``jaas_key`` in errors). One login is shared per distinct
-    configuration in the process, so a broker's many connections hold one token. Blocking (the
-    first token is obtained here); InvalidConfigError naming the key when misconfigured."""
+def client_login(value: Callable[[str], Any], jaas_text: str, jaas_key: str) -> LoginLease:
+    """A hold on the OAUTHBEARER login a client (or the broker's inter-broker connections) uses,
+    started: ``value(key)`` is the raw value of a key for that client (None when unset),
+    ``jaas_text`` its OAuthBearerLoginModule entry (named ``jaas_key`` in errors).
+
+    One login is shared per distinct configuration while somebody holds it (Kafka's
+    ``LoginManager``), so a broker's many connections hold one token; each call is one more
+    holder, and the login (its refresh thread) ends when the last :meth:`LoginLease.release` is
+    called. A closed login is never handed out: the next call logs in anew. Blocking (the first
+    token is obtained here); InvalidConfigError naming the key when misconfigured."""
     entry = parse_single_login_module(jaas_text, key=jaas_key, expected_module=OAUTHBEARER_LOGIN_MODULE)
     handler = value("sasl.login.callback.handler.class")
     refresh = LoginRefreshConfig.from_properties(value)
     url = value("sasl.oauthbearer.token.endpoint.url")
     ident = (jaas_text, handler, refresh, url, value("sasl.oauthbearer.sub.claim.name"))
     with _LOGINS_LOCK:
-        login = _LOGINS.get(ident)
-    if login is not None:
-        return login
+        shared = _LOGINS.get(ident)
+        if shared is not None and shared.acquire():
+            return LoginLease(shared)
+    login: OAuthBearerLogin
     if not handler:
         login = UnsecuredLogin(entry.options, refresh)
     elif handler in (LOGIN_CALLBACK_HANDLER_CLASS, LOGIN_CALLBACK_HANDLER_CLASS_SECURED_PACKAGE):
@@ -133,7 +141,9 @@ def client_login(value: Callable[[str], Any], jaas_text: str, jaas_key: str) -> 
         )
     login.start()
     with _LOGINS_LOCK:
-        kept = _LOGINS.setdefault(ident, login)
-    if kept is not login:
-        login.close()
-    return kept
+        shared = _LOGINS.get(ident)
+        if shared is None or not shared.acquire():
+            _LOGINS[ident] = login
+            return LoginLease(login)
+    login.close()  # another caller logged in meanwhile: its login is shared
+    return LoginLease(shared)

@@ -27,7 +27,11 @@ Both refresh their token on a daemon thread before it expires (:func:`refresh_de
 ``sasl.login.refresh.window.factor``/``.window.jitter``/``.min.period.seconds``/
 ``.buffer.seconds``); the first token is obtained when the login starts (blocking, on the
 caller's thread, as Kafka's login at start-up). :attr:`OAuthBearerLogin.token` may be read from
-any thread. The token itself is never logged.
+any thread. The token itself is never logged. A login is closed by its last user
+(:meth:`OAuthBearerLogin.release`, Kafka's ``LoginManager`` reference count) or by
+:meth:`OAuthBearerLogin.close`: the refresh thread ends at once and no token is asked for after;
+a login dropped without a close stops refreshing when it is garbage collected (the thread holds
+it weakly), so a gone token issuer is never retried for the rest of the process.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +60,7 @@ from odradek.security.sasl.oauthbearer import SEPARATOR, ClientInitialResponse
 __all__ = [
     "LOGIN_CALLBACK_HANDLER_CLASS",
     "ClientCredentialsLogin",
+    "LoginLease",
     "LoginRefreshConfig",
     "OAuthBearerLogin",
     "OAuthBearerSaslClient",
@@ -149,18 +155,31 @@ def refresh_delay_s(start_s: float, expiry_s: float, now_s: float, config: Login
 
 
 class OAuthBearerLogin:
-    """A refreshing token holder; subclasses implement :meth:`_obtain` -> (token, start s, expiry s)."""
+    """A refreshing token holder; subclasses implement :meth:`_obtain` -> (token, start s, expiry s).
+
+    Lifecycle: :meth:`start` obtains the first token and starts the refresh thread; :meth:`close`
+    stops it (promptly: the thread waits on an event, and is joined). A login shared by several
+    users counts them (Kafka's ``LoginManager``): :meth:`acquire` adds one (False once closed),
+    :meth:`release` drops one and closes the login with the last. The refresh thread holds the
+    login only weakly, so a login nobody references any more stops refreshing when it is
+    collected, closed or not. Any thread may call every method.
+    """
 
     def __init__(self, refresh: LoginRefreshConfig, extensions: Mapping[str, str]) -> None:
         self.refresh_config = refresh
         self.extensions = dict(extensions)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reentrant: a release may run from a finalizer, at any point
         self._token = ""
         self._expiry_s = 0.0
         self.logins = 0
         """How many tokens were obtained (the first included)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._users = 1
+        """The users holding this login (its creator is the first)."""
+        self._closed = False
+        self.join_timeout_s = 10.0
+        """How long :meth:`close` waits for a refresh under way (a token request's own timeout)."""
 
     def _obtain(self) -> tuple[str, float, float]:
         raise NotImplementedError
@@ -175,6 +194,16 @@ class OAuthBearerLogin:
         with self._lock:
             return self._expiry_s
 
+    @property
+    def closed(self) -> bool:
+        with self._lock:
+            return self._closed
+
+    @property
+    def refresh_thread(self) -> threading.Thread | None:
+        """The thread refreshing the token (None before :meth:`start`); not alive once closed."""
+        return self._thread
+
     def sasl_client(self) -> OAuthBearerSaslClient:
         return OAuthBearerSaslClient(self.token, self.extensions)
 
@@ -188,7 +217,8 @@ class OAuthBearerLogin:
 
     def start(self) -> OAuthBearerLogin:
         """Obtain the first token (retrying with backoff for at most ``retry_backoff_max_s``
-        twice over; InvalidConfigError after), then refresh it on a daemon thread."""
+        twice over; InvalidConfigError after, or at once when closed meanwhile), then refresh it
+        on a daemon thread named ``oauthbearer-login-refresh``."""
         deadline = time.monotonic() + 2 * max(self.refresh_config.retry_backoff_max_s, 1.0)
         backoff = self.refresh_config.retry_backoff_s
         while True:
@@ -196,33 +226,103 @@ class OAuthBearerLogin:
                 start, expiry = self._login_once()
                 break
             except (OSError, ValueError) as exc:
-                if time.monotonic() + backoff > deadline:
+                if time.monotonic() + backoff > deadline or self._stop.is_set():
                     raise InvalidConfigError(f"OAUTHBEARER login failed: {exc}") from None
                 log.warning("OAUTHBEARER login failed (retrying in %.1f s): %s", backoff, exc)
-                time.sleep(backoff)
+                self._stop.wait(backoff)
                 backoff = min(backoff * 2, self.refresh_config.retry_backoff_max_s)
-        self._thread = threading.Thread(
-            target=self._refresh_loop, args=(start, expiry), name="oauthbearer-login-refresh", daemon=True
-        )
-        self._thread.start()
+        with self._lock:
+            if self._closed:
+                return self
+            self._thread = threading.Thread(
+                target=_refresh_loop,
+                args=(weakref.ref(self), self._stop, self.refresh_config, start, expiry),
+                name="oauthbearer-login-refresh",
+                daemon=True,
+            )
+            # collected without a close: the thread is woken and ends
+            weakref.finalize(self, self._stop.set).atexit = False
+            self._thread.start()
         return self
 
-    def _refresh_loop(self, start: float, expiry: float) -> None:
-        backoff = self.refresh_config.retry_backoff_s
-        delay = refresh_delay_s(start, expiry, time.time(), self.refresh_config)
-        while not self._stop.wait(delay):
-            try:
-                start, expiry = self._login_once()
-            except (OSError, ValueError) as exc:
-                log.warning("OAUTHBEARER token refresh failed (retrying in %.1f s): %s", backoff, exc)
-                delay = backoff
-                backoff = min(backoff * 2, self.refresh_config.retry_backoff_max_s)
-                continue
-            backoff = self.refresh_config.retry_backoff_s
-            delay = refresh_delay_s(start, expiry, time.time(), self.refresh_config)
+    def acquire(self) -> bool:
+        """One more user; False (nothing counted) when the login is already closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._users += 1
+            return True
 
-    def close(self) -> None:
+    def release(self, *, wait: bool = True) -> None:
+        """One user fewer; the last one closes the login (:meth:`close`, joined when ``wait``)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._users -= 1
+            if self._users > 0:
+                return
+        self.close(wait=wait)
+
+    def close(self, *, wait: bool = True) -> None:
+        """Stop refreshing, whoever still uses the login (its last token stays readable).
+
+        The refresh thread is woken at once; with ``wait`` this returns when it has ended (a
+        token request under way first finishes or times out: at most :attr:`join_timeout_s`).
+        Idempotent; a no-op wait from the refresh thread itself."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
         self._stop.set()
+        if wait and thread is not None and thread is not threading.current_thread():
+            thread.join(self.join_timeout_s)
+
+
+class LoginLease:
+    """One user's hold on a shared :class:`OAuthBearerLogin`, already counted by the login.
+
+    :meth:`release` drops the hold once (idempotent; the last hold closes the login and waits
+    for its refresh thread). A lease garbage collected unreleased drops its hold then, without
+    waiting. Any thread may call.
+    """
+
+    def __init__(self, login: OAuthBearerLogin) -> None:
+        self.login = login
+        self._finalizer = weakref.finalize(self, login.release, wait=False)
+        self._finalizer.atexit = False
+
+    @property
+    def released(self) -> bool:
+        return not self._finalizer.alive
+
+    def release(self) -> None:
+        if self._finalizer.detach() is not None:
+            self.login.release()
+
+
+def _refresh_loop(
+    ref: weakref.ref[OAuthBearerLogin], stop: threading.Event, config: LoginRefreshConfig, start: float, expiry: float
+) -> None:
+    """The refresh thread: waits on ``stop`` until the next refresh moment, then renews the
+    token of the login ``ref`` points to (held strongly only while it renews); ends when ``stop``
+    is set or the login is gone. A failed renewal is retried after the backoff, doubling."""
+    backoff = config.retry_backoff_s
+    delay = refresh_delay_s(start, expiry, time.time(), config)
+    while not stop.wait(delay):
+        login = ref()
+        if login is None:
+            return
+        try:
+            start, expiry = login._login_once()
+        except (OSError, ValueError) as exc:
+            if not stop.is_set():
+                log.warning("OAUTHBEARER token refresh failed (retrying in %.1f s): %s", backoff, exc)
+            delay = backoff
+            backoff = min(backoff * 2, config.retry_backoff_max_s)
+            continue
+        finally:
+            del login
+        backoff = config.retry_backoff_s
+        delay = refresh_delay_s(start, expiry, time.time(), config)
 
 
 def _b64url(data: bytes) -> str:
@@ -304,6 +404,7 @@ class ClientCredentialsLogin(OAuthBearerLogin):
         self.sub_claim = sub_claim
         self._ssl = ssl_context if scheme == "https" else None
         self._timeout_s = timeout_s
+        self.join_timeout_s = timeout_s + 1.0
 
     def _request(self) -> urllib.request.Request:
         credentials = f"{urllib.parse.quote_plus(self.client_id)}:{urllib.parse.quote_plus(self._secret)}"
