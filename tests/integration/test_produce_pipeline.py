@@ -115,7 +115,9 @@ async def _pipeline(cluster: LocalCluster, second: Callable[[KafkaConnection], A
                 tasks[name] = task
                 await asyncio.sleep(0)  # written in this order
             seen: list[int] = []
-            deadline = time.monotonic() + 1.5
+            # held waits for the stopped follower for replica.lag.time.max.ms (10 s): 5 s of
+            # polling leaves a loaded CI machine room to append the second request
+            deadline = time.monotonic() + 5.0
             while time.monotonic() < deadline:
                 seen.append(await _end_offset(probe, FREE))
                 if seen[-1] > before:
