@@ -184,9 +184,9 @@ class PartitionStateZk:
         checks: list[Op] = []
         if controller_epoch_zk_version is not None:
             checks.append(CheckVersionOp(ControllerEpochZNode.path(), controller_epoch_zk_version))
-        chunks = [updates[i : i + STATE_UPDATE_CHUNK] for i in range(0, len(updates), STATE_UPDATE_CHUNK)]
-        if len(chunks) == len(updates):  # chunks of one: nothing to share
+        if len(updates) <= 1:  # nothing to share a multi with
             return await self._update_each(updates, checks, controller_epoch_zk_version)
+        chunks = [updates[i : i + STATE_UPDATE_CHUNK] for i in range(0, len(updates), STATE_UPDATE_CHUNK)]
         out: list[int | CoordinationError] = []
         results = await self.store.multi_many([[*checks, *map(_set_op, chunk)] for chunk in chunks])
         for chunk, result in zip(chunks, results, strict=True):

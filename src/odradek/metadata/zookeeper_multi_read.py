@@ -21,7 +21,8 @@ Wire format (jute, big-endian), as the server's ``MultiOperationRecord`` and ``M
 4 or -1, a length past the end of the buffer, or a number of entries other than the number of
 reads sent raises :class:`MalformedMultiReadError` (kazoo then fails the request's async result
 with it, and the caller falls back to single reads). A server older than 3.6 answers the whole
-request with ``UnimplementedError``.
+request with ``UnimplementedError`` (a switch not tested against such a server: the tests'
+ZooKeeper is 3.8).
 
 Called from whichever thread issues the request (kazoo queues it); the answer is parsed in
 kazoo's connection thread.
